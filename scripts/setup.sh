@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Installs and builds everything rtclab needs, and does nothing that is already done, so the npm scripts can run it
+# before every command. Debian/Ubuntu, as root (network namespaces and tc need root anyway).
+#   bash scripts/setup.sh          # verbose
+#   bash scripts/setup.sh --quiet  # only says what it does when it has something to do
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+quiet=false
+[ "${1:-}" = "--quiet" ] && quiet=true
+
+say() { echo "setup: $*" >&2; }
+fail() { echo "setup: error: $*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || fail "rtclab needs root (network namespaces, tc, iptables, packet capture); run it as root"
+
+# --- Debian packages ------------------------------------------------------------------------------------------------
+apt_packages=(chromium tshark tcpdump iperf3 ffmpeg nftables iptables ethtool iputils-ping iproute2
+  libnetfilter-queue-dev libmnl-dev pkg-config build-essential python3-venv)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  command -v apt-get >/dev/null || fail "apt-get not found: install ${missing[*]} by hand"
+  export DEBIAN_FRONTEND=noninteractive
+  # tshark asks whether non-root users may capture; answer before it asks.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# --- Node ------------------------------------------------------------------------------------------------------------
+command -v node >/dev/null || fail "node (>= 20) not found"
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "npm ci"
+  npm ci --no-audit --no-fund --loglevel=error >/dev/null
+fi
+
+# --- Rust parts ------------------------------------------------------------------------------------------------------
+command -v cargo >/dev/null || fail "cargo not found: install Rust (rustup) first"
+for manifest in netem/bottleneck/Cargo.toml analysis/*/Cargo.toml; do
+  [ -f "$manifest" ] || continue
+  $quiet || say "cargo build --release --manifest-path $manifest"
+  cargo build --release --locked --quiet --manifest-path "$manifest"
+done
+
+# --- Python analyzer -------------------------------------------------------------------------------------------------
+if [ -f pyproject.toml ]; then
+  stamp=.venv/.rtclab-installed
+  if [ ! -x .venv/bin/python ]; then
+    say "creating the Python environment (.venv)"
+    python3 -m venv .venv
+  fi
+  if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || { [ -f requirements.lock ] && [ requirements.lock -nt "$stamp" ]; }; then
+    say "installing the Python analyzer into .venv"
+    .venv/bin/pip install --quiet --upgrade pip >/dev/null
+    [ -f requirements.lock ] && .venv/bin/pip install --quiet -r requirements.lock
+    .venv/bin/pip install --quiet --no-deps -e .
+    touch "$stamp"
+  fi
+  if [ -x .venv/bin/rtclab ] && [ "$(readlink -f /usr/local/bin/rtclab 2>/dev/null)" != "$root/.venv/bin/rtclab" ]; then
+    ln -sf "$root/.venv/bin/rtclab" /usr/local/bin/rtclab
+    say "linked /usr/local/bin/rtclab -> .venv/bin/rtclab"
+  fi
+fi
+
+# --- The default fake-camera clip ------------------------------------------------------------------------------------
+# 5 s of ffmpeg's testsrc2 at 720p30 (Chrome loops the file); about 200 MB, so it is generated, never committed.
+clip=media/default.y4m
+if [ ! -s "$clip" ]; then
+  say "generating $clip with ffmpeg (1280x720, 30 fps, 5 s)"
+  mkdir -p media
+  ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1280x720:rate=30" -t 5 -pix_fmt yuv420p "$clip.tmp.y4m"
+  mv "$clip.tmp.y4m" "$clip"
+fi
+
+$quiet || say "ready"
