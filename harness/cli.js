@@ -1,0 +1,111 @@
+#!/usr/bin/env node
+// @ts-check
+// `npm run call -- [--scenario FILE] [--duration S] [--out DIR] [--backend B] [--no-analyze]`
+// Places one real call through the emulated network, then runs the analyzer on its run directory.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { loadScenario, ScenarioError, defaultScenarioPath } from './scenario.js';
+import { newRunId, runCall } from './run.js';
+import { progressPrinter } from './progress.js';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+const usage = `usage: npm run call -- [options]
+  --scenario FILE   scenario YAML (default: scenarios/default.yaml)
+  --duration S      call length in seconds (overrides the scenario's duration_s)
+  --out DIR         run directory (default: results/<date>-<id>/)
+  --backend B       auto | kernel | userspace (overrides the scenario's backend)
+  --no-analyze      stop after the call; analyse later with: rtclab analyze DIR`;
+
+function fail(/** @type {string} */ message, code = 2) {
+  process.stderr.write(`rtclab call: ${message}\n`);
+  process.exit(code);
+}
+
+/** @returns {{scenario?: string, duration?: string, out?: string, backend?: string, 'no-analyze'?: boolean, help?: boolean}} */
+function parseCommandLine() {
+  try {
+    return parseArgs({ options: {
+      scenario: { type: 'string' }, duration: { type: 'string' }, out: { type: 'string' },
+      backend: { type: 'string' }, 'no-analyze': { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+    } }).values;
+  } catch (err) {
+    return fail(`${/** @type {Error} */ (err).message}\n${usage}`);
+  }
+}
+
+function timestamp() {
+  const d = new Date();
+  const p = (/** @type {number} */ n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}-${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
+}
+
+/** Runs the analyzer and lets it print its report. Returns its exit status (null when it is not installed). */
+function analyze(/** @type {string} */ runDir) {
+  const local = path.join(repoRoot, '.venv', 'bin', 'rtclab');
+  const command = fs.existsSync(local) ? local : 'rtclab';
+  const result = spawnSync(command, ['analyze', runDir], { stdio: 'inherit' });
+  if (result.error) {
+    process.stderr.write(`rtclab call: the analyzer could not run (${result.error.message}); run scripts/setup.sh\n`);
+    return null;
+  }
+  return result.status;
+}
+
+async function main() {
+  const args = parseCommandLine();
+  if (args.help) { process.stdout.write(usage + '\n'); return 0; }
+  const duration_s = args.duration === undefined ? undefined : Number(args.duration);
+  if (duration_s !== undefined && !(duration_s > 0)) fail(`--duration must be a positive number of seconds (got "${args.duration}")`);
+
+  const scenarioFile = args.scenario ?? defaultScenarioPath;
+  let scenario;
+  try {
+    scenario = loadScenario(scenarioFile, { duration_s, backend: args.backend });
+  } catch (err) {
+    if (err instanceof ScenarioError) fail(err.message);
+    throw err;
+  }
+
+  const id = newRunId();
+  const runDir = path.resolve(args.out ?? path.join(repoRoot, 'results', `${timestamp()}-${id}`));
+  if (fs.existsSync(runDir) && fs.readdirSync(runDir).length > 0) fail(`${runDir} exists and is not empty; choose another --out`);
+
+  // Ctrl-C or SIGTERM stops the call; teardown still runs and the run directory keeps what was recorded.
+  const controller = new AbortController();
+  for (const sig of /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGHUP'])) {
+    process.on(sig, () => {
+      if (!controller.signal.aborted) process.stderr.write(`\nrtclab call: ${sig}: stopping and cleaning up...\n`);
+      controller.abort(sig);
+    });
+  }
+
+  process.stderr.write(`rtclab call: run ${id}, scenario ${scenario.name} (${path.relative(process.cwd(), scenarioFile) || scenarioFile}), ` +
+    `${scenario.duration_s} s -> ${runDir}\n`);
+  const progress = progressPrinter(process.stderr);
+  const manifest = await runCall({ scenario, scenarioFile: path.resolve(scenarioFile), runDir, id, signal: controller.signal,
+    onProgress: progress, log: (line) => process.stderr.write(`rtclab call: ${line}\n`) });
+  progress.done();
+
+  const v = manifest.validity;
+  if (manifest.status !== 'complete') {
+    process.stderr.write(`rtclab call: run ${manifest.status}: ${manifest.error}\n  what was recorded is in ${runDir}\n`);
+  } else {
+    process.stderr.write(`rtclab call: backend ${manifest.backend?.used} (${manifest.backend?.reason}); run ${v.valid ? 'VALID' : 'INVALID'}\n`);
+    for (const c of v.checks) process.stderr.write(`  ${c.ok ? 'ok  ' : 'FAIL'} ${c.name}: ${c.detail}\n`);
+  }
+  const hasCaptures = fs.existsSync(path.join(runDir, 'capture-a.pcap'));
+  if (!args['no-analyze'] && hasCaptures && !controller.signal.aborted) analyze(runDir);
+  process.stderr.write(`rtclab call: run directory ${runDir}\n`);
+  if (fs.existsSync(path.join(runDir, 'dashboard.html'))) process.stderr.write(`rtclab call: dashboard ${path.join(runDir, 'dashboard.html')}\n`);
+  if (manifest.status !== 'complete') return 1;
+  return v.valid ? 0 : 3;
+}
+
+main().then((code) => process.exit(code), (err) => {
+  process.stderr.write(`rtclab call: ${err?.stack ?? err}\n`);
+  process.exit(1);
+});

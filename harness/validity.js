@@ -1,0 +1,71 @@
+// @ts-check
+// The checks that decide whether a run measured what it claims to. A run failing one is marked invalid with the
+// reason; its data are kept but never reported as good.
+
+/** Share of the call during which the sender's video may be limited by CPU before the run is invalid. */
+export const MAX_CPU_LIMITED_FRACTION = 0.1;
+
+/**
+ * @param {string} address
+ * @param {string} dataPrefix e.g. '10.0.'
+ */
+const onDataPath = (address, dataPrefix) => typeof address === 'string' && address.startsWith(dataPrefix);
+
+/**
+ * @param {{
+ *   dataPrefix: string,
+ *   selectedPairs: {side: string, local: any, remote: any}[],
+ *   framesDecoded: Record<string, number>,
+ *   connected: boolean, connectTimeoutS: number, connectSeconds: number | null,
+ *   cpuLimited: Record<string, number>, samples: Record<string, number>,
+ *   bottleneckAlive: boolean | null,
+ *   captures: Record<string, {packets: number, dropped_by_kernel: number}> | null,
+ *   captureEnabled: boolean,
+ * }} o
+ */
+export function validityChecks(o) {
+  /** @type {{name: string, ok: boolean, detail: string}[]} */
+  const checks = [];
+  const add = (/** @type {string} */ name, /** @type {boolean} */ ok, /** @type {string} */ detail) => checks.push({ name, ok, detail });
+
+  add('call_connected_in_time', o.connected,
+    o.connected ? `media flowing ${o.connectSeconds?.toFixed(1)} s after the browsers loaded the page`
+      : `no decoded video within ${o.connectTimeoutS} s`);
+
+  const offPath = o.selectedPairs.filter((p) => !onDataPath(p.local?.address, o.dataPrefix) || !onDataPath(p.remote?.address, o.dataPrefix));
+  if (o.selectedPairs.length === 0) add('ice_pair_on_data_path', false, 'no selected ICE candidate pair was reported');
+  else if (offPath.length) {
+    const p = offPath[0];
+    add('ice_pair_on_data_path', false, `side ${p.side} selected ${p.local?.address} <-> ${p.remote?.address}, off the data path ${o.dataPrefix}*`);
+  } else {
+    const p = o.selectedPairs[o.selectedPairs.length - 1];
+    add('ice_pair_on_data_path', true, `${p.local.address} <-> ${p.remote.address} for the whole call (${o.selectedPairs.length} pair report(s))`);
+  }
+
+  for (const side of ['a', 'b']) {
+    const frames = o.framesDecoded[side] ?? 0;
+    add(`video_decoded_${side}`, frames > 0, `${side} decoded ${frames} video frames`);
+  }
+
+  for (const side of ['a', 'b']) {
+    const n = o.samples[side] ?? 0;
+    const fraction = n ? (o.cpuLimited[side] ?? 0) / n : 0;
+    add(`cpu_limited_${side}`, fraction <= MAX_CPU_LIMITED_FRACTION,
+      `qualityLimitationReason was "cpu" in ${(fraction * 100).toFixed(0)}% of ${n} samples (limit ${MAX_CPU_LIMITED_FRACTION * 100}%)`);
+  }
+
+  if (o.bottleneckAlive !== null) {
+    add('bottleneck_alive', o.bottleneckAlive, o.bottleneckAlive ? 'the userspace bottleneck ran for the whole call'
+      : 'the userspace bottleneck exited during the call');
+  }
+
+  if (o.captureEnabled) {
+    if (!o.captures) add('captures_complete', false, 'captures were not stopped cleanly; their counts are unknown');
+    else {
+      const drops = Object.entries(o.captures).map(([side, c]) => `${side}: ${c.packets} packets, ${c.dropped_by_kernel} dropped by kernel`);
+      const ok = Object.values(o.captures).every((c) => c.dropped_by_kernel === 0 && c.packets > 0);
+      add('captures_complete', ok, drops.join('; '));
+    }
+  }
+  return { valid: checks.every((c) => c.ok), checks };
+}

@@ -1,0 +1,51 @@
+// @ts-check
+// What produced a run: versions of every component, recorded in its manifest so a result can be reproduced.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromiumBinary } from './browser.js';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** First line a command prints (stdout or stderr), or null when it cannot run. @param {string} cmd @param {string[]} args */
+function firstLine(cmd, args) {
+  try {
+    const out = execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 10_000 });
+    return out.split('\n').find((l) => l.trim())?.trim() ?? null;
+  } catch (err) {
+    const e = /** @type {any} */ (err);
+    const text = `${e.stdout ?? ''}${e.stderr ?? ''}`;
+    return text.split('\n').find((l) => l.trim())?.trim() ?? null;
+  }
+}
+
+export function rtclabVersion() {
+  return JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8')).version;
+}
+
+export function gitCommit() {
+  const commit = firstLine('git', ['-C', repoRoot, 'rev-parse', 'HEAD']);
+  if (!commit || !/^[0-9a-f]{40}$/.test(commit)) return null;
+  const dirty = firstLine('git', ['-C', repoRoot, 'status', '--porcelain', '--untracked-files=no']);
+  return dirty ? `${commit}-dirty` : commit;
+}
+
+export function collectVersions() {
+  let chromium = null;
+  try { chromium = firstLine(chromiumBinary(), ['--version']); } catch { /* reported when the call starts */ }
+  return {
+    rtclab: rtclabVersion(),
+    chromium,
+    kernel: os.release(),
+    iproute2: firstLine('ip', ['-V']),
+    tcpdump: firstLine('tcpdump', ['--version']),
+    iperf3: firstLine('iperf3', ['--version']),
+    node: process.version,
+  };
+}
+
+export function hostInfo() {
+  return { hostname: os.hostname(), cpus: os.cpus().length, memory_gib: Math.round(os.totalmem() / 2 ** 30) };
+}
