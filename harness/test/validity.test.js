@@ -1,0 +1,68 @@
+// @ts-check
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { validityChecks } from '../validity.js';
+import { RunRecorder, summarizeReport } from '../recorder.js';
+
+const good = {
+  dataPrefix: '10.0.',
+  selectedPairs: [{ side: 'a', local: { address: '10.0.1.2' }, remote: { address: '10.0.2.2' } },
+    { side: 'b', local: { address: '10.0.2.2' }, remote: { address: '10.0.1.2' } }],
+  framesDecoded: { a: 900, b: 880 }, connected: true, connectTimeoutS: 20, connectSeconds: 1.2,
+  cpuLimited: { a: 0, b: 1 }, samples: { a: 30, b: 30 }, bottleneckAlive: true,
+  captures: { a: { packets: 5000, dropped_by_kernel: 0 }, b: { packets: 4900, dropped_by_kernel: 0 } },
+  captureEnabled: true,
+};
+const failing = (/** @type {any} */ o) => validityChecks(o).checks.filter((c) => !c.ok).map((c) => c.name);
+
+test('a clean run is valid and every check says what it saw', () => {
+  const v = validityChecks(good);
+  assert.equal(v.valid, true);
+  assert.deepEqual(v.checks.map((c) => c.name), ['call_connected_in_time', 'ice_pair_on_data_path', 'video_decoded_a',
+    'video_decoded_b', 'cpu_limited_a', 'cpu_limited_b', 'bottleneck_alive', 'captures_complete']);
+  assert.match(v.checks[1].detail, /10\.0\.2\.2 <-> 10\.0\.1\.2/);
+});
+
+test('media on the management link makes the run invalid', () => {
+  const pairs = [...good.selectedPairs, { side: 'a', local: { address: '10.99.3.2' }, remote: { address: '10.0.2.2' } }];
+  assert.deepEqual(failing({ ...good, selectedPairs: pairs }), ['ice_pair_on_data_path']);
+  assert.deepEqual(failing({ ...good, selectedPairs: [] }), ['ice_pair_on_data_path']);
+});
+
+test('CPU-limited video beyond 10% of samples, undecoded video, a dead bottleneck and capture drops are flagged', () => {
+  assert.deepEqual(failing({ ...good, cpuLimited: { a: 4, b: 0 } }), ['cpu_limited_a']);
+  assert.deepEqual(failing({ ...good, cpuLimited: { a: 3, b: 0 } }), []);
+  assert.deepEqual(failing({ ...good, framesDecoded: { a: 10, b: 0 } }), ['video_decoded_b']);
+  assert.deepEqual(failing({ ...good, bottleneckAlive: false }), ['bottleneck_alive']);
+  assert.deepEqual(failing({ ...good, bottleneckAlive: null }), []);
+  assert.deepEqual(failing({ ...good, captures: { a: { packets: 10, dropped_by_kernel: 2 }, b: good.captures.b } }), ['captures_complete']);
+  assert.deepEqual(failing({ ...good, captures: null }), ['captures_complete']);
+});
+
+const sample = (/** @type {number} */ t_ms, /** @type {number} */ bytesSent, reason = 'bandwidth') => ({ t_ms, report: [
+  { id: 'OT1', type: 'outbound-rtp', kind: 'video', timestamp: t_ms, bytesSent, qualityLimitationReason: reason, targetBitrate: 800000 },
+  { id: 'RI1', type: 'remote-inbound-rtp', kind: 'video', timestamp: t_ms, roundTripTime: 0.081 },
+  { id: 'IT1', type: 'inbound-rtp', kind: 'video', timestamp: t_ms, framesDecoded: 12, framesPerSecond: 29, frameHeight: 540, bytesReceived: 1 },
+  { id: 'CP1', type: 'candidate-pair', nominated: true, state: 'succeeded', availableOutgoingBitrate: 950000 },
+] });
+
+test('the recorder streams samples to JSONL and derives rates between the last two samples', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-recorder-test-'));
+  const r = new RunRecorder(dir);
+  r.stats('a', sample(1_000_000, 0));
+  r.stats('a', sample(1_001_000, 100_000, 'cpu'));
+  r.event('call-start', { x: 1 });
+  r.writeManifest({ status: 'running' });
+  r.close();
+  assert.equal(r.rateBps('a', 'bytes_sent'), 800_000);
+  assert.deepEqual({ cpu: r.cpuLimitedCount.a, n: r.sampleCount.a }, { cpu: 1, n: 2 });
+  const lines = fs.readFileSync(path.join(dir, 'getstats-a.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(lines.map((l) => [l.t, l.side, l.report.length]), [[1000, 'a', 4], [1001, 'a', 4]]);
+  assert.equal(JSON.parse(fs.readFileSync(path.join(dir, 'events.jsonl'), 'utf8')).event, 'call-start');
+  assert.equal(JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')).status, 'running');
+  const s = summarizeReport(sample(5, 0).report);
+  assert.deepEqual([s.rtt_ms, s.fps_received, s.frame_height_received, s.available_outgoing_bitrate_bps], [81, 29, 540, 950000]);
+});
