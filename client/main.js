@@ -1,0 +1,52 @@
+/**
+ * Entry point of the test page: reads the config, connects to the signaling server that served the page,
+ * starts the call and keeps a few live numbers on screen. `window.rtclab` gives the harness a handle on the call.
+ */
+import { io } from '/socket.io/socket.io.esm.min.js';
+import { readConfig } from './config.js';
+import { startCall } from './call.js';
+import { reportError } from './report.js';
+
+const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
+
+const showError = (/** @type {unknown} */ error) => {
+  $('error').textContent += `${error instanceof Error ? error.message : String(error)}\n`;
+  return reportError(error);
+};
+window.addEventListener('error', (event) => showError(event.error ?? event.message));
+window.addEventListener('unhandledrejection', (event) => showError(event.reason));
+
+const format = (/** @type {number | null} */ value, /** @type {string} */ unit, digits = 0) =>
+  value === null || value === undefined ? '-' : `${value.toFixed(digits)} ${unit}`;
+
+const view = {
+  onLocalStream: (/** @type {MediaStream} */ stream) => { /** @type {HTMLVideoElement} */ ($('local')).srcObject = stream; },
+  onRemoteStream: (/** @type {MediaStream} */ stream) => { /** @type {HTMLVideoElement} */ ($('remote')).srcObject = stream; },
+  onStatus: (/** @type {string} */ text) => { $('status').textContent = text; },
+  onNumbers: (/** @type {any} */ n) => {
+    const rows = [
+      ['send', `${format(n.send_kbps, 'kbit/s')}  ${n.send_resolution ?? '-'} @ ${format(n.send_fps, 'fps')}  ${n.send_codec ?? ''}`],
+      ['receive', `${format(n.receive_kbps, 'kbit/s')}  ${n.receive_resolution ?? '-'} @ ${format(n.receive_fps, 'fps')}  ${n.receive_codec ?? ''}`],
+      ['RTT', format(n.rtt_ms, 'ms', 1)],
+      ['limited by', n.quality_limitation ?? '-'],
+    ];
+    $('numbers').replaceChildren(...rows.flatMap(([name, value]) => {
+      const dt = document.createElement('dt');
+      dt.textContent = name;
+      const dd = document.createElement('dd');
+      dd.textContent = value;
+      return [dt, dd];
+    }));
+  },
+};
+
+async function main() {
+  const config = readConfig(/** @type {any} */ (window).rtclabConfig, location.search);
+  const socket = io({ transports: ['websocket'] });
+  /** @type {any} */ (window).rtclab = { config, socket, call: null };
+  const call = await startCall(config, socket, view);
+  /** @type {any} */ (window).rtclab.call = call;
+  window.addEventListener('pagehide', () => { call.hangup('page closed'); });
+}
+
+main().catch(showError);
