@@ -6,16 +6,20 @@ import os from 'node:os';
 import path from 'node:path';
 import puppeteer from 'puppeteer-core';
 
-/** Debian's real binary; /usr/bin/chromium is a shell wrapper around it. RTCLAB_CHROMIUM overrides it. */
+/** Debian's real binary (/usr/bin/chromium is a shell wrapper around it); RTCLAB_CHROMIUM names another one. */
 export function chromiumBinary() {
-  const candidates = [process.env.RTCLAB_CHROMIUM, '/usr/lib/chromium/chromium', '/usr/bin/chromium',
-    '/usr/bin/google-chrome'].filter(Boolean);
-  const found = candidates.find((p) => p && fs.existsSync(p));
+  const chosen = process.env.RTCLAB_CHROMIUM;
+  if (chosen) {
+    if (!fs.existsSync(chosen)) throw new Error(`Chromium not found at ${chosen} (RTCLAB_CHROMIUM)`);
+    return chosen;
+  }
+  const candidates = ['/usr/lib/chromium/chromium', '/usr/bin/chromium', '/usr/bin/google-chrome'];
+  const found = candidates.find((p) => fs.existsSync(p));
   if (!found) {
     throw new Error(`Chromium not found (looked for ${candidates.join(', ')}); run scripts/setup.sh ` +
       'or set RTCLAB_CHROMIUM to a Chrome/Chromium binary');
   }
-  return /** @type {string} */ (found);
+  return found;
 }
 
 /**

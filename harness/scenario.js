@@ -6,6 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Ajv from 'ajv';
 import YAML from 'yaml';
+import { LinkError, normalizeNetwork } from '../netem/link.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const schemaPath = path.join(repoRoot, 'scenarios', 'schema.json');
@@ -90,6 +91,21 @@ export function validateScenario(scenario, label = 'scenario') {
 }
 
 /**
+ * The network with every link default filled in (Linux's defaults for each discipline, limits in ms converted),
+ * checked for what JSON Schema cannot express.
+ * @param {any} scenario a schema-valid scenario
+ * @param {string} label @param {string} baseDir where relative trace files are looked for
+ */
+function normalizeScenarioNetwork(scenario, label, baseDir) {
+  try {
+    scenario.network = normalizeNetwork(scenario.network, baseDir);
+  } catch (err) {
+    if (err instanceof LinkError) throw new ScenarioError(label, [err.message]);
+    throw err;
+  }
+}
+
+/**
  * Reads a scenario file, validates it, fills in defaults and applies command-line overrides.
  * @param {string} [file] YAML file; the default scenario when absent
  * @param {{ duration_s?: number, backend?: string }} [overrides]
@@ -111,6 +127,7 @@ export function loadScenario(file = defaultScenarioPath, overrides = {}) {
     for (const [key, value] of Object.entries(overrides)) if (value !== undefined) doc[key] = value;
   }
   const scenario = validateScenario(doc, file);
+  normalizeScenarioNetwork(scenario, file, path.dirname(path.resolve(file)));
   // A clip named relative to the scenario file is found next to it.
   if (scenario.call.video_clip && !path.isAbsolute(scenario.call.video_clip)) {
     scenario.call.video_clip = path.resolve(path.dirname(file), scenario.call.video_clip);

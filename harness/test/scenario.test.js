@@ -21,8 +21,10 @@ const problemsOf = (fn) => {
 test('the default scenario is the Carlucci et al. base case with every default filled in', () => {
   const s = loadScenario();
   assert.equal(s.duration_s, 60);
-  assert.deepEqual(s.network.forward.rate, { kbit: 1000 });
-  assert.deepEqual(s.network.forward.qdisc, { kind: 'fifo', limit_ms: 300 });
+  assert.equal(s.network.forward.rate.kbit, 1000);
+  // DT/300: 300 ms worth of bytes at 1 Mbit/s.
+  assert.deepEqual(s.network.forward.qdisc, { kind: 'fifo', limit_bytes: 37500 });
+  assert.equal(s.network.reverse.rate, null);
   assert.equal(s.network.forward.delay_ms, 25);
   assert.equal(s.network.reverse.delay_ms, 25);
   assert.equal(s.call.codec, 'VP8');

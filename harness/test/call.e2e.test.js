@@ -1,0 +1,162 @@
+// @ts-check
+// End-to-end: real calls between two Debian Chromium browsers through the emulated network, as a user runs them
+// (`node harness/cli.js`, which `npm run call` runs after setup).
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { readPcap, rtpHeader } from './pcap.js';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const cli = path.join(repoRoot, 'harness', 'cli.js');
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-e2e-'));
+
+/**
+ * Runs the call CLI; `during` may act on the running process.
+ * @param {string[]} args @param {{env?: Record<string,string>, during?: (child: import('node:child_process').ChildProcess, out: () => string) => void}} [o]
+ * @returns {Promise<{code: number|null, stderr: string}>}
+ */
+function runCli(args, { env = {}, during } = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stdout.on('data', (d) => { stderr += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    during?.(child, () => stderr);
+    child.on('exit', (code) => resolve({ code, stderr }));
+  });
+}
+
+/** Namespaces, root-side links and processes a run with this id could have left. @param {string} id */
+function leftovers(id) {
+  const found = [];
+  const netns = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
+  if (netns.includes(`rtclab-${id}-`)) found.push(`namespaces: ${netns.trim()}`);
+  const links = execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' });
+  if (links.includes(`rl${id}`)) found.push('root-side management links');
+  const procs = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n')
+    .filter((l) => l.includes(`rtclab-${id}-`) || (l.includes('rtclab-bottleneck') && l.includes(id)));
+  if (procs.length) found.push(`processes: ${procs.join(' | ')}`);
+  return found;
+}
+
+const manifestOf = (/** @type {string} */ dir) => JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
+const jsonl = (/** @type {string} */ file) => fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+
+test('a 30 s call through the default scenario: captures, getStats, a valid manifest, the rate under the capacity', { timeout: 240_000 }, async () => {
+  const out = path.join(tmp, 'default');
+  const { code, stderr } = await runCli(['--duration', '30', '--out', out]);
+  const manifest = manifestOf(out);
+  assert.equal(manifest.status, 'complete', stderr);
+  assert.equal(manifest.validity.valid, true, JSON.stringify(manifest.validity, null, 1));
+  assert.equal(code, 0, stderr);
+  assert.deepEqual(leftovers(manifest.id), []);
+  for (const f of ['capture-a.pcap', 'capture-b.pcap', 'getstats-a.jsonl', 'getstats-b.jsonl', 'events.jsonl']) {
+    assert.ok(fs.statSync(path.join(out, f)).size > 0, `${f} is empty`);
+  }
+
+  // Both sides decoded video, by the browsers' own account.
+  for (const side of ['a', 'b']) {
+    const last = jsonl(path.join(out, `getstats-${side}.jsonl`)).at(-1);
+    const inbound = last.report.find((/** @type {any} */ s) => s.type === 'inbound-rtp' && s.kind === 'video');
+    assert.ok(inbound?.framesDecoded > 0, `${side}: no decoded frames`);
+  }
+
+  // Video RTP from a to b is present at both captures (the VP8 payload type the browsers negotiated).
+  const outbound = jsonl(path.join(out, 'getstats-a.jsonl')).at(-1).report
+    .find((/** @type {any} */ s) => s.type === 'outbound-rtp' && s.kind === 'video');
+  const isVideo = (/** @type {any} */ p) => p.src === '10.0.1.2' && p.dst === '10.0.2.2' && rtpHeader(p.udpPayload)?.ssrc === outbound.ssrc;
+  const videoAtA = [...readPcap(path.join(out, 'capture-a.pcap'))].filter(isVideo).length;
+  const videoAtB = [...readPcap(path.join(out, 'capture-b.pcap'))].filter(isVideo).length;
+  assert.ok(videoAtA > 500 && videoAtB > 500, `video RTP packets: ${videoAtA} at a, ${videoAtB} at b`);
+
+  // After the first 20 s, all a -> b traffic arriving at b (wire bytes) is 70-100% of the 1 Mbit/s capacity.
+  const from = manifest.timings.call_start + 20;
+  const to = manifest.timings.call_end;
+  let bytes = 0;
+  for (const p of readPcap(path.join(out, 'capture-b.pcap'))) {
+    if (p.src === '10.0.1.2' && p.dst === '10.0.2.2' && p.t_s >= from && p.t_s < to) bytes += p.wireLength;
+  }
+  const rate_kbps = (bytes * 8) / (to - from) / 1000;
+  assert.ok(rate_kbps >= 700 && rate_kbps <= 1000, `received rate at b after 20 s: ${rate_kbps.toFixed(0)} kbit/s`);
+
+  // The analyzer ran at the end and wrote its outputs.
+  for (const f of ['metrics.json', 'dashboard.html']) assert.ok(fs.existsSync(path.join(out, f)), `${f} missing`);
+});
+
+test('a scenario with a bad field fails before anything is set up, naming the field', async () => {
+  const file = path.join(tmp, 'bad.yaml');
+  fs.writeFileSync(file, 'network:\n  forward:\n    qdisc: {kind: fifo, limit_ms: -3}\n');
+  const out = path.join(tmp, 'bad');
+  const { code, stderr } = await runCli(['--scenario', file, '--out', out]);
+  assert.equal(code, 2);
+  assert.match(stderr, /network\.forward\.qdisc\.limit_ms: must be > 0/);
+  assert.equal(fs.existsSync(out), false, 'no run directory for a scenario that never ran');
+});
+
+test('a missing video clip ends the run with a clear error and nothing set up', async () => {
+  const file = path.join(tmp, 'noclip.yaml');
+  fs.writeFileSync(file, 'call: {video_clip: /nonexistent/clip.y4m}\n');
+  const out = path.join(tmp, 'noclip');
+  const { code, stderr } = await runCli(['--scenario', file, '--out', out, '--duration', '5']);
+  assert.equal(code, 1);
+  assert.match(stderr, /video clip \/nonexistent\/clip\.y4m does not exist/);
+  const manifest = manifestOf(out);
+  assert.equal(manifest.status, 'incomplete');
+  assert.deepEqual(leftovers(manifest.id), []);
+});
+
+test('a missing Chromium ends the run with a clear error', async () => {
+  const out = path.join(tmp, 'nochrome');
+  const { code, stderr } = await runCli(['--out', out, '--duration', '5'], { env: { RTCLAB_CHROMIUM: '/nonexistent/chromium' } });
+  assert.equal(code, 1);
+  assert.match(stderr, /Chromium not found at \/nonexistent\/chromium/);
+  assert.deepEqual(leftovers(manifestOf(out).id), []);
+});
+
+test('a browser killed mid-call: clear error, run incomplete with its data kept, nothing left behind', { timeout: 120_000 }, async () => {
+  const out = path.join(tmp, 'killed');
+  const { code, stderr } = await runCli(['--out', out, '--duration', '60'], {
+    during: (child, output) => {
+      const timer = setInterval(() => {
+        if (!output().includes('call ') && !fs.existsSync(path.join(out, 'getstats-b.jsonl'))) return;
+        const id = manifestOf(out).id;
+        // Chromium's browser process of side b: the one launched inside b's namespace.
+        const pids = execFileSync('ip', ['netns', 'pids', `rtclab-${id}-b`], { encoding: 'utf8' }).trim().split('\n');
+        for (const pid of pids) {
+          const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+          if (cmd.includes('chromium') && !cmd.includes('--type=')) process.kill(Number(pid), 'SIGKILL');
+        }
+        clearInterval(timer);
+      }, 2000);
+    },
+  });
+  assert.equal(code, 1, stderr);
+  assert.match(stderr, /browser b \(Chromium\) exited during the run/);
+  const manifest = manifestOf(out);
+  assert.equal(manifest.status, 'incomplete');
+  assert.ok(fs.statSync(path.join(out, 'capture-a.pcap')).size > 24, 'the capture recorded before the crash is kept');
+  assert.deepEqual(leftovers(manifest.id), []);
+});
+
+test('Ctrl-C during the call stops it, keeps what was recorded and leaves nothing behind', { timeout: 120_000 }, async () => {
+  const out = path.join(tmp, 'sigint');
+  const { code } = await runCli(['--out', out, '--duration', '60'], {
+    during: (child, output) => {
+      const timer = setInterval(() => {
+        if (!fs.existsSync(path.join(out, 'getstats-a.jsonl'))) return;
+        child.kill('SIGINT');
+        clearInterval(timer);
+      }, 1000);
+    },
+  });
+  assert.equal(code, 1);
+  const manifest = manifestOf(out);
+  assert.equal(manifest.status, 'incomplete');
+  assert.match(manifest.error, /interrupted by SIGINT/);
+  assert.ok(fs.statSync(path.join(out, 'getstats-a.jsonl')).size > 0);
+  assert.deepEqual(leftovers(manifest.id), []);
+});
