@@ -64,8 +64,9 @@ export async function startCall(config, socket, view) {
   const setCodecPreferences = () => {
     for (const transceiver of pc.getTransceivers()) {
       const kind = transceiver.sender.track?.kind ?? transceiver.receiver.track.kind;
-      const capabilities = RTCRtpReceiver.getCapabilities(kind)?.codecs ?? [];
-      const codecs = kind === 'video' ? chooseVideoCodecs(capabilities, call.codec, call.red_fec) : chooseAudioCodecs(capabilities, call.red_fec);
+      const receivable = RTCRtpReceiver.getCapabilities(kind)?.codecs ?? [];
+      const sendable = RTCRtpSender.getCapabilities(kind)?.codecs ?? [];
+      const codecs = kind === 'video' ? chooseVideoCodecs(receivable, sendable, call.codec, call.red_fec) : chooseAudioCodecs(receivable, call.red_fec);
       transceiver.setCodecPreferences(codecs);
     }
   };

@@ -13,20 +13,25 @@ const sameMime = (/** @type {CodecCapability} */ codec, /** @type {string} */ mi
   codec.mimeType.toLowerCase() === mimeType.toLowerCase();
 
 /**
- * @param {CodecCapability[]} capabilities RTCRtpReceiver.getCapabilities('video').codecs
+ * @param {CodecCapability[]} receiveCapabilities RTCRtpReceiver.getCapabilities('video').codecs (setCodecPreferences
+ *   takes entries of this list)
+ * @param {CodecCapability[]} sendCapabilities RTCRtpSender.getCapabilities('video').codecs: profiles this browser
+ *   cannot encode (e.g. VP9 profile 1) are left out, since both peers send what they receive
  * @param {string} codecName VP8 | VP9 | H264 | AV1
  * @param {boolean} redFec also keep video/red and video/ulpfec
- * @returns {CodecCapability[]} the chosen codec's entries (every profile, in the browser's order), then rtx, then red/ulpfec
+ * @returns {CodecCapability[]} the chosen codec's profiles (browser's order), then rtx, then red/ulpfec if asked
  */
-export function chooseVideoCodecs(capabilities, codecName, redFec) {
+export function chooseVideoCodecs(receiveCapabilities, sendCapabilities, codecName, redFec) {
   if (!VIDEO_CODECS.includes(codecName)) throw new Error(`unknown video codec "${codecName}" (expected one of ${VIDEO_CODECS.join(', ')})`);
-  const media = capabilities.filter((c) => sameMime(c, `video/${codecName}`));
+  const key = (/** @type {CodecCapability} */ c) => `${c.mimeType.toLowerCase()} ${c.sdpFmtpLine ?? ''}`;
+  const sendable = new Set(sendCapabilities.map(key));
+  const media = receiveCapabilities.filter((c) => sameMime(c, `video/${codecName}`) && sendable.has(key(c)));
   if (media.length === 0) {
-    const offered = [...new Set(capabilities.map((c) => c.mimeType))].join(', ');
-    throw new Error(`this browser cannot receive video codec ${codecName} (it has: ${offered})`);
+    const both = [...new Set(receiveCapabilities.filter((c) => sendable.has(key(c))).map((c) => c.mimeType))].join(', ');
+    throw new Error(`this browser cannot both send and receive video codec ${codecName} (it can: ${both})`);
   }
-  const rtx = capabilities.filter((c) => sameMime(c, 'video/rtx'));
-  const fec = redFec ? capabilities.filter((c) => sameMime(c, 'video/red') || sameMime(c, 'video/ulpfec')) : [];
+  const rtx = receiveCapabilities.filter((c) => sameMime(c, 'video/rtx'));
+  const fec = redFec ? receiveCapabilities.filter((c) => sameMime(c, 'video/red') || sameMime(c, 'video/ulpfec')) : [];
   return [...media, ...rtx, ...fec];
 }
 

@@ -1,0 +1,118 @@
+// @ts-check
+// The page's pure helpers, in Node, against Chromium 156's real codec capabilities and a real getStats sample.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { chooseAudioCodecs, chooseVideoCodecs, sdpCodecNames } from '../codecs.js';
+import { isCandidateAllowed, parseCandidate } from '../candidates.js';
+import { liveNumbers, pairKey, selectedCandidatePair } from '../stats.js';
+import { CALL_DEFAULTS, readConfig } from '../config.js';
+
+const fixture = (/** @type {string} */ name) => JSON.parse(readFileSync(new URL(`fixtures/${name}`, import.meta.url), 'utf8'));
+const caps = fixture('chromium-156-capabilities.json');
+const statsSamples = fixture('chromium-156-stats-callee.json');
+const mimes = (/** @type {{ mimeType: string, sdpFmtpLine?: string }[]} */ list) => list.map((c) => `${c.mimeType}${c.sdpFmtpLine ? ` ${c.sdpFmtpLine}` : ''}`);
+
+test('VP8 without red_fec: exactly VP8 and rtx', () => {
+  assert.deepEqual(mimes(chooseVideoCodecs(caps.receiver.video, caps.sender.video, 'VP8', false)), ['video/VP8', 'video/rtx']);
+});
+
+test('red_fec adds RED and ULPFEC, never FlexFEC', () => {
+  assert.deepEqual(mimes(chooseVideoCodecs(caps.receiver.video, caps.sender.video, 'VP8', true)), ['video/VP8', 'video/rtx', 'video/red', 'video/ulpfec']);
+});
+
+test('only profiles the browser can also send are kept (VP9 profiles 1 and 3 cannot be encoded)', () => {
+  assert.deepEqual(mimes(chooseVideoCodecs(caps.receiver.video, caps.sender.video, 'VP9', false)), ['video/VP9 profile-id=0', 'video/VP9 profile-id=2', 'video/rtx']);
+  const h264 = chooseVideoCodecs(caps.receiver.video, caps.sender.video, 'H264', false);
+  assert.ok(h264.every((c) => c.mimeType === 'video/H264' || c.mimeType === 'video/rtx'));
+  assert.ok(!h264.some((c) => c.sdpFmtpLine?.includes('profile-level-id=f4001f')));
+  assert.deepEqual(mimes(chooseVideoCodecs(caps.receiver.video, caps.sender.video, 'AV1', false)), ['video/AV1 level-idx=5;profile=0;tier=0', 'video/rtx']);
+});
+
+test('a codec the browser lacks is an error naming it and what exists', () => {
+  const noAv1 = caps.receiver.video.filter((/** @type {any} */ c) => c.mimeType !== 'video/AV1');
+  assert.throws(() => chooseVideoCodecs(noAv1, caps.sender.video, 'AV1', false), /cannot both send and receive video codec AV1 \(it can: video\/VP8/);
+  assert.throws(() => chooseVideoCodecs(caps.receiver.video, caps.sender.video, 'H265', false), /unknown video codec "H265"/);
+});
+
+test('audio: opus only, audio/red only with red_fec', () => {
+  assert.deepEqual(mimes(chooseAudioCodecs(caps.receiver.audio, false)), ['audio/opus minptime=10;useinbandfec=1']);
+  assert.deepEqual(mimes(chooseAudioCodecs(caps.receiver.audio, true)), ['audio/opus minptime=10;useinbandfec=1', 'audio/red']);
+});
+
+test('sdpCodecNames lists the codecs of one m-section', () => {
+  const sdp = 'v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=rtpmap:111 opus/48000/2\r\nm=video 9 UDP/TLS/RTP/SAVPF 96 97 118\r\n'
+    + 'a=rtpmap:96 VP8/90000\r\na=rtpmap:97 rtx/90000\r\na=rtpmap:118 red/90000\r\n';
+  assert.deepEqual(sdpCodecNames(sdp, 'video'), ['VP8', 'rtx', 'red']);
+  assert.deepEqual(sdpCodecNames(sdp, 'audio'), ['opus']);
+  assert.deepEqual(sdpCodecNames('v=0\r\n', 'video'), []);
+});
+
+test('candidate lines are parsed', () => {
+  assert.deepEqual(parseCandidate('candidate:3146179749 1 udp 2122063615 10.0.1.2 45556 typ host generation 0 ufrag 9fTM'),
+    { protocol: 'udp', address: '10.0.1.2', port: 45556, candidateType: 'host' });
+  assert.deepEqual(parseCandidate('a=candidate:1 1 TCP 1518083839 ::1 9 typ host tcptype active'),
+    { protocol: 'tcp', address: '::1', port: 9, candidateType: 'host' });
+  assert.equal(parseCandidate('not a candidate'), null);
+});
+
+test('only candidates on the data network pass the prefix', () => {
+  const data = 'candidate:1 1 udp 2122063615 10.0.1.2 45556 typ host';
+  const management = 'candidate:2 1 udp 2122063615 10.99.1.2 45557 typ host';
+  const mdns = 'candidate:3 1 udp 2122063615 0f3c9d2e-1111-4bbb-8ccc-123456789abc.local 45558 typ host';
+  assert.equal(isCandidateAllowed(data, '10.0.'), true);
+  assert.equal(isCandidateAllowed(management, '10.0.'), false);
+  assert.equal(isCandidateAllowed(mdns, '10.0.'), false);
+  assert.equal(isCandidateAllowed('garbage', '10.0.'), false);
+  assert.equal(isCandidateAllowed(management, null), true);
+  assert.equal(isCandidateAllowed(management, ''), true);
+});
+
+test('selected candidate pair is read from a real Chromium report', () => {
+  const pair = selectedCandidatePair(statsSamples[1].report);
+  assert.ok(pair);
+  assert.equal(pair.local.protocol, 'udp');
+  assert.equal(typeof pair.local.port, 'number');
+  assert.ok(['host', 'prflx', 'srflx', 'relay'].includes(pair.remote.candidateType));
+  assert.match(pairKey(pair), /^udp:.*<-> udp:/);
+  assert.equal(selectedCandidatePair([]), null);
+  assert.equal(pairKey(null), '');
+});
+
+test('live numbers from two consecutive real samples', () => {
+  const [prev, cur] = statsSamples.map((/** @type {any} */ s) => s.report);
+  const n = liveNumbers(prev, cur);
+  assert.ok(n.send_kbps !== null && n.send_kbps > 0, `send_kbps ${n.send_kbps}`);
+  assert.ok(n.receive_kbps !== null && n.receive_kbps > 0, `receive_kbps ${n.receive_kbps}`);
+  assert.equal(n.send_codec, 'video/VP8');
+  assert.equal(n.receive_codec, 'video/VP8');
+  assert.equal(n.receive_resolution, '320x240');
+  assert.ok(n.rtt_ms !== null && n.rtt_ms >= 0);
+  assert.equal(liveNumbers(null, cur).send_kbps, null);
+});
+
+test('bitrate is computed from byte deltas over the stats timestamps', () => {
+  const at = (/** @type {number} */ t_ms, /** @type {number} */ bytes) => [{ id: 'o', type: 'outbound-rtp', kind: 'video', timestamp: t_ms, bytesSent: bytes, headerBytesSent: 0 }];
+  assert.equal(liveNumbers(at(1000, 0), at(2000, 125000)).send_kbps, 1000);
+  assert.equal(liveNumbers(at(1000, 0), at(1000, 10)).send_kbps, null);
+});
+
+test('config: defaults from the scenario schema, from window or ?config=', () => {
+  const fromWindow = readConfig({ room: 'x', role: 'callee', call: { codec: 'VP9' }, candidate_prefix: '10.0.' }, '');
+  assert.equal(fromWindow.call.codec, 'VP9');
+  assert.equal(fromWindow.call.width, CALL_DEFAULTS.width);
+  assert.equal(fromWindow.getstats_interval_ms, 1000);
+  const fromQuery = readConfig(undefined, `?config=${encodeURIComponent(JSON.stringify({ room: 'q', call: { max_bitrate_kbps: 500 } }))}`);
+  assert.equal(fromQuery.room, 'q');
+  assert.equal(fromQuery.role, null);
+  assert.equal(fromQuery.call.max_bitrate_kbps, 500);
+  assert.equal(readConfig(undefined, '').room, 'rtclab');
+});
+
+test('config: errors name the field', () => {
+  assert.throws(() => readConfig({ call: { codec: 'H265' } }, ''), /call\.codec must be one of/);
+  assert.throws(() => readConfig({ role: 'boss' }, ''), /role must be/);
+  assert.throws(() => readConfig({ call: { max_bitrate_kbps: 0 } }, ''), /call\.max_bitrate_kbps/);
+  assert.throws(() => readConfig({ getstats_interval_ms: 10 }, ''), /getstats_interval_ms/);
+  assert.throws(() => readConfig(undefined, '?config=%7Bnope'), /not valid JSON/);
+});
