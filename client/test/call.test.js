@@ -1,0 +1,154 @@
+// @ts-check
+// Real calls between two Debian Chromium instances on loopback, through the real signaling server.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startSignalingServer } from '../../signaling/server.js';
+import { makeClip, openPeer, removeDir } from './chromium.js';
+
+const CONNECT_LIMIT_MS = 10_000;
+
+/** @type {{ dir: string, clip: string }} */
+let media;
+/** @type {Awaited<ReturnType<typeof startSignalingServer>>} */
+let server;
+
+before(async () => {
+  media = await makeClip();
+  server = await startSignalingServer({ host: '127.0.0.1', port: 0 });
+});
+after(async () => {
+  await server?.close();
+  if (media) await removeDir(media.dir);
+});
+
+/** @param {number[]} values */
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+/**
+ * Place one call, let media flow for `media_ms` after both sides are connected, hand the peers to `inspect`,
+ * and always close both browsers.
+ * @param {import('node:test').TestContext} t
+ * @param {{ room: string, call: Record<string, unknown>, getstats_interval_ms: number, media_ms: number }} options
+ * @param {(peers: Awaited<ReturnType<typeof openPeer>>[], timing: { started_ms: number, connected_ms: number }) => Promise<void>} inspect
+ */
+async function withCall(t, { room, call, getstats_interval_ms, media_ms }, inspect) {
+  const started_ms = Date.now();
+  const launches = ['caller', 'callee'].map((role) => openPeer({
+    url: server.url,
+    config: { room, role, call: { width: 320, height: 240, fps: 15, ...call }, getstats_interval_ms, candidate_prefix: '127.' },
+    clip: media.clip,
+    workDir: media.dir,
+    name: `${room}-${role}`,
+  }));
+  const settled = await Promise.allSettled(launches);
+  const peers = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  try {
+    const failed = settled.find((s) => s.status === 'rejected');
+    if (failed) throw /** @type {PromiseRejectedResult} */ (failed).reason;
+    const connectedAt = (/** @type {typeof peers[0]} */ peer) =>
+      peer.reports.find((r) => r.kind === 'state' && r.payload.connectionState === 'connected')?.received_ms;
+    while (peers.some((p) => connectedAt(p) === undefined) && Date.now() - started_ms < CONNECT_LIMIT_MS + 5000) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const errors = peers.flatMap((p) => p.reports.filter((r) => r.kind === 'error').map((r) => r.payload.message));
+    assert.deepEqual(errors, [], 'the pages reported errors');
+    const connected_ms = Math.max(...peers.map((p) => connectedAt(p) ?? Infinity));
+    assert.ok(Number.isFinite(connected_ms), `not connected: ${peers.map((p) => p.console.slice(-5).join(' | ')).join(' || ')}`);
+    t.diagnostic(`both browsers launched and connected ${connected_ms - started_ms} ms after launch started`);
+    await new Promise((resolve) => setTimeout(resolve, media_ms));
+    await inspect(peers, { started_ms, connected_ms });
+  } finally {
+    await Promise.all(peers.map((p) => p.browser.close()));
+  }
+}
+
+/** @param {Awaited<ReturnType<typeof openPeer>>} peer */
+const statsOf = (peer) => peer.reports.filter((r) => r.kind === 'stats').map((r) => r.payload);
+
+test('VP8 call: connects, streams full getStats at the interval, decodes video, no RED, maxBitrate applied', async (t) => {
+  const interval_ms = 200;
+  const max_bitrate_kbps = 150;
+  await withCall(t, { room: 'vp8', call: { codec: 'VP8', red_fec: false, max_bitrate_kbps }, getstats_interval_ms: interval_ms, media_ms: 4000 },
+    async (peers, { started_ms, connected_ms }) => {
+      assert.ok(connected_ms - started_ms < CONNECT_LIMIT_MS, `connected after ${connected_ms - started_ms} ms`);
+      for (const peer of peers) {
+        const samples = statsOf(peer);
+        const gaps_ms = samples.slice(1).map((s, i) => s.t_ms - samples[i].t_ms);
+        t.diagnostic(`${samples.length} samples, median gap ${median(gaps_ms)} ms, max ${Math.max(...gaps_ms)} ms`);
+        assert.ok(samples.length >= 15, `only ${samples.length} stats samples`);
+        assert.ok(Math.abs(median(gaps_ms) - interval_ms) <= 30, `median gap ${median(gaps_ms)} ms, wanted ${interval_ms}`);
+        assert.ok(Math.max(...gaps_ms) < 3 * interval_ms, `a gap of ${Math.max(...gaps_ms)} ms`);
+        // Host-clock timestamps, and the whole standard report.
+        assert.ok(samples.every((s) => s.t_ms >= started_ms && s.t_ms <= Date.now()));
+        const last = samples.at(-1).report;
+        const types = new Set(last.map((/** @type {any} */ s) => s.type));
+        for (const type of ['codec', 'candidate-pair', 'local-candidate', 'remote-candidate', 'inbound-rtp', 'outbound-rtp',
+          'remote-inbound-rtp', 'transport', 'certificate', 'media-source', 'peer-connection']) {
+          assert.ok(types.has(type), `no ${type} in the report`);
+        }
+
+        const inbound = last.find((/** @type {any} */ s) => s.type === 'inbound-rtp' && s.kind === 'video');
+        assert.ok(inbound.framesDecoded > 0, `framesDecoded ${inbound.framesDecoded}`);
+        assert.ok(last.some((/** @type {any} */ s) => s.type === 'inbound-rtp' && s.kind === 'audio' && s.packetsReceived > 0), 'no audio received');
+        const codecOf = (/** @type {any} */ s) => last.find((/** @type {any} */ c) => c.id === s.codecId)?.mimeType;
+        assert.equal(codecOf(inbound), 'video/VP8');
+        assert.equal(codecOf(last.find((/** @type {any} */ s) => s.type === 'outbound-rtp' && s.kind === 'video')), 'video/VP8');
+
+        const sdp = await peer.page.evaluate(() => /** @type {any} */ (window).rtclab.call.pc.remoteDescription.sdp);
+        assert.doesNotMatch(sdp, /a=rtpmap:\d+ (red|ulpfec|flexfec-03)\//, 'RED/FEC negotiated although red_fec is false');
+        assert.match(sdp, /a=rtpmap:\d+ VP8\/90000/);
+        assert.doesNotMatch(sdp, /a=rtpmap:\d+ (VP9|H264|AV1)\//);
+
+        const maxBitrate = await peer.page.evaluate(() => /** @type {any} */ (window).rtclab.call.pc.getSenders()
+          .find((/** @type {RTCRtpSender} */ s) => s.track?.kind === 'video').getParameters().encodings[0].maxBitrate);
+        assert.equal(maxBitrate, max_bitrate_kbps * 1000);
+        // The encoder's target obeys the cap (Chrome starts near 300 kbit/s without one).
+        const targets_bps = samples.flatMap((s) => s.report.filter((/** @type {any} */ r) => r.type === 'outbound-rtp' && r.kind === 'video' && r.targetBitrate).map((/** @type {any} */ r) => r.targetBitrate));
+        assert.ok(targets_bps.length > 0 && Math.max(...targets_bps) <= max_bitrate_kbps * 1000, `targetBitrate up to ${Math.max(...targets_bps)}`);
+
+        // Only loopback candidates were signalled.
+        const remoteHosts = last.filter((/** @type {any} */ s) => s.type === 'remote-candidate' && s.candidateType === 'host');
+        assert.ok(remoteHosts.length > 0);
+        assert.ok(remoteHosts.every((/** @type {any} */ s) => s.address.startsWith('127.')), JSON.stringify(remoteHosts.map((/** @type {any} */ s) => s.address)));
+        assert.ok(peer.reports.some((r) => r.kind === 'selected-pair' && r.payload.local.protocol === 'udp'));
+        const states = peer.reports.filter((r) => r.kind === 'state').map((r) => r.payload.event);
+        assert.ok(states.includes('connectionstatechange') && states.includes('send-parameters'));
+      }
+
+      // Hang-up: the caller's bye closes the callee.
+      const [caller, callee] = peers;
+      await caller.page.evaluate(() => /** @type {any} */ (window).rtclab.call.hangup('test over'));
+      const deadline_ms = Date.now() + 3000;
+      const closedState = () => callee.reports.find((r) => r.kind === 'state' && r.payload.event === 'closed');
+      while (!closedState() && Date.now() < deadline_ms) await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.match(closedState()?.payload.reason ?? '', /peer said bye: test over/);
+    });
+});
+
+test('VP9 call: the requested codec is sent and decoded on both sides', async (t) => {
+  await withCall(t, { room: 'vp9', call: { codec: 'VP9', red_fec: false, max_bitrate_kbps: null }, getstats_interval_ms: 500, media_ms: 2500 },
+    async (peers) => {
+      for (const peer of peers) {
+        const last = statsOf(peer).at(-1).report;
+        const inbound = last.find((/** @type {any} */ s) => s.type === 'inbound-rtp' && s.kind === 'video');
+        const outbound = last.find((/** @type {any} */ s) => s.type === 'outbound-rtp' && s.kind === 'video');
+        const codecOf = (/** @type {any} */ s) => last.find((/** @type {any} */ c) => c.id === s.codecId)?.mimeType;
+        assert.ok(inbound.framesDecoded > 0);
+        assert.equal(codecOf(inbound), 'video/VP9');
+        assert.equal(codecOf(outbound), 'video/VP9');
+        const sdp = await peer.page.evaluate(() => /** @type {any} */ (window).rtclab.call.pc.remoteDescription.sdp);
+        assert.doesNotMatch(sdp, /a=rtpmap:\d+ (red|ulpfec|VP8|H264|AV1)\//);
+      }
+    });
+});
+
+test('red_fec: RED and ULPFEC are negotiated when asked', async (t) => {
+  await withCall(t, { room: 'red', call: { codec: 'VP8', red_fec: true }, getstats_interval_ms: 1000, media_ms: 500 },
+    async (peers) => {
+      for (const peer of peers) {
+        const sdp = await peer.page.evaluate(() => /** @type {any} */ (window).rtclab.call.pc.remoteDescription.sdp);
+        assert.match(sdp, /a=rtpmap:\d+ red\/90000/);
+        assert.match(sdp, /a=rtpmap:\d+ ulpfec\/90000/);
+      }
+    });
+});
