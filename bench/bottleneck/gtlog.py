@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Reads the bottleneck's ground-truth log (docs/bottleneck-log.md) and nanosecond pcaps, for the benchmark and the
+by-hand checks. Standard library only, so it runs on a fresh machine.
+
+  gtlog.py lateness LOG                      release lateness (release_ns - due_ns) of forwarded packets, events
+  gtlog.py spacing PCAP --dst IP --kbit K    departure spacing error of a saturated link: gap - frame time at K
+  gtlog.py path A.pcap B.pcap [--log LOG]    received wire rate at b, one-way and queuing delay, log agreement
+Each prints one JSON object.
+"""
+import argparse
+import json
+import struct
+import sys
+
+RECORD = struct.Struct("<QQQQQQHHBBBBII")
+RECORD_FIELDS = ("arrival_ns", "dequeue_ns", "tx_end_ns", "due_ns", "release_ns", "key", "ip_len", "ip_id",
+                 "event", "band", "ecn_in", "ip_proto", "queue_packets", "queue_bytes")
+EVENTS = {0: "forwarded", 1: "forwarded_ce", 2: "dropped_tail", 3: "dropped_aqm", 4: "dropped_loss",
+          5: "dropped_shutdown"}
+ETHERNET_HEADER_BYTES = 14
+
+
+def fnv1a64(data):
+    h = 0xCBF29CE484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def read_gtlog(path):
+    """Returns (header dict, list of record dicts); a trailing fragment shorter than a record is ignored."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    if blob[:8] != b"RTCGTLG1":
+        raise SystemExit(f"{path}: not a ground-truth log (magic {blob[:8]!r})")
+    (n,) = struct.unpack_from("<I", blob, 8)
+    header = json.loads(blob[12:12 + n].decode("utf-8"))
+    size = header.get("record_size", 64)
+    body = blob[12 + n:]
+    records = [dict(zip(RECORD_FIELDS, RECORD.unpack_from(body, off)))
+               for off in range(0, len(body) - size + 1, size)]
+    return header, records, len(body) % size
+
+
+def read_pcap(path):
+    """Yields (t_ns, frame_len, frame bytes) from a pcap with nanosecond (a1b23c4d) or microsecond timestamps."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    magic = struct.unpack_from("<I", blob, 0)[0]
+    if magic == 0xA1B23C4D:
+        scale = 1
+    elif magic == 0xA1B2C3D4:
+        scale = 1000
+    else:
+        raise SystemExit(f"{path}: not a little-endian pcap (magic {magic:#x})")
+    off = 24
+    while off + 16 <= len(blob):
+        sec, frac, incl, orig = struct.unpack_from("<IIII", blob, off)
+        off += 16
+        yield sec * 1_000_000_000 + frac * scale, orig, blob[off:off + incl]
+        off += incl
+
+
+def ipv4_packets(path, src=None, dst=None):
+    """(t_ns, frame_len, key, ip_id) of the IPv4 frames of a pcap, filtered by addresses."""
+    out = []
+    for t_ns, frame_len, frame in read_pcap(path):
+        if len(frame) < 34 or frame[12:14] != b"\x08\x00":
+            continue
+        ip = frame[14:]
+        ihl = (ip[0] & 0x0F) * 4
+        ip_len = struct.unpack_from(">H", ip, 2)[0]
+        s, d = ".".join(map(str, ip[12:16])), ".".join(map(str, ip[16:20]))
+        if (src and s != src) or (dst and d != dst):
+            continue
+        payload = ip[ihl:ip_len][:64]
+        out.append((t_ns, frame_len, fnv1a64(payload), struct.unpack_from(">H", ip, 4)[0]))
+    return out
+
+
+def percentiles_us(values_ns):
+    if not values_ns:
+        return {"n": 0}
+    v = sorted(values_ns)
+
+    def p(q):
+        return round(v[min(len(v) - 1, int(q * len(v)))] / 1000, 1)
+
+    return {"n": len(v), "p50_us": p(0.50), "p99_us": p(0.99), "p99_9_us": p(0.999),
+            "max_us": round(v[-1] / 1000, 1), "min_us": round(v[0] / 1000, 1)}
+
+
+def cmd_lateness(args):
+    header, records, fragment = read_gtlog(args.log)
+    events = {}
+    for r in records:
+        name = EVENTS.get(r["event"], str(r["event"]))
+        events[name] = events.get(name, 0) + 1
+    late = [r["release_ns"] - r["due_ns"] for r in records if r["event"] in (0, 1)]
+    return {"records": len(records), "trailing_fragment_bytes": fragment, "events": events,
+            "lateness": percentiles_us(late), "direction": header.get("direction")}
+
+
+def cmd_spacing(args):
+    pkts = ipv4_packets(args.pcap, dst=args.dst)
+    skip_ns = int(args.skip_s * 1e9)
+    t_first = pkts[0][0] if pkts else 0
+    errors = []
+    for (t0, _, _, _), (t1, len1, _, _) in zip(pkts, pkts[1:]):
+        if t0 - t_first < skip_ns:
+            continue
+        frame_time_ns = len1 * 8 * 1e9 / (args.kbit * 1000)
+        errors.append(abs(t1 - t0 - frame_time_ns))
+    return {"packets": len(pkts), "spacing_error": percentiles_us(errors)}
+
+
+def cmd_path(args):
+    sent = ipv4_packets(args.a_pcap, src=args.src, dst=args.dst)
+    received = ipv4_packets(args.b_pcap, src=args.src, dst=args.dst)
+    out = {"sent": len(sent), "received": len(received)}
+    if len(received) >= 2:
+        # A saturated link: frames after the first arrive back to back at the link rate.
+        bits = sum(f for _, f, _, _ in received[1:]) * 8
+        out["received_wire_kbit"] = round(bits / ((received[-1][0] - received[0][0]) / 1e9) / 1000, 2)
+    sent_at = {k: t for t, _, k, _ in sent}
+    owd = {k: t - sent_at[k] for t, _, k, _ in received if k in sent_at}
+    if owd:
+        lo = min(owd.values())
+        out["one_way_delay_ms"] = {"min": round(lo / 1e6, 3), "max": round(max(owd.values()) / 1e6, 3)}
+        out["queuing_delay_max_ms"] = round((max(owd.values()) - lo) / 1e6, 3)
+    if args.log:
+        _, records, _ = read_gtlog(args.log)
+        # Forwarded per the log but missing at b, dropped per the log but present at b.
+        fwd = {r["key"]: r for r in records if r["event"] in (0, 1)}
+        dropped = {r["key"] for r in records if r["event"] >= 2}
+        out["log_forwarded_missing_at_b"] = sum(1 for k in fwd if k in sent_at and k not in owd)
+        out["log_dropped_present_at_b"] = sum(1 for k in dropped if k in owd)
+        # Capture one-way delay minus the log's account (due - arrival): lateness plus the veth hops.
+        diffs = [owd[k] - (r["due_ns"] - r["arrival_ns"]) for k, r in fwd.items() if k in owd]
+        out["owd_minus_log_due"] = percentiles_us(diffs)
+        diffs = [owd[k] - (r["release_ns"] - r["arrival_ns"]) for k, r in fwd.items() if k in owd]
+        out["owd_minus_log_release"] = percentiles_us(diffs)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("lateness")
+    p.add_argument("log")
+    p = sub.add_parser("spacing")
+    p.add_argument("pcap")
+    p.add_argument("--dst", required=True)
+    p.add_argument("--kbit", type=float, required=True)
+    p.add_argument("--skip-s", type=float, default=1.0, help="ignore the first seconds (queue filling)")
+    p = sub.add_parser("path")
+    p.add_argument("a_pcap")
+    p.add_argument("b_pcap")
+    p.add_argument("--src", default="10.0.1.2")
+    p.add_argument("--dst", default="10.0.2.2")
+    p.add_argument("--log")
+    args = ap.parse_args()
+    result = {"lateness": cmd_lateness, "spacing": cmd_spacing, "path": cmd_path}[args.cmd](args)
+    json.dump(result, sys.stdout)
+    print()
+
+
+if __name__ == "__main__":
+    main()
