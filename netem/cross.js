@@ -1,0 +1,99 @@
+// @ts-check
+// Cross traffic: iperf3 TCP flows through the bottleneck on the scenario's schedule. The server runs in the
+// receiving namespace (b for forward, a for reverse), the client in the other, congestion control set explicitly.
+import { spawn } from 'node:child_process';
+import { openSync, closeSync } from 'node:fs';
+import { join } from 'node:path';
+import { run, sleep } from './exec.js';
+import { DATA } from './names.js';
+
+const BASE_PORT = 5201;
+
+/**
+ * The iperf3 server and client commands of cross-traffic item n (without the namespace prefix).
+ * @param {any} item normalized cross_traffic entry @param {number} n @param {number} duration_s the call's length
+ * @param {string} runDir
+ */
+export function planCrossTraffic(item, n, duration_s, runDir) {
+  const port = BASE_PORT + n;
+  const forward = (item.direction ?? 'forward') === 'forward';
+  const serverAddr = forward ? DATA.b : DATA.a;
+  const start_s = item.start_s ?? 0;
+  const stop_s = item.stop_s ?? duration_s;
+  const length_s = Math.max(0, stop_s - start_s);
+  return {
+    port, start_s, stop_s, length_s,
+    serverHost: /** @type {'a'|'b'} */ (forward ? 'b' : 'a'),
+    clientHost: /** @type {'a'|'b'} */ (forward ? 'a' : 'b'),
+    server: ['iperf3', '-s', '-1', '-B', serverAddr, '-p', String(port)],
+    client: ['iperf3', '-c', serverAddr, '-p', String(port), '-t', String(length_s), '-P', String(item.flows ?? 1),
+      '-C', item.congestion_control ?? 'cubic', '--dscp', String(item.dscp ?? 0), '--json',
+      '--logfile', join(runDir, `iperf3-${n}.json`)],
+  };
+}
+
+export class CrossTraffic {
+  /**
+   * @param {{ items: any[], duration_s: number, runDir: string, nsExec: (host: 'a'|'r'|'b') => string[],
+   *   onEvent?: (event: object) => void }} o
+   */
+  constructor(o) {
+    this.o = o;
+    /** @type {import('node:child_process').ChildProcess[]} */
+    this.procs = [];
+    /** @type {NodeJS.Timeout[]} */
+    this.timers = [];
+  }
+
+  /** @param {string[]} argv @param {string} logFile */
+  spawn(argv, logFile) {
+    const fd = openSync(logFile, 'a');
+    const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', fd, fd], detached: true });
+    closeSync(fd);
+    this.procs.push(proc);
+    return proc;
+  }
+
+  /**
+   * Start every server now (and wait until each listens), each client at t0_ms + start_s.
+   * @param {number} t0_ms
+   */
+  async start(t0_ms) {
+    const { items, duration_s, runDir, nsExec } = this.o;
+    for (const [n, item] of items.entries()) {
+      const p = planCrossTraffic(item, n, duration_s, runDir);
+      if (p.length_s <= 0) continue;
+      this.spawn([...nsExec(p.serverHost), ...p.server], join(runDir, `iperf3-${n}-server.log`));
+      await this.waitListening(p.serverHost, p.port);
+      const timer = setTimeout(() => {
+        if (this.stopped) return;
+        const proc = this.spawn([...nsExec(p.clientHost), ...p.client], join(runDir, `iperf3-${n}-client.log`));
+        this.o.onEvent?.({ event: 'cross_traffic_started', n, flows: item.flows, congestion_control: item.congestion_control, direction: item.direction });
+        proc.on('exit', (code) => this.o.onEvent?.({ event: 'cross_traffic_stopped', n, exit_code: code }));
+      }, Math.max(0, t0_ms + p.start_s * 1000 - Date.now()));
+      this.timers.push(timer);
+    }
+  }
+
+  /** @param {'a'|'b'} host @param {number} port */
+  async waitListening(host, port, timeout_ms = 5000) {
+    const deadline = Date.now() + timeout_ms;
+    while (Date.now() < deadline) {
+      const r = await run([...this.o.nsExec(host), 'ss', '-Hltn', `sport = :${port}`]);
+      if (r.stdout.trim()) return;
+      await sleep(20);
+    }
+    throw new Error(`iperf3 server in ${host} did not listen on port ${port} within ${timeout_ms} ms`);
+  }
+
+  /** Stop clients first (SIGINT: iperf3 still writes its JSON), then servers. */
+  async stop(timeout_ms = 3000) {
+    this.stopped = true;
+    for (const t of this.timers) clearTimeout(t);
+    const running = this.procs.filter((p) => p.exitCode === null && p.signalCode === null);
+    for (const p of running) p.kill('SIGINT');
+    const deadline = Date.now() + timeout_ms;
+    while (running.some((p) => p.exitCode === null && p.signalCode === null) && Date.now() < deadline) await sleep(20);
+    for (const p of running) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+  }
+}

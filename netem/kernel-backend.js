@@ -1,0 +1,84 @@
+// @ts-check
+// Runs the kernel backend's plan in r, samples `tc -s -j qdisc show` into qdisc-stats.jsonl, and plays a capacity
+// schedule with `tc qdisc change` on time.
+import { appendFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { planKernel, planKernelSchedule } from './kernel.js';
+import { run, runPlan } from './exec.js';
+import { INTERFACES } from './names.js';
+
+/** Per direction: egress device (TBF + discipline), ingress device (feeds the delay IFB) and the IFB's name. */
+export const KERNEL_DEVICES = Object.freeze({
+  forward: { dev: INTERFACES.r_b, ingressDev: INTERFACES.r_a, ifb: 'ifb-fwd' },
+  reverse: { dev: INTERFACES.r_a, ingressDev: INTERFACES.r_b, ifb: 'ifb-rev' },
+});
+
+/**
+ * The whole plan for both directions in r.
+ * @param {{ forward: import('./link.js').Link, reverse: import('./link.js').Link }} links @param {string[]} nsExec
+ */
+export function planKernelNetwork(links, nsExec) {
+  return [
+    ...planKernel(links.forward, KERNEL_DEVICES.forward.dev, { ...KERNEL_DEVICES.forward, nsExec }),
+    ...planKernel(links.reverse, KERNEL_DEVICES.reverse.dev, { ...KERNEL_DEVICES.reverse, nsExec }),
+  ];
+}
+
+export class KernelBackend {
+  /**
+   * @param {{ nsExec: string[], links: { forward: import('./link.js').Link, reverse: import('./link.js').Link },
+   *   runDir: string, log?: (msg: string) => void, onEvent?: (event: object) => void }} o
+   */
+  constructor(o) {
+    this.o = o;
+    /** @type {NodeJS.Timeout[]} */
+    this.timers = [];
+    this.statsFile = join(o.runDir, 'qdisc-stats.jsonl');
+  }
+
+  async start() {
+    await runPlan(planKernelNetwork(this.o.links, this.o.nsExec), this.o.log);
+  }
+
+  /** Sample qdisc statistics every interval_ms (a slow `tc` never overlaps the next sample). */
+  startStats(interval_ms = 500) {
+    let busy = false;
+    const sample = async () => {
+      if (busy) return;
+      busy = true;
+      const r = await run([...this.o.nsExec, 'tc', '-s', '-j', 'qdisc', 'show']);
+      if (r.code === 0 && !this.stopped) {
+        try {
+          appendFileSync(this.statsFile, JSON.stringify({ t: Date.now() / 1000, ns: 'r', qdiscs: JSON.parse(r.stdout) }) + '\n');
+        } catch { /* the run directory went away */ }
+      }
+      busy = false;
+    };
+    void sample();
+    this.timers.push(setInterval(sample, interval_ms));
+  }
+
+  /**
+   * Capacity schedule: each step's `tc qdisc change` at t0_ms + at_s.
+   * @param {number} t0_ms wall clock of schedule time 0
+   */
+  startSchedule(t0_ms) {
+    for (const direction of /** @type {const} */ (['forward', 'reverse'])) {
+      const { dev } = KERNEL_DEVICES[direction];
+      for (const step of planKernelSchedule(this.o.links[direction], dev, this.o.nsExec)) {
+        const timer = setTimeout(async () => {
+          const r = await run(step.argv);
+          this.o.onEvent?.({ event: 'capacity_change', direction, kbit: step.kbit, at_s: step.at_s, ok: r.code === 0, error: r.code ? r.stderr.trim() : undefined });
+        }, Math.max(0, t0_ms + step.at_s * 1000 - Date.now()));
+        this.timers.push(timer);
+      }
+    }
+  }
+
+  /** Stop timers; the qdiscs go with the namespace. */
+  async stop() {
+    this.stopped = true;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers = [];
+  }
+}

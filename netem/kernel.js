@@ -1,0 +1,160 @@
+// @ts-check
+// The kernel backend (Mininet style): a link becomes a plain list of tc/ip commands (planKernel, pure and
+// golden-tested), which a thin executor runs and checks.
+//   rate + discipline: TBF root on the egress device, the discipline as its child (prio: prio + u32 DSCP filters + a
+//   child per band);
+//   delay/loss: netem on an IFB fed from the ingress of the other r interface, so the discipline never sees the
+//   propagation delay as queueing.
+import { firstKbit, DEFAULT_BURST_BYTES } from './link.js';
+
+/**
+ * tc's argument list for a leaf discipline (names and units as tc takes them).
+ * @param {import('./link.js').Qdisc} q
+ * @returns {string[]}
+ */
+export function tcLeafArgs(q) {
+  const ms = (/** @type {number} */ v) => `${Math.round(v * 1000)}us`;
+  const ecn = (/** @type {boolean} */ on) => (on ? 'ecn' : 'noecn');
+  switch (q.kind) {
+    case 'fifo':
+      return q.limit_bytes !== undefined ? ['bfifo', 'limit', String(q.limit_bytes)] : ['pfifo', 'limit', String(q.limit_packets)];
+    case 'codel':
+      return ['codel', 'limit', String(q.limit_packets), 'target', ms(q.target_ms), 'interval', ms(q.interval_ms), ecn(q.ecn)];
+    case 'pie':
+      return ['pie', 'limit', String(q.limit_packets), 'target', ms(q.target_ms), 'tupdate', ms(q.tupdate_ms),
+        'alpha', String(q.alpha), 'beta', String(q.beta), ecn(q.ecn)];
+    case 'sfq':
+      return ['sfq', 'limit', String(q.limit_packets), 'quantum', String(q.quantum_bytes), 'perturb', String(q.perturb_s),
+        'divisor', String(q.divisor)];
+    case 'fq_codel':
+      return ['fq_codel', 'limit', String(q.limit_packets), 'flows', String(q.flows), 'quantum', String(q.quantum_bytes),
+        'target', ms(q.target_ms), 'interval', ms(q.interval_ms), ecn(q.ecn)];
+    default:
+      throw new Error(`no tc leaf discipline for kind ${q.kind}`);
+  }
+}
+
+/**
+ * TBF's `limit`: when the child is a fifo, `tc qdisc change ... tbf` resets the child's limit to this number
+ * (in the child's own unit), so it must be the child's limit; otherwise it is unused after the child is grafted.
+ * @param {import('./link.js').Link} link
+ */
+function tbfLimit(link) {
+  const q = link.qdisc;
+  if (q.kind === 'fifo') return q.limit_bytes ?? q.limit_packets;
+  return link.rate?.burst_bytes ?? DEFAULT_BURST_BYTES;
+}
+
+/**
+ * The TBF root command (op add, or change for a capacity schedule step).
+ * @param {'add' | 'change'} op @param {string} dev @param {import('./link.js').Link} link @param {number} kbit
+ * @param {string[]} nsExec
+ */
+export function tbfCommand(op, dev, link, kbit, nsExec) {
+  return [...nsExec, 'tc', 'qdisc', op, 'dev', dev, 'root', 'handle', '1:', 'tbf', 'rate', `${kbit}kbit`,
+    'burst', String(link.rate?.burst_bytes ?? DEFAULT_BURST_BYTES), 'limit', String(tbfLimit(link))];
+}
+
+/**
+ * The tc qdisc kinds a discipline tree uses (fifo is bfifo or pfifo by its limit's unit).
+ * @param {import('./link.js').Qdisc} q
+ * @returns {string[]}
+ */
+export function tcKinds(q) {
+  if (q.kind === 'fifo') return [q.limit_bytes !== undefined ? 'bfifo' : 'pfifo'];
+  if (q.kind === 'prio') return ['prio', ...q.bands.flatMap((/** @type {any} */ b) => tcKinds(b.qdisc))];
+  return [q.kind];
+}
+
+/**
+ * What the kernel must have for this link, and what the kernel backend cannot do at all.
+ * @param {import('./link.js').Link} link
+ * @returns {{ needs: string[], unsupported: string[] }}
+ */
+export function kernelNeeds(link) {
+  /** @type {Set<string>} */
+  const needs = new Set();
+  /** @type {string[]} */
+  const unsupported = [];
+  if (link.rate) needs.add('tbf');
+  if (link.rate?.trace) unsupported.push('a rate trace (tc has no trace player; use the userspace backend)');
+  if (link.jitter_ms > 0) unsupported.push('jitter_ms > 0 (netem jitter reorders packets; the userspace backend keeps their order)');
+  if (link.delay_ms > 0 || link.loss_percent > 0) ['netem', 'ifb', 'ingress', 'u32', 'mirred'].forEach((k) => needs.add(k));
+  // Without a rate limit nothing ever queues: the discipline is not installed (as under the userspace backend).
+  if (link.rate) {
+    for (const k of tcKinds(link.qdisc)) needs.add(k);
+    if (link.qdisc.kind === 'prio') needs.add('u32');
+  }
+  return { needs: [...needs].sort(), unsupported };
+}
+
+/**
+ * The tc/ip commands that install one direction's link in r.
+ * @param {import('./link.js').Link} link normalized link
+ * @param {string} dev egress device of this direction in r (r-eth1 forward, r-eth0 reverse)
+ * @param {{ ingressDev: string, ifb: string, nsExec: string[] }} o
+ *   ingressDev: where this direction's packets enter r; ifb: name of the IFB for its delay; nsExec: prefix for r
+ * @returns {string[][]}
+ */
+export function planKernel(link, dev, o) {
+  const { unsupported } = kernelNeeds(link);
+  if (unsupported.length) throw new Error(`kernel backend cannot emulate ${unsupported.join('; ')}`);
+  const ns = o.nsExec;
+  /** @type {string[][]} */
+  const plan = [];
+  const kbit = firstKbit(link.rate);
+  if (kbit !== null) {
+    plan.push(tbfCommand('add', dev, link, kbit, ns));
+    const q = link.qdisc;
+    if (q.kind !== 'prio') {
+      plan.push([...ns, 'tc', 'qdisc', 'add', 'dev', dev, 'parent', '1:1', 'handle', '10:', ...tcLeafArgs(q)]);
+    } else {
+      const bands = q.bands;
+      // Every skb priority maps to the last band: only the DSCP filters put packets in the others.
+      const priomap = Array(16).fill(String(bands.length - 1));
+      plan.push([...ns, 'tc', 'qdisc', 'add', 'dev', dev, 'parent', '1:1', 'handle', '10:', 'prio', 'bands', String(bands.length), 'priomap', ...priomap]);
+      bands.forEach((/** @type {any} */ b, /** @type {number} */ i) => {
+        plan.push([...ns, 'tc', 'qdisc', 'add', 'dev', dev, 'parent', `10:${i + 1}`, 'handle', `${20 + i}:`, ...tcLeafArgs(b.qdisc)]);
+      });
+      bands.forEach((/** @type {any} */ b, /** @type {number} */ i) => {
+        for (const dscp of b.dscp ?? []) {
+          plan.push([...ns, 'tc', 'filter', 'add', 'dev', dev, 'parent', '10:', 'protocol', 'ip', 'prio', '1', 'u32',
+            'match', 'ip', 'dsfield', `0x${(dscp << 2).toString(16).padStart(2, '0')}`, '0xfc', 'flowid', `10:${i + 1}`]);
+        }
+      });
+    }
+  }
+  if (link.delay_ms > 0 || link.loss_percent > 0) {
+    plan.push([...ns, 'ip', 'link', 'add', o.ifb, 'type', 'ifb']);
+    plan.push([...ns, 'ip', 'link', 'set', o.ifb, 'up']);
+    plan.push([...ns, 'tc', 'qdisc', 'add', 'dev', o.ingressDev, 'handle', 'ffff:', 'ingress']);
+    plan.push([...ns, 'tc', 'filter', 'add', 'dev', o.ingressDev, 'parent', 'ffff:', 'protocol', 'all', 'u32',
+      'match', 'u32', '0', '0', 'action', 'mirred', 'egress', 'redirect', 'dev', o.ifb]);
+    const netem = ['netem', 'limit', String(netemLimitPackets(link)), 'delay', `${Math.round(link.delay_ms * 1000)}us`];
+    if (link.loss_percent > 0) netem.push('loss', `${link.loss_percent}%`);
+    plan.push([...ns, 'tc', 'qdisc', 'add', 'dev', o.ifb, 'root', 'handle', '1:', ...netem]);
+  }
+  return plan;
+}
+
+/**
+ * netem's queue holds every packet in flight on the delay line; it sits before the bottleneck, so it sees the
+ * offered load, not the link rate. Sized for 10x the link's highest rate (10 Gbit/s without a rate limit) of
+ * 64-byte packets over the delay, and never below netem's own default of 1000.
+ * @param {import('./link.js').Link} link
+ */
+export function netemLimitPackets(link) {
+  const rates = link.rate?.schedule ? link.rate.schedule.map((s) => s.kbit) : [link.rate?.kbit ?? 1e6];
+  const offered_bytes_per_s = (10 * Math.max(...rates) * 1000) / 8;
+  return Math.max(1000, Math.ceil((offered_bytes_per_s * (link.delay_ms / 1000)) / 64));
+}
+
+/**
+ * Capacity schedule steps after the first: each a `tc qdisc change` of the TBF at at_s.
+ * @param {import('./link.js').Link} link @param {string} dev @param {string[]} nsExec
+ * @returns {{ at_s: number, kbit: number, argv: string[] }[]}
+ */
+export function planKernelSchedule(link, dev, nsExec) {
+  const steps = link.rate?.schedule ?? [];
+  return steps.slice(1).map((s) => ({ at_s: s.at_s, kbit: s.kbit, argv: tbfCommand('change', dev, link, s.kbit, nsExec) }));
+}

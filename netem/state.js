@@ -1,0 +1,80 @@
+// @ts-check
+// Host-wide bookkeeping under /run/rtclab: management subnet reservations (so concurrent runs never pick the same
+// 10.99.N.0/29) and the state of networks the CLI left up.
+import { mkdirSync, writeFileSync, readFileSync, readdirSync, unlinkSync, statSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { STATE_DIR, nsName } from './names.js';
+import { usedMgmtSubnets } from './topology.js';
+
+const MGMT_DIR = join(STATE_DIR, 'mgmt');
+/** A reservation whose run has no namespace after this long is left over from a crash. */
+const STALE_RESERVATION_MS = 30000;
+
+/**
+ * Reserve a free management subnet index for a run.
+ * @param {string} id
+ * @returns {Promise<number>}
+ */
+export async function reserveMgmtSubnet(id) {
+  mkdirSync(MGMT_DIR, { recursive: true });
+  const used = await usedMgmtSubnets();
+  for (let n = 0; n < 256; n++) {
+    if (used.has(n)) continue;
+    const file = join(MGMT_DIR, String(n));
+    try {
+      writeFileSync(file, id, { flag: 'wx' });
+      return n;
+    } catch (e) {
+      if (/** @type {any} */ (e).code !== 'EEXIST') throw e;
+      const owner = readFileSync(file, 'utf8').trim();
+      const stale = !existsSync(`/run/netns/${nsName(owner, 'a')}`) && Date.now() - statSync(file).mtimeMs > STALE_RESERVATION_MS;
+      if (stale) {
+        unlinkSync(file);
+        n--; // try the same index again
+      }
+    }
+  }
+  throw new Error('no free management subnet 10.99.N.0/29 (N = 0..255): run `node netem/cli.js clean`');
+}
+
+/** @param {string} id */
+export function releaseMgmtSubnet(id) {
+  if (!existsSync(MGMT_DIR)) return;
+  for (const f of readdirSync(MGMT_DIR)) {
+    const file = join(MGMT_DIR, f);
+    try {
+      if (readFileSync(file, 'utf8').trim() === id) unlinkSync(file);
+    } catch { /* raced with another cleanup */ }
+  }
+}
+
+/** @param {string} id */
+export const stateFile = (id) => join(STATE_DIR, `${id}.json`);
+/** Directory for logs of a network the CLI brought up. @param {string} id */
+export const cliRunDir = (id) => join(STATE_DIR, id);
+
+/** @param {string} id @param {object} state */
+export function saveState(id, state) {
+  mkdirSync(STATE_DIR, { recursive: true });
+  writeFileSync(stateFile(id), JSON.stringify(state, null, 2));
+}
+
+/** @param {string} id @returns {any | null} */
+export function loadState(id) {
+  try {
+    return JSON.parse(readFileSync(stateFile(id), 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+/** @param {string} id */
+export function removeState(id) {
+  try { unlinkSync(stateFile(id)); } catch { /* absent */ }
+}
+
+/** Ids that have a state file. */
+export function stateIds() {
+  if (!existsSync(STATE_DIR)) return [];
+  return readdirSync(STATE_DIR).map((f) => /^([a-z0-9]{6})\.json$/.exec(f)?.[1]).filter((x) => !!x).map(String);
+}

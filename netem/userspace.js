@@ -1,0 +1,115 @@
+// @ts-check
+// The userspace backend: one rtclab-bottleneck process per direction in r, fed by an NFQUEUE rule
+// (no --queue-bypass: while the bottleneck is not running, that direction carries nothing, and we say so).
+import { spawn } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { existsSync, openSync, closeSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { runChecked, run, sleep } from './exec.js';
+import { INTERFACES } from './names.js';
+
+export const BOTTLENECK_BIN = process.env.RTCLAB_BOTTLENECK
+  ?? fileURLToPath(new URL('./bottleneck/target/release/rtclab-bottleneck', import.meta.url));
+
+/** Per direction: NFQUEUE number and the interfaces packets enter and leave r by. */
+export const DIRECTIONS = Object.freeze({
+  forward: { queue_num: 0, in: INTERFACES.r_a, out: INTERFACES.r_b },
+  reverse: { queue_num: 1, in: INTERFACES.r_b, out: INTERFACES.r_a },
+});
+
+/**
+ * The iptables rule that hands a direction's forwarded packets to the bottleneck.
+ * @param {'-A' | '-D'} op @param {'forward' | 'reverse'} direction
+ */
+export function nfqueueRule(op, direction) {
+  const d = DIRECTIONS[direction];
+  return ['iptables', '-w', '-t', 'mangle', op, 'FORWARD', '-i', d.in, '-o', d.out, '-j', 'NFQUEUE', '--queue-num', String(d.queue_num)];
+}
+
+export function checkBottleneckBuilt() {
+  if (!existsSync(BOTTLENECK_BIN)) {
+    throw new Error(`userspace bottleneck not built: ${BOTTLENECK_BIN} is missing (cargo build --release in netem/bottleneck)`);
+  }
+}
+
+/** @param {number} pid */
+const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+
+export class UserspaceBottleneck extends EventEmitter {
+  /**
+   * @param {{ nsExec: string[], direction: 'forward' | 'reverse', link: import('./link.js').Link, runDir: string,
+   *   t0_ns: bigint, detached?: boolean, stats_interval_ms?: number }} o
+   *   detached: the process outlives this Node process (the CLI's `up`)
+   */
+  constructor(o) {
+    super();
+    this.o = o;
+    this.config = join(o.runDir, `bottleneck-${o.direction}.json`);
+    this.gtlog = join(o.runDir, `bottleneck-${o.direction}.gtlog`);
+    this.stats = join(o.runDir, `bottleneck-${o.direction}.stats.jsonl`);
+    this.logFile = join(o.runDir, `bottleneck-${o.direction}.log`);
+    /** @type {number | null} */
+    this.pid = null;
+    this.exited = false;
+    this.stopping = false;
+    this.ruleAdded = false;
+  }
+
+  log() {
+    try { return readFileSync(this.logFile, 'utf8'); } catch { return ''; }
+  }
+
+  /** Spawn, wait for `ready`, then add the NFQUEUE rule. */
+  async start(timeout_ms = 5000) {
+    checkBottleneckBuilt();
+    const { nsExec, direction, link, t0_ns } = this.o;
+    writeFileSync(this.config, JSON.stringify(link, null, 2) + '\n');
+    const argv = [...nsExec, BOTTLENECK_BIN, '--queue-num', String(DIRECTIONS[direction].queue_num),
+      '--config', this.config, '--log', this.gtlog, '--stats', this.stats,
+      '--stats-interval-ms', String(this.o.stats_interval_ms ?? 100), '--t0-ns', String(t0_ns)];
+    // stdout+stderr to a file: works the same when the process outlives us (CLI), and keeps its messages.
+    const fd = openSync(this.logFile, 'w');
+    // Own process group: a Ctrl-C meant for the harness does not stop the bottleneck before the teardown does.
+    const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', fd, fd], detached: true });
+    closeSync(fd);
+    this.pid = proc.pid ?? null;
+    this.proc = proc;
+    proc.on('exit', (code, signal) => {
+      this.exited = true;
+      if (!this.stopping) this.emit('exit', { direction, code, signal, message: this.log().trim() });
+    });
+    if (this.o.detached) proc.unref();
+    const deadline = Date.now() + timeout_ms;
+    while (!/^ready$/m.test(this.log())) {
+      if (this.exited || (this.pid !== null && !alive(this.pid))) {
+        throw new Error(`userspace bottleneck (${direction}) exited before it was ready: ${this.log().trim() || '(no message)'}`);
+      }
+      if (Date.now() > deadline) {
+        await this.stop();
+        throw new Error(`userspace bottleneck (${direction}) did not print "ready" within ${timeout_ms} ms: ${this.log().trim() || '(no message)'}`);
+      }
+      await sleep(10);
+    }
+    await runChecked([...nsExec, ...nfqueueRule('-A', direction)]);
+    this.ruleAdded = true;
+  }
+
+  alive() {
+    return this.pid !== null && !this.exited && alive(this.pid);
+  }
+
+  /** Remove the rule, SIGTERM, wait; SIGKILL after timeout_ms. Idempotent. */
+  async stop(timeout_ms = 3000) {
+    this.stopping = true;
+    if (this.ruleAdded) {
+      await run([...this.o.nsExec, ...nfqueueRule('-D', this.o.direction)]);
+      this.ruleAdded = false;
+    }
+    if (this.pid === null || !alive(this.pid)) return;
+    try { process.kill(this.pid, 'SIGTERM'); } catch { /* gone */ }
+    const deadline = Date.now() + timeout_ms;
+    while (alive(this.pid) && Date.now() < deadline) await sleep(10);
+    if (alive(this.pid)) { try { process.kill(this.pid, 'SIGKILL'); } catch { /* gone */ } }
+  }
+}
