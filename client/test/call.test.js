@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startSignalingServer } from '../../signaling/server.js';
-import { makeClip, openPeer, removeDir } from './chromium.js';
+import { makeClip, openPeer, removeDir } from '../test-support/chromium.js';
 
 const CONNECT_LIMIT_MS = 10_000;
 
