@@ -192,6 +192,7 @@ export async function startCall(config, socket, view) {
 
   // getStats on a fixed cadence; a slow sample delays the next one instead of overlapping it.
   let lastPairKey = '';
+  let mediaFlowing = false;
   /** @type {any[] | null} */
   let previous = null;
   const checkSelectedPair = async (/** @type {any[]} */ stats) => {
@@ -211,6 +212,11 @@ export async function startCall(config, socket, view) {
       if (closed) break;
       await report('stats', { t_ms, report: stats });
       await checkSelectedPair(stats);
+      const framesDecoded = stats.find((s) => s.type === 'inbound-rtp' && s.kind === 'video')?.framesDecoded ?? 0;
+      if (!mediaFlowing && framesDecoded > 0) {
+        mediaFlowing = true; // first sample with decoded remote video: known to within one stats interval
+        await state('media-flowing', { framesDecoded });
+      }
       view.onNumbers(liveNumbers(previous, stats));
       previous = stats;
       due_ms = Math.max(due_ms + config.getstats_interval_ms, performance.now());

@@ -68,7 +68,7 @@ const statsOf = (peer) => peer.reports.filter((r) => r.kind === 'stats').map((r)
 test('VP8 call: connects, streams full getStats at the interval, decodes video, no RED, maxBitrate applied', async (t) => {
   const interval_ms = 200;
   const max_bitrate_kbps = 150;
-  await withCall(t, { room: 'vp8', call: { codec: 'VP8', red_fec: false, max_bitrate_kbps }, getstats_interval_ms: interval_ms, media_ms: 4000 },
+  await withCall(t, { room: 'vp8', call: { codec: 'VP8', red_fec: false, max_bitrate_kbps, degradation_preference: 'maintain-framerate' }, getstats_interval_ms: interval_ms, media_ms: 4000 },
     async (peers, { started_ms, connected_ms }) => {
       assert.ok(connected_ms - started_ms < CONNECT_LIMIT_MS, `connected after ${connected_ms - started_ms} ms`);
       for (const peer of peers) {
@@ -77,7 +77,8 @@ test('VP8 call: connects, streams full getStats at the interval, decodes video, 
         t.diagnostic(`${samples.length} samples, median gap ${median(gaps_ms)} ms, max ${Math.max(...gaps_ms)} ms`);
         assert.ok(samples.length >= 15, `only ${samples.length} stats samples`);
         assert.ok(Math.abs(median(gaps_ms) - interval_ms) <= 30, `median gap ${median(gaps_ms)} ms, wanted ${interval_ms}`);
-        assert.ok(Math.max(...gaps_ms) < 3 * interval_ms, `a gap of ${Math.max(...gaps_ms)} ms`);
+        // Other work on the 2 shared cores can delay one sample; a lost cadence would show in the median.
+        assert.ok(Math.max(...gaps_ms) < 5 * interval_ms, `a gap of ${Math.max(...gaps_ms)} ms`);
         // Host-clock timestamps, and the whole standard report.
         assert.ok(samples.every((s) => s.t_ms >= started_ms && s.t_ms <= Date.now()));
         const last = samples.at(-1).report;
@@ -99,9 +100,10 @@ test('VP8 call: connects, streams full getStats at the interval, decodes video, 
         assert.match(sdp, /a=rtpmap:\d+ VP8\/90000/);
         assert.doesNotMatch(sdp, /a=rtpmap:\d+ (VP9|H264|AV1)\//);
 
-        const maxBitrate = await peer.page.evaluate(() => /** @type {any} */ (window).rtclab.call.pc.getSenders()
-          .find((/** @type {RTCRtpSender} */ s) => s.track?.kind === 'video').getParameters().encodings[0].maxBitrate);
-        assert.equal(maxBitrate, max_bitrate_kbps * 1000);
+        const parameters = await peer.page.evaluate(() => /** @type {any} */ (window).rtclab.call.pc.getSenders()
+          .find((/** @type {RTCRtpSender} */ s) => s.track?.kind === 'video').getParameters());
+        assert.equal(parameters.encodings[0].maxBitrate, max_bitrate_kbps * 1000);
+        assert.equal(parameters.degradationPreference, 'maintain-framerate');
         // The encoder's target obeys the cap (Chrome starts near 300 kbit/s without one).
         const targets_bps = samples.flatMap((s) => s.report.filter((/** @type {any} */ r) => r.type === 'outbound-rtp' && r.kind === 'video' && r.targetBitrate).map((/** @type {any} */ r) => r.targetBitrate));
         assert.ok(targets_bps.length > 0 && Math.max(...targets_bps) <= max_bitrate_kbps * 1000, `targetBitrate up to ${Math.max(...targets_bps)}`);
@@ -112,7 +114,7 @@ test('VP8 call: connects, streams full getStats at the interval, decodes video, 
         assert.ok(remoteHosts.every((/** @type {any} */ s) => s.address.startsWith('127.')), JSON.stringify(remoteHosts.map((/** @type {any} */ s) => s.address)));
         assert.ok(peer.reports.some((r) => r.kind === 'selected-pair' && r.payload.local.protocol === 'udp'));
         const states = peer.reports.filter((r) => r.kind === 'state').map((r) => r.payload.event);
-        assert.ok(states.includes('connectionstatechange') && states.includes('send-parameters'));
+        for (const event of ['joined', 'connectionstatechange', 'send-parameters', 'media-flowing']) assert.ok(states.includes(event), `no ${event} state`);
       }
 
       // Hang-up: the caller's bye closes the callee.
