@@ -16,7 +16,7 @@ import { Capture } from './captures.js';
 import { CrossTraffic } from './cross.js';
 
 export { cleanAll, teardown } from './cleanup.js';
-export { loadScenarioNetwork, normalizeScenario } from './scenario.js';
+export { loadScenarioNetwork } from './scenario.js';
 export { normalizeLink, normalizeNetwork } from './link.js';
 
 /**

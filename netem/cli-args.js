@@ -1,0 +1,63 @@
+// @ts-check
+// Argument parsing of netem's CLI (pure, unit-tested).
+
+export const USAGE = `usage: node netem/cli.js <command>   (npm run net -- <command>)
+  up [--scenario FILE] [--id ID] [--backend auto|kernel|userspace]   bring a network up, print its id
+  exec ID a|r|b -- CMD...                                           run a command in that host's namespace
+  show ID                                                           addresses, qdiscs + stats, bottleneck processes
+  down ID                                                           tear the network down
+  clean [ID...]                                                     remove whatever earlier runs left (all, or these ids)`;
+
+export class UsageError extends Error {}
+
+/**
+ * @param {string[]} argv arguments after the script name
+ * @returns {{ cmd: 'help' } | { cmd: 'up', scenario?: string, id?: string, backend?: 'auto'|'kernel'|'userspace' }
+ *   | { cmd: 'exec', id: string, host: 'a'|'r'|'b', command: string[] } | { cmd: 'show' | 'down', id: string }
+ *   | { cmd: 'clean', ids: string[] }}
+ */
+export function parseArgs(argv) {
+  const [cmd, ...rest] = argv;
+  const id = (/** @type {string | undefined} */ v) => {
+    if (!v || !/^[a-z0-9]{6}$/.test(v)) throw new UsageError(`${cmd}: run id must be 6 characters [a-z0-9] (got ${JSON.stringify(v ?? '')})`);
+    return v;
+  };
+  switch (cmd) {
+    case undefined: case 'help': case '--help': case '-h':
+      return { cmd: 'help' };
+    case 'up': {
+      /** @type {{ cmd: 'up', scenario?: string, id?: string, backend?: any }} */
+      const out = { cmd: 'up' };
+      for (let i = 0; i < rest.length; i++) {
+        const [flag, inline] = rest[i].split(/=(.*)/s, 2);
+        const value = () => {
+          const v = inline ?? rest[++i];
+          if (v === undefined) throw new UsageError(`up: ${flag} needs a value`);
+          return v;
+        };
+        if (flag === '--scenario') out.scenario = value();
+        else if (flag === '--id') out.id = id(value());
+        else if (flag === '--backend') {
+          const b = value();
+          if (!['auto', 'kernel', 'userspace'].includes(b)) throw new UsageError(`up: --backend "${b}" is not one of auto, kernel, userspace`);
+          out.backend = b;
+        } else throw new UsageError(`up: unknown option ${rest[i]}`);
+      }
+      return out;
+    }
+    case 'exec': {
+      const [runId, host, sep, ...command] = rest;
+      id(runId);
+      if (!['a', 'r', 'b'].includes(host)) throw new UsageError(`exec: host must be a, r or b (got ${JSON.stringify(host ?? '')})`);
+      if (sep !== '--' || command.length === 0) throw new UsageError('exec: usage: exec ID a|r|b -- CMD...');
+      return { cmd: 'exec', id: runId, host: /** @type {'a'|'r'|'b'} */ (host), command };
+    }
+    case 'show': case 'down':
+      if (rest.length !== 1) throw new UsageError(`${cmd}: usage: ${cmd} ID`);
+      return { cmd, id: id(rest[0]) };
+    case 'clean':
+      return { cmd: 'clean', ids: rest.map(id) };
+    default:
+      throw new UsageError(`unknown command "${cmd}"\n${USAGE}`);
+  }
+}

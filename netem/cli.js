@@ -1,0 +1,109 @@
+#!/usr/bin/env node
+// @ts-check
+// netem's CLI: the emulated network without a call (docs/netem.md). Networks brought `up` stay up after the CLI
+// exits; their state is in /run/rtclab/<id>.json and their logs in /run/rtclab/<id>/.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { parseArgs, USAGE } from './cli-args.js';
+import { createNetwork, loadScenarioNetwork } from './index.js';
+import { cleanAll, teardown } from './cleanup.js';
+import { newId, names } from './names.js';
+import { saveState, loadState, cliRunDir } from './state.js';
+import { run } from './exec.js';
+
+/** @param {string} file */
+function lastLine(file) {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').pop() ?? '';
+  } catch {
+    return '';
+  }
+}
+
+/** @param {string} id */
+function requireRun(id) {
+  if (!existsSync(`/run/netns/${names(id).namespaces.r}`)) throw new Error(`no network ${id} is up (see \`ip netns list\`)`);
+}
+
+/** @param {{ scenario?: string, id?: string, backend?: 'auto'|'kernel'|'userspace' }} a */
+async function up(a) {
+  const scenario = loadScenarioNetwork(a.scenario); // fails on a bad scenario before anything is set up
+  const id = a.id ?? newId();
+  if (existsSync(`/run/netns/${names(id).namespaces.a}`)) throw new Error(`a network with id ${id} is already up`);
+  // A signal while the network comes up: remove what is there, then exit (SIGKILL: `clean` does it).
+  for (const sig of /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGHUP'])) {
+    process.on(sig, () => { void teardown(id).finally(() => process.exit(128 + (sig === 'SIGINT' ? 2 : sig === 'SIGTERM' ? 15 : 1))); });
+  }
+  const runDir = cliRunDir(id);
+  const net = await createNetwork({ id, scenario, runDir, backend: a.backend, detached: true,
+    log: (m) => { if (process.env.RTCLAB_VERBOSE) console.error(m); } });
+  saveState(id, { id, created: new Date().toISOString(), scenario_file: a.scenario ?? null, runDir, info: net.info,
+    bottlenecks: net.bottlenecks.map((b) => ({ direction: b.o.direction, pid: b.pid, log: b.logFile })) });
+  console.log(id);
+}
+
+/** @param {string} id @param {'a'|'r'|'b'} host @param {string[]} command */
+function exec(id, host, command) {
+  requireRun(id);
+  const r = spawnSync('ip', ['netns', 'exec', names(id).namespaces[host], ...command], { stdio: 'inherit' });
+  if (r.error) throw r.error;
+  return r.status ?? 128 + 9;
+}
+
+/** @param {string} id */
+async function show(id) {
+  requireRun(id);
+  const ns = names(id).namespaces;
+  const state = loadState(id);
+  const out = [`network ${id}`];
+  if (state) {
+    out.push(`  backend: ${state.info.backend.used} (requested ${state.info.backend.requested}: ${state.info.backend.reason})`);
+    out.push(`  data: a ${state.info.data.a}, b ${state.info.data.b}; management: a ${state.info.mgmt.a.host} -> root ${state.info.mgmt.a.root}, b ${state.info.mgmt.b.host} -> root ${state.info.mgmt.b.root}`);
+    for (const b of state.bottlenecks) {
+      let alive = false;
+      try { process.kill(b.pid, 0); alive = true; } catch { /* gone */ }
+      out.push(`  bottleneck ${b.direction}: pid ${b.pid} ${alive ? 'running' : 'NOT RUNNING (traffic in this direction is stopped)'}; log ${b.log}`);
+      const stats = lastLine(b.log.replace(/\.log$/, '.stats.jsonl'));
+      if (stats) out.push(`    last stats: ${stats}`);
+    }
+  } else {
+    out.push('  (no state file: not brought up by this CLI)');
+  }
+  for (const h of /** @type {const} */ (['a', 'r', 'b'])) {
+    out.push(`\n[${ns[h]}] addresses`);
+    out.push((await run(['ip', '-n', ns[h], '-br', 'addr'])).stdout.trimEnd());
+  }
+  out.push(`\n[${ns.r}] qdiscs`);
+  out.push((await run(['ip', 'netns', 'exec', ns.r, 'tc', '-s', 'qdisc', 'show'])).stdout.trimEnd());
+  out.push(`\n[${ns.r}] NFQUEUE rules`);
+  out.push((await run(['ip', 'netns', 'exec', ns.r, 'iptables', '-w', '-t', 'mangle', '-S', 'FORWARD'])).stdout.trimEnd());
+  console.log(out.join('\n'));
+}
+
+async function main() {
+  let a;
+  try {
+    a = parseArgs(process.argv.slice(2));
+  } catch (e) {
+    console.error(/** @type {Error} */ (e).message);
+    return 2;
+  }
+  switch (a.cmd) {
+    case 'help': console.log(USAGE); return 0;
+    case 'up': await up(a); return 0;
+    case 'exec': return exec(a.id, a.host, a.command);
+    case 'show': await show(a.id); return 0;
+    case 'down': requireRun(a.id); await teardown(a.id); console.log(`down ${a.id} (logs kept in ${cliRunDir(a.id)})`); return 0;
+    case 'clean': {
+      const ids = await cleanAll(a.ids.length ? { ids: a.ids } : {});
+      console.log(ids.length ? `removed ${ids.join(' ')}` : 'nothing to clean');
+      return 0;
+    }
+  }
+  return 2;
+}
+
+main().then((code) => process.exit(code), (e) => {
+  console.error(`netem: ${e.message}`);
+  process.exit(1);
+});
