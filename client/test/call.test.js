@@ -54,7 +54,10 @@ async function withCall(t, { room, call, getstats_interval_ms, media_ms }, inspe
     assert.deepEqual(errors, [], 'the pages reported errors');
     const connected_ms = Math.max(...peers.map((p) => connectedAt(p) ?? Infinity));
     assert.ok(Number.isFinite(connected_ms), `not connected: ${peers.map((p) => p.console.slice(-5).join(' | ')).join(' || ')}`);
-    t.diagnostic(`both browsers launched and connected ${connected_ms - started_ms} ms after launch started`);
+    const stateAt = (/** @type {typeof peers[0]} */ peer, /** @type {string} */ event) =>
+      peer.reports.find((r) => r.kind === 'state' && r.payload.event === event)?.payload.t_ms;
+    const bothJoined_ms = Math.max(...peers.map((p) => stateAt(p, 'joined')));
+    t.diagnostic(`launch to both connected ${connected_ms - started_ms} ms; both joined to both connected ${connected_ms - bothJoined_ms} ms`);
     await new Promise((resolve) => setTimeout(resolve, media_ms));
     await inspect(peers, { started_ms, connected_ms });
   } finally {
