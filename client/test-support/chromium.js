@@ -22,11 +22,12 @@ export async function makeClip() {
 }
 
 /**
- * @param {{ url: string, config: Record<string, unknown>, clip: string, workDir: string, name: string }} options
+ * @param {{ url: string, config: Record<string, unknown>, clip: string, workDir: string, name: string, manual?: boolean }} options
+ *   manual: as a person would use the page: config in `?config=`, no `rtclabReport` (reports stays empty)
  * @returns {Promise<{ browser: import('puppeteer-core').Browser, page: import('puppeteer-core').Page,
  *   reports: { kind: string, payload: any, received_ms: number }[], console: string[] }>}
  */
-export async function openPeer({ url, config, clip, workDir, name }) {
+export async function openPeer({ url, config, clip, workDir, name, manual = false }) {
   const browser = await puppeteer.launch({
     executablePath: CHROMIUM,
     pipe: true,
@@ -45,11 +46,15 @@ export async function openPeer({ url, config, clip, workDir, name }) {
     const consoleLines = [];
     page.on('console', (message) => consoleLines.push(message.text()));
     page.on('pageerror', (error) => consoleLines.push(`pageerror: ${error.message}`));
-    await page.exposeFunction('rtclabReport', (/** @type {string} */ kind, /** @type {any} */ payload) => {
-      reports.push({ kind, payload, received_ms: Date.now() });
-    });
-    await page.evaluateOnNewDocument((c) => { /** @type {any} */ (window).rtclabConfig = c; }, config);
-    await page.goto(url);
+    if (manual) {
+      await page.goto(`${url}?config=${encodeURIComponent(JSON.stringify(config))}`);
+    } else {
+      await page.exposeFunction('rtclabReport', (/** @type {string} */ kind, /** @type {any} */ payload) => {
+        reports.push({ kind, payload, received_ms: Date.now() });
+      });
+      await page.evaluateOnNewDocument((c) => { /** @type {any} */ (window).rtclabConfig = c; }, config);
+      await page.goto(url);
+    }
     return { browser, page, reports, console: consoleLines };
   } catch (error) {
     await browser.close();

@@ -157,3 +157,40 @@ test('red_fec: RED and ULPFEC are negotiated when asked', async (t) => {
       }
     });
 });
+
+test('manual use: config in ?config=, no rtclabReport, the page still calls and shows video and numbers', async () => {
+  const launches = ['caller', 'callee'].map((role) => openPeer({
+    url: server.url,
+    config: { room: 'manual', role, call: { width: 320, height: 240, fps: 15 }, getstats_interval_ms: 500, candidate_prefix: '127.' },
+    clip: media.clip,
+    workDir: media.dir,
+    name: `manual-${role}`,
+    manual: true,
+  }));
+  const settled = await Promise.allSettled(launches);
+  const peers = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  try {
+    assert.equal(peers.length, 2);
+    const shown = () => Promise.all(peers.map((p) => p.page.evaluate(() => ({
+      remoteWidth: /** @type {HTMLVideoElement} */ (document.getElementById('remote')).videoWidth,
+      numbers: document.getElementById('numbers')?.textContent ?? '',
+      errors: document.getElementById('error')?.textContent ?? '',
+    }))));
+    const deadline_ms = Date.now() + 12_000;
+    let views = await shown();
+    while (!views.every((v) => v.remoteWidth > 0 && /receive\d+ kbit\/s\s+320x240/.test(v.numbers) && /RTT\d/.test(v.numbers)) && Date.now() < deadline_ms) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      views = await shown();
+    }
+    for (const view of views) {
+      assert.equal(view.errors, '');
+      assert.equal(view.remoteWidth, 320);
+      assert.match(view.numbers, /send\d+ kbit\/s\s+320x240 @ \d+ fps\s+video\/VP8/);
+      assert.match(view.numbers, /receive\d+ kbit\/s\s+320x240 @ \d+ fps\s+video\/VP8/);
+      assert.match(view.numbers, /RTT\d+\.\d ms/);
+    }
+    assert.ok(peers.every((p) => p.reports.length === 0));
+  } finally {
+    await Promise.all(peers.map((p) => p.browser.close()));
+  }
+});
