@@ -1,0 +1,135 @@
+//! Real time and precise waiting: CLOCK_REALTIME in nanoseconds (the clock of the captures and the log), an
+//! epoll set with an absolute timerfd armed a little before the due time, the rest spun; SIGTERM/SIGINT arrive
+//! through a signalfd in the same epoll set.
+
+use std::io;
+
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn check(ret: i32, what: &str) -> io::Result<i32> {
+    if ret < 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("{what}: {e}")));
+    }
+    Ok(ret)
+}
+
+pub const TOKEN_QUEUE: u64 = 1;
+pub const TOKEN_TIMER: u64 = 2;
+pub const TOKEN_SIGNAL: u64 = 3;
+
+pub struct Waiter {
+    epfd: i32,
+    timerfd: i32,
+    sigfd: i32,
+    armed_ns: u64,
+}
+
+impl Waiter {
+    /// Blocks SIGTERM and SIGINT (they are read from the signalfd instead) and watches `queue_fd`.
+    pub fn new(queue_fd: i32) -> io::Result<Waiter> {
+        unsafe {
+            let mut mask: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut mask);
+            libc::sigaddset(&mut mask, libc::SIGTERM);
+            libc::sigaddset(&mut mask, libc::SIGINT);
+            check(libc::pthread_sigmask(libc::SIG_BLOCK, &mask, std::ptr::null_mut()), "cannot block signals")?;
+            let sigfd = check(libc::signalfd(-1, &mask, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC), "cannot create a signalfd")?;
+            let timerfd = check(libc::timerfd_create(libc::CLOCK_REALTIME, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC), "cannot create a timerfd")?;
+            let epfd = check(libc::epoll_create1(libc::EPOLL_CLOEXEC), "cannot create an epoll set")?;
+            for (fd, token) in [(queue_fd, TOKEN_QUEUE), (timerfd, TOKEN_TIMER), (sigfd, TOKEN_SIGNAL)] {
+                let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: token };
+                check(libc::epoll_ctl(epfd, libc::EPOLL_CTL_ADD, fd, &mut ev), "cannot add to the epoll set")?;
+            }
+            Ok(Waiter { epfd, timerfd, sigfd, armed_ns: 0 })
+        }
+    }
+
+    /// Arms the timer for absolute time `at_ns` (0 disarms).
+    pub fn arm(&mut self, at_ns: u64) -> io::Result<()> {
+        if at_ns == self.armed_ns {
+            return Ok(());
+        }
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_value: libc::timespec { tv_sec: (at_ns / 1_000_000_000) as i64, tv_nsec: (at_ns % 1_000_000_000) as i64 },
+        };
+        check(unsafe { libc::timerfd_settime(self.timerfd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) }, "cannot arm the timerfd")?;
+        self.armed_ns = at_ns;
+        Ok(())
+    }
+
+    /// Waits for packets, the timer or a signal (`timeout_ms` -1: forever, 0: just look). Returns whether a
+    /// termination signal arrived.
+    pub fn wait(&mut self, timeout_ms: i32) -> io::Result<bool> {
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 4];
+        let n = unsafe { libc::epoll_wait(self.epfd, events.as_mut_ptr(), events.len() as i32, timeout_ms) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                return Ok(false);
+            }
+            return Err(io::Error::new(e.kind(), format!("epoll_wait failed: {e}")));
+        }
+        let mut signalled = false;
+        for ev in &events[..n as usize] {
+            match ev.u64 {
+                TOKEN_TIMER => {
+                    let mut buf = [0u8; 8];
+                    unsafe { libc::read(self.timerfd, buf.as_mut_ptr() as *mut libc::c_void, 8) };
+                    self.armed_ns = 0;
+                }
+                TOKEN_SIGNAL => {
+                    let mut info = [0u8; 128];
+                    unsafe { libc::read(self.sigfd, info.as_mut_ptr() as *mut libc::c_void, 128) };
+                    signalled = true;
+                }
+                _ => {}
+            }
+        }
+        Ok(signalled)
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        unsafe {
+            libc::close(self.epfd);
+            libc::close(self.timerfd);
+            libc::close(self.sigfd);
+        }
+    }
+}
+
+/// Best effort for lower wake-up latency: SCHED_FIFO, locked memory, and the CPU kept out of deep idle states
+/// (/dev/cpu_dma_latency held at 0 while we run). Returns notes on what could not be done.
+pub fn tune_for_latency(realtime: bool, hold_dma_latency: bool) -> (Option<std::fs::File>, Vec<String>) {
+    let mut notes = Vec::new();
+    if realtime {
+        unsafe {
+            let param = libc::sched_param { sched_priority: 10 };
+            if libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) != 0 {
+                notes.push(format!("SCHED_FIFO not available ({})", io::Error::last_os_error()));
+            }
+            if libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) != 0 {
+                notes.push(format!("mlockall failed ({})", io::Error::last_os_error()));
+            }
+        }
+    }
+    let mut dma = None;
+    if hold_dma_latency {
+        use std::io::Write;
+        match std::fs::OpenOptions::new().write(true).open("/dev/cpu_dma_latency") {
+            Ok(mut f) => match f.write_all(&0i32.to_ne_bytes()) {
+                Ok(()) => dma = Some(f),
+                Err(e) => notes.push(format!("cannot hold /dev/cpu_dma_latency at 0 ({e})")),
+            },
+            Err(e) => notes.push(format!("cannot open /dev/cpu_dma_latency ({e})")),
+        }
+    }
+    (dma, notes)
+}

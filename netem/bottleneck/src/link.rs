@@ -1,0 +1,229 @@
+//! The emulated link, on any clock: random loss -> queue discipline -> transmission at the link rate ->
+//! propagation delay (+ jitter, order kept) -> release. Pure logic: the caller feeds arrivals and the current
+//! time, and collects what to drop now and what is due; the same code runs on the simulated clock of the tests
+//! and on the real clock of the NFQUEUE loop.
+
+use crate::config::LinkConfig;
+use crate::packet::{Event, Packet};
+use crate::qdisc::{self, Dropped, Qdisc};
+use crate::rate::RateLimiter;
+use rand::rngs::SmallRng;
+use rand::Rng;
+use std::collections::VecDeque;
+
+/// Running totals, as the stats file reports them.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Counters {
+    pub arrived: u64,
+    pub enqueued: u64,
+    pub forwarded: u64,
+    pub dropped_tail: u64,
+    pub dropped_aqm: u64,
+    pub dropped_loss: u64,
+    pub dropped_shutdown: u64,
+    pub ecn_marked: u64,
+}
+
+/// A packet whose fate is decided: forwarded (due at `packet.due_ns`) or dropped now.
+#[derive(Debug)]
+pub struct Outcome {
+    pub packet: Packet,
+    pub event: Event,
+}
+
+pub struct Link {
+    loss_probability: f64,
+    delay_ns: u64,
+    jitter_ns: u64,
+    qdisc: Box<dyn Qdisc>,
+    rate: RateLimiter,
+    /// End of the last transmission: the next dequeue happens then (or at the next arrival, if later).
+    link_free_ns: u64,
+    /// Latest time this link has been brought to; arrivals stamped earlier are handled as if now.
+    clock_ns: u64,
+    /// The delay line: forwarded packets in release order.
+    in_flight: VecDeque<Packet>,
+    last_due_ns: u64,
+    /// The packet being transmitted: (end of transmission, bytes, band).
+    in_service: Option<(u64, u32, u8)>,
+    /// Drops decided but not yet taken by the caller.
+    dropped: Vec<Outcome>,
+    scratch: Vec<Dropped>,
+    rng: SmallRng,
+    pub counters: Counters,
+}
+
+impl Link {
+    pub fn new(cfg: &LinkConfig, t0_ns: u64, now_ns: u64, mut rng: SmallRng) -> Link {
+        let qdisc = qdisc::build(&cfg.qdisc, now_ns, &mut rng);
+        Link {
+            loss_probability: cfg.loss_percent / 100.0,
+            delay_ns: qdisc::ms_to_ns(cfg.delay_ms),
+            jitter_ns: qdisc::ms_to_ns(cfg.jitter_ms),
+            qdisc,
+            rate: RateLimiter::new(&cfg.rate, t0_ns),
+            link_free_ns: 0,
+            clock_ns: now_ns,
+            in_flight: VecDeque::new(),
+            last_due_ns: 0,
+            in_service: None,
+            dropped: Vec::new(),
+            scratch: Vec::new(),
+            rng,
+            counters: Counters::default(),
+        }
+    }
+
+    fn in_service_at(&self, now_ns: u64) -> Option<u32> {
+        self.in_service.filter(|s| s.0 > now_ns).map(|s| s.1)
+    }
+
+    /// Packets queued, counting the one in transmission (as Linux's qdisc statistics do).
+    pub fn queue_packets(&self) -> usize {
+        self.qdisc.len_packets() + self.in_service_at(self.clock_ns).map_or(0, |_| 1)
+    }
+
+    pub fn queue_bytes(&self) -> u64 {
+        self.qdisc.len_bytes() + self.in_service_at(self.clock_ns).map_or(0, |b| b as u64)
+    }
+
+    #[allow(dead_code)]
+    pub fn in_flight_packets(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    pub fn rate_kbit_at(&self, t_ns: u64) -> Option<f64> {
+        self.rate.kbit_at(t_ns)
+    }
+
+    /// A packet reaches the bottleneck at `packet.arrival_ns`.
+    pub fn arrive(&mut self, mut packet: Packet) {
+        let now_ns = packet.arrival_ns.max(self.clock_ns);
+        self.advance(now_ns);
+        self.counters.arrived += 1;
+        // The packet still in transmission counts as queued (as in Linux's TBF + child qdisc).
+        let (svc_packets, svc_bytes, svc_band) = match self.in_service {
+            Some((tx_end, bytes, band)) if tx_end > now_ns => (1usize, bytes as u64, band),
+            _ => (0, 0, 0),
+        };
+        self.qdisc.set_in_service(svc_packets, svc_bytes, svc_band);
+        packet.queue_packets_at_arrival = (self.qdisc.len_packets() + svc_packets) as u32;
+        packet.queue_bytes_at_arrival = (self.qdisc.len_bytes() + svc_bytes).min(u32::MAX as u64) as u32;
+        if self.loss_probability > 0.0 && self.rng.gen::<f64>() < self.loss_probability {
+            self.finish_drop(packet, Event::DroppedLoss);
+            return;
+        }
+        if self.qdisc.len_packets() == 0 && self.link_free_ns < now_ns {
+            // The link was idle: this packet can be dequeued the moment it arrives.
+            self.link_free_ns = now_ns;
+        }
+        let id = packet.id;
+        self.qdisc.enqueue(packet, now_ns, &mut self.scratch);
+        if !self.scratch.iter().any(|d| d.packet.id == id) {
+            self.counters.enqueued += 1;
+        }
+        self.take_scratch_drops();
+        self.advance(now_ns);
+    }
+
+    /// Runs the link up to `now_ns`: discipline timers and dequeues at the times they fall due.
+    pub fn advance(&mut self, now_ns: u64) {
+        self.clock_ns = self.clock_ns.max(now_ns);
+        loop {
+            let dequeue_at = (self.qdisc.len_packets() > 0).then_some(self.link_free_ns);
+            let timer_at = self.qdisc.next_timer_ns();
+            let next = match (dequeue_at, timer_at) {
+                (Some(d), Some(t)) => d.min(t),
+                (Some(d), None) => d,
+                (None, Some(t)) => t,
+                (None, None) => break,
+            };
+            if next > now_ns {
+                break;
+            }
+            if timer_at == Some(next) {
+                self.qdisc.on_timer(next);
+                continue;
+            }
+            let t = next;
+            let got = self.qdisc.dequeue(t, &mut self.scratch);
+            for d in self.scratch.iter_mut() {
+                d.packet.dequeue_ns = t;
+            }
+            self.take_scratch_drops();
+            if let Some(mut p) = got {
+                p.dequeue_ns = t;
+                p.tx_end_ns = self.rate.transmit(t, p.wire_bytes);
+                self.link_free_ns = p.tx_end_ns;
+                self.in_service = Some((p.tx_end_ns, p.wire_bytes, p.band));
+                let jitter = if self.jitter_ns > 0 { self.rng.gen_range(0..=self.jitter_ns) } else { 0 };
+                // Jitter never reorders: a packet is not released before the one ahead of it.
+                p.due_ns = (p.tx_end_ns + self.delay_ns + jitter).max(self.last_due_ns);
+                self.last_due_ns = p.due_ns;
+                self.in_flight.push_back(p);
+            }
+        }
+    }
+
+    fn take_scratch_drops(&mut self) {
+        let drops: Vec<Dropped> = self.scratch.drain(..).collect();
+        for d in drops {
+            self.finish_drop(d.packet, d.event);
+        }
+    }
+
+    fn finish_drop(&mut self, packet: Packet, event: Event) {
+        match event {
+            Event::DroppedTail => self.counters.dropped_tail += 1,
+            Event::DroppedAqm => self.counters.dropped_aqm += 1,
+            Event::DroppedLoss => self.counters.dropped_loss += 1,
+            Event::DroppedShutdown => self.counters.dropped_shutdown += 1,
+            Event::Forwarded | Event::ForwardedCe => unreachable!("not a drop"),
+        }
+        self.dropped.push(Outcome { packet, event });
+    }
+
+    /// Drops decided so far (give their verdicts now).
+    pub fn take_drops(&mut self) -> std::vec::Drain<'_, Outcome> {
+        self.dropped.drain(..)
+    }
+
+    /// When something next happens: a release, a dequeue or a discipline timer.
+    pub fn next_event_ns(&self) -> Option<u64> {
+        let release = self.in_flight.front().map(|p| p.due_ns);
+        let dequeue = (self.qdisc.len_packets() > 0).then_some(self.link_free_ns);
+        [release, dequeue, self.qdisc.next_timer_ns()].into_iter().flatten().min()
+    }
+
+    /// Pops the next forwarded packet if it is due at `now_ns`.
+    pub fn pop_due(&mut self, now_ns: u64) -> Option<Outcome> {
+        if self.in_flight.front()?.due_ns > now_ns {
+            return None;
+        }
+        let p = self.in_flight.pop_front().unwrap();
+        self.counters.forwarded += 1;
+        let event = if p.ce_marked {
+            self.counters.ecn_marked += 1;
+            Event::ForwardedCe
+        } else {
+            Event::Forwarded
+        };
+        Some(Outcome { packet: p, event })
+    }
+
+    /// Shutdown: packets due by `now_ns` are forwarded, everything else held is dropped (event 5).
+    pub fn shutdown(&mut self, now_ns: u64) -> Vec<Outcome> {
+        let mut out = Vec::new();
+        while let Some(o) = self.pop_due(now_ns) {
+            out.push(o);
+        }
+        out.extend(self.take_drops());
+        self.in_service = None;
+        let rest: Vec<Packet> = self.in_flight.drain(..).chain(self.qdisc.drain()).collect();
+        for p in rest {
+            self.finish_drop(p, Event::DroppedShutdown);
+        }
+        out.extend(self.take_drops());
+        out
+    }
+}

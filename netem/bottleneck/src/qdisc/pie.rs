@@ -1,0 +1,201 @@
+//! PIE: RFC 8033 (Proportional Integral controller Enhanced), as Linux net/sched/sch_pie.c with its defaults
+//! (queue delay from per-packet timestamps, i.e. dq_rate_estimator off; bytemode off):
+//! - every `tupdate` the drop probability moves by alpha*(qdelay - target) + beta*(qdelay - qdelay_old)
+//!   (alpha, beta in units of 1/16 as tc takes them, scaled down while the probability is small; steps capped at
+//!   2% above 10%; +2% when the delay exceeds 250 ms; decay by 1/64 when the delay stays zero);
+//! - on enqueue: no early drop during the 150 ms burst allowance, below half the target with prob < 20%, or
+//!   with fewer than two MTUs queued; otherwise a drop derandomised by the accumulated probability (RFC 8033
+//!   section 5.1); ECN-capable packets are marked instead while the probability is at most 10%;
+//! - tail drop at `limit` packets.
+//! The probability is a float in [0, 1] here (Linux: fixed point over 2^56).
+
+use super::codel_core::MTU_BYTES;
+use super::{Dropped, Qdisc};
+use crate::packet::{Event, Packet};
+use rand::rngs::SmallRng;
+use rand::Rng;
+use std::collections::VecDeque;
+
+const BURST_ALLOWANCE_NS: u64 = 150_000_000;
+const NONLINEAR_DELAY_NS: u64 = 250_000_000;
+
+#[derive(Debug, Clone)]
+pub struct PieParams {
+    pub target_ns: u64,
+    pub tupdate_ns: u64,
+    pub alpha: u32,
+    pub beta: u32,
+    pub limit_packets: usize,
+    pub ecn: bool,
+}
+
+pub struct Pie {
+    params: PieParams,
+    queue: VecDeque<Packet>,
+    bytes: u64,
+    prob: f64,
+    accu_prob: f64,
+    qdelay_ns: u64,
+    qdelay_old_ns: u64,
+    burst_time_ns: u64,
+    /// Time of the last dequeue (None: none since the last reset).
+    dq_tstamp_ns: Option<u64>,
+    next_update_ns: u64,
+    rng: SmallRng,
+    in_service_packets: usize,
+}
+
+impl Pie {
+    pub fn new(params: PieParams, now_ns: u64, rng: SmallRng) -> Pie {
+        let next_update_ns = now_ns + params.tupdate_ns;
+        Pie { params, queue: VecDeque::new(), bytes: 0, prob: 0.0, accu_prob: 0.0, qdelay_ns: 0, qdelay_old_ns: 0, burst_time_ns: BURST_ALLOWANCE_NS, dq_tstamp_ns: None, next_update_ns, rng, in_service_packets: 0 }
+    }
+
+    #[allow(dead_code)]
+    pub fn drop_probability(&self) -> f64 {
+        self.prob
+    }
+
+    fn reset_vars(&mut self) {
+        self.burst_time_ns = BURST_ALLOWANCE_NS;
+        self.dq_tstamp_ns = None;
+        self.accu_prob = 0.0;
+    }
+
+    /// pie_drop_early(): should this arriving packet be dropped (or marked)?
+    fn drop_early(&mut self) -> bool {
+        if self.burst_time_ns > 0 {
+            return false;
+        }
+        if self.qdelay_ns < self.params.target_ns / 2 && self.prob < 0.2 {
+            return false;
+        }
+        if self.bytes < 2 * MTU_BYTES {
+            return false;
+        }
+        if self.prob == 0.0 {
+            self.accu_prob = 0.0;
+        } else {
+            self.accu_prob += self.prob;
+        }
+        // Derandomisation (RFC 8033 5.1): never drop below 0.85 accumulated, always above 8.5.
+        if self.accu_prob < 0.85 {
+            return false;
+        }
+        if self.accu_prob >= 8.5 {
+            return true;
+        }
+        if self.rng.gen::<f64>() < self.prob {
+            self.accu_prob = 0.0;
+            return true;
+        }
+        false
+    }
+
+    /// pie_calculate_probability(), run every tupdate.
+    fn calculate_probability(&mut self) {
+        let qdelay = self.qdelay_ns;
+        let qdelay_old = self.qdelay_old_ns;
+        let mut update_prob = !(qdelay == 0 && self.bytes != 0);
+        let mut alpha = self.params.alpha as f64 / 16.0;
+        let mut beta = self.params.beta as f64 / 16.0;
+        // Smaller steps while the probability is small (RFC 8033 section 4.2, Linux's table).
+        if self.prob < 0.1 {
+            alpha /= 2.0;
+            beta /= 2.0;
+            let mut power = 100.0;
+            while self.prob < 1.0 / power && power <= 1_000_000.0 {
+                alpha /= 4.0;
+                beta /= 4.0;
+                power *= 10.0;
+            }
+        }
+        let mut delta = alpha * (qdelay as f64 - self.params.target_ns as f64) / 1e9 + beta * (qdelay as f64 - qdelay_old as f64) / 1e9;
+        if delta > 0.02 && self.prob >= 0.1 {
+            delta = 0.02;
+        }
+        if qdelay > NONLINEAR_DELAY_NS {
+            delta += 0.02;
+        }
+        self.prob += delta;
+        if self.prob >= 1.0 {
+            self.prob = 1.0;
+            update_prob = false;
+        }
+        if self.prob < 0.0 {
+            self.prob = 0.0;
+        }
+        if qdelay == 0 && qdelay_old == 0 && update_prob {
+            self.prob -= self.prob / 64.0;
+        }
+        if qdelay < self.params.target_ns / 2 && qdelay_old < self.params.target_ns / 2 && self.prob == 0.0 {
+            self.reset_vars();
+        }
+        self.qdelay_old_ns = qdelay;
+    }
+}
+
+impl Qdisc for Pie {
+    fn enqueue(&mut self, mut packet: Packet, now_ns: u64, drops: &mut Vec<Dropped>) {
+        if self.queue.len() + self.in_service_packets >= self.params.limit_packets {
+            self.accu_prob = 0.0;
+            drops.push(Dropped { packet, event: Event::DroppedTail });
+            return;
+        }
+        let enqueue = if !self.drop_early() {
+            true
+        } else {
+            // Mark instead of drop only while the probability is low (RFC 8033 section 5.1).
+            self.params.ecn && self.prob <= 0.1 && packet.set_ce()
+        };
+        if !enqueue {
+            self.accu_prob = 0.0;
+            drops.push(Dropped { packet, event: Event::DroppedAqm });
+            return;
+        }
+        packet.enqueue_ns = now_ns;
+        self.bytes += packet.wire_bytes as u64;
+        self.queue.push_back(packet);
+    }
+
+    fn dequeue(&mut self, now_ns: u64, _drops: &mut Vec<Dropped>) -> Option<Packet> {
+        let p = self.queue.pop_front()?;
+        self.bytes -= p.wire_bytes as u64;
+        // pie_process_dequeue(): queue delay from the packet's timestamp; burst allowance runs down.
+        self.qdelay_ns = if self.bytes == 0 { 0 } else { now_ns.saturating_sub(p.enqueue_ns) };
+        let dtime = self.dq_tstamp_ns.map_or(0, |t| now_ns.saturating_sub(t));
+        self.dq_tstamp_ns = Some(now_ns);
+        if dtime > 0 {
+            self.burst_time_ns = self.burst_time_ns.saturating_sub(dtime);
+        }
+        Some(p)
+    }
+
+    fn len_packets(&self) -> usize {
+        self.queue.len()
+    }
+
+    fn len_bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    fn next_timer_ns(&self) -> Option<u64> {
+        Some(self.next_update_ns)
+    }
+
+    fn on_timer(&mut self, now_ns: u64) {
+        while self.next_update_ns <= now_ns {
+            self.calculate_probability();
+            self.next_update_ns += self.params.tupdate_ns;
+        }
+    }
+
+    fn set_in_service(&mut self, packets: usize, _bytes: u64, _band: u8) {
+        self.in_service_packets = packets;
+    }
+
+    fn drain(&mut self) -> Vec<Packet> {
+        self.bytes = 0;
+        self.queue.drain(..).collect()
+    }
+}

@@ -1,0 +1,213 @@
+//! The real-time loop: NFQUEUE packets in, the link model (link.rs) deciding, verdicts out at the due times,
+//! every packet logged. One thread; waits with an absolute timerfd armed shortly before the next due time, then
+//! spins the rest, within a budget so that a SCHED_FIFO process never spins a whole core.
+
+use crate::clock::{self, Waiter};
+use crate::gtlog::GroundTruthLog;
+use crate::link::{Link, Outcome};
+use crate::nfq::{Queue, RawPacket};
+use crate::packet::{Event, Packet};
+use crate::stats::{Sample, StatsWriter};
+use std::collections::BTreeSet;
+use std::io;
+
+/// Arm the timer this long before a due time and spin the rest (a wake-up here costs 30-65 us).
+const SPIN_NS: u64 = 80_000;
+/// At most this much spinning per window, so that the kernel's real-time throttling never kicks in.
+const SPIN_WINDOW_NS: u64 = 100_000_000;
+const SPIN_BUDGET_NS: u64 = 40_000_000;
+const LOG_FLUSH_NS: u64 = 500_000_000;
+
+pub struct Runtime {
+    pub queue: Queue,
+    pub link: Link,
+    pub log: GroundTruthLog,
+    pub stats: Option<StatsWriter>,
+    pub stats_interval_ns: u64,
+    /// Packet ids the kernel holds for us, for batch verdicts.
+    held: BTreeSet<u32>,
+    kernel_overruns: u64,
+    overruns_reported: u64,
+}
+
+impl Runtime {
+    pub fn new(queue: Queue, link: Link, log: GroundTruthLog, stats: Option<StatsWriter>, stats_interval_ns: u64) -> Runtime {
+        Runtime { queue, link, log, stats, stats_interval_ns, held: BTreeSet::new(), kernel_overruns: 0, overruns_reported: 0 }
+    }
+
+    /// Runs until SIGTERM/SIGINT, then releases what it holds and returns.
+    pub fn run(&mut self) -> io::Result<()> {
+        let mut waiter = Waiter::new(self.queue.fd())?;
+        let mut raw: Vec<RawPacket> = Vec::with_capacity(4096);
+        let start = clock::now_ns();
+        let mut next_stats = start;
+        let mut next_flush = start + LOG_FLUSH_NS;
+        let (mut spin_window_start, mut spun_ns) = (start, 0u64);
+        loop {
+            let report = self.queue.receive(&mut raw, 4096)?;
+            if report.overruns > 0 {
+                self.kernel_overruns += report.overruns;
+            }
+            let now = clock::now_ns();
+            for r in raw.drain(..) {
+                match Packet::parse(r.id, r.kernel_ts_ns.unwrap_or(now), r.data) {
+                    Ok(p) => {
+                        self.held.insert(p.id);
+                        self.link.arrive(p);
+                    }
+                    // Not IPv4 (the rules only queue IPv4): nothing to emulate, let it pass.
+                    Err(_) => self.queue.accept(r.id)?,
+                }
+            }
+            self.give_drop_verdicts()?;
+            let now = clock::now_ns();
+            self.link.advance(now);
+            self.give_drop_verdicts()?;
+            self.release_due(now)?;
+
+            if now >= next_flush {
+                self.log.flush()?;
+                next_flush = now + LOG_FLUSH_NS;
+                if self.kernel_overruns > self.overruns_reported {
+                    eprintln!("rtclab-bottleneck: the kernel dropped packets because the NFQUEUE socket buffer overflowed ({} overrun reports so far).", self.kernel_overruns);
+                    self.overruns_reported = self.kernel_overruns;
+                }
+            }
+            if self.stats.is_some() && now >= next_stats {
+                self.write_stats(now)?;
+                next_stats += self.stats_interval_ns;
+                if next_stats <= now {
+                    next_stats = now + self.stats_interval_ns;
+                }
+            }
+
+            // Wait for the next thing to do.
+            let mut next = next_flush;
+            if self.stats.is_some() {
+                next = next.min(next_stats);
+            }
+            if let Some(t) = self.link.next_event_ns() {
+                next = next.min(t);
+            }
+            let now = clock::now_ns();
+            if now - spin_window_start > SPIN_WINDOW_NS {
+                spin_window_start = now;
+                spun_ns = 0;
+            }
+            let may_spin = spun_ns < SPIN_BUDGET_NS;
+            let signalled = if next <= now {
+                waiter.wait(0)?
+            } else if next - now <= SPIN_NS && may_spin {
+                loop {
+                    let w = waiter.wait(0)?;
+                    let t = clock::now_ns();
+                    if w || t >= next || self.queue_readable() {
+                        spun_ns += t - now;
+                        break w;
+                    }
+                }
+            } else {
+                waiter.arm(if may_spin { next - SPIN_NS } else { next })?;
+                waiter.wait(-1)?
+            };
+            if signalled {
+                return self.shutdown();
+            }
+        }
+    }
+
+    fn queue_readable(&self) -> bool {
+        let mut pfd = libc::pollfd { fd: self.queue.fd(), events: libc::POLLIN, revents: 0 };
+        unsafe { libc::poll(&mut pfd, 1, 0) > 0 }
+    }
+
+    fn give_drop_verdicts(&mut self) -> io::Result<()> {
+        let drops: Vec<Outcome> = self.link.take_drops().collect();
+        for o in drops {
+            self.queue.drop_packet(o.packet.id)?;
+            self.held.remove(&o.packet.id);
+            self.log.write(&o.packet, o.event, clock::now_ns())?;
+        }
+        Ok(())
+    }
+
+    fn release_due(&mut self, now: u64) -> io::Result<()> {
+        let mut due = Vec::new();
+        while let Some(o) = self.link.pop_due(now) {
+            due.push(o);
+        }
+        self.forward(due)
+    }
+
+    /// Accept verdicts for forwarded packets: one batch message when they are exactly the oldest the kernel holds.
+    fn forward(&mut self, mut due: Vec<Outcome>) -> io::Result<()> {
+        if due.is_empty() {
+            return Ok(());
+        }
+        // Packets marked CE go back rewritten, one by one; the rest are "plain".
+        let mut plain: Vec<bool> = Vec::with_capacity(due.len());
+        for o in due.iter_mut() {
+            if o.packet.apply_ce_to_data() {
+                self.queue.accept_modified(o.packet.id, &o.packet.data)?;
+                self.held.remove(&o.packet.id);
+                plain.push(false);
+            } else {
+                plain.push(true);
+            }
+        }
+        let mut plain_ids: Vec<u32> = due.iter().zip(&plain).filter(|(_, &p)| p).map(|(o, _)| o.packet.id).collect();
+        plain_ids.sort_unstable();
+        let span_ok = match (self.held.first(), self.held.last()) {
+            (Some(&lo), Some(&hi)) => hi - lo < (1 << 31),
+            _ => false,
+        };
+        if span_ok && plain_ids.len() > 1 && self.held.iter().take(plain_ids.len()).eq(plain_ids.iter()) {
+            self.queue.accept_up_to(*plain_ids.last().unwrap())?;
+        } else {
+            for (o, _) in due.iter().zip(&plain).filter(|(_, &p)| p) {
+                self.queue.accept(o.packet.id)?;
+            }
+        }
+        for id in &plain_ids {
+            self.held.remove(id);
+        }
+        let release_ns = clock::now_ns();
+        for o in &due {
+            self.log.write(&o.packet, o.event, release_ns)?;
+        }
+        Ok(())
+    }
+
+    fn write_stats(&mut self, now: u64) -> io::Result<()> {
+        let sample = Sample {
+            t_ns: now,
+            queue_packets: self.link.queue_packets(),
+            queue_bytes: self.link.queue_bytes(),
+            counters: &self.link.counters,
+            rate_kbit: self.link.rate_kbit_at(now),
+            kernel_overruns: self.kernel_overruns,
+        };
+        if let Some(s) = self.stats.as_mut() {
+            s.write(&sample)?;
+        }
+        Ok(())
+    }
+
+    /// Releases everything held: accept what is due, drop the rest (event 5); then flush.
+    fn shutdown(&mut self) -> io::Result<()> {
+        let now = clock::now_ns();
+        self.link.advance(now);
+        let outcomes = self.link.shutdown(now);
+        let (forwarded, dropped): (Vec<Outcome>, Vec<Outcome>) = outcomes.into_iter().partition(|o| matches!(o.event, Event::Forwarded | Event::ForwardedCe));
+        self.forward(forwarded)?;
+        for o in dropped {
+            self.queue.drop_packet(o.packet.id)?;
+            self.held.remove(&o.packet.id);
+            self.log.write(&o.packet, o.event, clock::now_ns())?;
+        }
+        if self.stats.is_some() {
+            self.write_stats(clock::now_ns())?;
+        }
+        self.log.flush()
+    }
+}
