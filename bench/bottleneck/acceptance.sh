@@ -3,9 +3,10 @@
 #   1. iperf3 UDP at 2 Mbit/s for 20 s through a 1 Mbit/s fifo of 300 ms (limit_bytes 37500), 25 ms delay:
 #      received wire rate at b-eth0 within 2% of 1 Mbit/s, maximum queuing delay (one-way delay - its minimum,
 #      from the two captures) within 3 ms of 300 ms; the log agrees with the captures.
-#   2. 25 ms each way (one bottleneck per direction), no load: ping RTT 50 ms +- 0.5 ms (rate null), and the same
-#      at 1 Mbit/s each way (expected 50 ms + two 98-byte frame times, 1.57 ms).
+#   2. 25 ms each way (one bottleneck per direction), no load: ping RTT 50 ms +- 0.5 ms, with rate null and with
+#      1 Mbit/s each way (a token bucket of 3028 bytes, as TBF, sends a lone ping at once).
 #   3. SIGTERM under load: exit code 0, no process left, the log parseable with no trailing fragment.
+#   4. SIGKILL: forwarding stops (no --queue-bypass: a dead bottleneck must not be silently bypassed).
 # Prints PASS/FAIL lines with the measured numbers; exits 1 if any check fails. Needs root, iperf3, tcpdump,
 # ethtool, python3 and the release binary (cargo build --release --locked --manifest-path netem/bottleneck/Cargo.toml).
 # Usage: bench/bottleneck/acceptance.sh [FLOOD_SECONDS]     env: BOTTLENECK=path/to/rtclab-bottleneck
@@ -28,13 +29,13 @@ verdict() { # name ok detail
     if [ "$2" = True ]; then echo "PASS $1: $3"; else echo "FAIL $1: $3"; failed=1; fi
 }
 
-# start_bottleneck DIR QUEUE IN_DEV OUT_DEV LINK_JSON: sets $bpid; adds the NFQUEUE rule once it is ready.
+# start_bottleneck DIR QUEUE IN_DEV OUT_DEV LINK_JSON DIRECTION: sets $bpid; adds the NFQUEUE rule once it is ready.
 start_bottleneck() {
     local dir=$1 queue=$2 in_dev=$3 out_dev=$4
     mkdir -p "$dir"
     echo "$5" >"$dir/link.json"
     ip netns exec "$prefix-r" "$bottleneck" --queue-num "$queue" --config "$dir/link.json" \
-        --log "$dir/bottleneck.gtlog" --stats "$dir/bottleneck.stats.jsonl" >"$dir/out" 2>"$dir/err" &
+        --log "$dir/bottleneck-$6.gtlog" --stats "$dir/bottleneck-$6.stats.jsonl" >"$dir/out" 2>"$dir/err" &
     bpid=$!
     wait_ready "$dir/out" 10 || { cat "$dir/err" >&2; return 1; }
     in_ns r iptables -t mangle -A FORWARD -i "$in_dev" -o "$out_dev" -j NFQUEUE --queue-num "$queue"
@@ -51,7 +52,7 @@ echo "== 1. fifo 300 ms at 1 Mbit/s, UDP at 2 Mbit/s for ${flood_s}s"
 ns_up "$prefix"
 d=$work/fifo
 start_bottleneck "$d" 7 r-eth0 r-eth1 \
-    '{"delay_ms":25,"jitter_ms":0,"loss_percent":0,"rate":{"kbit":1000,"burst_bytes":3028},"qdisc":{"kind":"fifo","limit_bytes":37500}}'
+    '{"delay_ms":25,"jitter_ms":0,"loss_percent":0,"rate":{"kbit":1000,"burst_bytes":3028},"qdisc":{"kind":"fifo","limit_bytes":37500}}' forward
 fifo_pid=$bpid
 ip netns exec "$prefix-a" tcpdump -i a-eth0 -s 160 --time-stamp-precision nano -w "$d/a.pcap" "udp" 2>"$d/tcpdump-a.log" &
 cap_a=$!
@@ -65,8 +66,8 @@ kill -INT "$cap_a" "$cap_b"
 wait "$cap_a" "$cap_b" || true
 stop_bottleneck "$fifo_pid"
 in_ns r iptables -t mangle -D FORWARD -i r-eth0 -o r-eth1 -j NFQUEUE --queue-num 7
-python3 "$here/gtlog.py" path "$d/a.pcap" "$d/b.pcap" --log "$d/bottleneck.gtlog" >"$d/path.json"
-python3 "$here/gtlog.py" lateness "$d/bottleneck.gtlog" >"$d/lateness.json"
+python3 "$here/gtlog.py" path "$d/a.pcap" "$d/b.pcap" --log "$d/bottleneck-forward.gtlog" >"$d/path.json"
+python3 "$here/gtlog.py" lateness "$d/bottleneck-forward.gtlog" >"$d/lateness.json"
 cat "$d/path.json" "$d/lateness.json"
 read -r ok detail < <(python3 - "$d/path.json" <<'EOF'
 import json, sys
@@ -98,25 +99,31 @@ verdict "log agrees with captures" "$ok" "$detail"
 ns_down "$prefix"
 
 echo "== 2. ping, 25 ms each way, no load"
+run=0
 for rate in null '{"kbit":1000,"burst_bytes":3028}'; do
+    run=$((run + 1))
     ns_up "$prefix"
     link="{\"delay_ms\":25,\"jitter_ms\":0,\"loss_percent\":0,\"rate\":$rate,\"qdisc\":{\"kind\":\"fifo\",\"limit_bytes\":37500}}"
-    start_bottleneck "$work/ping-fwd" 7 r-eth0 r-eth1 "$link"
+    start_bottleneck "$work/ping$run" 7 r-eth0 r-eth1 "$link" forward
     fwd_pid=$bpid
-    start_bottleneck "$work/ping-rev" 8 r-eth1 r-eth0 "$link"
+    start_bottleneck "$work/ping$run" 8 r-eth1 r-eth0 "$link" reverse
     rev_pid=$bpid
-    in_ns a ping -c 50 -i 0.1 -q 10.0.2.2 >"$work/ping.txt"
+    in_ns a ping -c 50 -i 0.1 10.0.2.2 >"$work/ping$run/ping.txt"
     stop_bottleneck "$fwd_pid"
     stop_bottleneck "$rev_pid"
-    read -r ok detail < <(python3 - "$work/ping.txt" "$rate" <<'EOF'
+    read -r ok detail < <(python3 - "$work/ping$run/ping.txt" "$rate" <<'EOF'
 import re, sys
 text = open(sys.argv[1]).read()
 m = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", text)
 loss = re.search(r"([\d.]+)% packet loss", text).group(1)
 lo, avg, hi, mdev = map(float, m.groups())
-expected = 50.0 if sys.argv[2] == "null" else 50.0 + 2 * 98 * 8 / 1000
+# A token bucket (as TBF, burst 3028 bytes) sends a lone 98-byte frame at once: no serialization time added.
+expected = 50.0
+rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", text)]
+within = sum(1 for r in rtts if abs(r - expected) <= 0.5)
 print(abs(lo - expected) <= 0.5 and abs(hi - expected) <= 0.5 and float(loss) == 0,
-      f"rate {sys.argv[2]}: RTT min/avg/max {lo}/{avg}/{hi} ms, loss {loss}% (expected {expected:.2f} +- 0.5)")
+      f"rate {sys.argv[2]}: RTT min/avg/max {lo}/{avg}/{hi} ms, {within}/{len(rtts)} within {expected:.1f} +- 0.5 ms, "
+      f"loss {loss}%")
 EOF
 )
     verdict "ping RTT" "$ok" "$detail"
@@ -127,14 +134,14 @@ echo "== 3. SIGTERM under load"
 ns_up "$prefix"
 d=$work/sigterm
 start_bottleneck "$d" 7 r-eth0 r-eth1 \
-    '{"delay_ms":25,"jitter_ms":0,"loss_percent":0,"rate":{"kbit":1000,"burst_bytes":3028},"qdisc":{"kind":"fifo","limit_bytes":37500}}'
+    '{"delay_ms":25,"jitter_ms":0,"loss_percent":0,"rate":{"kbit":1000,"burst_bytes":3028},"qdisc":{"kind":"fifo","limit_bytes":37500}}' forward
 term_pid=$bpid
 in_ns b iperf3 -s -1 >/dev/null 2>&1 &
 in_ns a iperf3 -c 10.0.2.2 -u -b 2M -l 1472 -t 5 >/dev/null 2>&1 &
 sleep 3
 stop_bottleneck "$term_pid"
 left=$(ps -o pid= -p "$term_pid" || true)
-python3 "$here/gtlog.py" lateness "$d/bottleneck.gtlog" >"$d/lateness.json"
+python3 "$here/gtlog.py" lateness "$d/bottleneck-forward.gtlog" >"$d/lateness.json"
 read -r ok detail < <(python3 - "$d/lateness.json" "$stop_rc" "$left" <<'EOF'
 import json, sys
 p = json.load(open(sys.argv[1]))
@@ -145,6 +152,20 @@ print(ok, f"exit code {rc}, process left: {left.strip() or 'none'}, {p['records'
 EOF
 )
 verdict "SIGTERM" "$ok" "$detail"
+ns_down "$prefix"
+
+echo "== 4. SIGKILL: traffic stops instead of bypassing the dead bottleneck"
+ns_up "$prefix"
+start_bottleneck "$work/sigkill" 7 r-eth0 r-eth1 \
+    '{"delay_ms":1,"jitter_ms":0,"loss_percent":0,"rate":null,"qdisc":{"kind":"fifo","limit_packets":1000}}' forward
+in_ns a ping -c 3 -i 0.2 -q 10.0.2.2 >"$work/ping-alive.txt" || true
+kill -KILL "$bpid"
+wait "$bpid" || true
+in_ns a ping -c 3 -i 0.2 -W 1 -q 10.0.2.2 >"$work/ping-dead.txt" || true
+alive=$(grep -o '[0-9]* received' "$work/ping-alive.txt" | cut -d' ' -f1)
+dead=$(grep -o '[0-9]* received' "$work/ping-dead.txt" | cut -d' ' -f1)
+[ "$alive" = 3 ] && [ "$dead" = 0 ] && ok=True || ok=False
+verdict "SIGKILL" "$ok" "pings through the live bottleneck: $alive/3, after SIGKILL: $dead/3"
 ns_down "$prefix"
 left_ns=$(ip netns list | grep -c "^$prefix" || true)
 [ "$left_ns" = 0 ] && verdict "cleanup" True "no namespace left" || verdict "cleanup" False "$left_ns namespaces left"

@@ -1,73 +1,98 @@
-# Sourced by run.sh and acceptance.sh: a throwaway a - r - b topology (design.md section 3) with unique names,
-# torn down by an EXIT trap. Only bash, iproute2, ethtool and iptables; no other state is touched.
-#
-#   ns_up PREFIX        creates PREFIX-a, PREFIX-r, PREFIX-b; a=10.0.1.2, r=10.0.1.1|10.0.2.1, b=10.0.2.2
-#   ns_down PREFIX      removes them (and so their veths, qdiscs and iptables rules); safe to call twice
-#   in_ns NAME CMD...   runs CMD in PREFIX-NAME (a, r or b)
+# Sourced by the bottleneck's trial and benchmark scripts: a throwaway a - r - b topology in network
+# namespaces named rtclab-bn<pid>-{a,r,b}, torn down (with every process started here) on exit.
+# Addresses as in docs/run-directory.md: a 10.0.1.2, r 10.0.1.1 / 10.0.2.1, b 10.0.2.2.
 
 set -euo pipefail
+BN_ID="rtclab-bn$$"
+NS_A="$BN_ID-a"; NS_R="$BN_ID-r"; NS_B="$BN_ID-b"
+BN_PIDS=()
 
-NS_PREFIX=""
+bn_cleanup() {
+  local pid
+  for pid in "${BN_PIDS[@]:-}"; do
+    [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || true
+  done
+  sleep 0.3
+  for pid in "${BN_PIDS[@]:-}"; do
+    [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true
+  done
+  for ns in "$NS_A" "$NS_R" "$NS_B"; do
+    ip netns del "$ns" 2>/dev/null || true
+  done
+}
+trap bn_cleanup EXIT
+trap 'exit 130' INT TERM
 
-in_ns() {
-    local name=$1
-    shift
-    ip netns exec "$NS_PREFIX-$name" "$@"
+bn_need() {
+  local c
+  for c in "$@"; do
+    command -v "$c" >/dev/null || { echo "missing command: $c" >&2; exit 1; }
+  done
+  [ "$(id -u)" = 0 ] || { echo "run as root (network namespaces)" >&2; exit 1; }
 }
 
-ns_up() {
-    NS_PREFIX=$1
-    local n
-    for n in a r b; do ip netns add "$NS_PREFIX-$n"; done
-    # Create each veth pair directly inside its namespaces: no name can collide in the root namespace.
-    ip link add a-eth0 netns "$NS_PREFIX-a" type veth peer name r-eth0 netns "$NS_PREFIX-r"
-    ip link add r-eth1 netns "$NS_PREFIX-r" type veth peer name b-eth0 netns "$NS_PREFIX-b"
-    in_ns a ip addr add 10.0.1.2/24 dev a-eth0
-    in_ns r ip addr add 10.0.1.1/24 dev r-eth0
-    in_ns r ip addr add 10.0.2.1/24 dev r-eth1
-    in_ns b ip addr add 10.0.2.2/24 dev b-eth0
-    local dev
-    for pair in a:a-eth0 r:r-eth0 r:r-eth1 b:b-eth0; do
-        n=${pair%%:*}
-        dev=${pair#*:}
-        # Wire packets for captures and rate limiting (design.md section 3).
-        in_ns "$n" ethtool -K "$dev" gro off gso off tso off >/dev/null 2>&1 || true
-        in_ns "$n" ip link set "$dev" up
-    done
-    for n in a r b; do in_ns "$n" ip link set lo up; done
-    in_ns a ip route add default via 10.0.1.1
-    in_ns b ip route add default via 10.0.2.1
-    in_ns r sysctl -qw net.ipv4.ip_forward=1
+# bn_up: builds the topology, offloads off, forwarding on in r.
+bn_up() {
+  local t="bn$$"
+  ip netns add "$NS_A"; ip netns add "$NS_R"; ip netns add "$NS_B"
+  ip link add "${t}a" type veth peer name "${t}ra"
+  ip link add "${t}b" type veth peer name "${t}rb"
+  ip link set "${t}a" netns "$NS_A"; ip -n "$NS_A" link set "${t}a" name a-eth0
+  ip link set "${t}ra" netns "$NS_R"; ip -n "$NS_R" link set "${t}ra" name r-eth0
+  ip link set "${t}rb" netns "$NS_R"; ip -n "$NS_R" link set "${t}rb" name r-eth1
+  ip link set "${t}b" netns "$NS_B"; ip -n "$NS_B" link set "${t}b" name b-eth0
+  ip -n "$NS_A" addr add 10.0.1.2/24 dev a-eth0
+  ip -n "$NS_R" addr add 10.0.1.1/24 dev r-eth0
+  ip -n "$NS_R" addr add 10.0.2.1/24 dev r-eth1
+  ip -n "$NS_B" addr add 10.0.2.2/24 dev b-eth0
+  local ns dev
+  for ns in "$NS_A" "$NS_R" "$NS_B"; do ip -n "$ns" link set lo up; done
+  for pair in "$NS_A:a-eth0" "$NS_R:r-eth0" "$NS_R:r-eth1" "$NS_B:b-eth0"; do
+    ns="${pair%%:*}"; dev="${pair##*:}"
+    ip -n "$ns" link set "$dev" up
+    ip netns exec "$ns" ethtool -K "$dev" gro off gso off tso off >/dev/null 2>&1 || true
+  done
+  ip -n "$NS_A" route add default via 10.0.1.1
+  ip -n "$NS_B" route add default via 10.0.2.1
+  ip netns exec "$NS_R" sysctl -qw net.ipv4.ip_forward=1
 }
 
-ns_down() {
-    local prefix=${1:-$NS_PREFIX}
-    [ -n "$prefix" ] || return 0
-    local n pid
-    for n in a r b; do
-        if ip netns list | grep -q "^$prefix-$n\b"; then
-            # Processes still inside (iperf3 servers, tcpdump, the bottleneck) would keep the namespace alive.
-            for pid in $(ip netns pids "$prefix-$n" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
-            sleep 0.2
-            for pid in $(ip netns pids "$prefix-$n" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
-            ip netns del "$prefix-$n" 2>/dev/null || true
-        fi
-    done
+# bn_start_bottleneck QUEUE CONFIG_JSON LOG [extra args]: starts the binary in r, waits for "ready",
+# then adds the NFQUEUE rule for that direction (queue 0: a -> b, queue 1: b -> a).
+bn_start_bottleneck() {
+  local queue="$1" config="$2" log="$3"; shift 3
+  local out="$log.stdout"
+  ip netns exec "$NS_R" "$BN_BIN" --queue-num "$queue" --config "$config" --log "$log" "$@" >"$out" 2>"$log.stderr" &
+  BN_PIDS+=($!)
+  local i
+  for i in $(seq 1 100); do
+    grep -qx ready "$out" 2>/dev/null && break
+    kill -0 "${BN_PIDS[-1]}" 2>/dev/null || { echo "bottleneck exited: $(cat "$log.stderr")" >&2; exit 1; }
+    sleep 0.05
+  done
+  grep -qx ready "$out" || { echo "bottleneck not ready" >&2; exit 1; }
+  if [ "$queue" = 0 ]; then
+    ip netns exec "$NS_R" iptables -t mangle -A FORWARD -i r-eth0 -o r-eth1 -j NFQUEUE --queue-num 0
+  else
+    ip netns exec "$NS_R" iptables -t mangle -A FORWARD -i r-eth1 -o r-eth0 -j NFQUEUE --queue-num "$queue"
+  fi
 }
 
-# Waits until FILE has a line "ready" (the bottleneck's handshake), or fails after SECONDS.
-wait_ready() {
-    local file=$1 seconds=${2:-10} i
-    for ((i = 0; i < seconds * 20; i++)); do
-        if grep -qx ready "$file" 2>/dev/null; then return 0; fi
-        sleep 0.05
-    done
-    echo "the bottleneck did not print ready within ${seconds}s" >&2
-    return 1
+# bn_bg NS CMD...: runs a command in a namespace in the background, remembered for cleanup.
+bn_bg() {
+  local ns="$1"; shift
+  ip netns exec "$ns" "$@" &
+  BN_PIDS+=($!)
 }
 
-# Seconds of CPU (user + system) a process has used so far.
-cpu_seconds() {
-    local pid=$1
-    awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$pid/stat"
+# bn_capture NS DEV FILE: tcpdump with nanosecond timestamps, snap length 256.
+bn_capture() {
+  bn_bg "$1" tcpdump -i "$2" -s 256 -n -w "$3" --time-stamp-precision=nano -U 2>"$3.log"
+  sleep 0.5
+}
+
+# bn_stop PID: SIGTERM and wait.
+bn_stop() {
+  kill -TERM "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
 }

@@ -49,8 +49,8 @@ measure() {
         printf '{"delay_ms":5,"jitter_ms":0,"loss_percent":0,"rate":{"kbit":%s,"burst_bytes":3028},"qdisc":{"kind":"fifo","limit_packets":1000}}\n' \
             "$kbit" >"$dir/link.json"
         # Not through in_ns: $! must be the bottleneck itself (ip netns exec execs it), not a subshell.
-        ip netns exec "$prefix-r" "$bottleneck" --queue-num 7 --config "$dir/link.json" --log "$dir/bottleneck.gtlog" \
-            --stats "$dir/bottleneck.stats.jsonl" >"$dir/bottleneck.out" 2>"$dir/bottleneck.err" &
+        ip netns exec "$prefix-r" "$bottleneck" --queue-num 7 --config "$dir/link.json" --log "$dir/bottleneck-forward.gtlog" \
+            --stats "$dir/bottleneck-forward.stats.jsonl" >"$dir/bottleneck.out" 2>"$dir/bottleneck.err" &
         bpid=$!
         wait_ready "$dir/bottleneck.out" 10 || { cat "$dir/bottleneck.err" >&2; return 1; }
         in_ns r iptables -t mangle -A FORWARD -i r-eth0 -o r-eth1 -j NFQUEUE --queue-num 7
@@ -93,7 +93,7 @@ try:
 except Exception as e:
     row["iperf3_error"] = f"iperf3 output unreadable: {e}"
 if backend == "userspace":
-    lat = run("lateness", f"{d}/bottleneck.gtlog")
+    lat = run("lateness", f"{d}/bottleneck-forward.gtlog")
     row["lateness"], row["events"] = lat["lateness"], lat["events"]
     row["cpu_percent"] = round(100 * (float(cpu1) - float(cpu0)) / (float(t1) - float(t0)), 1)
     logged_drops = sum(v for k, v in lat["events"].items() if k.startswith("dropped"))
