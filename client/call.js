@@ -195,7 +195,8 @@ export async function startCall(config, socket, view) {
   let mediaFlowing = false;
   /** @type {any[] | null} */
   let previous = null;
-  const checkSelectedPair = async (/** @type {any[]} */ stats) => {
+  /** @param {any[]} [stats] one sample already taken; without it a new one is taken */
+  const checkSelectedPair = async (stats) => {
     const sample = stats ?? [...(await pc.getStats()).values()];
     const pair = selectedCandidatePair(sample);
     const key = pairKey(pair);

@@ -28,7 +28,7 @@ export async function startSignalingServer({ host = '0.0.0.0', port = 0, log = (
 
   const app = express();
   // The page must never come from a stale cache: every run loads the current client.
-  app.use(express.static(CLIENT_DIR, { etag: false, lastModified: false, setHeaders: (res) => res.setHeader('Cache-Control', 'no-store') }));
+  app.use(express.static(CLIENT_DIR, { etag: false, lastModified: false, setHeaders: (/** @type {http.ServerResponse} */ res) => res.setHeader('Cache-Control', 'no-store') }));
   const httpServer = http.createServer(app);
   // Messages above socket.io's own limit close the connection; between MAX_MESSAGE_BYTES and it we answer an error.
   const io = new Server(httpServer, { maxHttpBufferSize: 2 * MAX_MESSAGE_BYTES, serveClient: true });

@@ -45,7 +45,7 @@ export async function openPeer({ url, config, clip, workDir, name, manual = fals
     /** @type {string[]} */
     const consoleLines = [];
     page.on('console', (message) => consoleLines.push(message.text()));
-    page.on('pageerror', (error) => consoleLines.push(`pageerror: ${error.message}`));
+    page.on('pageerror', (error) => consoleLines.push(`pageerror: ${/** @type {Error} */ (error).message}`));
     if (manual) {
       await page.goto(`${url}?config=${encodeURIComponent(JSON.stringify(config))}`);
     } else {
