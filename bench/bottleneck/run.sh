@@ -18,8 +18,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-# shellcheck source=netns.sh
-source "$here/netns.sh"
+# shellcheck source=topology.sh
+source "$here/topology.sh"
 
 duration_s=${1:-10}
 bottleneck=${BOTTLENECK:-$repo/netem/bottleneck/target/release/rtclab-bottleneck}
