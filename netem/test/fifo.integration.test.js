@@ -1,0 +1,105 @@
+// @ts-check
+// The fifo + rate path through real namespaces: the userspace bottleneck's rate and DropTail buffer, the kernel
+// backend's TBF + bfifo on the same scenario (conformance), and the ground-truth log against the captures.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { withNetwork, udpFlow, SKIP_NO_BOTTLENECK } from './lib/net.js';
+import { readPcap, readGtlog, matchOneWay, quantile } from './lib/pcap.js';
+
+const KBIT = 1000;
+const SECONDS = 20;
+/** 1 Mbit/s, fifo 300 ms (37500 bytes), no propagation delay: the same link under both backends. */
+const scenario = (delay_ms = 0) => ({
+  network: { forward: { delay_ms, rate: { kbit: KBIT }, qdisc: { kind: 'fifo', limit_ms: 300 } }, reverse: { delay_ms } },
+  capture: { snaplen: 256 },
+});
+
+/**
+ * UDP at twice the link rate for SECONDS; returns the received wire rate at b and the queuing delays.
+ * Queuing delay of a packet = its one-way delay minus the base (propagation + hops) = min over packets of
+ * (one-way delay - own transmission time), so a packet that found the 300 ms buffer full shows ~300 ms.
+ * @param {'kernel' | 'userspace'} backend
+ */
+async function overload(backend) {
+  return withNetwork(scenario(), backend, async (net, runDir) => {
+    await net.startCaptures({ snaplen: 256 });
+    await udpFlow(net, { kbit: 2 * KBIT, seconds: SECONDS, len: 1000 });
+    await new Promise((r) => setTimeout(r, 500)); // let the queue drain into the capture
+    const counts = await net.stopCaptures();
+    const isFlow = (/** @type {any} */ p) => p.proto === 17 && p.dport === 5301;
+    const a = readPcap(join(runDir, 'capture-a.pcap'));
+    const b = readPcap(join(runDir, 'capture-b.pcap'));
+    const atB = b.filter(isFlow);
+    const bytes = atB.slice(1).reduce((s, p) => s + p.frame_len, 0);
+    const rate_kbit = (bytes * 8) / (Number(atB[atB.length - 1].t_ns - atB[0].t_ns) / 1e6);
+    const matched = matchOneWay(a, b, isFlow).filter((m) => m.owd_ms !== null);
+    const tx_ms = (/** @type {any} */ p) => (p.frame_len * 8) / KBIT;
+    const base_ms = Math.min(...matched.map((m) => /** @type {number} */ (m.owd_ms) - tx_ms(m.sent)));
+    const qdelay = matched.map((m) => /** @type {number} */ (m.owd_ms) - base_ms);
+    return { runDir, counts, rate_kbit, max_qdelay_ms: Math.max(...qdelay), p99_qdelay_ms: quantile(qdelay, 0.99), a, b, isFlow,
+      sent: a.filter(isFlow).length, received: atB.length };
+  });
+}
+
+/** @type {Awaited<ReturnType<typeof overload>> | null} */
+let userspace = null;
+
+// The maximum queuing delay is pinned two ways: by the bottleneck's own account (log: tx_end - arrival, free of
+// this VM's scheduling noise) and by the captures' 99th percentile (in overload nearly every packet finds the
+// buffer full); the captures' maximum also holds the VM's worst scheduling stall and is reported.
+test('userspace: UDP at 2 Mbit/s through 1 Mbit/s fifo 300 ms: wire rate within 2%, max queuing delay 300 +- 3 ms',
+  { skip: SKIP_NO_BOTTLENECK, timeout: 60000 }, async (t) => {
+    userspace = await overload('userspace');
+    const u = userspace;
+    const { records } = readGtlog(join(u.runDir, 'bottleneck-forward.gtlog'));
+    const logMax_ms = Math.max(...records.filter((r) => r.event <= 1).map((r) => Number(r.tx_end_ns - r.arrival_ns) / 1e6));
+    t.diagnostic(`userspace: rate ${u.rate_kbit.toFixed(1)} kbit/s, queuing delay at the captures p99 ${u.p99_qdelay_ms.toFixed(2)} max ${u.max_qdelay_ms.toFixed(2)} ms, in the log max ${logMax_ms.toFixed(2)} ms; sent ${u.sent}, received ${u.received}, capture drops a ${u.counts.a.dropped_by_kernel} b ${u.counts.b.dropped_by_kernel}`);
+    assert.ok(Math.abs(u.rate_kbit - KBIT) / KBIT < 0.02, `rate ${u.rate_kbit} kbit/s`);
+    assert.ok(Math.abs(logMax_ms - 300) < 3, `max queuing delay in the log ${logMax_ms} ms`);
+    assert.ok(Math.abs(u.p99_qdelay_ms - 300) < 3, `p99 queuing delay at the captures ${u.p99_qdelay_ms} ms`);
+    assert.equal(u.counts.a.dropped_by_kernel, 0);
+    assert.equal(u.counts.b.dropped_by_kernel, 0);
+  });
+
+test('userspace: the ground-truth log agrees with the captures', { skip: SKIP_NO_BOTTLENECK, timeout: 30000 }, async (t) => {
+  assert.ok(userspace, 'needs the userspace overload run above');
+  const { runDir, a, b, isFlow } = userspace;
+  const { header, records } = readGtlog(join(runDir, 'bottleneck-forward.gtlog'));
+  assert.equal(header.direction, 'forward');
+  const atB = new Set(b.filter(isFlow).map((p) => `${p.key}:${p.ip_id}`));
+  const leftA = new Map(a.filter(isFlow).map((p) => [`${p.key}:${p.ip_id}`, p]));
+  const flowRecords = records.filter((r) => leftA.has(`${r.key}:${r.ip_id}`));
+  assert.ok(flowRecords.length >= leftA.size * 0.99, `log has ${flowRecords.length} of the ${leftA.size} packets that left a`);
+  const dropped = flowRecords.filter((r) => r.event >= 2);
+  const forwarded = flowRecords.filter((r) => r.event <= 1);
+  assert.ok(dropped.length > 0, 'an overload must drop');
+  for (const r of dropped) assert.ok(!atB.has(`${r.key}:${r.ip_id}`), `dropped packet ${r.key} (event ${r.event}) arrived at b`);
+  const bByKey = new Map(b.filter(isFlow).map((p) => [`${p.key}:${p.ip_id}`, p]));
+  const delay_ns = BigInt(Math.round(header.config.delay_ms * 1e6));
+  /** @type {number[]} */ const modelErr = [];
+  /** @type {number[]} */ const releaseErr = [];
+  for (const r of forwarded) {
+    const k = `${r.key}:${r.ip_id}`;
+    const pa = leftA.get(k), pb = bByKey.get(k);
+    assert.ok(pa && pb, `forwarded packet ${k} missing at b`);
+    const owd = Number(pb.t_ns - pa.t_ns) / 1e6;
+    modelErr.push(Math.abs(owd - Number(r.dequeue_ns - r.arrival_ns + (r.tx_end_ns - r.dequeue_ns) + delay_ns) / 1e6));
+    releaseErr.push(Math.abs(owd - Number(r.release_ns - r.arrival_ns) / 1e6));
+  }
+  const q = (/** @type {number[]} */ xs) => `p50 ${quantile(xs, 0.5).toFixed(3)} p95 ${quantile(xs, 0.95).toFixed(3)} p99 ${quantile(xs, 0.99).toFixed(3)} max ${Math.max(...xs).toFixed(3)} ms`;
+  t.diagnostic(`${forwarded.length} forwarded, ${dropped.length} dropped; |OWD - (sojourn + tx + delay)| ${q(modelErr)}; |OWD - (release - arrival)| ${q(releaseErr)}`);
+  // Sojourn + transmission + delay holds within 0.2 ms for 95% of packets even with other work on the 2 cores;
+  // the tail is release lateness and veth/softirq scheduling on this VM (reported above, not asserted).
+  assert.ok(quantile(modelErr, 0.95) < 0.2, `p95 |OWD - (sojourn + tx + delay)| ${quantile(modelErr, 0.95)} ms`);
+});
+
+test('kernel TBF + bfifo gives the userspace backend\'s throughput and max queuing delay within 3%', { skip: SKIP_NO_BOTTLENECK, timeout: 60000 }, async (t) => {
+  assert.ok(userspace, 'needs the userspace overload run above');
+  const k = await overload('kernel');
+  const u = userspace;
+  t.diagnostic(`kernel: rate ${k.rate_kbit.toFixed(1)} kbit/s, queuing delay p99 ${k.p99_qdelay_ms.toFixed(2)} max ${k.max_qdelay_ms.toFixed(2)} ms; userspace ${u.rate_kbit.toFixed(1)} kbit/s, p99 ${u.p99_qdelay_ms.toFixed(2)} max ${u.max_qdelay_ms.toFixed(2)} ms`);
+  assert.ok(Math.abs(k.rate_kbit - u.rate_kbit) / u.rate_kbit < 0.03, `rates ${k.rate_kbit} vs ${u.rate_kbit}`);
+  assert.ok(Math.abs(k.p99_qdelay_ms - u.p99_qdelay_ms) / u.p99_qdelay_ms < 0.03, `queuing delay p99 ${k.p99_qdelay_ms} vs ${u.p99_qdelay_ms}`);
+  assert.equal(k.counts.b.dropped_by_kernel, 0);
+});

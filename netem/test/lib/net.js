@@ -1,0 +1,70 @@
+// @ts-check
+// Helpers for integration tests: a network per test with a fresh run directory, always torn down.
+import { mkdtempSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawn, execFileSync } from 'node:child_process';
+import { createNetwork } from '../../index.js';
+import { BOTTLENECK_BIN } from '../../userspace.js';
+
+export const bottleneckBuilt = existsSync(BOTTLENECK_BIN);
+export const SKIP_NO_BOTTLENECK = bottleneckBuilt ? false
+  : `userspace bottleneck not built (${BOTTLENECK_BIN}); build it with cargo build --release in netem/bottleneck`;
+
+/** @param {string} label */
+export const newRunDir = (label) => mkdtempSync(join(tmpdir(), `rtclab-test-${label}-`));
+
+/**
+ * Bring a network up, run fn, always tear down.
+ * @template T
+ * @param {any} scenario @param {'kernel' | 'userspace' | 'auto'} backend
+ * @param {(net: import('../../index.js').Network, runDir: string) => Promise<T>} fn
+ * @returns {Promise<T>}
+ */
+export async function withNetwork(scenario, backend, fn) {
+  const runDir = newRunDir(backend);
+  const net = await createNetwork({ scenario, runDir, backend });
+  try {
+    return await fn(net, runDir);
+  } finally {
+    await net.down();
+  }
+}
+
+/**
+ * Run a command in a host's namespace to completion; resolves with its stdout.
+ * @param {import('../../index.js').Network} net @param {'a'|'r'|'b'} host @param {string[]} argv
+ */
+export function execIn(net, host, argv) {
+  return new Promise((resolve, reject) => {
+    const [cmd, ...args] = [...net.nsExec(host), ...argv];
+    const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '', err = '';
+    p.stdout.on('data', (d) => { out += d; });
+    p.stderr.on('data', (d) => { err += d; });
+    p.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${argv.join(' ')} exited ${code}: ${err}`))));
+  });
+}
+
+/**
+ * iperf3 UDP from a to b for seconds at kbit (server in b); packet size len bytes of UDP payload.
+ * @param {import('../../index.js').Network} net
+ * @param {{ kbit: number, seconds: number, len?: number, port?: number, tos?: number }} o
+ */
+export async function udpFlow(net, o) {
+  const port = String(o.port ?? 5301);
+  const server = spawn('ip', [...net.nsExec('b').slice(1), 'iperf3', '-s', '-1', '-B', '10.0.2.2', '-p', port], { stdio: 'ignore' });
+  try {
+    for (let i = 0; i < 100; i++) {
+      const ss = execFileSync('ip', [...net.nsExec('b').slice(1), 'ss', '-Hlun', `sport = :${port}`]).toString()
+        + execFileSync('ip', [...net.nsExec('b').slice(1), 'ss', '-Hltn', `sport = :${port}`]).toString();
+      if (ss.trim()) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const args = ['iperf3', '-c', '10.0.2.2', '-p', port, '-u', '-b', `${o.kbit}k`, '-t', String(o.seconds), '-l', String(o.len ?? 1000)];
+    if (o.tos !== undefined) args.push('-S', String(o.tos));
+    return await execIn(net, 'a', args);
+  } finally {
+    server.kill('SIGKILL');
+  }
+}
