@@ -1,0 +1,78 @@
+// @ts-check
+// Golden tests of the kernel backend's command plans: what `tc` is asked to do for each discipline.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { planKernel, planKernelSchedule, kernelNeeds } from '../kernel.js';
+import { kernelShortcomings } from '../backend.js';
+import { normalizeLink } from '../link.js';
+
+const O = { ingressDev: 'r-eth0', ifb: 'ifb-fwd', nsExec: ['ip', 'netns', 'exec', 'R'] };
+/** @param {any} link */
+const plan = (link) => planKernel(normalizeLink(link, 'l'), 'r-eth1', O).map((argv) => {
+  assert.deepEqual(argv.slice(0, 4), O.nsExec);
+  return argv.slice(4).join(' ');
+});
+const TBF_1M = (/** @type {number} */ limit) => `tc qdisc add dev r-eth1 root handle 1: tbf rate 1000kbit burst 3028 limit ${limit}`;
+const IFB = [
+  'ip link add ifb-fwd type ifb',
+  'ip link set ifb-fwd up',
+  'tc qdisc add dev r-eth0 handle ffff: ingress',
+  'tc filter add dev r-eth0 parent ffff: protocol all u32 match u32 0 0 action mirred egress redirect dev ifb-fwd',
+];
+
+test('fifo limit_ms: TBF root with a bfifo of the same byte limit (tbf change keeps the child\'s limit)', () => {
+  assert.deepEqual(plan({ delay_ms: 0, rate: { kbit: 1000 }, qdisc: { kind: 'fifo', limit_ms: 300 } }), [
+    TBF_1M(37500), 'tc qdisc add dev r-eth1 parent 1:1 handle 10: bfifo limit 37500']);
+});
+
+test('fifo in packets with delay: pfifo under TBF, netem on the IFB fed by r-eth0\'s ingress', () => {
+  assert.deepEqual(plan({ delay_ms: 25, rate: { kbit: 1000 } }), [
+    TBF_1M(1000), 'tc qdisc add dev r-eth1 parent 1:1 handle 10: pfifo limit 1000', ...IFB,
+    'tc qdisc add dev ifb-fwd root handle 1: netem limit 1000 delay 25000us']);
+});
+
+test('codel, pie, sfq, fq_codel: the discipline as TBF\'s child with tc\'s parameters', () => {
+  const child = (/** @type {any} */ qdisc) => plan({ delay_ms: 0, rate: { kbit: 1000 }, qdisc });
+  assert.deepEqual(child({ kind: 'codel', target_ms: 13 }), [TBF_1M(3028),
+    'tc qdisc add dev r-eth1 parent 1:1 handle 10: codel limit 1000 target 13000us interval 100000us noecn']);
+  assert.deepEqual(child({ kind: 'pie', target_ms: 20, tupdate_ms: 30, ecn: true }), [TBF_1M(3028),
+    'tc qdisc add dev r-eth1 parent 1:1 handle 10: pie limit 1000 target 20000us tupdate 30000us alpha 2 beta 20 ecn']);
+  assert.deepEqual(child({ kind: 'sfq', limit_ms: 300 }), [TBF_1M(3028),
+    'tc qdisc add dev r-eth1 parent 1:1 handle 10: sfq limit 25 quantum 1514 perturb 0 divisor 1024']);
+  assert.deepEqual(child({ kind: 'fq_codel', target_ms: 13 }), [TBF_1M(3028),
+    'tc qdisc add dev r-eth1 parent 1:1 handle 10: fq_codel limit 10240 flows 1024 quantum 1514 target 13000us interval 100000us ecn']);
+});
+
+test('prio: prio qdisc mapping every skb priority to the last band, a child per band, u32 DSCP filters', () => {
+  assert.deepEqual(plan({ delay_ms: 0, rate: { kbit: 18000 }, qdisc: { kind: 'prio', bands: [
+    { dscp: [46, 34], qdisc: { kind: 'fifo' } },
+    { qdisc: { kind: 'fq_codel', quantum_bytes: 300, limit_packets: 800, target_ms: 2, interval_ms: 50, ecn: false } }] } }), [
+    'tc qdisc add dev r-eth1 root handle 1: tbf rate 18000kbit burst 3028 limit 3028',
+    'tc qdisc add dev r-eth1 parent 1:1 handle 10: prio bands 2 priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1',
+    'tc qdisc add dev r-eth1 parent 10:1 handle 20: pfifo limit 1000',
+    'tc qdisc add dev r-eth1 parent 10:2 handle 21: fq_codel limit 800 flows 1024 quantum 300 target 2000us interval 50000us noecn',
+    'tc filter add dev r-eth1 parent 10: protocol ip prio 1 u32 match ip dsfield 0xb8 0xfc flowid 10:1',
+    'tc filter add dev r-eth1 parent 10: protocol ip prio 1 u32 match ip dsfield 0x88 0xfc flowid 10:1']);
+});
+
+test('delay and loss only (no rate): just the IFB netem, limit sized for 10x a 10 Gbit/s of 64-byte packets', () => {
+  assert.deepEqual(plan({ delay_ms: 25, loss_percent: 1 }), [...IFB, 'tc qdisc add dev ifb-fwd root handle 1: netem limit 488282 delay 25000us loss 1%']);
+  assert.deepEqual(plan({ delay_ms: 0 }), []);
+});
+
+test('capacity schedule: a tbf change per step after the first, with the same burst and limit', () => {
+  const link = normalizeLink({ delay_ms: 0, rate: { schedule: [{ at_s: 0, kbit: 1000 }, { at_s: 10, kbit: 500 }, { at_s: 20, kbit: 2000 }] }, qdisc: { kind: 'fifo', limit_ms: 300 } }, 'l');
+  assert.deepEqual(planKernelSchedule(link, 'r-eth1', []).map((s) => [s.at_s, s.argv.join(' ')]), [
+    [10, 'tc qdisc change dev r-eth1 root handle 1: tbf rate 500kbit burst 3028 limit 37500'],
+    [20, 'tc qdisc change dev r-eth1 root handle 1: tbf rate 2000kbit burst 3028 limit 37500']]);
+});
+
+test('what the kernel backend needs and refuses', () => {
+  assert.deepEqual(kernelNeeds(normalizeLink({ delay_ms: 25, rate: { kbit: 1000 }, qdisc: { kind: 'codel' } }, 'l')),
+    { needs: ['codel', 'ifb', 'ingress', 'mirred', 'netem', 'tbf', 'u32'], unsupported: [] });
+  assert.throws(() => plan({ delay_ms: 25, jitter_ms: 5 }), /kernel backend cannot emulate jitter_ms > 0/);
+  const links = { forward: normalizeLink({ delay_ms: 25, rate: { kbit: 1000 }, qdisc: { kind: 'fq_codel' } }, 'f'), reverse: normalizeLink({ delay_ms: 0 }, 'r') };
+  assert.deepEqual(kernelShortcomings(links, new Set(['tbf', 'pfifo', 'bfifo', 'ifb', 'ingress', 'u32', 'mirred'])),
+    ['forward: needs fq_codel, netem for the qdisc, delay_ms/loss_percent > 0; this kernel lacks them']);
+  assert.deepEqual(kernelShortcomings(links, new Set(['tbf', 'fq_codel', 'netem', 'ifb', 'ingress', 'u32', 'mirred'])), []);
+});
