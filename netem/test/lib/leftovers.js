@@ -1,0 +1,35 @@
+// @ts-check
+// What a run left on the host: namespaces, root veths, the nft table, state, and given processes.
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+
+/**
+ * @param {string} id @param {number[]} [pids] processes of the run that must be gone
+ * @returns {string[]} descriptions of what is left (empty: clean)
+ */
+export function leftovers(id, pids = []) {
+  const out = [];
+  const ns = execFileSync('ip', ['netns', 'list']).toString();
+  for (const line of ns.split('\n')) if (line.startsWith(`rtclab-${id}-`)) out.push(`namespace ${line.split(' ')[0]}`);
+  const links = execFileSync('ip', ['-br', 'link']).toString();
+  for (const line of links.split('\n')) if (line.startsWith(`rl${id}`)) out.push(`root veth ${line.split(/[ @]/)[0]}`);
+  const tables = execFileSync('nft', ['list', 'tables']).toString();
+  if (tables.includes(`rtclab_${id}`)) out.push(`nft table rtclab_${id}`);
+  if (existsSync(`/run/rtclab/${id}.json`)) out.push(`state /run/rtclab/${id}.json`);
+  for (const pid of pids) {
+    try { process.kill(pid, 0); out.push(`process ${pid}`); } catch { /* gone */ }
+  }
+  return out;
+}
+
+/** Pids of every process in the run's namespaces now. @param {string} id */
+export function runPids(id) {
+  /** @type {number[]} */
+  const pids = [];
+  for (const h of ['a', 'r', 'b']) {
+    try {
+      pids.push(...execFileSync('ip', ['netns', 'pids', `rtclab-${id}-${h}`]).toString().split(/\s+/).filter(Boolean).map(Number));
+    } catch { /* no namespace */ }
+  }
+  return pids;
+}
