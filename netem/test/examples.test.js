@@ -1,0 +1,29 @@
+// @ts-check
+// The example scenarios load, validate and normalize; each is the discipline it is named after.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { loadScenarioNetwork } from '../scenario.js';
+
+const dir = fileURLToPath(new URL('../../scenarios/examples/', import.meta.url));
+
+for (const kind of ['fifo', 'codel', 'pie', 'sfq', 'fq_codel', 'prio']) {
+  test(`scenarios/examples/${kind}.yaml`, () => {
+    const s = loadScenarioNetwork(`${dir}${kind}.yaml`);
+    const f = s.network.forward;
+    assert.equal(f.qdisc.kind, kind);
+    assert.equal(f.delay_ms, 25);
+    assert.equal(s.network.reverse.delay_ms, 25);
+    assert.equal(f.rate.kbit, kind === 'prio' ? 18000 : 1000);
+  });
+}
+
+test('the examples\' parameters are the papers\'', () => {
+  const q = (/** @type {string} */ k) => loadScenarioNetwork(`${dir}${k}.yaml`).network.forward.qdisc;
+  assert.equal(q('fifo').limit_bytes, 37500);
+  assert.equal(q('codel').target_ms, 13);
+  assert.deepEqual([q('pie').target_ms, q('pie').tupdate_ms], [20, 30]);
+  assert.equal(q('sfq').limit_packets, 25);
+  assert.equal(q('fq_codel').limit_packets, 10240);
+  assert.deepEqual(q('prio').bands.map((/** @type {any} */ b) => b.qdisc.kind), ['fifo', 'fq_codel']);
+});
