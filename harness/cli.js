@@ -86,8 +86,16 @@ async function main() {
   process.stderr.write(`rtclab call: run ${id}, scenario ${scenario.name} (${path.relative(process.cwd(), scenarioFile) || scenarioFile}), ` +
     `${scenario.duration_s} s -> ${runDir}\n`);
   const progress = progressPrinter(process.stderr);
+  // Every command the network runs goes to harness.log; notes and warnings are shown too.
+  fs.mkdirSync(runDir, { recursive: true });
+  const harnessLog = fs.openSync(path.join(runDir, 'harness.log'), 'a');
+  const log = (/** @type {string} */ line) => {
+    fs.writeSync(harnessLog, `${new Date().toISOString()} ${line}\n`);
+    if (/^(note|warning|error)\b|failed/i.test(line)) process.stderr.write(`rtclab call: ${line}\n`);
+  };
   const manifest = await runCall({ scenario, scenarioFile: path.resolve(scenarioFile), runDir, id, signal: controller.signal,
-    onProgress: progress, log: (line) => process.stderr.write(`rtclab call: ${line}\n`) });
+    onProgress: progress, log });
+  fs.closeSync(harnessLog);
   progress.done();
 
   const v = manifest.validity;

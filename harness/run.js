@@ -2,7 +2,9 @@
 // One run, from start to teardown: network up, captures, signaling, two browsers, the call, schedules, stop, and
 // teardown that always happens (errors, Ctrl-C, a crashed browser). The run directory is written as the run goes, so
 // an interrupted run keeps what it recorded.
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import { promisify } from 'node:util';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createNetwork } from '../netem/index.js';
@@ -19,6 +21,8 @@ export const defaultClip = path.join(repoRoot, 'media', 'default.y4m');
 const DATA_PREFIX = '10.0.';
 /** Management addresses (signaling only) start with this; Chrome must not resolve names there either. */
 const MGMT_PREFIX = '10.99.';
+
+const execFileAsync = promisify(execFile);
 
 export class RunError extends Error {}
 
@@ -89,6 +93,11 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
     recorder.writeManifest({ backend: net.info.backend, topology: {
       namespaces: net.info.namespaces, data: net.info.data, interfaces: net.info.interfaces, mgmt: net.info.mgmt } });
     recorder.event('network-up', { backend: net.info.backend });
+    // Chrome's ICE policy (default_public_and_private_interfaces) gathers candidates only on the interface of the
+    // default route: point it at the data path. r has no default route, so nothing leaves the lab.
+    for (const [side, gateway] of [['a', net.info.data.r_a], ['b', net.info.data.r_b]]) {
+      await execFileAsync('ip', ['-n', net.info.namespaces[side], 'route', 'replace', 'default', 'via', gateway]);
+    }
     net.on('bottleneck-exit', (/** @type {any} */ info) => {
       if (stopping) return;
       fatal ??= `the userspace bottleneck (${info?.direction ?? 'a direction'}) exited during the run` +
@@ -132,7 +141,7 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
           recorder.stats(side, payload);
           framesDecoded[side] = recorder.latest(side)?.frames_decoded ?? 0;
         } else if (kind === 'selected-pair') recorder.selectedPair(side, payload);
-        else recorder.event(`page-${kind}`, { side, ...payload });
+        else recorder.event(`page-${kind}`, { side, page: payload });
       });
       const config = { room: id, role, call: scenario.call, getstats_interval_ms: scenario.getstats.interval_ms,
         candidate_prefix: DATA_PREFIX };
