@@ -97,7 +97,9 @@ def cmd_lateness(args):
         name = EVENTS.get(r["event"], str(r["event"]))
         events[name] = events.get(name, 0) + 1
     late = [r["release_ns"] - r["due_ns"] for r in records if r["event"] in (0, 1)]
+    forwarded_udp = sum(1 for r in records if r["event"] in (0, 1) and r["ip_proto"] == 17)
     return {"records": len(records), "trailing_fragment_bytes": fragment, "events": events,
+            "forwarded_udp": forwarded_udp,
             "lateness": percentiles_us(late), "direction": header.get("direction")}
 
 

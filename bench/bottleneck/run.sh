@@ -70,6 +70,9 @@ measure() {
     t1=$(date +%s.%N)
     [ -n "$bpid" ] && cpu1=$(cpu_seconds "$bpid")
     sleep 0.5
+    # The kernel's own count of packets it could not hand to the bottleneck (queue full, socket buffer full).
+    in_ns r cat /proc/net/netfilter/nfnetlink_queue >"$dir/nfqueue.txt" 2>/dev/null || true
+    in_ns r tc -s -j qdisc show dev r-eth1 >"$dir/qdisc.json"
     kill -INT "$tpid" 2>/dev/null || true
     wait "$tpid" 2>/dev/null || true
     if [ -n "$bpid" ]; then
@@ -85,22 +88,36 @@ here = os.environ["BENCH_HERE"]
 def run(*a):
     return json.loads(subprocess.check_output([sys.executable, f"{here}/gtlog.py", *a]))
 row = {"backend": backend, "pps": int(pps), "kbit": float(kbit)}
-row["spacing_error"] = run("spacing", f"{d}/b.pcap", "--dst", "10.0.2.2", "--kbit", kbit)["spacing_error"]
+sp = run("spacing", f"{d}/b.pcap", "--dst", "10.0.2.2", "--kbit", kbit)
+row["spacing_error"], row["captured_at_b"] = sp["spacing_error"], sp["packets"]
 try:
     ip = json.load(open(f"{d}/iperf3.json"))
     s = ip["end"]["sum"]
     row["iperf3_lost"], row["iperf3_sent"] = s["lost_packets"], s["packets"]
+    row["offered_pps"] = round(s["packets"] / float(ip["end"]["sum"]["seconds"]))
 except Exception as e:
     row["iperf3_error"] = f"iperf3 output unreadable: {e}"
 if backend == "userspace":
     lat = run("lateness", f"{d}/bottleneck-forward.gtlog")
     row["lateness"], row["events"] = lat["lateness"], lat["events"]
     row["cpu_percent"] = round(100 * (float(cpu1) - float(cpu0)) / (float(t1) - float(t0)), 1)
-    logged_drops = sum(v for k, v in lat["events"].items() if k.startswith("dropped"))
-    if "iperf3_lost" in row:
-        row["unexplained_loss"] = row["iperf3_lost"] - logged_drops
+    row["tail_drops"] = lat["events"].get("dropped_tail", 0)
+    # Lost by the bottleneck without a logged decision: refused by the kernel queue (/proc: queue_dropped,
+    # user_dropped), or forwarded per the log but never seen at b.
+    kernel = 0
+    for line in open(f"{d}/nfqueue.txt"):
+        f = line.split()
+        if f and f[0] == "7":
+            kernel = int(f[5]) + int(f[6])
+    forwarded_udp = lat["forwarded_udp"]
+    # tcpdump's "received by filter" counts every packet that reached b-eth0, also those still unwritten at exit.
+    import re
+    at_b = int(re.search(r"(\d+) packets? received by filter", open(f"{d}/tcpdump.log").read()).group(1))
+    row["unexplained_loss"] = kernel + max(0, forwarded_udp - at_b)
 else:
-    row["unexplained_loss"] = None  # TBF's own drops are not logged per packet
+    q = json.load(open(f"{d}/qdisc.json"))
+    row["tail_drops"] = sum(x.get("drops", 0) for x in q)
+    row["unexplained_loss"] = None  # TBF's drops are its tail drops; nothing else to account for
 print(json.dumps(row))
 EOF
 }
@@ -121,15 +138,17 @@ def q(d):
     if not d or not d.get("n"):
         return "-"
     return f'{d["p50_us"]:>6} {d["p99_us"]:>7} {d["p99_9_us"]:>7} {d["max_us"]:>8}'
-print(f'{"pkt/s":>6} {"backend":<9} {"link kbit":>10} | {"spacing error us: p50 p99 p99.9 max":<33} | '
+print(f'{"pkt/s":>6} {"offered":>7} {"backend":<9} {"link kbit":>10} | {"spacing error us: p50 p99 p99.9 max":<33} | '
       f'{"release lateness us: p50 p99 p99.9 max":<33} | {"CPU %":>6} {"lost?":>6} {"tail drops":>10}')
 for r in rows:
     cpu = r.get("cpu_percent", "-")
     loss = r.get("unexplained_loss")
-    tail = r.get("events", {}).get("dropped_tail", "-")
-    print(f'{r["pps"]:>6} {r["backend"]:<9} {r["kbit"]:>10} | {q(r.get("spacing_error")):<33} | '
+    tail = r.get("tail_drops", "-")
+    print(f'{r["pps"]:>6} {r.get("offered_pps", "-"):>7} {r["backend"]:<9} {r["kbit"]:>10} | {q(r.get("spacing_error")):<33} | '
           f'{q(r.get("lateness")):<33} | {cpu:>6} {"-" if loss is None else loss:>6} {tail:>10}')
 print("spacing error: |gap between consecutive frames at b-eth0 - frame time at the link rate| (capture timestamps)")
 print("release lateness: release_ns - due_ns from the ground-truth log; CPU: the bottleneck process, user+system")
-print("lost?: iperf3's lost packets not explained by a logged drop (must be 0)")
+print("offered: packets/s iperf3 actually sent (below the level when the generator is short of CPU)")
+print("lost?: refused by the kernel's NFQUEUE (queue or socket full) + forwarded per the log but not seen at b;"
+      " must be 0. tail drops: the saturated fifo's (or TBF's) own, expected")
 EOF
