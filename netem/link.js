@@ -170,7 +170,8 @@ export function normalizeQdisc(q, field, kbit, leaf = false) {
     }
   }
   if (kind === 'sfq' && q.limit_ms !== undefined) {
-    if (q.limit_packets !== undefined) fail(field, 'give only one of limit_packets, limit_ms');
+    // A limit_packets equal to the default may be one a JSON Schema validator filled in (ajv useDefaults): limit_ms wins.
+    if (q.limit_packets !== undefined && q.limit_packets !== QDISC_DEFAULTS.sfq.limit_packets) fail(field, 'give only one of limit_packets, limit_ms');
     if (kbit === null) fail(`${field}.limit_ms`, 'needs a constant or scheduled rate to turn milliseconds into packets');
     out.limit_packets = Math.max(2, Math.round((q.limit_ms * /** @type {number} */ (kbit)) / 8 / FRAME_BYTES));
     delete out.limit_ms;
