@@ -53,7 +53,7 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
     rtclab_version: rtclabVersion(), git_commit: gitCommit(), id, status: 'running', error: null,
     scenario, scenario_file: scenarioFile, backend: null, topology: null,
     versions: collectVersions(), host: hostInfo(),
-    timings: { started: startedAt, network_up: null, browsers_launched: null, call_connected: null,
+    timings: { process_start: performance.timeOrigin / 1000, started: startedAt, network_up: null, browsers_launched: null, call_connected: null,
       media_flowing: null, call_start: null, call_end: null, ended: null },
     captures: null, validity: null,
   });
