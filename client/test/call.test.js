@@ -6,6 +6,8 @@ import { startSignalingServer } from '../../signaling/server.js';
 import { makeClip, openPeer, removeDir } from '../test-support/chromium.js';
 
 const CONNECT_LIMIT_MS = 10_000;
+/** Browser start-up, page load and getUserMedia of both peers, on a busy machine. */
+const LAUNCH_LIMIT_MS = 40_000;
 
 /** @type {{ dir: string, clip: string }} */
 let media;
@@ -45,19 +47,24 @@ async function withCall(t, { room, call, getstats_interval_ms, media_ms }, inspe
   try {
     const failed = settled.find((s) => s.status === 'rejected');
     if (failed) throw /** @type {PromiseRejectedResult} */ (failed).reason;
-    const connectedAt = (/** @type {typeof peers[0]} */ peer) =>
-      peer.reports.find((r) => r.kind === 'state' && r.payload.connectionState === 'connected')?.received_ms;
-    while (peers.some((p) => connectedAt(p) === undefined) && Date.now() - started_ms < CONNECT_LIMIT_MS + 5000) {
+    const stateAt = (/** @type {typeof peers[0]} */ peer, /** @type {(p: any) => boolean} */ match) =>
+      peer.reports.find((r) => r.kind === 'state' && match(r.payload))?.payload.t_ms;
+    const joinedAt = (/** @type {typeof peers[0]} */ p) => stateAt(p, (s) => s.event === 'joined');
+    const connectedAt = (/** @type {typeof peers[0]} */ p) => stateAt(p, (s) => s.connectionState === 'connected');
+    // The page's connect time counts from both pages in the room: Chromium's own start-up is slow when the
+    // 2 cores are busy and is not the page's doing, so it only gets a generous overall limit.
+    const bothJoined = () => Math.max(...peers.map((p) => joinedAt(p) ?? Infinity));
+    while (peers.some((p) => connectedAt(p) === undefined) && Date.now() - started_ms < LAUNCH_LIMIT_MS
+      && !(Date.now() - bothJoined() > CONNECT_LIMIT_MS)) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     const errors = peers.flatMap((p) => p.reports.filter((r) => r.kind === 'error').map((r) => r.payload.message));
     assert.deepEqual(errors, [], 'the pages reported errors');
     const connected_ms = Math.max(...peers.map((p) => connectedAt(p) ?? Infinity));
     assert.ok(Number.isFinite(connected_ms), `not connected: ${peers.map((p) => p.console.slice(-5).join(' | ')).join(' || ')}`);
-    const stateAt = (/** @type {typeof peers[0]} */ peer, /** @type {string} */ event) =>
-      peer.reports.find((r) => r.kind === 'state' && r.payload.event === event)?.payload.t_ms;
-    const bothJoined_ms = Math.max(...peers.map((p) => stateAt(p, 'joined')));
-    t.diagnostic(`launch to both connected ${connected_ms - started_ms} ms; both joined to both connected ${connected_ms - bothJoined_ms} ms`);
+    const connect_ms = connected_ms - bothJoined();
+    t.diagnostic(`launch to both connected ${connected_ms - started_ms} ms; both joined to both connected ${connect_ms} ms`);
+    assert.ok(connect_ms < CONNECT_LIMIT_MS, `connected ${connect_ms} ms after both joined`);
     await new Promise((resolve) => setTimeout(resolve, media_ms));
     await inspect(peers, { started_ms, connected_ms });
   } finally {
@@ -72,8 +79,7 @@ test('VP8 call: connects, streams full getStats at the interval, decodes video, 
   const interval_ms = 200;
   const max_bitrate_kbps = 150;
   await withCall(t, { room: 'vp8', call: { codec: 'VP8', red_fec: false, max_bitrate_kbps, degradation_preference: 'maintain-framerate' }, getstats_interval_ms: interval_ms, media_ms: 4000 },
-    async (peers, { started_ms, connected_ms }) => {
-      assert.ok(connected_ms - started_ms < CONNECT_LIMIT_MS, `connected after ${connected_ms - started_ms} ms`);
+    async (peers, { started_ms }) => {
       for (const peer of peers) {
         const samples = statsOf(peer);
         const gaps_ms = samples.slice(1).map((s, i) => s.t_ms - samples[i].t_ms);
@@ -176,7 +182,7 @@ test('manual use: config in ?config=, no rtclabReport, the page still calls and 
       numbers: document.getElementById('numbers')?.textContent ?? '',
       errors: document.getElementById('error')?.textContent ?? '',
     }))));
-    const deadline_ms = Date.now() + 12_000;
+    const deadline_ms = Date.now() + LAUNCH_LIMIT_MS;
     let views = await shown();
     while (!views.every((v) => v.remoteWidth > 0 && /receive\d+ kbit\/s\s+320x240/.test(v.numbers) && /RTT\d/.test(v.numbers)) && Date.now() < deadline_ms) {
       await new Promise((resolve) => setTimeout(resolve, 200));
