@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { createNetwork } from '../netem/index.js';
 import { startSignalingServer } from '../signaling/server.js';
 import { chromiumBinary, chromiumFlags, launchInNamespace } from './browser.js';
+import { busyFraction, readCpuTimes } from './hostload.js';
 import { RunRecorder } from './recorder.js';
 import { validityChecks } from './validity.js';
 import { collectVersions, gitCommit, hostInfo, rtclabVersion } from './versions.js';
@@ -169,6 +170,7 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
 
     // t = 0 of the scenario's schedules.
     timings.call_start = Date.now() / 1000;
+    const cpuAtStart = readCpuTimes();
     recorder.writeManifest();
     await net.startSchedules(timings.call_start * 1000);
     recorder.event('call-start');
@@ -187,7 +189,8 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
     }
     abortIfAsked();
     timings.call_end = Date.now() / 1000;
-    recorder.event('call-end');
+    const hostCpuBusy = busyFraction(cpuAtStart, readCpuTimes());
+    recorder.event('call-end', { host_cpu_busy_fraction: hostCpuBusy });
     onProgress({ phase: 'stopping' });
 
     // Browsers first, so the captures hold the call's last packets; then the captures and their counts.
@@ -203,9 +206,9 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
       dataPrefix: DATA_PREFIX, selectedPairs: recorder.selectedPairs, framesDecoded,
       connected: true, connectTimeoutS: scenario.call.connect_timeout_s, connectSeconds,
       cpuLimited: recorder.cpuLimitedCount, samples: recorder.sampleCount,
-      bottleneckAlive, captures, captureEnabled: scenario.capture.enabled,
+      bottleneckAlive, captures, captureEnabled: scenario.capture.enabled, hostCpuBusy,
     });
-    recorder.writeManifest({ status: 'complete', captures, validity });
+    recorder.writeManifest({ status: 'complete', captures, host_cpu_busy_fraction: hostCpuBusy, validity });
   } catch (err) {
     stopping = true;
     const message = err instanceof RunError ? err.message : `${/** @type {Error} */ (err).message}`;

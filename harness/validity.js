@@ -4,6 +4,8 @@
 
 /** Share of the call during which the sender's video may be limited by CPU before the run is invalid. */
 export const MAX_CPU_LIMITED_FRACTION = 0.1;
+/** Share of the host's CPU time busy over the call above which its timings (bottleneck, encoders) are suspect. */
+export const MAX_HOST_CPU_BUSY_FRACTION = 0.9;
 
 /**
  * @param {string} address
@@ -21,6 +23,7 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   bottleneckAlive: boolean | null,
  *   captures: Record<string, {packets: number, dropped_by_kernel: number}> | null,
  *   captureEnabled: boolean,
+ *   hostCpuBusy?: number,
  * }} o
  */
 export function validityChecks(o) {
@@ -57,6 +60,11 @@ export function validityChecks(o) {
   if (o.bottleneckAlive !== null) {
     add('bottleneck_alive', o.bottleneckAlive, o.bottleneckAlive ? 'the userspace bottleneck ran for the whole call'
       : 'the userspace bottleneck exited during the call');
+  }
+
+  if (o.hostCpuBusy !== undefined) {
+    add('host_cpu_not_saturated', o.hostCpuBusy <= MAX_HOST_CPU_BUSY_FRACTION,
+      `the host's CPUs were ${(o.hostCpuBusy * 100).toFixed(0)}% busy during the call (limit ${MAX_HOST_CPU_BUSY_FRACTION * 100}%)`);
   }
 
   if (o.captureEnabled) {

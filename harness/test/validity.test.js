@@ -14,7 +14,7 @@ const good = {
   framesDecoded: { a: 900, b: 880 }, connected: true, connectTimeoutS: 20, connectSeconds: 1.2,
   cpuLimited: { a: 0, b: 1 }, samples: { a: 30, b: 30 }, bottleneckAlive: true,
   captures: { a: { packets: 5000, dropped_by_kernel: 0 }, b: { packets: 4900, dropped_by_kernel: 0 } },
-  captureEnabled: true,
+  captureEnabled: true, hostCpuBusy: 0.7,
 };
 const failing = (/** @type {any} */ o) => validityChecks(o).checks.filter((c) => !c.ok).map((c) => c.name);
 
@@ -22,7 +22,7 @@ test('a clean run is valid and every check says what it saw', () => {
   const v = validityChecks(good);
   assert.equal(v.valid, true);
   assert.deepEqual(v.checks.map((c) => c.name), ['call_connected_in_time', 'ice_pair_on_data_path', 'video_decoded_a',
-    'video_decoded_b', 'cpu_limited_a', 'cpu_limited_b', 'bottleneck_alive', 'captures_complete']);
+    'video_decoded_b', 'cpu_limited_a', 'cpu_limited_b', 'bottleneck_alive', 'host_cpu_not_saturated', 'captures_complete']);
   assert.match(v.checks[1].detail, /10\.0\.2\.2 <-> 10\.0\.1\.2/);
 });
 
@@ -40,6 +40,7 @@ test('CPU-limited video beyond 10% of samples, undecoded video, a dead bottlenec
   assert.deepEqual(failing({ ...good, bottleneckAlive: null }), []);
   assert.deepEqual(failing({ ...good, captures: { a: { packets: 10, dropped_by_kernel: 2 }, b: good.captures.b } }), ['captures_complete']);
   assert.deepEqual(failing({ ...good, captures: null }), ['captures_complete']);
+  assert.deepEqual(failing({ ...good, hostCpuBusy: 0.97 }), ['host_cpu_not_saturated']);
 });
 
 const sample = (/** @type {number} */ t_ms, /** @type {number} */ bytesSent, reason = 'bandwidth') => ({ t_ms, report: [
@@ -65,4 +66,12 @@ test('the recorder streams samples to JSONL and derives rates between the last t
   assert.equal(JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')).status, 'running');
   const s = summarizeReport(sample(5, 0).report);
   assert.deepEqual([s.rtt_ms, s.fps_received, s.frame_height_received, s.available_outgoing_bitrate_bps], [81, 29, 540, 950000]);
+});
+
+test('host CPU busy fraction comes from /proc/stat deltas', async () => {
+  const { readCpuTimes, busyFraction } = await import('../hostload.js');
+  const a = readCpuTimes('cpu  100 0 50 800 50 0 0 0 0 0\n');
+  const b = readCpuTimes('cpu  200 0 100 850 50 0 0 0 0 0\n');
+  assert.deepEqual(a, { busy: 150, total: 1000 });
+  assert.equal(busyFraction(a, b), 150 / 200);
 });
