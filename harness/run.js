@@ -120,13 +120,12 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
     abortIfAsked();
 
     onProgress({ phase: 'browsers' });
-    /** @type {Record<string, any>} */
-    const pages = {};
-    for (const [side, role] of [['a', 'caller'], ['b', 'callee']]) {
-      const origin = `http://${net.info.mgmt[side].root}:${server.port}`;
+    // Both browsers start at once: launching is most of the call's setup time.
+    const openSide = async (/** @type {'a'|'b'} */ side, /** @type {string} */ role) => {
+      const origin = `http://${network.info.mgmt[side].root}:${server.port}`;
       const browserLog = path.join(runDir, `browser-${side}.log`);
       const { browser, cleanupProfile } = await launchInNamespace({
-        nsExec: net.nsExec(side), stderrFile: browserLog,
+        nsExec: network.nsExec(side), stderrFile: browserLog,
         flags: chromiumFlags({ clip, origin, mgmtPrefix: MGMT_PREFIX, call: scenario.call }),
       });
       teardown.push({ name: `browser ${side}`, fn: async () => { await closeBrowser(browser); cleanupProfile(); } });
@@ -134,7 +133,6 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
         if (!stopping) fatal ??= `browser ${side} (Chromium) exited during the run; see ${browserLog}`;
       });
       const page = await browser.newPage();
-      pages[side] = page;
       page.on('console', (/** @type {any} */ msg) => fs.appendFileSync(browserLog, `[console.${msg.type()}] ${msg.text()}\n`));
       page.on('pageerror', (/** @type {any} */ err) => fs.appendFileSync(browserLog, `[pageerror] ${err.message}\n`));
       await page.exposeFunction('rtclabReport', (/** @type {string} */ kind, /** @type {any} */ payload) => {
@@ -149,7 +147,8 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
       await page.evaluateOnNewDocument((/** @type {any} */ c) => { /** @type {any} */ (window).rtclabConfig = c; }, config);
       await page.goto(`${origin}/`, { waitUntil: 'load', timeout: 30_000 });
       recorder.event('page-loaded', { side, url: `${origin}/` });
-    }
+    };
+    await Promise.all([openSide('a', 'caller'), openSide('b', 'callee')]);
     timings.browsers_launched = Date.now() / 1000;
     recorder.writeManifest();
 

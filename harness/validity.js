@@ -35,14 +35,18 @@ export function validityChecks(o) {
     o.connected ? `media flowing ${o.connectSeconds?.toFixed(1)} s after the browsers loaded the page`
       : `no decoded video within ${o.connectTimeoutS} s`);
 
-  const offPath = o.selectedPairs.filter((p) => !onDataPath(p.local?.address, o.dataPrefix) || !onDataPath(p.remote?.address, o.dataPrefix));
-  if (o.selectedPairs.length === 0) add('ice_pair_on_data_path', false, 'no selected ICE candidate pair was reported');
-  else if (offPath.length) {
+  // Chrome hides a peer-reflexive remote address (address ""); the other side's own local address covers it.
+  const offPath = o.selectedPairs.filter((p) => !onDataPath(p.local?.address, o.dataPrefix) ||
+    (p.remote?.address !== '' && !onDataPath(p.remote?.address, o.dataPrefix)));
+  const sides = new Set(o.selectedPairs.map((p) => p.side));
+  if (!sides.has('a') || !sides.has('b')) {
+    add('ice_pair_on_data_path', false, `no selected ICE candidate pair was reported by ${['a', 'b'].filter((s) => !sides.has(s)).join(' and ')}`);
+  } else if (offPath.length) {
     const p = offPath[0];
     add('ice_pair_on_data_path', false, `side ${p.side} selected ${p.local?.address} <-> ${p.remote?.address}, off the data path ${o.dataPrefix}*`);
   } else {
     const p = o.selectedPairs[o.selectedPairs.length - 1];
-    add('ice_pair_on_data_path', true, `${p.local.address} <-> ${p.remote.address} for the whole call (${o.selectedPairs.length} pair report(s))`);
+    add('ice_pair_on_data_path', true, `${p.local.address} <-> ${p.remote.address || '(peer-reflexive)'} for the whole call (${o.selectedPairs.length} pair report(s))`);
   }
 
   for (const side of ['a', 'b']) {

@@ -30,6 +30,14 @@ test('media on the management link makes the run invalid', () => {
   const pairs = [...good.selectedPairs, { side: 'a', local: { address: '10.99.3.2' }, remote: { address: '10.0.2.2' } }];
   assert.deepEqual(failing({ ...good, selectedPairs: pairs }), ['ice_pair_on_data_path']);
   assert.deepEqual(failing({ ...good, selectedPairs: [] }), ['ice_pair_on_data_path']);
+  assert.deepEqual(failing({ ...good, selectedPairs: good.selectedPairs.slice(0, 1) }), ['ice_pair_on_data_path']);
+});
+
+test('a peer-reflexive remote (address hidden by Chrome) is vouched for by the other side\'s local address', () => {
+  const pairs = [...good.selectedPairs, { side: 'b', local: { address: '10.0.2.2' }, remote: { address: '' } }];
+  assert.deepEqual(failing({ ...good, selectedPairs: pairs }), []);
+  const bad = [...good.selectedPairs, { side: 'b', local: { address: '10.99.0.6' }, remote: { address: '' } }];
+  assert.deepEqual(failing({ ...good, selectedPairs: bad }), ['ice_pair_on_data_path']);
 });
 
 test('CPU-limited video beyond 10% of samples, undecoded video, a dead bottleneck and capture drops are flagged', () => {
