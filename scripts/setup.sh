@@ -40,11 +40,9 @@ fi
 
 # --- Rust parts ------------------------------------------------------------------------------------------------------
 command -v cargo >/dev/null || fail "cargo not found: install Rust (rustup) first"
-for manifest in netem/bottleneck/Cargo.toml analysis/*/Cargo.toml; do
-  [ -f "$manifest" ] || continue
-  $quiet || say "cargo build --release --manifest-path $manifest"
-  cargo build --release --locked --quiet --manifest-path "$manifest"
-done
+# The userspace bottleneck (the analyzer's Rust core is built by pip, through maturin, below).
+$quiet || say "cargo build --release --manifest-path netem/bottleneck/Cargo.toml"
+cargo build --release --locked --quiet --manifest-path netem/bottleneck/Cargo.toml
 
 # --- Python analyzer -------------------------------------------------------------------------------------------------
 if [ -f pyproject.toml ]; then
@@ -53,7 +51,9 @@ if [ -f pyproject.toml ]; then
     say "creating the Python environment (.venv)"
     python3 -m venv .venv
   fi
-  if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || { [ -f requirements.lock ] && [ requirements.lock -nt "$stamp" ]; }; then
+  # Reinstall when the dependencies or the Rust core (compiled into the package by maturin) changed.
+  if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || { [ -f requirements.lock ] && [ requirements.lock -nt "$stamp" ]; } ||
+     [ -n "$(find analysis -path '*/target' -prune -o \( -name '*.rs' -o -name Cargo.toml -o -name Cargo.lock \) -newer "$stamp" -print 2>/dev/null | head -1)" ]; then
     say "installing the Python analyzer into .venv"
     .venv/bin/pip install --quiet --upgrade pip >/dev/null
     [ -f requirements.lock ] && .venv/bin/pip install --quiet -r requirements.lock
