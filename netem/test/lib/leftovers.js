@@ -28,7 +28,7 @@ export function runPids(id) {
   const pids = [];
   for (const h of ['a', 'r', 'b']) {
     try {
-      pids.push(...execFileSync('ip', ['netns', 'pids', `rtclab-${id}-${h}`]).toString().split(/\s+/).filter(Boolean).map(Number));
+      pids.push(...execFileSync('ip', ['netns', 'pids', `rtclab-${id}-${h}`], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().split(/\s+/).filter(Boolean).map(Number));
     } catch { /* no namespace */ }
   }
   return pids;
