@@ -1,0 +1,86 @@
+//! Python bindings: each column becomes a numpy array without a copy.
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::path::PathBuf;
+
+use crate::{join, pcap, series};
+
+/// read_pcap(path, twcc_ext_id=3) -> dict: one numpy array per column, and "records", "non_ipv4", "linktype",
+/// "nanosecond", "snaplen", "error" (None, or why reading stopped early; the columns hold what came before).
+#[pyfunction]
+#[pyo3(signature = (path, twcc_ext_id = 3))]
+fn read_pcap<'py>(py: Python<'py>, path: PathBuf, twcc_ext_id: u8) -> PyResult<Bound<'py, PyDict>> {
+    let cap = py.detach(|| pcap::parse_file(&path, twcc_ext_id)).map_err(PyValueError::new_err)?;
+    let d = PyDict::new(py);
+    let c = cap.cols;
+    macro_rules! put { ($($f:ident),*) => { $( d.set_item(stringify!($f), c.$f.into_pyarray(py))?; )* } }
+    put!(frame, ts_ns, ip_src, ip_dst, proto, ip_len, ip_id, tos, sport, dport, key, key_complete, cls, ssrc, rtp_seq,
+        rtp_ts, rtp_pt, rtp_marker, twcc_seq, tcp_seq, tcp_flags, payload_len);
+    d.set_item("records", cap.records)?;
+    d.set_item("non_ipv4", cap.non_ipv4)?;
+    d.set_item("linktype", cap.linktype)?;
+    d.set_item("nanosecond", cap.nanosecond)?;
+    d.set_item("snaplen", cap.snaplen)?;
+    d.set_item("error", cap.error)?;
+    Ok(d)
+}
+
+/// join_keys(sent_keys, recv_keys) -> (sent_match, recv_match): index arrays, -1 where nothing matched.
+#[pyfunction]
+fn join_keys<'py>(
+    py: Python<'py>,
+    sent: PyReadonlyArray1<'py, u64>,
+    recv: PyReadonlyArray1<'py, u64>,
+) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)> {
+    let (s, r) = {
+        let sent = sent.as_slice()?;
+        let recv = recv.as_slice()?;
+        join::join_keys(sent, recv)
+    };
+    Ok((s.into_pyarray(py), r.into_pyarray(py)))
+}
+
+/// rfc3550_jitter_s(recv_ns, rtp_ts, clock_hz) -> the running RFC 3550 jitter in seconds after each packet.
+#[pyfunction]
+fn rfc3550_jitter_s<'py>(
+    py: Python<'py>,
+    recv_ns: PyReadonlyArray1<'py, i64>,
+    rtp_ts: PyReadonlyArray1<'py, u32>,
+    clock_hz: f64,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let recv_ns = recv_ns.as_slice()?;
+    let rtp_ts = rtp_ts.as_slice()?;
+    if recv_ns.len() != rtp_ts.len() {
+        return Err(PyValueError::new_err("recv_ns and rtp_ts differ in length"));
+    }
+    Ok(series::rfc3550_jitter_s(recv_ns, rtp_ts, clock_hz).into_pyarray(py))
+}
+
+/// group_ids(keys) -> (group of each element, index of each group's first element), groups numbered by first appearance.
+#[pyfunction]
+fn group_ids<'py>(
+    py: Python<'py>,
+    keys: PyReadonlyArray1<'py, u64>,
+) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)> {
+    let (ids, first) = join::group_ids(keys.as_slice()?);
+    Ok((ids.into_pyarray(py), first.into_pyarray(py)))
+}
+
+/// fnv1a64(data) -> the packet key of docs/bottleneck-log.md over `data`.
+#[pyfunction]
+fn fnv1a64(data: &[u8]) -> u64 {
+    pcap::fnv1a64(data)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(read_pcap, m)?)?;
+    m.add_function(wrap_pyfunction!(join_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(rfc3550_jitter_s, m)?)?;
+    m.add_function(wrap_pyfunction!(fnv1a64, m)?)?;
+    m.add_function(wrap_pyfunction!(group_ids, m)?)?;
+    m.add("KEY_BYTES", pcap::KEY_BYTES)?;
+    Ok(())
+}

@@ -1,0 +1,212 @@
+"""`rtclab analyze`: reads a run directory, joins the captures, computes every metric, runs the cross-checks and
+writes metrics.json, report.txt and packets.parquet. Whatever cannot be read is named in `gaps`; the rest is still
+computed. Raises NothingToAnalyse only when neither capture nor getStats could be read."""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from . import __version__, crosscheck, getstats, metrics, packets, rundir
+
+METRICS_SCHEMA_VERSION = 1
+
+
+class NothingToAnalyse(Exception):
+    pass
+
+
+@contextmanager
+def _step(progress: Callable[[str], None] | None, what: str, timings: dict[str, float]) -> Iterator[None]:
+    if progress:
+        progress(what)
+    t = time.perf_counter()
+    yield
+    timings[what] = round(time.perf_counter() - t, 3)
+
+
+def _empty_capture(path: Path) -> packets.Capture:
+    dtypes = {"frame": np.uint32, "ts_ns": np.int64, "ip_src": np.uint32, "ip_dst": np.uint32, "proto": np.uint8,
+              "ip_len": np.uint16, "ip_id": np.uint16, "tos": np.uint8, "sport": np.uint16, "dport": np.uint16,
+              "key": np.uint64, "key_complete": bool, "cls": np.uint8, "ssrc": np.uint32, "rtp_seq": np.uint16,
+              "rtp_ts": np.uint32, "rtp_pt": np.uint8, "rtp_marker": bool, "twcc_seq": np.int32,
+              "tcp_seq": np.uint32, "tcp_flags": np.uint8, "payload_len": np.uint32}
+    return packets.Capture(path=path, cols={k: np.zeros(0, dtype=v) for k, v in dtypes.items()}, records=0, error=None)
+
+
+def twcc_ext_id(run: rundir.RunDir) -> int:
+    """The transport-wide-cc extension id, when the run recorded its SDP; Chrome's offer uses 3."""
+    for e in run.events:
+        sdp = e.get("sdp") if isinstance(e.get("sdp"), str) else None
+        if sdp:
+            for line in sdp.splitlines():
+                if "transport-wide-cc" in line and line.startswith("a=extmap:"):
+                    return int(line.split(":", 1)[1].split()[0].split("/")[0])
+    return 3
+
+
+def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
+            progress: Callable[[str], None] | None = None) -> tuple[dict[str, Any], packets.PacketTable | None]:
+    timings: dict[str, float] = {}
+    if not path.is_dir():
+        raise NothingToAnalyse(f"{path} is not a directory")
+    run = rundir.load(path)
+    gaps: list[str] = []
+
+    with _step(progress, "reading captures", timings):
+        caps: dict[str, packets.Capture | None] = {}
+        for side in ("a", "b"):
+            try:
+                cap = packets.read_capture(run.file(f"capture-{side}.pcap"), twcc_ext_id(run))
+                if cap.error:
+                    run.problems.append(f"capture-{side}.pcap: {cap.error}")
+                    gaps.append(f"capture-{side}.pcap ends early: delay and loss are unknown after its last packet")
+                caps[side] = cap
+            except packets.CaptureError as e:
+                run.problems.append(str(e))
+                caps[side] = None
+    if caps["a"] is None and caps["b"] is None:
+        gaps.append("no capture readable: no per-packet metrics (delay, loss, reordering, throughput, jitter)")
+    elif caps["a"] is None or caps["b"] is None:
+        missing = "a" if caps["a"] is None else "b"
+        gaps.append(f"capture-{missing}.pcap unreadable: no one-way delay, loss or reordering; rates, jitter and "
+                    f"RTP sequence-number loss come from the other capture alone")
+
+    first_ts = [int(c.cols["ts_ns"][0]) for c in caps.values() if c is not None and c.packets]
+    last_ts = [int(c.cols["ts_ns"][-1]) for c in caps.values() if c is not None and c.packets]
+    t0 = run.call_start_s or (min(first_ts) / 1e9 if first_ts else None)
+
+    with _step(progress, "reading getStats", timings):
+        gs = getstats.analyse(run, t0 or 0.0)
+    sides = gs.pop("_sides")
+    if not any(gs["available"].values()):
+        gaps.append("no getStats: the browsers' view (bitrates, RTT, Tq, fps, freezes) is missing")
+    if t0 is None:
+        if not any(gs["available"].values()):
+            raise NothingToAnalyse(f"{path}: no readable capture and no getStats sample; problems: " + "; ".join(run.problems))
+        t0 = 0.0
+
+    duration_s = float(run.scenario.get("duration_s") or 0) or None
+    if run.call_end_s and run.call_start_s:
+        duration_s = run.call_end_s - run.call_start_s
+    if duration_s is None:
+        duration_s = ((max(last_ts) / 1e9) - t0) if last_ts else 0.0
+    phase_list = rundir.phases(run, duration_s)
+    t0_ns = int(round(t0 * 1e9))
+    big = np.iinfo(np.int64).max
+    bounds = [(p.name, (-big if p.name == "all" else t0_ns + int(p.start_s * 1e9)),
+               (big if p.name == "all" else t0_ns + int(p.end_s * 1e9))) for p in phase_list]
+
+    ssrc_kinds, pt_kinds, clocks = getstats.kinds(sides)
+    table = None
+    flows: list[dict[str, Any]] = []
+    fairness: dict[str, Any] = {}
+    if caps["a"] is not None or caps["b"] is not None:
+        with _step(progress, "joining packets", timings):
+            table = packets.build(caps["a"] or _empty_capture(run.file("capture-a.pcap")),
+                                  caps["b"] or _empty_capture(run.file("capture-b.pcap")),
+                                  rundir.ip_to_int(run.addr_a), rundir.ip_to_int(run.addr_b))
+        with _step(progress, "computing metrics", timings):
+            flows = metrics.flows(table, bounds, ssrc_kinds, pt_kinds, clocks)
+            for p in phase_list:
+                lo = t0_ns + int(p.start_s * 1e9)
+                hi = t0_ns + int(p.end_s * 1e9)
+                cap_bps = rundir.mean_capacity_bps(run, p.start_s, p.end_s)
+                fairness[p.name] = dict(metrics.connections(table, lo, hi, cap_bps), capacity_bps=cap_bps,
+                                        start_s=p.start_s, end_s=p.end_s)
+            for f in flows:
+                if f["direction"] == "forward":
+                    for name, m in [("all", f), *f["phases"].items()]:
+                        cap_bps = fairness.get(name, {}).get("capacity_bps")
+                        thr = (m.get("throughput_bps") or {}).get("mean")
+                        m["utilisation"] = (thr / cap_bps) if cap_bps and thr is not None else None
+
+    checks: list[dict[str, Any]] = []
+    with _step(progress, "cross-checks", timings):
+        checks += crosscheck.getstats_loss(flows, gs)
+        if run_tshark and table is not None:
+            pt_names = {}
+            for side in sides.values():
+                for codec in (side.codecs.values() if side else []):
+                    pt_names[codec["payloadType"]] = str(codec.get("mimeType", "/")).split("/")[-1]
+            checks += crosscheck.tshark_jitter(run, flows, table, clocks, pt_names)
+        gt_checks, gt_summary = crosscheck.gtlog_owd(run, table)
+        checks += gt_checks
+
+    result: dict[str, Any] = {
+        "schema_version": METRICS_SCHEMA_VERSION,
+        "rtclab_version": __version__,
+        "run": {
+            "id": run.manifest.get("id") or path.name, "path": str(path), "status": run.manifest.get("status"),
+            "error": run.manifest.get("error"), "scenario": run.scenario.get("name"),
+            "backend": (run.manifest.get("backend") or {}).get("used"), "call_start": t0, "duration_s": duration_s,
+        },
+        "validity": run.manifest.get("validity") or {"valid": None, "checks": [], "note": "no validity in the manifest"},
+        "inputs": {
+            f"capture_{s}": ({"packets": c.packets, "records": c.records, "error": c.error} if c is not None else None)
+            for s, c in caps.items()
+        } | {"getstats": gs["available"],
+             "ground_truth_log": run.file("bottleneck-forward.gtlog").exists(),
+             "qdisc_stats": run.file("qdisc-stats.jsonl").exists()},
+        "problems": run.problems,
+        "gaps": gaps,
+        "phases": [{"name": p.name, "start_s": p.start_s, "end_s": p.end_s} for p in phase_list],
+        "capacity_bps": rundir.mean_capacity_bps(run, 0.0, duration_s) if duration_s else None,
+        "flows": flows,
+        "fairness": fairness,
+        "getstats": gs,
+        "cross_traffic": rundir.iperf3_summaries(run),
+        "ground_truth": gt_summary,
+        "crosschecks": checks,
+        "warnings": [c["detail"] for c in checks if c["ok"] is False],
+        "timings_s": timings,
+    }
+    if write:
+        with _step(progress, "writing outputs", timings):
+            (path / "metrics.json").write_text(json.dumps(result, indent=1, default=_json_default))
+            if table is not None:
+                try:
+                    write_parquet(table, path / "packets.parquet")
+                except OSError as e:
+                    run.problems.append(f"packets.parquet not written: {e}")
+    return result, table
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    raise TypeError(type(o))
+
+
+def write_parquet(table: packets.PacketTable, path: Path) -> None:
+    """The per-packet table for notebooks: times in ns (null where not observed), delays in ns, names as strings
+    through dictionary-encoded columns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    c = table.cols
+    def opt(name: str) -> pa.Array:
+        v = c[name]
+        return pa.array(v, mask=v < 0)
+    arrays = {
+        "direction": pa.DictionaryArray.from_arrays(pa.array(c["direction"].astype(np.int8)), ["forward", "reverse"]),
+        "flow": pa.array(c["flow"]),
+        "status": pa.DictionaryArray.from_arrays(pa.array(c["status"].astype(np.int8)),
+                                                 [packets.STATUS_NAMES[i] for i in range(5)]),
+        "t_send_ns": opt("t_send_ns"), "t_recv_ns": opt("t_recv_ns"),
+        "owd_ns": opt("owd_ns"), "queuing_delay_ns": opt("queuing_delay_ns"),
+        "class": pa.DictionaryArray.from_arrays(pa.array(c["cls"].astype(np.int8)),
+                                                [packets.CLS_NAMES[i] for i in range(8)]),
+    }
+    for name in ("ip_src", "ip_dst", "sport", "dport", "proto", "ip_len", "ip_id", "dscp", "ecn_send", "ecn_recv",
+                 "ssrc", "rtp_seq", "rtp_ts", "rtp_pt", "rtp_marker", "twcc_seq", "tcp_seq", "key",
+                 "frame_send", "frame_recv"):
+        arrays[name] = pa.array(c[name])
+    pq.write_table(pa.table(arrays), path, compression="zstd")

@@ -1,0 +1,143 @@
+"""The `rtclab` command: analyze, dashboard, compare, show, synth. Exit 0 when a report was produced (even with
+warnings), 2 when nothing could be analysed, 1 on a usage error."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _progress(quiet: bool):
+    if quiet:
+        return None
+    if sys.stderr.isatty():
+        from rich.console import Console
+        console = Console(stderr=True)
+        return lambda what: console.print(f"[dim]rtclab: {what}...[/dim]")
+    return lambda what: print(f"rtclab: {what}...", file=sys.stderr, flush=True)
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from .analyze import NothingToAnalyse, analyze, _json_default
+    from .report import render
+    from . import dashboard
+
+    run = Path(args.run_dir)
+    try:
+        m, table = analyze(run, run_tshark=not args.no_tshark, progress=_progress(args.quiet or args.json))
+    except NothingToAnalyse as e:
+        print(f"rtclab: nothing to analyse: {e}", file=sys.stderr)
+        return 2
+    text = render(m)
+    (run / "report.txt").write_text(text)
+    if not args.no_dashboard:
+        try:
+            dashboard.write(run, m, table)
+        except Exception as e:  # the report stands without its dashboard; say why
+            print(f"rtclab: dashboard not written: {type(e).__name__}: {e}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(m, indent=1, default=_json_default))
+    else:
+        print(text, end="")
+        print(f"wrote {run / 'metrics.json'}, {run / 'report.txt'}, {run / 'packets.parquet'}"
+              + ("" if args.no_dashboard else f", {run / 'dashboard.html'}"))
+    return 0
+
+
+def _load_or_analyse(run: Path, quiet: bool) -> tuple[dict, object]:
+    from .analyze import analyze
+    return analyze(run, run_tshark=False, write=True, progress=_progress(quiet))
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    from .analyze import NothingToAnalyse
+    from . import dashboard
+    run = Path(args.run_dir)
+    try:
+        m, table = _load_or_analyse(run, args.quiet)
+    except NothingToAnalyse as e:
+        print(f"rtclab: nothing to analyse: {e}", file=sys.stderr)
+        return 2
+    path = dashboard.write(run, m, table)
+    print(path)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from . import compare
+    runs = [Path(p) for p in args.run_dirs]
+    try:
+        path, text = compare.write(runs, Path(args.out) if args.out else None, progress=_progress(args.quiet))
+    except compare.CompareError as e:
+        print(f"rtclab: {e}", file=sys.stderr)
+        return 2
+    print(text, end="")
+    print(f"wrote {path}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from . import detail
+    try:
+        print(detail.show(Path(args.run_dir), args.side, frame=args.frame, flow=args.flow, limit=args.limit))
+    except detail.DetailError as e:
+        print(f"rtclab: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def cmd_synth(args: argparse.Namespace) -> int:
+    from . import synth
+    cfg = synth.SynthConfig(duration_s=args.duration, tcp_flows=args.tcp_flows, loss=args.loss, seed=args.seed,
+                            video_pps=args.video_pps, tcp_pps=args.tcp_pps, snaplen=args.snaplen)
+    truth = synth.write_run(Path(args.run_dir), cfg)
+    print(f"wrote {args.run_dir}: {len(truth.t_send_ns)} forward packets, {int(truth.lost.sum())} lost, "
+          f"{int(truth.duplicated.sum())} duplicated")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="rtclab", description="Analyse rtclab run directories.")
+    sub = p.add_subparsers(dest="command", required=True)
+    a = sub.add_parser("analyze", help="report + metrics.json + packets.parquet + dashboard.html for one run")
+    a.add_argument("run_dir")
+    a.add_argument("--json", action="store_true", help="print the metrics as JSON instead of the report")
+    a.add_argument("--no-tshark", action="store_true", help="skip the tshark jitter cross-check")
+    a.add_argument("--no-dashboard", action="store_true")
+    a.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+    a.set_defaults(func=cmd_analyze)
+    d = sub.add_parser("dashboard", help="(re)write dashboard.html for one run")
+    d.add_argument("run_dir")
+    d.add_argument("-q", "--quiet", action="store_true")
+    d.set_defaults(func=cmd_dashboard)
+    c = sub.add_parser("compare", help="side-by-side table and comparison dashboard of several runs")
+    c.add_argument("run_dirs", nargs="+")
+    c.add_argument("--out", help="HTML file to write (default: compare.html in the current directory)")
+    c.add_argument("-q", "--quiet", action="store_true")
+    c.set_defaults(func=cmd_compare)
+    s = sub.add_parser("show", help="one packet or one flow in full Wireshark detail (pyshark)")
+    s.add_argument("run_dir")
+    s.add_argument("--side", choices=["a", "b"], default="a", help="which capture (default a)")
+    g = s.add_mutually_exclusive_group(required=True)
+    g.add_argument("--frame", type=int, help="frame number in that capture (packets.parquet: frame_send/frame_recv)")
+    g.add_argument("--flow", type=int, help="flow id from metrics.json: its packets, one line each")
+    s.add_argument("--limit", type=int, default=20, help="packets shown for --flow")
+    s.set_defaults(func=cmd_show)
+    y = sub.add_parser("synth", help="write a synthetic run directory (known delays, loss, reordering)")
+    y.add_argument("run_dir")
+    y.add_argument("--duration", type=float, default=20.0)
+    y.add_argument("--tcp-flows", type=int, default=1)
+    y.add_argument("--loss", type=float, default=0.01)
+    y.add_argument("--video-pps", type=float, default=250.0)
+    y.add_argument("--tcp-pps", type=float, default=400.0)
+    y.add_argument("--snaplen", type=int, default=256)
+    y.add_argument("--seed", type=int, default=1)
+    y.set_defaults(func=cmd_synth)
+    args = p.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

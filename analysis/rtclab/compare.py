@@ -1,0 +1,108 @@
+"""`rtclab compare RUN...`: the runs side by side, as a table and as the reference papers plot them: box plots of the
+video flow's queuing delay per run, bars with error bars (mean +- sd of 1 s throughput windows), loss bars."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+
+class CompareError(Exception):
+    pass
+
+
+def _metrics(run: Path, progress: Callable[[str], None] | None) -> dict[str, Any]:
+    path = run / "metrics.json"
+    if path.exists():
+        try:
+            return json.loads(path.read_text())
+        except json.JSONDecodeError:
+            pass
+    from .analyze import NothingToAnalyse, analyze
+    try:
+        return analyze(run, run_tshark=False, progress=progress)[0]
+    except NothingToAnalyse as e:
+        raise CompareError(f"{run}: {e}") from None
+
+
+def _video(m: dict[str, Any]) -> dict[str, Any] | None:
+    vids = [f for f in m.get("flows", []) if f["direction"] == "forward" and f["kind"] == "video"]
+    return max(vids, key=lambda f: f["packets_sent"]) if vids else None
+
+
+def _label(run: Path, m: dict[str, Any]) -> str:
+    return f"{m['run'].get('scenario') or ''} {run.name}".strip()
+
+
+def rows(runs: list[Path], progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    out = []
+    for r in runs:
+        if not r.is_dir():
+            raise CompareError(f"{r} is not a run directory")
+        m = _metrics(r, progress)
+        v = _video(m) or {}
+        thr = v.get("throughput_bps") or {}
+        w1 = (thr.get("windows") or {}).get("1s") or {}
+        out.append({
+            "run": r.name, "label": _label(r, m), "valid": (m.get("validity") or {}).get("valid"),
+            "capacity_bps": m.get("capacity_bps"),
+            "video_rate_bps": thr.get("mean"), "video_rate_sd_bps": w1.get("sd"),
+            "utilisation": v.get("utilisation"), "loss_ratio": v.get("loss_ratio"),
+            "queuing_delay_ms": v.get("queuing_delay_ms") or {}, "owd_ms": v.get("owd_ms") or {},
+            "jitter_ms": (v.get("jitter_ms") or {}).get("mean"),
+            "jain_index": ((m.get("fairness") or {}).get("all") or {}).get("jain_index"),
+        })
+    return out
+
+
+def text(table: list[dict[str, Any]]) -> str:
+    head = ["run", "valid", "video Mb/s", "sd", "U %", "loss %", "queue mean", "p95", "owd p50", "jitter", "Jain"]
+    fmt = lambda x, s=1.0, d=2: "-" if x is None else f"{x * s:.{d}f}"  # noqa: E731
+    body = [[r["label"], str(r["valid"]), fmt(r["video_rate_bps"], 1e-6), fmt(r["video_rate_sd_bps"], 1e-6),
+             fmt(r["utilisation"], 100, 0), fmt(r["loss_ratio"], 100), fmt(r["queuing_delay_ms"].get("mean"), 1, 1),
+             fmt(r["queuing_delay_ms"].get("p95"), 1, 1), fmt(r["owd_ms"].get("p50"), 1, 1), fmt(r["jitter_ms"]),
+             fmt(r["jain_index"], 1, 3)] for r in table]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    line = lambda c: "  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(c, widths)))  # noqa: E731
+    return "\n".join([line(head), line(["-" * w for w in widths]), *(line(b) for b in body)]) + "\n"
+
+
+def figures(table: list[dict[str, Any]]) -> list[tuple[str, dict]]:
+    labels = [r["label"] for r in table]
+    # Box plots from the stored percentiles (p5 / p25 / p50 / p75 / p95 as whiskers and box), as Carlucci et al. do.
+    box = {"type": "box", "name": "queuing delay", "x": labels,
+           "lowerfence": [r["queuing_delay_ms"].get("p5") for r in table],
+           "q1": [r["queuing_delay_ms"].get("p25") for r in table],
+           "median": [r["queuing_delay_ms"].get("p50") for r in table],
+           "q3": [r["queuing_delay_ms"].get("p75") for r in table],
+           "upperfence": [r["queuing_delay_ms"].get("p95") for r in table],
+           "mean": [r["queuing_delay_ms"].get("mean") for r in table]}
+    rate = {"type": "bar", "name": "video rate", "x": labels,
+            "y": [None if r["video_rate_bps"] is None else r["video_rate_bps"] / 1e6 for r in table],
+            "error_y": {"type": "data", "array": [None if r["video_rate_sd_bps"] is None else r["video_rate_sd_bps"] / 1e6
+                                                  for r in table]}}
+    loss = {"type": "bar", "name": "loss", "x": labels,
+            "y": [None if r["loss_ratio"] is None else 100 * r["loss_ratio"] for r in table]}
+    lay = lambda t, y: {"title": {"text": t}, "yaxis": {"title": {"text": y}}, "height": 360,  # noqa: E731
+                        "margin": {"l": 60, "r": 20, "t": 40, "b": 90}}
+    return [("queuing_box", {"data": [box], "layout": lay("Video queuing delay (box p25-p75, whiskers p5-p95)", "ms")}),
+            ("rate_bars", {"data": [rate], "layout": lay("Video received rate (mean ± sd of 1 s windows)", "Mbit/s")}),
+            ("loss_bars", {"data": [loss], "layout": lay("Video loss ratio", "%")})]
+
+
+def write(runs: list[Path], out: Path | None, progress: Callable[[str], None] | None = None) -> tuple[Path, str]:
+    from .dashboard import PAGE, _plotly_js
+    table = rows(runs, progress)
+    figs = figures(table)
+    out = out or Path("compare.html")
+    divs = "\n".join(f'<div class="chart" id="{fid}"></div>' for fid, _ in figs)
+    page = PAGE.format(title="rtclab comparison of " + html.escape(", ".join(r["run"] for r in table)),
+                       plotly=_plotly_js(), cards="", notes="", divs=divs,
+                       table="<pre>" + html.escape(text(table)) + "</pre>",
+                       figures=json.dumps([{"id": i, "fig": f} for i, f in figs]).replace("</", "<\\/"))
+    out.write_text(page, encoding="utf-8")
+    return out, text(table)

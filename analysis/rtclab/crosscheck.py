@@ -1,0 +1,239 @@
+"""Checks the packet-level metrics against independent sources: getStats' packetsLost, tshark's own RTP stream
+analysis (`tshark -q -z rtp,streams`), and the bottleneck's ground-truth log. Each check returns a dict with `name`,
+`ok` (True, False, or None when it could not run), `detail` (a sentence with the numbers) and `tolerance`."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from .packets import DELIVERED, FORWARD, LOST, PacketTable, join_key
+from .rundir import RunDir
+
+# Tolerances (documented in docs/metrics.md).
+LOSS_TOLERANCE_PACKETS = 3
+LOSS_TOLERANCE_FRACTION = 0.005  # of packets sent
+JITTER_TOLERANCE_MS = 0.1
+JITTER_TOLERANCE_FRACTION = 0.05
+GTLOG_OWD_TOLERANCE_MS = 2.0
+TSHARK_MAX_PACKETS = 3_000_000  # about a minute of tshark here: beyond it the check is skipped, with a note
+
+# Chrome's usual payload types, for tshark when getStats names no codec.
+_DEFAULT_RTPMAP = {96: ("VP8", 90000), 97: ("rtx", 90000), 98: ("VP9", 90000), 111: ("opus", 48000),
+                   63: ("red", 48000), 45: ("AV1", 90000), 102: ("H264", 90000)}
+
+
+def _check(name: str, ok: bool | None, detail: str, tolerance: str, **values: Any) -> dict[str, Any]:
+    return {"name": name, "ok": ok, "detail": detail, "tolerance": tolerance, "values": values}
+
+
+def rtp_seq_loss(seq_in_arrival_order: np.ndarray) -> tuple[int, int]:
+    """(expected, lost) from RTP sequence numbers as RFC 3550 A.3 counts them: extended highest - lowest + 1,
+    minus the distinct sequence numbers received."""
+    if seq_in_arrival_order.size == 0:
+        return 0, 0
+    ext = np.unwrap(seq_in_arrival_order.astype(np.float64), period=65536).astype(np.int64)
+    expected = int(ext.max() - ext.min() + 1)
+    return expected, expected - int(np.unique(ext).size)
+
+
+def getstats_loss(flows: list[dict[str, Any]], gs: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for direction in ("forward", "reverse"):
+        streams = {s["ssrc"]: s for s in (gs.get("directions", {}).get(direction, {}).get("streams") or [])}
+        for f in flows:
+            if f["direction"] != direction or f["ssrc"] not in streams or f["kind"] not in ("video", "audio"):
+                continue
+            s = streams[f["ssrc"]]
+            gs_lost = s.get("packets_lost")
+            if gs_lost is None:
+                continue
+            pcap_lost = f.get("rtp_seq_lost")
+            sent = f.get("packets_sent") or 0
+            tol = max(LOSS_TOLERANCE_PACKETS, LOSS_TOLERANCE_FRACTION * sent)
+            ok = abs(gs_lost - pcap_lost) <= tol if pcap_lost is not None else None
+            out.append(_check(
+                f"loss_vs_getstats:{direction}:{f['kind']}:{f['ssrc']}", ok,
+                f"{direction} {f['kind']} ssrc {f['ssrc']}: pcap lost {pcap_lost} by sequence number "
+                f"({f['packets_lost']} by the packet join), getStats packetsLost {gs_lost}",
+                f"|difference| <= max({LOSS_TOLERANCE_PACKETS}, {LOSS_TOLERANCE_FRACTION:.1%} of {sent} sent)",
+                pcap=pcap_lost, getstats=gs_lost, join=f["packets_lost"]))
+    return out
+
+
+def _sdp_record(ts_ns: int, receiver_ip: str, sender_ip: str, port: int, rtpmap: dict[int, tuple[str, int]]) -> bytes:
+    """A SIP 200 OK carrying the SDP of the receiving side, as one pcap record: it tells tshark's RTP analysis each
+    dynamic payload type's clock rate, which it needs for jitter (WebRTC signals it out of band)."""
+    pts = " ".join(str(p) for p in sorted(rtpmap))
+    lines = [f"a=rtpmap:{p} {n}/{r}" for p, (n, r) in sorted(rtpmap.items())]
+    sdp = "\r\n".join(["v=0", f"o=- 0 0 IN IP4 {receiver_ip}", "s=-", f"c=IN IP4 {receiver_ip}", "t=0 0",
+                       f"m=video {port} RTP/AVP {pts}", *lines]) + "\r\n"
+    sip = ("SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP " + sender_ip + ":5060;branch=z9hG4bKrtclab\r\n"
+           f"From: <sip:a@{sender_ip}>;tag=1\r\nTo: <sip:b@{receiver_ip}>;tag=2\r\nCall-ID: rtclab\r\n"
+           f"CSeq: 1 INVITE\r\nContent-Type: application/sdp\r\nContent-Length: {len(sdp)}\r\n\r\n{sdp}").encode()
+    udp = struct.pack("!HHHH", 5060, 5060, 8 + len(sip), 0) + sip
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0,
+                     bytes(int(x) for x in receiver_ip.split(".")), bytes(int(x) for x in sender_ip.split("."))) + udp
+    frame = b"\0" * 12 + b"\x08\x00" + ip
+    return struct.pack("<IIII", ts_ns // 1_000_000_000, ts_ns % 1_000_000_000, len(frame), len(frame)) + frame
+
+
+def tshark_rtp_streams(capture: Path, receiver_ip: str, sender_ip: str, ports: set[int],
+                       rtpmap: dict[int, tuple[str, int]]) -> list[dict[str, Any]]:
+    """Runs `tshark -q -z rtp,streams` on the capture (with an SDP prelude naming the clock rates) and parses its
+    table: one dict per stream with src, dst, ssrc, packets, lost, mean/max jitter in ms."""
+    with capture.open("rb") as f, tempfile.TemporaryDirectory(prefix="rtclab-tshark-") as tmp:
+        head = f.read(24)
+        first = f.read(16)
+        magic = struct.unpack("<I", head[:4])[0]
+        if magic != 0xA1B23C4D or len(first) < 16:
+            raise RuntimeError("tshark check needs a little-endian nanosecond pcap")
+        sec, frac = struct.unpack("<II", first[:8])
+        ts = sec * 1_000_000_000 + frac
+        merged = Path(tmp) / "with-sdp.pcap"
+        with merged.open("wb") as out:
+            out.write(head)
+            for port in sorted(ports):
+                out.write(_sdp_record(ts, receiver_ip, sender_ip, port, rtpmap))
+            out.write(first)
+            shutil.copyfileobj(f, out, 1 << 20)
+        res = subprocess.run(["tshark", "-n", "-r", str(merged), "-o", "rtp.heuristic_rtp:TRUE", "-q",
+                              "-z", "rtp,streams"], capture_output=True, text=True, timeout=600)
+    if res.returncode != 0:
+        raise RuntimeError(f"tshark failed: {res.stderr.strip()[:300]}")
+    streams = []
+    row = re.compile(r"^\s*([\d.]+)\s+([\d.]+)\s+(\S+)\s+(\d+)\s+(\S+)\s+(\d+)\s+(0x[0-9a-fA-F]+)\s+(.+?)\s+(\d+)\s+"
+                     r"(-?\d+)\s+\(.*?\)\s+(-?[\d.]+)\s+(-?[\d.]+)\s+(-?[\d.]+)\s+(-?[\d.]+)\s+(-?[\d.]+)\s+(-?[\d.]+)")
+    for line in res.stdout.splitlines():
+        m = row.match(line)
+        if not m:
+            continue
+        streams.append({"src": f"{m[3]}:{m[4]}", "dst": f"{m[5]}:{m[6]}", "ssrc": int(m[7], 16), "payload": m[8],
+                        "packets": int(m[9]), "lost": int(m[10]), "mean_jitter_ms": float(m[15]),
+                        "max_jitter_ms": float(m[16])})
+    return streams
+
+
+def tshark_jitter(run: RunDir, flows: list[dict[str, Any]], table: PacketTable | None,
+                  clocks: dict[int, float], pt_names: dict[int, str]) -> list[dict[str, Any]]:
+    if shutil.which("tshark") is None:
+        return [_check("jitter_vs_tshark", None, "tshark not found: jitter cross-check skipped", "")]
+    out = []
+    for direction, cap_name, rcv_ip, snd_ip in (("forward", "capture-b.pcap", run.addr_b, run.addr_a),
+                                                ("reverse", "capture-a.pcap", run.addr_a, run.addr_b)):
+        rtp = [f for f in flows if f["direction"] == direction and f["kind"] in ("video", "audio")
+               and f["packets_received"] > 1]
+        if not rtp:
+            continue
+        cap = run.file(cap_name)
+        if not cap.exists():
+            continue
+        if table is not None and len(table) > TSHARK_MAX_PACKETS:
+            out.append(_check(f"jitter_vs_tshark:{direction}", None,
+                              f"{len(table)} packets: more than tshark can dissect in about a minute; skipped", ""))
+            continue
+        pts = {f["payload_type"] for f in rtp}
+        rtpmap = {}
+        for pt in pts:
+            name, rate = _DEFAULT_RTPMAP.get(pt, ("VP8" if pt not in (111, 63) else "opus", 90000))
+            rtpmap[pt] = (pt_names.get(pt, name), int(clocks.get(pt, rate)))
+        ports = {int(f["dst"].rsplit(":", 1)[1]) for f in rtp}
+        try:
+            streams = tshark_rtp_streams(cap, rcv_ip, snd_ip, ports, rtpmap)
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+            out.append(_check(f"jitter_vs_tshark:{direction}", None, f"tshark could not run: {e}", ""))
+            continue
+        for f in rtp:
+            s = next((s for s in streams if s["ssrc"] == f["ssrc"] and s["src"] == f["src"] and s["dst"] == f["dst"]), None)
+            name = f"jitter_vs_tshark:{direction}:{f['kind']}:{f['ssrc']}"
+            if s is None:
+                out.append(_check(name, False, f"tshark found no RTP stream for ssrc {f['ssrc']} {f['src']} -> {f['dst']}", ""))
+                continue
+            ours = f["jitter_ms"] or {}
+            tol = lambda ref: JITTER_TOLERANCE_MS + JITTER_TOLERANCE_FRACTION * abs(ref)  # noqa: E731
+            ok = (ours.get("mean") is not None and abs(ours["mean"] - s["mean_jitter_ms"]) <= tol(s["mean_jitter_ms"])
+                  and abs(ours["max"] - s["max_jitter_ms"]) <= tol(s["max_jitter_ms"]))
+            lost_ok = f.get("rtp_seq_lost") is None or abs(f["rtp_seq_lost"] - s["lost"]) <= max(
+                LOSS_TOLERANCE_PACKETS, LOSS_TOLERANCE_FRACTION * f["packets_sent"])
+            out.append(_check(
+                name, bool(ok and lost_ok),
+                f"{direction} {f['kind']} ssrc {f['ssrc']}: jitter mean {ours.get('mean', float('nan')):.3f} ms / "
+                f"max {ours.get('max', float('nan')):.3f} ms, tshark {s['mean_jitter_ms']:.3f} / {s['max_jitter_ms']:.3f} ms; "
+                f"lost {f.get('rtp_seq_lost')} by sequence number, tshark {s['lost']}",
+                f"jitter within {JITTER_TOLERANCE_MS} ms + {JITTER_TOLERANCE_FRACTION:.0%}; loss as for getStats",
+                ours=ours, tshark=s))
+    return out
+
+
+# The ground-truth log (docs/bottleneck-log.md).
+GTLOG_DTYPE = np.dtype([("arrival_ns", "<u8"), ("dequeue_ns", "<u8"), ("tx_end_ns", "<u8"), ("due_ns", "<u8"),
+                        ("release_ns", "<u8"), ("key", "<u8"), ("ip_len", "<u2"), ("ip_id", "<u2"), ("event", "u1"),
+                        ("band", "u1"), ("ecn_in", "u1"), ("ip_proto", "u1"), ("queue_packets", "<u4"),
+                        ("queue_bytes", "<u4")])
+GTLOG_EVENTS = {0: "forwarded", 1: "forwarded_ce", 2: "dropped_tail", 3: "dropped_aqm", 4: "dropped_loss",
+                5: "dropped_overflow"}
+
+
+def read_gtlog(path: Path) -> tuple[dict[str, Any], np.ndarray, str | None]:
+    """(header, records, problem). A trailing partial record (a killed writer) is ignored and reported."""
+    data = path.read_bytes()
+    if data[:8] != b"RTCGTLG1" or len(data) < 12:
+        raise ValueError(f"{path.name}: not a ground-truth log (magic {data[:8]!r})")
+    n = struct.unpack("<I", data[8:12])[0]
+    header = json.loads(data[12:12 + n].decode("utf-8"))
+    body = memoryview(data)[12 + n:]
+    size = int(header.get("record_size", 64))
+    if size != GTLOG_DTYPE.itemsize:
+        raise ValueError(f"{path.name}: record size {size}, this analyzer reads {GTLOG_DTYPE.itemsize}")
+    whole = len(body) // size * size
+    problem = f"{path.name}: {len(body) - whole} trailing bytes of a partial record ignored" if whole != len(body) else None
+    return header, np.frombuffer(body[:whole], dtype=GTLOG_DTYPE), problem
+
+
+def gtlog_owd(run: RunDir, table: PacketTable | None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Joins the forward log to the forward departures (key + ip.id, occurrence order) and compares."""
+    path = run.file("bottleneck-forward.gtlog")
+    if not path.exists() or table is None:
+        return [], None
+    try:
+        header, rec, problem = read_gtlog(path)
+    except (ValueError, json.JSONDecodeError, OSError) as e:
+        return [_check("owd_vs_ground_truth", None, f"ground-truth log unreadable: {e}", "")], None
+    if problem:
+        run.problems.append(problem)
+    c = table.cols
+    dep = np.flatnonzero((c["direction"] == FORWARD) & (c["t_send_ns"] >= 0))
+    gt_key = rec["key"] ^ (rec["ip_id"].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+    dep_match, _ = _core.join_keys(join_key(c, dep), gt_key)
+    has = dep_match >= 0
+    rows, gi = dep[has], dep_match[has]
+    dropped = rec["event"][gi] >= 2
+    status = c["status"][rows]
+    agree_drop = int((dropped & (status == LOST)).sum())
+    drop_but_delivered = int((dropped & (status == DELIVERED)).sum())
+    fwd_but_lost = int((~dropped & (status == LOST)).sum())
+    ok_rows = ~dropped & (status == DELIVERED)
+    in_r_ns = (rec["release_ns"][gi][ok_rows].astype(np.int64) - rec["arrival_ns"][gi][ok_rows].astype(np.int64))
+    residual_ms = (c["owd_ns"][rows[ok_rows]] - in_r_ns) / 1e6
+    p99 = float(np.percentile(np.abs(residual_ms), 99)) if residual_ms.size else None
+    ok = (p99 is not None and p99 <= GTLOG_OWD_TOLERANCE_MS and drop_but_delivered == 0 and fwd_but_lost == 0)
+    counts = {GTLOG_EVENTS.get(int(e), str(int(e))): int(n) for e, n in zip(*np.unique(rec["event"], return_counts=True))}
+    summary = {"records": int(rec.size), "joined": int(has.sum()), "events": counts,
+               "drops_confirmed_by_capture": agree_drop, "dropped_but_captured_at_b": drop_but_delivered,
+               "forwarded_but_lost_in_capture": fwd_but_lost,
+               "owd_minus_time_in_router_ms": {"median": float(np.median(residual_ms)) if residual_ms.size else None,
+                                                "p99_abs": p99}}
+    detail = (f"{int(has.sum())} of {dep.size} departures found in the log; capture OWD - time in the bottleneck: "
+              f"median {summary['owd_minus_time_in_router_ms']['median']} ms, p99 |.| {p99} ms; "
+              f"{drop_but_delivered} logged drops arrived anyway, {fwd_but_lost} logged forwards never arrived")
+    return [_check("owd_vs_ground_truth", ok, detail,
+                   f"p99 |OWD - (release - arrival)| <= {GTLOG_OWD_TOLERANCE_MS} ms and drops agree", **summary)], summary

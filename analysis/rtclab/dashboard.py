@@ -1,0 +1,304 @@
+"""dashboard.html: one self-contained page per run (plotly.js embedded, no network), built from metrics.json and the
+packet table. Figures are plain plotly JSON; a page script switches WebGL traces to SVG where WebGL is missing."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .packets import DELIVERED, FORWARD, LOST, PacketTable
+
+MAX_SCATTER_POINTS = 150_000  # per-packet delay points drawn; above it every k-th packet is drawn (stated on the chart)
+MAX_SERIES_POINTS = 2_000
+KIND_COLOURS = {"video": "#1f77b4", "audio": "#2ca02c", "tcp": "#d62728", "rtcp": "#9467bd", "rtx": "#17becf",
+                "fec": "#bcbd22", "stun": "#7f7f7f", "dtls": "#8c564b", "udp": "#e377c2"}
+
+
+def _plotly_js() -> str:
+    from plotly.offline import get_plotlyjs
+    return get_plotlyjs()
+
+
+def _flow_label(f: dict[str, Any]) -> str:
+    ssrc = f" {f['ssrc']:08x}" if f.get("ssrc") is not None else ""
+    return f"{f['kind']}{ssrc} {f['src']}→{f['dst']}"
+
+
+def _cross_shapes(m: dict[str, Any]) -> list[dict[str, Any]]:
+    """Vertical lines where cross traffic starts and stops."""
+    shapes = []
+    for p in m.get("phases", []):
+        if p["name"] == "all" or p["start_s"] <= 0:
+            continue
+        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": p["start_s"], "x1": p["start_s"],
+                       "y0": 0, "y1": 1, "line": {"dash": "dash", "color": "#555", "width": 1}})
+    return shapes
+
+
+def _layout(m: dict[str, Any], title: str, ytitle: str, xtitle: str = "time since call start (s)", **extra: Any) -> dict:
+    lay = {"title": {"text": title}, "xaxis": {"title": {"text": xtitle}}, "yaxis": {"title": {"text": ytitle}},
+           "margin": {"l": 60, "r": 20, "t": 40, "b": 45}, "height": 340, "legend": {"orientation": "h", "y": -0.25},
+           "shapes": _cross_shapes(m) if xtitle.startswith("time") else []}
+    lay.update(extra)
+    return lay
+
+
+def _window_s(duration_s: float) -> float:
+    return max(0.5, duration_s / MAX_SERIES_POINTS)
+
+
+def _rate_traces(m: dict[str, Any], t: PacketTable, t0_ns: int, duration_s: float) -> list[dict[str, Any]]:
+    c = t.cols
+    w = _window_s(duration_s)
+    traces = []
+    n_bins = max(1, int(np.ceil(duration_s / w)))
+    for f in m["flows"]:
+        if f["direction"] != "forward" or f["packets_received"] + f.get("unmatched_arrivals", 0) < 20:
+            continue
+        rows = t.rows_of(f["id"])
+        rows = rows[(c["status"][rows] == DELIVERED) | (c["status"][rows] == 3)]
+        tr = (c["t_recv_ns"][rows] - t0_ns) / 1e9
+        keep = (tr >= 0) & (tr < n_bins * w)
+        rate = np.bincount((tr[keep] // w).astype(np.int64), weights=c["ip_len"][rows][keep] + 14.0,
+                           minlength=n_bins)[:n_bins] * 8 / w / 1e6
+        traces.append({"type": "scatter", "mode": "lines", "name": f"received {_flow_label(f)}",
+                       "x": (np.arange(n_bins) * w + w / 2).round(3).tolist(), "y": rate.round(4).tolist(),
+                       "line": {"color": KIND_COLOURS.get(f["kind"]), "width": 1.5}})
+    cap = m.get("capacity_bps")
+    if cap:
+        traces.append({"type": "scatter", "mode": "lines", "name": "capacity", "x": [0, duration_s],
+                       "y": [cap / 1e6, cap / 1e6], "line": {"color": "black", "dash": "dot"}})
+    return traces
+
+
+def _gs_series(m: dict[str, Any], direction: str, prefix: str) -> list[tuple[str, list]]:
+    series = ((m.get("getstats") or {}).get("directions") or {}).get(direction, {}).get("series") or {}
+    return [(k, v) for k, v in series.items() if k.split(":")[0] == prefix and v]
+
+
+def _line(name: str, pts: list, scale: float = 1.0, **style: Any) -> dict[str, Any]:
+    return {"type": "scatter", "mode": "lines+markers", "marker": {"size": 3}, "name": name,
+            "x": [round(p[0], 3) for p in pts], "y": [p[1] * scale for p in pts], **style}
+
+
+def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, dict]], list[str]]:
+    """(id, {data, layout}) for each chart with data, and a sentence for each chart left out and why."""
+    figs: list[tuple[str, dict]] = []
+    omitted: list[str] = []
+    duration_s = m["run"].get("duration_s") or 0.0
+    t0_ns = int(round((m["run"].get("call_start") or 0) * 1e9))
+    if t is not None and len(t):
+        rates = _rate_traces(m, t, t0_ns, duration_s)
+        if rates:
+            figs.append(("rates", {"data": rates, "layout": _layout(m, "Forward receive rate per flow, capacity",
+                                                                   "Mbit/s")}))
+    else:
+        omitted.append("rates and per-packet delay: no capture could be read")
+    cc = []
+    for k, v in _gs_series(m, "forward", "sent_bitrate_bps"):
+        cc.append(_line(f"sent (getStats) {k.split(':')[1]}", v, 1e-6))
+    for k, v in _gs_series(m, "forward", "target_bitrate_bps"):
+        cc.append(_line(f"target {k.split(':')[1]}", v, 1e-6))
+    for k, v in _gs_series(m, "forward", "available_outgoing_bitrate_bps"):
+        cc.append(_line("available outgoing bitrate (GCC estimate)", v, 1e-6))
+    if cc:
+        if m.get("capacity_bps"):
+            cc.append({"type": "scatter", "mode": "lines", "name": "capacity", "x": [0, duration_s],
+                       "y": [m["capacity_bps"] / 1e6] * 2, "line": {"color": "black", "dash": "dot"}})
+        figs.append(("congestion_control", {"data": cc, "layout": _layout(
+            m, "Congestion controller: sent, target and available outgoing bitrate (a)", "Mbit/s")}))
+    else:
+        omitted.append("congestion controller: no getStats from a")
+    rtt = [_line(f"RTT {k.split(':')[1]}", v) for k, v in _gs_series(m, "forward", "rtt_ms")]
+    rtt += [_line(f"Tq = RTT - RTTm {k.split(':')[1]}", v) for k, v in _gs_series(m, "forward", "tq_ms")]
+    if rtt:
+        figs.append(("rtt", {"data": rtt, "layout": _layout(m, "RTCP round-trip time and queuing delay Tq", "ms")}))
+    else:
+        omitted.append("RTT and Tq: no remote-inbound-rtp RTT samples in getStats")
+    if t is not None and len(t):
+        owd = _owd_scatter(m, t, t0_ns)
+        if owd:
+            figs.append(owd)
+        loss = _loss_bars(m, t, t0_ns, duration_s)
+        if loss:
+            figs.append(loss)
+        else:
+            omitted.append("loss events: no forward packet was lost")
+        cdf = _cdf(m, t)
+        if cdf:
+            figs.append(cdf)
+    video = [_line(f"fps {k.split(':')[1]}", v) for k, v in _gs_series(m, "forward", "received_fps")]
+    video += [_line(f"frame height {k.split(':')[1]}", v, yaxis="y2") for k, v in _gs_series(m, "forward", "frame_height")]
+    if video:
+        figs.append(("video", {"data": video, "layout": _layout(
+            m, "Received video at b: frames per second and resolution", "frames/s",
+            yaxis2={"title": {"text": "frame height (px)"}, "overlaying": "y", "side": "right"})}))
+    else:
+        omitted.append("fps and resolution: no inbound video in getStats from b")
+    return figs, omitted
+
+
+def _owd_scatter(m: dict[str, Any], t: PacketTable, t0_ns: int) -> tuple[str, dict] | None:
+    c = t.cols
+    traces = []
+    total = sum(f["packets_received"] for f in m["flows"] if f["direction"] == "forward")
+    step = max(1, int(np.ceil(total / MAX_SCATTER_POINTS)))
+    for f in m["flows"]:
+        if f["direction"] != "forward" or f["packets_received"] < 20:
+            continue
+        rows = t.rows_of(f["id"])
+        rows = rows[c["status"][rows] == DELIVERED][::step]
+        traces.append({"type": "scattergl", "mode": "markers", "name": _flow_label(f),
+                       "x": ((c["t_send_ns"][rows] - t0_ns) / 1e9).round(4).tolist(),
+                       "y": (c["owd_ns"][rows] / 1e6).round(3).tolist(),
+                       "marker": {"size": 3, "color": KIND_COLOURS.get(f["kind"])}})
+    if not traces:
+        return None
+    title = "Per-packet one-way delay a → b" + (f" (every {step}th packet)" if step > 1 else "")
+    return ("owd", {"data": traces, "layout": _layout(m, title, "one-way delay (ms)", xtitle="time since call start (s), at departure")})
+
+
+def _loss_bars(m: dict[str, Any], t: PacketTable, t0_ns: int, duration_s: float) -> tuple[str, dict] | None:
+    c = t.cols
+    w = max(1.0, _window_s(duration_s))
+    traces = []
+    for f in m["flows"]:
+        if f["direction"] != "forward" or not f["packets_lost"]:
+            continue
+        rows = t.rows_of(f["id"])
+        rows = rows[c["status"][rows] == LOST]
+        ts = (c["t_send_ns"][rows] - t0_ns) / 1e9
+        n_bins = max(1, int(np.ceil(duration_s / w)))
+        keep = (ts >= 0) & (ts < n_bins * w)
+        counts = np.bincount((ts[keep] // w).astype(np.int64), minlength=n_bins)[:n_bins]
+        nz = np.flatnonzero(counts)
+        traces.append({"type": "bar", "name": _flow_label(f), "x": (nz * w + w / 2).round(3).tolist(),
+                       "y": counts[nz].tolist(), "marker": {"color": KIND_COLOURS.get(f["kind"])}})
+    if not traces:
+        return None
+    return ("loss", {"data": traces, "layout": _layout(m, f"Lost packets a → b per {w:g} s (by departure time)",
+                                                       "packets", barmode="stack")})
+
+
+def _cdf(m: dict[str, Any], t: PacketTable) -> tuple[str, dict] | None:
+    c = t.cols
+    traces = []
+    for f in m["flows"]:
+        if f["direction"] != "forward" or f["packets_received"] < 20:
+            continue
+        rows = t.rows_of(f["id"])
+        rows = rows[c["status"][rows] == DELIVERED]
+        for col, label, dash in (("owd_ns", "one-way", "solid"), ("queuing_delay_ns", "queuing", "dot")):
+            v = np.sort(c[col][rows]) / 1e6
+            q = np.linspace(0, 1, min(500, v.size))
+            traces.append({"type": "scatter", "mode": "lines", "name": f"{label} {_flow_label(f)}",
+                           "x": np.quantile(v, q).round(3).tolist(), "y": q.round(4).tolist(),
+                           "line": {"dash": dash, "color": KIND_COLOURS.get(f["kind"])}})
+    if not traces:
+        return None
+    return ("cdf", {"data": traces, "layout": _layout(m, "CDF of one-way and queuing delay a → b", "fraction of packets",
+                                                      xtitle="delay (ms)")})
+
+
+def _cards(m: dict[str, Any]) -> str:
+    video = next((f for f in m["flows"] if f["direction"] == "forward" and f["kind"] == "video"), None)
+    v = m.get("validity") or {}
+    cards = [("validity", "valid" if v.get("valid") else ("INVALID" if v.get("valid") is False else "unknown")),
+             ("duration", f"{(m['run'].get('duration_s') or 0):.1f} s"),
+             ("capacity", f"{m['capacity_bps'] / 1e6:.2f} Mbit/s" if m.get("capacity_bps") else "-")]
+    if video:
+        thr = (video.get("throughput_bps") or {}).get("mean")
+        cards += [("video rate", f"{thr / 1e6:.2f} Mbit/s" if thr else "-"),
+                  ("video utilisation", f"{100 * video['utilisation']:.0f} %" if video.get("utilisation") is not None else "-"),
+                  ("video queuing delay", f"{video['queuing_delay_ms']['mean']:.1f} ms mean, "
+                                          f"{video['queuing_delay_ms']['p95']:.1f} p95" if video['queuing_delay_ms']['mean'] is not None else "-"),
+                  ("video loss", f"{100 * video['loss_ratio']:.2f} %" if video.get("loss_ratio") is not None else "-"),
+                  ("video jitter", f"{video['jitter_ms']['mean']:.2f} ms" if video.get("jitter_ms") else "-")]
+    fair = (m.get("fairness") or {}).get("all") or {}
+    if fair.get("jain_index") is not None:
+        cards.append(("Jain's index", f"{fair['jain_index']:.3f}"))
+    warn = sum(1 for c in m.get("crosschecks", []) if c["ok"] is False)
+    cards.append(("cross-checks", f"{sum(1 for c in m.get('crosschecks', []) if c['ok'])} agree, {warn} warn"))
+    return "".join(f'<div class="card"><div class="k">{html.escape(k)}</div><div class="v">{html.escape(val)}</div></div>'
+                   for k, val in cards)
+
+
+def _flow_table(m: dict[str, Any]) -> str:
+    head = ["dir", "flow", "sent", "recv", "loss %", "owd p50", "owd p95", "owd p99", "queue mean", "jitter mean",
+            "reordered", "dup", "rate Mbit/s", "U %"]
+    rows = []
+    for f in m["flows"]:
+        if f["packets_sent"] + f["packets_received"] < 20:
+            continue
+        j = f.get("jitter_ms") or {}
+        fmt = lambda x, d=1: "-" if x is None else f"{x:.{d}f}"  # noqa: E731
+        rows.append([f["direction"], _flow_label(f), f["packets_sent"], f["packets_received"],
+                     fmt(None if f["loss_ratio"] is None else 100 * f["loss_ratio"], 2), fmt(f["owd_ms"]["p50"]),
+                     fmt(f["owd_ms"]["p95"]), fmt(f["owd_ms"]["p99"]), fmt(f["queuing_delay_ms"]["mean"]),
+                     fmt(j.get("mean"), 2), f["reordered"], f["duplicates"],
+                     fmt(None if (f.get("throughput_bps") or {}).get("mean") is None else f["throughput_bps"]["mean"] / 1e6, 3),
+                     fmt(None if f.get("utilisation") is None else 100 * f["utilisation"], 0)])
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    tr = "".join("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in r) + "</tr>" for r in rows)
+    return f'<table class="flows"><thead><tr>{th}</tr></thead><tbody>{tr}</tbody></table>'
+
+
+def _notes(m: dict[str, Any], omitted: list[str]) -> str:
+    items = [("gap", g) for g in m.get("gaps", [])] + [("problem", p) for p in m.get("problems", [])] + \
+        [("warning", w) for w in m.get("warnings", [])] + [("omitted", o) for o in omitted]
+    if not items:
+        return ""
+    return "<ul class=notes>" + "".join(f"<li><b>{k}</b>: {html.escape(v)}</li>" for k, v in items) + "</ul>"
+
+
+PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>
+body{{font-family:system-ui,sans-serif;margin:16px;color:#222}} h1{{font-size:20px}}
+.cards{{display:flex;flex-wrap:wrap;gap:8px}} .card{{border:1px solid #ccc;border-radius:6px;padding:8px 12px;min-width:130px}}
+.card .k{{font-size:12px;color:#666}} .card .v{{font-size:17px;font-weight:600}}
+.chart{{width:100%;min-height:340px;margin-top:12px}} table.flows{{border-collapse:collapse;font-size:12px;margin-top:16px}}
+table.flows td,table.flows th{{border:1px solid #ddd;padding:3px 6px;text-align:right}} .notes{{color:#a33}}
+</style>
+<script>{plotly}</script></head><body>
+<h1>{title}</h1>
+<div class="cards">{cards}</div>
+{notes}
+{divs}
+<h2>Flows</h2>
+{table}
+<script id="figures" type="application/json">{figures}</script>
+<script>
+(function () {{
+  var figs = JSON.parse(document.getElementById('figures').textContent);
+  var gl = false;
+  try {{ var cv = document.createElement('canvas'); gl = !!(cv.getContext('webgl') || cv.getContext('experimental-webgl')); }} catch (e) {{}}
+  var done = [];
+  figs.forEach(function (f) {{
+    if (!gl) f.fig.data.forEach(function (tr) {{ if (tr.type === 'scattergl') tr.type = 'scatter'; }});
+    done.push(Plotly.newPlot(f.id, f.fig.data, f.fig.layout, {{responsive: true, displaylogo: false}}));
+  }});
+  Promise.all(done).then(function () {{ window.rtclabReady = performance.now(); }});
+}})();
+</script>
+</body></html>
+"""
+
+
+def render(m: dict[str, Any], t: PacketTable | None) -> str:
+    figs, omitted = figures(m, t)
+    title = f"rtclab run {m['run']['id']} — {m['run'].get('scenario') or ''}"
+    divs = "\n".join(f'<div class="chart" id="{fid}"></div>' for fid, _ in figs)
+    payload = json.dumps([{"id": fid, "fig": fig} for fid, fig in figs], separators=(",", ":"))
+    return PAGE.format(title=html.escape(title), plotly=_plotly_js(), cards=_cards(m), notes=_notes(m, omitted),
+                       divs=divs, table=_flow_table(m), figures=payload.replace("</", "<\\/"))
+
+
+def write(run_dir: Path, m: dict[str, Any], t: PacketTable | None) -> Path:
+    path = run_dir / "dashboard.html"
+    path.write_text(render(m, t), encoding="utf-8")
+    return path

@@ -1,0 +1,118 @@
+"""The terminal report: a plain-text summary of metrics.json, also saved as report.txt."""
+
+from __future__ import annotations
+
+from typing import Any
+
+MIN_PACKETS_SHOWN = 20  # flows with fewer packets (STUN keepalives, a lone DTLS alert) stay in metrics.json only
+
+
+def _f(v: Any, fmt: str = ".1f", unit: str = "") -> str:
+    if v is None:
+        return "-"
+    return f"{v:{fmt}}{unit}"
+
+
+def _rate(bps: float | None) -> str:
+    if bps is None:
+        return "-"
+    return f"{bps / 1e6:.2f} Mb/s" if bps >= 1e6 else f"{bps / 1e3:.0f} kb/s"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    line = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    return [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+
+
+def render(m: dict[str, Any]) -> str:
+    out: list[str] = []
+    run = m["run"]
+    out.append(f"rtclab analysis of run {run['id']} ({run.get('scenario') or 'scenario unknown'}), "
+               f"status {run.get('status') or 'unknown'}, {(run.get('duration_s') or 0):.1f} s, "
+               f"backend {run.get('backend') or '-'}")
+    v = m.get("validity") or {}
+    out.append(f"validity: {'valid' if v.get('valid') else ('INVALID' if v.get('valid') is False else 'unknown')}"
+               + "".join(f"\n  {'ok  ' if c.get('ok') else 'FAIL'} {c.get('name')}: {c.get('detail', '')}"
+                         for c in v.get("checks", [])))
+    if m.get("capacity_bps"):
+        out.append(f"forward capacity: {_rate(m['capacity_bps'])}")
+    for p in m.get("problems", []):
+        out.append(f"problem: {p}")
+    for g in m.get("gaps", []):
+        out.append(f"gap: {g}")
+    for direction in ("forward", "reverse"):
+        flows = [f for f in m["flows"] if f["direction"] == direction
+                 and (f["packets_sent"] + f["packets_received"] + f.get("unmatched_arrivals", 0)) >= MIN_PACKETS_SHOWN]
+        if not flows:
+            continue
+        out.append("")
+        out.append(f"{direction} flows ({'a -> b' if direction == 'forward' else 'b -> a'}):")
+        rows = []
+        for f in flows:
+            owd, qd = f["owd_ms"], f["queuing_delay_ms"]
+            j = f.get("jitter_ms") or {}
+            rows.append([
+                f"{f['kind']}{' ' + format(f['ssrc'], '08x') if f.get('ssrc') is not None else ''}",
+                f"{f['src']}>{f['dst']}", str(f["packets_sent"]), str(f["packets_received"]),
+                _f(None if f["loss_ratio"] is None else 100 * f["loss_ratio"], ".2f", "%"),
+                _f(owd["p50"]), _f(owd["p95"]), _f(owd["max"]), _f(qd["mean"]), _f(qd["p95"]),
+                _f(j.get("mean"), ".2f"), str(f["reordered"]), str(f["duplicates"]),
+                _rate((f.get("throughput_bps") or {}).get("mean")),
+                _f(None if f.get("utilisation") is None else 100 * f["utilisation"], ".0f", "%"),
+            ])
+        out += _table(["flow", "path", "sent", "recv", "loss", "owd p50", "p95", "max", "queue mean", "p95",
+                       "jitter", "reord", "dup", "rate", "U"], rows)
+        out.append("  (delays in ms; rate = received link-layer bits/s; U = rate / forward capacity)")
+    phases = [p for p in m.get("phases", []) if p["name"] != "all"]
+    if phases:
+        out.append("")
+        out.append("per phase (forward media, all forward traffic):")
+        rows = []
+        for p in phases:
+            fair = m["fairness"].get(p["name"], {})
+            video = [f for f in m["flows"] if f["direction"] == "forward" and f["kind"] == "video"
+                     and f["phases"].get(p["name"], {}).get("packets_sent")]
+            vm = video[0]["phases"][p["name"]] if video else {}
+            rows.append([p["name"], f"{p['start_s']:g}-{p['end_s']:g} s",
+                         _rate((vm.get("throughput_bps") or {}).get("mean")),
+                         _f((vm.get("queuing_delay_ms") or {}).get("mean")),
+                         _f(None if vm.get("loss_ratio") is None else 100 * vm["loss_ratio"], ".2f", "%"),
+                         _rate(fair.get("received_bps")),
+                         _f(None if fair.get("utilisation") is None else 100 * fair["utilisation"], ".0f", "%"),
+                         _f(fair.get("jain_index"), ".3f"), str(len(fair.get("connections", [])))])
+        out += _table(["phase", "time", "video rate", "video queue ms", "video loss", "all rate", "U", "Jain", "conns"],
+                      rows)
+    gs = m.get("getstats") or {}
+    fwd = (gs.get("directions") or {}).get("forward") or {}
+    if fwd.get("streams"):
+        out.append("")
+        out.append("getStats, forward (a sends, b receives):")
+        rows = []
+        for s in fwd["streams"]:
+            tq = s.get("tq_ms") or {}
+            rows.append([f"{s.get('kind')} {s.get('ssrc'):08x}",
+                         _rate((s.get("sent_bitrate_bps") or {}).get("mean")),
+                         _rate((s.get("target_bitrate_bps") or {}).get("mean")),
+                         _rate((s.get("received_bitrate_bps") or {}).get("mean")),
+                         _f((s.get("rtt_ms") or {}).get("mean")), _f(tq.get("mean")), _f(tq.get("p95")),
+                         _f((s.get("received_fps") or {}).get("mean")),
+                         _f((s.get("frame_height") or {}).get("mean"), ".0f"),
+                         str(s.get("freeze_count") if s.get("freeze_count") is not None else "-"),
+                         str(s.get("packets_lost") if s.get("packets_lost") is not None else "-"),
+                         ",".join(k for k in (s.get("quality_limitation") or {}) if k != "none") or "none"])
+        out += _table(["stream", "sent", "target", "received", "rtt ms", "Tq mean", "Tq p95", "fps", "height",
+                       "freezes", "lost", "limited by"], rows)
+        aob = (fwd.get("available_outgoing_bitrate_bps") or {}).get("mean")
+        if aob:
+            out.append(f"  available outgoing bitrate (congestion controller): mean {_rate(aob)}")
+    for c in m.get("cross_traffic", []):
+        out.append(f"cross traffic {c['file']}: {_rate(c.get('throughput_bps'))}, mean RTT {_f(c.get('mean_rtt_ms'))} ms")
+    checks = m.get("crosschecks", [])
+    if checks:
+        out.append("")
+        out.append("cross-checks:")
+        for c in checks:
+            mark = {True: "agree ", False: "WARN  ", None: "skip  "}[c["ok"]]
+            out.append(f"  {mark}{c['detail']}" + (f" [tolerance: {c['tolerance']}]" if c.get("tolerance") else ""))
+    return "\n".join(out) + "\n"
