@@ -1,0 +1,46 @@
+// @ts-check
+// Cross traffic on its schedule: iperf3 TCP flows a -> b with the congestion control set explicitly.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { withNetwork } from './lib/net.js';
+import { readPcap } from './lib/pcap.js';
+import { planCrossTraffic } from '../cross.js';
+
+test('cross traffic plan: server in the receiver, client with -C, -P, --dscp, JSON log', () => {
+  const p = planCrossTraffic({ kind: 'tcp', flows: 3, congestion_control: 'reno', direction: 'reverse', start_s: 10, stop_s: null, dscp: 10 }, 2, 60, '/r');
+  assert.deepEqual([p.serverHost, p.clientHost, p.length_s], ['a', 'b', 50]);
+  assert.deepEqual(p.server, ['iperf3', '-s', '-1', '-B', '10.0.1.2', '-p', '5203']);
+  assert.deepEqual(p.client, ['iperf3', '-c', '10.0.1.2', '-p', '5203', '-t', '50', '-P', '3', '-C', 'reno', '--dscp', '10', '--json', '--logfile', '/r/iperf3-2.json']);
+});
+
+test('two CUBIC flows start at 1 s and stop at 4 s through a 10 Mbit/s link, filling it', { timeout: 30000 }, async (t) => {
+  const scenario = {
+    duration_s: 5,
+    network: { forward: { delay_ms: 0, rate: { kbit: 10000 }, qdisc: { kind: 'fifo', limit_ms: 50 } }, reverse: { delay_ms: 0 } },
+    cross_traffic: [{ kind: 'tcp', flows: 2, congestion_control: 'cubic', direction: 'forward', start_s: 1, stop_s: 4, dscp: 10 }],
+  };
+  await withNetwork(scenario, 'kernel', async (net, runDir) => {
+    /** @type {any[]} */
+    const events = [];
+    net.on('event', (e) => events.push({ ...e, t_ms: Date.now() }));
+    await net.startCaptures({ snaplen: 128 });
+    const t0 = Date.now();
+    await net.startSchedules(t0);
+    await new Promise((r) => setTimeout(r, 5000));
+    await net.stopCaptures();
+    const started = events.find((e) => e.event === 'cross_traffic_started');
+    assert.ok(started, 'started event');
+    assert.ok(Math.abs(started.t_ms - t0 - 1000) < 100, `started ${started.t_ms - t0} ms after t0`);
+    assert.ok(events.some((e) => e.event === 'cross_traffic_stopped' && e.exit_code === 0), 'client finished');
+    const result = JSON.parse(readFileSync(join(runDir, 'iperf3-0.json'), 'utf8'));
+    const mbps = result.end.sum_received.bits_per_second / 1e6;
+    t.diagnostic(`iperf3: ${mbps.toFixed(2)} Mbit/s goodput, congestion ${result.end.sender_tcp_congestion}, ${result.start.connected.length} streams`);
+    assert.equal(result.end.sender_tcp_congestion, 'cubic');
+    assert.equal(result.start.connected.length, 2);
+    assert.ok(mbps > 8.5 && mbps < 10, `goodput ${mbps} Mbit/s`);
+    const data = readPcap(join(runDir, 'capture-a.pcap')).filter((p) => p.proto === 6 && p.dport === 5201 && p.ip_len > 1000);
+    assert.ok(data.length > 1000 && data.every((p) => p.dscp === 10), 'data packets carry DSCP 10');
+  });
+});
