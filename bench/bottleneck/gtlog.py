@@ -5,6 +5,7 @@ by-hand checks. Standard library only, so it runs on a fresh machine.
   gtlog.py lateness LOG                      release lateness (release_ns - due_ns) of forwarded packets, events
   gtlog.py spacing PCAP --dst IP --kbit K    departure spacing error of a saturated link: gap - frame time at K
   gtlog.py path A.pcap B.pcap [--log LOG]    received wire rate at b, one-way and queuing delay, log agreement
+  gtlog.py ecn PCAP [--dst IP]               ECN codepoints seen, IPv4 header checksums that do not verify
 Each prints one JSON object.
 """
 import argparse
@@ -130,6 +131,10 @@ def cmd_path(args):
         lo = min(owd.values())
         out["one_way_delay_ms"] = {"min": round(lo / 1e6, 3), "max": round(max(owd.values()) / 1e6, 3)}
         out["queuing_delay_max_ms"] = round((max(owd.values()) - lo) / 1e6, 3)
+        # Queuing delay after the first skip_s seconds (an AQM's steady state), in microseconds.
+        start = received[0][0] + int(args.skip_s * 1e9)
+        out["queuing_delay_after_skip"] = percentiles_us([owd[k] - lo for t, _, k, _ in received
+                                                          if k in owd and t >= start])
     if args.log:
         _, records, _ = read_gtlog(args.log)
         # Forwarded per the log but missing at b, dropped per the log but present at b.
@@ -143,6 +148,30 @@ def cmd_path(args):
         diffs = [owd[k] - (r["release_ns"] - r["arrival_ns"]) for k, r in fwd.items() if k in owd]
         out["owd_minus_log_release"] = percentiles_us(diffs)
     return out
+
+
+def ipv4_header_checksum_ok(ip):
+    ihl = (ip[0] & 0x0F) * 4
+    total = sum(struct.unpack_from(f">{ihl // 2}H", ip, 0))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total == 0xFFFF
+
+
+def cmd_ecn(args):
+    """ECN codepoints of the IPv4 packets to --dst in a capture, and whether their header checksums are valid."""
+    counts = {"not_ect": 0, "ect1": 0, "ect0": 0, "ce": 0}
+    names = ["not_ect", "ect1", "ect0", "ce"]
+    bad_checksum = 0
+    for _, _, frame in read_pcap(args.pcap):
+        if len(frame) < 34 or frame[12:14] != b"\x08\x00":
+            continue
+        ip = frame[14:]
+        if ".".join(map(str, ip[16:20])) != args.dst:
+            continue
+        counts[names[ip[1] & 3]] += 1
+        bad_checksum += not ipv4_header_checksum_ok(ip)
+    return {"ecn": counts, "bad_ip_checksums": bad_checksum}
 
 
 def main():
@@ -161,8 +190,12 @@ def main():
     p.add_argument("--src", default="10.0.1.2")
     p.add_argument("--dst", default="10.0.2.2")
     p.add_argument("--log")
+    p.add_argument("--skip-s", type=float, default=3.0, help="queuing delay percentiles only after this")
+    p = sub.add_parser("ecn")
+    p.add_argument("pcap")
+    p.add_argument("--dst", default="10.0.2.2")
     args = ap.parse_args()
-    result = {"lateness": cmd_lateness, "spacing": cmd_spacing, "path": cmd_path}[args.cmd](args)
+    result = {"lateness": cmd_lateness, "spacing": cmd_spacing, "path": cmd_path, "ecn": cmd_ecn}[args.cmd](args)
     json.dump(result, sys.stdout)
     print()
 

@@ -1,6 +1,8 @@
 # Sourced by the bottleneck's trial and benchmark scripts: a throwaway a - r - b topology in network
 # namespaces named rtclab-bn<pid>-{a,r,b}, torn down (with every process started here) on exit.
-# Addresses as in docs/run-directory.md: a 10.0.1.2, r 10.0.1.1 / 10.0.2.1, b 10.0.2.2.
+# Addresses as in docs/run-directory.md: a 10.0.1.2, r 10.0.1.1 / 10.0.2.1, b 10.0.2.2. Transmit checksum offload is
+# off as well: otherwise a capture at a-eth0 sees partial transport checksums that NFQUEUE fills in on the way,
+# and the packet key (docs/bottleneck-log.md) differs between the two captures.
 
 set -euo pipefail
 BN_ID="rtclab-bn$$"
@@ -50,7 +52,7 @@ bn_up() {
   for pair in "$NS_A:a-eth0" "$NS_R:r-eth0" "$NS_R:r-eth1" "$NS_B:b-eth0"; do
     ns="${pair%%:*}"; dev="${pair##*:}"
     ip -n "$ns" link set "$dev" up
-    ip netns exec "$ns" ethtool -K "$dev" gro off gso off tso off >/dev/null 2>&1 || true
+    ip netns exec "$ns" ethtool -K "$dev" gro off gso off tso off tx off >/dev/null 2>&1 || true
   done
   ip -n "$NS_A" route add default via 10.0.1.1
   ip -n "$NS_B" route add default via 10.0.2.1

@@ -29,15 +29,32 @@ pub struct Waiter {
     armed_ns: u64,
 }
 
+fn termination_signals() -> libc::sigset_t {
+    unsafe {
+        let mut mask: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut mask);
+        libc::sigaddset(&mut mask, libc::SIGTERM);
+        libc::sigaddset(&mut mask, libc::SIGINT);
+        mask
+    }
+}
+
+/// Blocks SIGTERM and SIGINT in this thread and every thread started after it: they are read from the
+/// Waiter's signalfd instead. Call first thing in main, before any thread exists.
+pub fn block_termination_signals() -> io::Result<()> {
+    let mask = termination_signals();
+    let ret = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &mask, std::ptr::null_mut()) };
+    if ret != 0 {
+        return Err(io::Error::from_raw_os_error(ret));
+    }
+    Ok(())
+}
+
 impl Waiter {
-    /// Blocks SIGTERM and SIGINT (they are read from the signalfd instead) and watches `queue_fd`.
+    /// Watches `queue_fd`, a timer, and SIGTERM/SIGINT (blocked beforehand by `block_termination_signals`).
     pub fn new(queue_fd: i32) -> io::Result<Waiter> {
         unsafe {
-            let mut mask: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut mask);
-            libc::sigaddset(&mut mask, libc::SIGTERM);
-            libc::sigaddset(&mut mask, libc::SIGINT);
-            check(libc::pthread_sigmask(libc::SIG_BLOCK, &mask, std::ptr::null_mut()), "cannot block signals")?;
+            let mask = termination_signals();
             let sigfd = check(libc::signalfd(-1, &mask, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC), "cannot create a signalfd")?;
             let timerfd = check(libc::timerfd_create(libc::CLOCK_REALTIME, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC), "cannot create a timerfd")?;
             let epfd = check(libc::epoll_create1(libc::EPOLL_CLOEXEC), "cannot create an epoll set")?;

@@ -2,8 +2,8 @@
 //! packet. Buffered; the caller flushes at least every second and at exit.
 
 use crate::packet::{Event, Packet};
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use crate::writer::BackgroundWriter;
+use std::io;
 use std::path::Path;
 
 pub const MAGIC: &[u8; 8] = b"RTCGTLG1";
@@ -42,26 +42,43 @@ pub fn encode_header(direction: &str, config: &serde_json::Value) -> Vec<u8> {
     out
 }
 
+/// Records collect in memory and go to the writer thread in chunks (and at every flush).
 pub struct GroundTruthLog {
-    out: BufWriter<File>,
+    out: BackgroundWriter,
+    pending: Vec<u8>,
     pub records: u64,
 }
 
+const CHUNK_BYTES: usize = 64 * 1024;
+
 impl GroundTruthLog {
     pub fn create(path: &Path, direction: &str, config: &serde_json::Value) -> io::Result<GroundTruthLog> {
-        let mut out = BufWriter::with_capacity(1 << 20, File::create(path)?);
-        out.write_all(&encode_header(direction, config))?;
+        let out = BackgroundWriter::create(path)?;
+        out.write(encode_header(direction, config))?;
         out.flush()?;
-        Ok(GroundTruthLog { out, records: 0 })
+        Ok(GroundTruthLog { out, pending: Vec::with_capacity(CHUNK_BYTES), records: 0 })
     }
 
     pub fn write(&mut self, p: &Packet, event: Event, release_ns: u64) -> io::Result<()> {
         self.records += 1;
-        self.out.write_all(&encode_record(p, event, release_ns))
+        self.pending.extend_from_slice(&encode_record(p, event, release_ns));
+        if self.pending.len() >= CHUNK_BYTES {
+            self.out.write(std::mem::replace(&mut self.pending, Vec::with_capacity(CHUNK_BYTES)))?;
+        }
+        Ok(())
     }
 
     pub fn flush(&mut self) -> io::Result<()> {
+        if !self.pending.is_empty() {
+            self.out.write(std::mem::take(&mut self.pending))?;
+        }
         self.out.flush()
+    }
+
+    /// Flushes and closes the file, waiting for the writer thread.
+    pub fn close(&mut self) -> io::Result<()> {
+        self.flush()?;
+        self.out.close()
     }
 }
 

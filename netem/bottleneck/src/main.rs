@@ -12,6 +12,7 @@ mod qdisc;
 mod rate;
 mod runtime;
 mod stats;
+mod writer;
 
 #[cfg(test)]
 mod sim_tests;
@@ -67,6 +68,9 @@ fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    if let Err(e) = clock::block_termination_signals() {
+        return fail(1, format!("cannot block SIGTERM/SIGINT: {e}."));
+    }
     let args = Args::parse();
     let text = match std::fs::read_to_string(&args.config) {
         Ok(t) => t,

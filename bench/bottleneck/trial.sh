@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The userspace bottleneck by hand, through namespaces (issue 2's acceptance numbers):
+#  1. ping RTT through 25 ms each way (no rate);
+#  2. iperf3 UDP at 2 Mbit/s for 20 s through 1 Mbit/s, fifo 300 ms (25 ms each way): wire rate at b, maximum
+#     queuing delay from the two captures, the log checked against the captures, release lateness;
+#  3. the same load through kernel TBF + bfifo (no delay) for comparison;
+#  4. SIGTERM: the process exits 0, no process left, the log complete.
+# Usage: sudo bench/bottleneck/trial.sh [OUT_DIR]      (needs a release build of netem/bottleneck)
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+BN_BIN="${BN_BIN:-$ROOT/netem/bottleneck/target/release/rtclab-bottleneck}"
+OUT="${1:-$(mktemp -d /tmp/rtclab-bn-trial.XXXXXX)}"
+mkdir -p "$OUT"
+source "$HERE/netns.sh"
+bn_need iperf3 tcpdump ethtool ping python3 iptables tc
+[ -x "$BN_BIN" ] || { echo "build first: cargo build --release --manifest-path netem/bottleneck/Cargo.toml" >&2; exit 1; }
+M="python3 $HERE/measure.py"
+DURATION_S="${DURATION_S:-20}"
+bn_up
+
+echo '{"delay_ms":25,"jitter_ms":0,"loss_percent":0,"rate":null,"qdisc":{"kind":"fifo"}}' >"$OUT/delay25.json"
+echo '{"delay_ms":25,"jitter_ms":0,"loss_percent":0,"rate":{"kbit":1000,"burst_bytes":3028},"qdisc":{"kind":"fifo","limit_ms":300}}' >"$OUT/fifo300.json"
+
+echo "== 1. ping, 25 ms each way"
+bn_start_bottleneck 0 "$OUT/delay25.json" "$OUT/ping-forward.gtlog"
+FWD=${BN_PIDS[-1]}
+bn_start_bottleneck 1 "$OUT/delay25.json" "$OUT/ping-reverse.gtlog"
+REV=${BN_PIDS[-1]}
+ip netns exec "$NS_A" ping -c 100 -i 0.02 -q 10.0.2.2 | tail -2 | tee "$OUT/ping.txt"
+bn_stop $FWD; bn_stop $REV
+ip netns exec "$NS_R" iptables -t mangle -F FORWARD
+
+echo "== 2. iperf3 UDP 2 Mbit/s, ${DURATION_S} s, through 1 Mbit/s fifo 300 ms (25 ms each way)"
+bn_start_bottleneck 0 "$OUT/fifo300.json" "$OUT/bottleneck-forward.gtlog" --stats "$OUT/bottleneck-forward.stats.jsonl"
+FWD=${BN_PIDS[-1]}
+bn_start_bottleneck 1 "$OUT/delay25.json" "$OUT/bottleneck-reverse.gtlog"
+REV=${BN_PIDS[-1]}
+bn_bg "$NS_B" iperf3 -s -1 -p 5201 >/dev/null
+bn_capture "$NS_A" a-eth0 "$OUT/capture-a.pcap"; CAPA=${BN_PIDS[-1]}
+bn_capture "$NS_B" b-eth0 "$OUT/capture-b.pcap"; CAPB=${BN_PIDS[-1]}
+ip netns exec "$NS_A" iperf3 -c 10.0.2.2 -p 5201 -u -b 2M -l 1448 -t "$DURATION_S" --json >"$OUT/iperf3.json"
+sleep 1
+ps -o pid,rss,time,cmd -p $FWD | tail -1
+kill -TERM $FWD $REV
+FWD_RC=0; wait $FWD || FWD_RC=$?
+wait $REV || true
+sleep 0.5
+bn_stop $CAPA; bn_stop $CAPB
+echo "-- userspace: captures (UDP to 5201, first 3 s skipped)"
+$M owd "$OUT/capture-a.pcap" "$OUT/capture-b.pcap" --dport 5201 --skip-s 3 | tee "$OUT/owd-userspace.json"
+echo "-- log against the captures"
+$M logcheck "$OUT/bottleneck-forward.gtlog" "$OUT/capture-a.pcap" "$OUT/capture-b.pcap" --delay-ms 25 | tee "$OUT/logcheck.json"
+echo "-- release lateness (log)"
+$M lateness "$OUT/bottleneck-forward.gtlog" | tee "$OUT/lateness.json"
+echo "-- log summary after SIGTERM"
+$M gtlog-summary "$OUT/bottleneck-forward.gtlog" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({k: d[k] for k in ("records","events","trailing_fragment_bytes")}))'
+tail -1 "$OUT/bottleneck-forward.stats.jsonl"
+ip netns exec "$NS_R" iptables -t mangle -F FORWARD
+
+echo "== 3. kernel TBF 1 Mbit/s burst 3028 + bfifo 37500 bytes (no delay), same load"
+ip netns exec "$NS_R" tc qdisc add dev r-eth1 root handle 1: tbf rate 1mbit burst 3028 limit 37500
+bn_bg "$NS_B" iperf3 -s -1 -p 5201 >/dev/null
+bn_capture "$NS_A" a-eth0 "$OUT/tbf-a.pcap"; CAPA=${BN_PIDS[-1]}
+bn_capture "$NS_B" b-eth0 "$OUT/tbf-b.pcap"; CAPB=${BN_PIDS[-1]}
+ip netns exec "$NS_A" iperf3 -c 10.0.2.2 -p 5201 -u -b 2M -l 1448 -t "$DURATION_S" --json >"$OUT/iperf3-tbf.json"
+sleep 1
+bn_stop $CAPA; bn_stop $CAPB
+$M owd "$OUT/tbf-a.pcap" "$OUT/tbf-b.pcap" --dport 5201 --skip-s 3 | tee "$OUT/owd-tbf.json"
+
+echo "== 4. after SIGTERM"
+echo "forward bottleneck exit code: $FWD_RC"
+pgrep -f "rtclab-bottleneck --queue-num" -a | grep -- "$OUT" && echo "LEFT RUNNING" || echo "no bottleneck process left"
+echo "outputs in $OUT"
