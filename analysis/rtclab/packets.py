@@ -102,17 +102,20 @@ def _direction(send: Capture, recv: Capture, src: int, dst: int, direction: int)
     extra = np.flatnonzero(r_match < 0)  # arrivals without a departure
     extra_status = np.where(r_match[extra] == -2, DUPLICATE, UNMATCHED).astype(np.uint8)
     n_s, n_x = len(s_idx), len(extra)
+    matched = r_idx[s_match[delivered]]  # receiving-capture rows of the delivered departures
+    frame_recv = np.zeros(n_s, dtype=np.uint32)
+    frame_recv[delivered] = rc["frame"][matched]
+    ecn_recv = np.full(n_s, 255, dtype=np.uint8)  # 255: not observed
+    ecn_recv[delivered] = rc["tos"][matched] & 3
     out: dict[str, np.ndarray] = {
         "direction": np.full(n_s + n_x, direction, dtype=np.uint8),
         "status": np.concatenate([status, extra_status]),
         "t_send_ns": np.concatenate([t_send, np.full(n_x, -1, dtype=np.int64)]),
         "t_recv_ns": np.concatenate([t_recv, rc["ts_ns"][r_idx[extra]]]),
         "frame_send": np.concatenate([sc["frame"][s_idx], np.zeros(n_x, dtype=np.uint32)]),
-        "frame_recv": np.concatenate([np.where(delivered, rc["frame"][r_idx[np.maximum(s_match, 0)]], 0).astype(np.uint32),
-                                      rc["frame"][r_idx[extra]]]),
+        "frame_recv": np.concatenate([frame_recv, rc["frame"][r_idx[extra]]]),
         "ecn_send": np.concatenate([sc["tos"][s_idx] & 3, np.full(n_x, 255, dtype=np.uint8)]),
-        "ecn_recv": np.concatenate([np.where(delivered, rc["tos"][r_idx[np.maximum(s_match, 0)]] & 3, 255).astype(np.uint8),
-                                    rc["tos"][r_idx[extra]] & 3]),
+        "ecn_recv": np.concatenate([ecn_recv, rc["tos"][r_idx[extra]] & 3]),
         "dscp": np.concatenate([sc["tos"][s_idx] >> 2, rc["tos"][r_idx[extra]] >> 2]),
     }
     for name in _PACKET_FIELDS:
