@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# The userspace bottleneck's disciplines on real packets, by hand (issue 2 item 4): a 1 Mbit/s forward link with
-# 25 ms each way (the reverse link: 25 ms, no rate), a bulk iperf3 UDP flow at 2 Mbit/s from a to b for
-# BULK_S seconds, and a sparse flow (ping every 250 ms) beside it once the queue has built up.
-#   codel       AQM drops happen and keep the bulk flow's queuing delay near target (p50 < 25 ms; a fifo: 300 ms)
-#   codel+ecn   ECT(0) bulk traffic is marked CE instead of dropped: CE seen at b, IP checksums valid, no AQM drop
-#   pie         the bulk flow's queuing delay settles near target 15 ms (p50 within 7.5..30 ms)
-#   fq_codel    the sparse flow keeps a low RTT beside the bulk flow (p50 < 55 ms)
-#   sfq         the same with round robin (p50 < 50 + 15 ms: at most one bulk frame, 12 ms, ahead of it)
-#   prio        the sparse flow in band 0 (DSCP 46) is served first (RTT p50 < 65 ms) while the bulk flow in band 1
-#               waits in a 300 ms fifo
+# The userspace bottleneck's disciplines on real packets, by hand (issue 2 item 4): a forward link with 25 ms each
+# way (the reverse link: 25 ms, no rate), a bulk iperf3 UDP flow at twice the link rate from a to b for BULK_S
+# seconds, and a sparse flow (ping every 250 ms, DSCP 46) beside it once the queue has built up.
+#   codel       10 Mbit/s: the first AQM drop comes `interval` (100 ms) after the first dequeue above target with
+#               more than one MTU queued, the next ones on drop_next += interval/sqrt(count) (RFC 8289), each at
+#               the first dequeue after its time (so late by at most one frame time, 1.2 ms; 1.5 allowed)
+#   codel_ecn   10 Mbit/s, ECT(0) bulk traffic: marked CE instead of dropped: CE seen at b, IP header checksums
+#               valid, no ECT packet dropped by the AQM
+#   pie         10 Mbit/s: the bulk flow's queuing delay settles near target 15 ms (p50 within 7.5..30 ms).
+#               (At 1 Mbit/s it cannot: PIE does not drop with less than 2 MTUs queued, 24 ms there, as Linux.)
+#   fq_codel    1 Mbit/s: the sparse flow keeps a low RTT beside the bulk flow: p50 < 65 ms (50 ms + at most one
+#               bulk frame, 12 ms, ahead of it; a fifo of 300 ms would give 350 ms)
+#   sfq         1 Mbit/s: the same with round robin: p50 < 75 ms
+#   prio        1 Mbit/s: the sparse flow in band 0 (DSCP 46) is served first (RTT p50 < 65 ms) while the bulk
+#               flow in band 1 waits in a 300 ms fifo (its queuing delay p50 > 250 ms)
+# Queuing delay = one-way delay between the captures at a-eth0 and b-eth0 minus its minimum.
 # Prints PASS/FAIL lines with the numbers; exits 1 if any fails. Needs root, iperf3, tcpdump, ethtool, python3 and
 # the release binary. Usage: bench/bottleneck/disciplines.sh [BULK_S]   env: BOTTLENECK=path  ONLY="codel pie"
 set -euo pipefail
@@ -26,6 +32,10 @@ work=$(mktemp -d /tmp/rtclab-disc.XXXXXX)
 prefix=rtclab-t-disc$$
 trap 'ns_down "$prefix"; echo "raw data kept in $work" >&2' EXIT
 failed=0
+
+kbit_of() {
+    case $1 in codel | codel_ecn | pie) echo 10000 ;; *) echo 1000 ;; esac
+}
 
 qdisc_of() {
     case $1 in
@@ -55,7 +65,7 @@ for c in $cases; do
     mkdir -p "$d"
     ns_up "$prefix"
     start "$d" 7 r-eth0 r-eth1 \
-        "{\"delay_ms\":25,\"jitter_ms\":0,\"loss_percent\":0,\"rate\":{\"kbit\":1000,\"burst_bytes\":3028},\"qdisc\":$(qdisc_of "$c")}" forward
+        "{\"delay_ms\":25,\"jitter_ms\":0,\"loss_percent\":0,\"rate\":{\"kbit\":$(kbit_of "$c"),\"burst_bytes\":3028},\"qdisc\":$(qdisc_of "$c")}" forward
     fwd=$bpid
     start "$d" 8 r-eth1 r-eth0 \
         '{"delay_ms":25,"jitter_ms":0,"loss_percent":0,"rate":null,"qdisc":{"kind":"fifo","limit_packets":1000}}' reverse
@@ -68,7 +78,7 @@ for c in $cases; do
     sleep 1
     tos=0
     [ "$c" = codel_ecn ] && tos=2 # ECT(0)
-    in_ns a iperf3 -c 10.0.2.2 -u -b 2M -l 1472 -S "$tos" -t "$bulk_s" >"$d/iperf3.txt" 2>&1 &
+    in_ns a iperf3 -c 10.0.2.2 -u -b "$((2 * $(kbit_of "$c")))K" -l 1472 -S "$tos" -t "$bulk_s" >"$d/iperf3.txt" 2>&1 &
     bulk=$!
     sleep 3
     # The sparse flow: DSCP 46 (EF), which only prio looks at.
@@ -83,6 +93,7 @@ for c in $cases; do
     python3 "$here/gtlog.py" path "$d/a.pcap" "$d/b.pcap" --log "$d/bottleneck-forward.gtlog" --skip-s 4 >"$d/path.json"
     python3 "$here/gtlog.py" lateness "$d/bottleneck-forward.gtlog" >"$d/lateness.json"
     python3 "$here/gtlog.py" ecn "$d/b.pcap" >"$d/ecn.json"
+    python3 "$here/gtlog.py" codel "$d/bottleneck-forward.gtlog" >"$d/codel.json"
     read -r ok detail < <(python3 - "$c" "$d" <<'EOF'
 import json, re, statistics, sys
 c, d = sys.argv[1:]
@@ -98,14 +109,26 @@ aqm, ce = ev.get("dropped_aqm", 0), ev.get("forwarded_ce", 0)
 desc = (f"bulk queuing delay p50 {q50:.1f} ms p99 {q.get('p99_us', 0) / 1000:.1f} ms, sparse RTT p50 {rtt:.1f} ms "
         f"({len(rtts)} pings), events {ev}, CE at b {ecn['ecn']['ce']}, bad IP checksums {ecn['bad_ip_checksums']}, "
         f"wire rate at b {path.get('received_wire_kbit')} kbit/s")
-ok = {
-    "codel": aqm > 0 and q50 < 25,
-    "codel_ecn": ce > 0 and ecn["ecn"]["ce"] > 0 and ecn["bad_ip_checksums"] == 0 and aqm == 0,
-    "pie": aqm > 0 and 7.5 <= q50 <= 30,
-    "fq_codel": rtt < 55,
-    "sfq": rtt < 65,
-    "prio": rtt < 65 and q50 > 250,
-}[c]
+ok = False
+if c == "codel":
+    cd = json.load(open(f"{d}/codel.json"))
+    slack = 1.5 * cd.get("dequeue_spacing_p50_ms", 0)
+    first = cd.get("first_drop_after_above_target_ms", -1)
+    late = [x["late_vs_schedule_ms"] for x in cd.get("drops", [])]
+    ok = 100 <= first <= 100 + slack and len(late) >= 5 and all(0 <= x <= slack for x in late)
+    desc = (f"first AQM drop {first} ms after the first dequeue above target (100 ms + <= {slack:.1f}), next drops "
+            f"late vs interval/sqrt(n) schedule by {late} ms; " + desc)
+elif c == "codel_ecn":
+    ok = ce > 0 and ecn["ecn"]["ce"] > 0 and ecn["bad_ip_checksums"] == 0 and lat["aqm_drops_of_ect"] == 0
+    desc = f"ECT packets dropped by the AQM {lat['aqm_drops_of_ect']}; " + desc
+elif c == "pie":
+    ok = aqm > 0 and 7.5 <= q50 <= 30
+elif c == "fq_codel":
+    ok = rtt < 65
+elif c == "sfq":
+    ok = rtt < 75
+elif c == "prio":
+    ok = rtt < 65 and q50 > 250
 print(ok, desc)
 EOF
 )

@@ -6,6 +6,7 @@ by-hand checks. Standard library only, so it runs on a fresh machine.
   gtlog.py spacing PCAP --dst IP --kbit K    departure spacing error of a saturated link: gap - frame time at K
   gtlog.py path A.pcap B.pcap [--log LOG]    received wire rate at b, one-way and queuing delay, log agreement
   gtlog.py ecn PCAP [--dst IP]               ECN codepoints seen, IPv4 header checksums that do not verify
+  gtlog.py codel LOG [--target-ms --interval-ms]  time to CoDel's first drop, spacing of the next ones
 Each prints one JSON object.
 """
 import argparse
@@ -99,8 +100,9 @@ def cmd_lateness(args):
         events[name] = events.get(name, 0) + 1
     late = [r["release_ns"] - r["due_ns"] for r in records if r["event"] in (0, 1)]
     forwarded_udp = sum(1 for r in records if r["event"] in (0, 1) and r["ip_proto"] == 17)
+    aqm_drops_of_ect = sum(1 for r in records if r["event"] == 3 and r["ecn_in"] in (1, 2))
     return {"records": len(records), "trailing_fragment_bytes": fragment, "events": events,
-            "forwarded_udp": forwarded_udp,
+            "forwarded_udp": forwarded_udp, "aqm_drops_of_ect": aqm_drops_of_ect,
             "lateness": percentiles_us(late), "direction": header.get("direction")}
 
 
@@ -150,6 +152,44 @@ def cmd_path(args):
     return out
 
 
+def cmd_codel(args):
+    """CoDel on real packets (RFC 8289, Linux codel_impl.h), from a fifo-ordered CoDel log: the first AQM drop comes
+    `interval` after the first dequeue above `target` with more than one MTU left queued, the next ones on the
+    schedule drop_next += interval/sqrt(count); each happens at the first dequeue at or after its scheduled time."""
+    import bisect
+    _, records, _ = read_gtlog(args.log)
+    target_ns, interval_ns, mtu_bytes = args.target_ms * 1e6, args.interval_ms * 1e6, 1514
+    queued = [r for r in records if r["dequeue_ns"]]
+    dequeued = sorted(queued, key=lambda r: r["dequeue_ns"])
+    # Backlog (link-layer bytes) just after a dequeue at t: queued by t, not yet dequeued by t.
+    arrivals = sorted((r["arrival_ns"], r["ip_len"] + ETHERNET_HEADER_BYTES) for r in queued)
+    arr_t, arr_cum = [a for a, _ in arrivals], [0]
+    for _, b in arrivals:
+        arr_cum.append(arr_cum[-1] + b)
+    deq_t, deq_cum = [r["dequeue_ns"] for r in dequeued], [0]
+    for r in dequeued:
+        deq_cum.append(deq_cum[-1] + r["ip_len"] + ETHERNET_HEADER_BYTES)
+
+    def backlog_after(t):
+        return arr_cum[bisect.bisect_right(arr_t, t)] - deq_cum[bisect.bisect_right(deq_t, t)]
+
+    above = next((r for r in dequeued if r["dequeue_ns"] - r["arrival_ns"] >= target_ns
+                  and backlog_after(r["dequeue_ns"]) > mtu_bytes), None)
+    drops = [r["dequeue_ns"] for r in dequeued if r["event"] == 3]
+    if above is None or not drops:
+        return {"error": "no dequeue above target, or no AQM drop"}
+    spacing = sorted(b - a for a, b in zip(deq_t, deq_t[1:]) if b > a)
+    out = {"dequeue_spacing_p50_ms": round(spacing[len(spacing) // 2] / 1e6, 3),
+           "first_drop_after_above_target_ms": round((drops[0] - above["dequeue_ns"]) / 1e6, 3),
+           "expected_ms": args.interval_ms, "drops": []}
+    scheduled = drops[0] + interval_ns  # count = 1 after the first drop
+    for n, d in enumerate(drops[1:args.gaps + 1], start=2):
+        out["drops"].append({"n": n, "late_vs_schedule_ms": round((d - scheduled) / 1e6, 3),
+                             "gap_ms": round((d - drops[n - 2]) / 1e6, 3)})
+        scheduled += interval_ns / n ** 0.5
+    return out
+
+
 def ipv4_header_checksum_ok(ip):
     ihl = (ip[0] & 0x0F) * 4
     total = sum(struct.unpack_from(f">{ihl // 2}H", ip, 0))
@@ -191,11 +231,17 @@ def main():
     p.add_argument("--dst", default="10.0.2.2")
     p.add_argument("--log")
     p.add_argument("--skip-s", type=float, default=3.0, help="queuing delay percentiles only after this")
+    p = sub.add_parser("codel")
+    p.add_argument("log")
+    p.add_argument("--target-ms", type=float, default=5)
+    p.add_argument("--interval-ms", type=float, default=100)
+    p.add_argument("--gaps", type=int, default=6)
     p = sub.add_parser("ecn")
     p.add_argument("pcap")
     p.add_argument("--dst", default="10.0.2.2")
     args = ap.parse_args()
-    result = {"lateness": cmd_lateness, "spacing": cmd_spacing, "path": cmd_path, "ecn": cmd_ecn}[args.cmd](args)
+    result = {"lateness": cmd_lateness, "spacing": cmd_spacing, "path": cmd_path, "ecn": cmd_ecn,
+              "codel": cmd_codel}[args.cmd](args)
     json.dump(result, sys.stdout)
     print()
 
