@@ -7,11 +7,11 @@ import { spawn, execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { newId } from '../names.js';
-import { newRunDir, bottleneckBuilt } from './lib/net.js';
-import { leftovers, runPids } from './lib/leftovers.js';
+import { newRunDir, bottleneckBuilt } from '../testing/net.js';
+import { leftovers, runPids } from '../testing/leftovers.js';
 
 const CLI = fileURLToPath(new URL('../cli.js', import.meta.url));
-const HARNESS_LIKE = fileURLToPath(new URL('./lib/harness-like.js', import.meta.url));
+const HARNESS_LIKE = fileURLToPath(new URL('../testing/harness-like.js', import.meta.url));
 // Without the bottleneck binary the kernel backend (delay 0) still exercises every other kind of leftover.
 const BACKEND = bottleneckBuilt ? 'userspace' : 'kernel';
 
@@ -53,26 +53,38 @@ for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGKILL'])) {
   for (const when of /** @type {const} */ (['namespaces', 'processes'])) {
     test(`cli up killed by ${signal} once its ${when} exist, then clean: nothing left`, { timeout: 40000 }, async (t) => {
       const id = newId();
-      const { pids } = await startAndKill([CLI, 'up', '--id', id, '--backend', BACKEND], id, signal, when);
-      t.diagnostic(`${pids.length} processes of the run seen; left before clean: ${leftovers(id, pids).join(', ') || 'nothing'}`);
-      clean(id);
-      assert.deepEqual(leftovers(id, pids), []);
+      try {
+        const { pids } = await startAndKill([CLI, 'up', '--id', id, '--backend', BACKEND], id, signal, when);
+        t.diagnostic(`${pids.length} processes of the run seen; left before clean: ${leftovers(id, pids).join(', ') || 'nothing'}`);
+        clean(id);
+        assert.deepEqual(leftovers(id, pids), []);
+      } finally {
+        clean(id);
+      }
     });
   }
   test(`a harness-like process (captures, cross traffic, bottleneck) killed by ${signal}, then clean: nothing left`, { timeout: 40000 }, async () => {
     const id = newId();
-    const { pids } = await startAndKill([HARNESS_LIKE, id, newRunDir('kill'), BACKEND], id, signal, 'after-up');
-    assert.ok(pids.length >= 4, `expected tcpdump x2, iperf3 x2 (+ bottlenecks), saw ${pids.length}`);
-    clean(id);
-    assert.deepEqual(leftovers(id, pids), []);
+    try {
+      const { pids } = await startAndKill([HARNESS_LIKE, id, newRunDir('kill'), BACKEND], id, signal, 'after-up');
+      assert.ok(pids.length >= 4, `expected tcpdump x2, iperf3 x2 (+ bottlenecks), saw ${pids.length}`);
+      clean(id);
+      assert.deepEqual(leftovers(id, pids), []);
+    } finally {
+      clean(id);
+    }
   });
 }
 
 test('cli up that finished (detached bottleneck), then clean: nothing left', { timeout: 30000 }, async () => {
   const id = newId();
-  execFileSync(process.execPath, [CLI, 'up', '--id', id, '--backend', BACKEND]);
-  const pids = runPids(id);
-  if (BACKEND === 'userspace') assert.equal(pids.length, 2, 'two bottleneck processes outlive the CLI');
-  clean(id);
-  assert.deepEqual(leftovers(id, pids), []);
+  try {
+    execFileSync(process.execPath, [CLI, 'up', '--id', id, '--backend', BACKEND]);
+    const pids = runPids(id);
+    if (BACKEND === 'userspace') assert.equal(pids.length, 2, 'two bottleneck processes outlive the CLI');
+    clean(id);
+    assert.deepEqual(leftovers(id, pids), []);
+  } finally {
+    clean(id);
+  }
 });

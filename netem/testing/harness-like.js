@@ -1,7 +1,7 @@
 // @ts-check
 // A stand-in for the harness in kill tests: brings a network up with captures and cross traffic, says "up",
 // then waits to be killed. It handles no signals (the worst case: everything it started is left behind).
-import { createNetwork } from '../../index.js';
+import { createNetwork } from '../index.js';
 
 const [id, runDir, backend] = process.argv.slice(2);
 const scenario = {

@@ -4,8 +4,8 @@ import { mkdtempSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn, execFileSync } from 'node:child_process';
-import { createNetwork } from '../../index.js';
-import { BOTTLENECK_BIN } from '../../userspace.js';
+import { createNetwork } from '../index.js';
+import { BOTTLENECK_BIN } from '../userspace.js';
 
 export const bottleneckBuilt = existsSync(BOTTLENECK_BIN);
 export const SKIP_NO_BOTTLENECK = bottleneckBuilt ? false
@@ -18,7 +18,7 @@ export const newRunDir = (label) => mkdtempSync(join(tmpdir(), `rtclab-test-${la
  * Bring a network up, run fn, always tear down.
  * @template T
  * @param {any} scenario @param {'kernel' | 'userspace' | 'auto'} backend
- * @param {(net: import('../../index.js').Network, runDir: string) => Promise<T>} fn
+ * @param {(net: import('../index.js').Network, runDir: string) => Promise<T>} fn
  * @returns {Promise<T>}
  */
 export async function withNetwork(scenario, backend, fn) {
@@ -33,7 +33,7 @@ export async function withNetwork(scenario, backend, fn) {
 
 /**
  * Run a command in a host's namespace to completion; resolves with its stdout.
- * @param {import('../../index.js').Network} net @param {'a'|'r'|'b'} host @param {string[]} argv
+ * @param {import('../index.js').Network} net @param {'a'|'r'|'b'} host @param {string[]} argv
  */
 export function execIn(net, host, argv) {
   return new Promise((resolve, reject) => {
@@ -48,7 +48,7 @@ export function execIn(net, host, argv) {
 
 /**
  * iperf3 UDP from a to b for seconds at kbit (server in b); packet size len bytes of UDP payload.
- * @param {import('../../index.js').Network} net
+ * @param {import('../index.js').Network} net
  * @param {{ kbit: number, seconds: number, len?: number, port?: number, tos?: number }} o
  */
 export async function udpFlow(net, o) {
