@@ -7,6 +7,8 @@ by-hand checks. Standard library only, so it runs on a fresh machine.
   gtlog.py path A.pcap B.pcap [--log LOG]    received wire rate at b, one-way and queuing delay, log agreement
   gtlog.py ecn PCAP [--dst IP]               ECN codepoints seen, IPv4 header checksums that do not verify
   gtlog.py codel LOG [--target-ms --interval-ms]  time to CoDel's first drop, spacing of the next ones
+  gtlog.py order PCAP                        reordering of an iperf3 UDP flow (its packet counter)
+  gtlog.py windows PCAP [--window-s S]       received wire rate per window
 Each prints one JSON object.
 """
 import argparse
@@ -190,6 +192,38 @@ def cmd_codel(args):
     return out
 
 
+def cmd_order(args):
+    """Reordering at b of an iperf3 UDP flow: its 32-bit packet counter (UDP payload bytes 8..12) must only grow."""
+    seqs = []
+    for _, _, frame in read_pcap(args.pcap):
+        if len(frame) < 14 + 20 + 8 + 12 or frame[12:14] != b"\x08\x00":
+            continue
+        ip = frame[14:]
+        ihl = (ip[0] & 0x0F) * 4
+        if ip[9] != 17 or ".".join(map(str, ip[16:20])) != args.dst:
+            continue
+        udp = ip[ihl:]
+        if struct.unpack_from(">H", udp, 2)[0] != args.dport:
+            continue
+        seqs.append(struct.unpack_from(">I", udp, 8 + 8)[0])
+    inversions = sum(1 for a, b in zip(seqs, seqs[1:]) if b < a)
+    return {"packets": len(seqs), "reordered": inversions}
+
+
+def cmd_windows(args):
+    """Received wire rate at b (kbit/s) in consecutive windows of --window-s, from --t0-ns or the first packet."""
+    pkts = ipv4_packets(args.pcap, dst=args.dst)
+    if not pkts:
+        return {"windows_kbit": []}
+    t0, w = args.t0_ns or pkts[0][0], int(args.window_s * 1e9)
+    sums = {}
+    for t, f, _, _ in pkts:
+        if t >= t0:
+            sums[(t - t0) // w] = sums.get((t - t0) // w, 0) + f
+    last = max(sums)
+    return {"windows_kbit": [round(sums.get(i, 0) * 8 / args.window_s / 1000, 1) for i in range(last)]}
+
+
 def ipv4_header_checksum_ok(ip):
     ihl = (ip[0] & 0x0F) * 4
     total = sum(struct.unpack_from(f">{ihl // 2}H", ip, 0))
@@ -236,12 +270,21 @@ def main():
     p.add_argument("--target-ms", type=float, default=5)
     p.add_argument("--interval-ms", type=float, default=100)
     p.add_argument("--gaps", type=int, default=6)
+    p = sub.add_parser("order")
+    p.add_argument("pcap")
+    p.add_argument("--dst", default="10.0.2.2")
+    p.add_argument("--dport", type=int, default=5201)
+    p = sub.add_parser("windows")
+    p.add_argument("pcap")
+    p.add_argument("--dst", default="10.0.2.2")
+    p.add_argument("--window-s", type=float, default=1.0)
+    p.add_argument("--t0-ns", type=int, default=0)
     p = sub.add_parser("ecn")
     p.add_argument("pcap")
     p.add_argument("--dst", default="10.0.2.2")
     args = ap.parse_args()
     result = {"lateness": cmd_lateness, "spacing": cmd_spacing, "path": cmd_path, "ecn": cmd_ecn,
-              "codel": cmd_codel}[args.cmd](args)
+              "codel": cmd_codel, "order": cmd_order, "windows": cmd_windows}[args.cmd](args)
     json.dump(result, sys.stdout)
     print()
 
