@@ -92,3 +92,24 @@ export function quantile(xs, p) {
   const s = [...xs].sort((x, y) => x - y);
   return s[Math.min(s.length - 1, Math.max(0, Math.round(p * (s.length - 1))))];
 }
+
+/**
+ * IPv4 header checksums of a pcap's packets: the ones that do not verify (after an ECN rewrite, say).
+ * @param {string} file @returns {number} count of IPv4 packets whose header checksum is wrong
+ */
+export function badIpChecksums(file) {
+  const buf = readFileSync(file);
+  let bad = 0;
+  for (let off = 24; off + 16 <= buf.length;) {
+    const incl = buf.readUInt32LE(off + 8);
+    const data = buf.subarray(off + 16, off + 16 + incl);
+    off += 16 + incl;
+    if (data.length < 34 || data.readUInt16BE(12) !== 0x0800) continue;
+    const ihl = (data[14] & 0x0f) * 4;
+    let sum = 0;
+    for (let i = 0; i < ihl; i += 2) sum += data.readUInt16BE(14 + i);
+    while (sum > 0xffff) sum = (sum & 0xffff) + (sum >> 16);
+    if (sum !== 0xffff) bad++;
+  }
+  return bad;
+}
