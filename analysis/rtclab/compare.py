@@ -101,7 +101,7 @@ def write(runs: list[Path], out: Path | None, progress: Callable[[str], None] | 
     out = out or Path("compare.html")
     divs = "\n".join(f'<div class="chart" id="{fid}"></div>' for fid, _ in figs)
     page = PAGE.format(title="rtclab comparison of " + html.escape(", ".join(r["run"] for r in table)),
-                       plotly=_plotly_js(), cards="", notes="", divs=divs,
+                       plotly=_plotly_js(full=True), cards="", notes="", divs=divs,
                        table="<pre>" + html.escape(text(table)) + "</pre>",
                        figures=json.dumps([{"id": i, "fig": f} for i, f in figs]).replace("</", "<\\/"))
     out.write_text(page, encoding="utf-8")

@@ -18,7 +18,14 @@ KIND_COLOURS = {"video": "#1f77b4", "audio": "#2ca02c", "tcp": "#d62728", "rtcp"
                 "fec": "#bcbd22", "stun": "#7f7f7f", "dtls": "#8c564b", "udp": "#e377c2"}
 
 
-def _plotly_js() -> str:
+VENDORED_PLOTLY = Path(__file__).parent / "vendor" / "plotly-gl2d.min.js"
+
+
+def _plotly_js(full: bool = False) -> str:
+    """The run dashboard embeds plotly.js's small gl2d bundle (scatter + scattergl: fast to start, see
+    vendor/README.md); `full` gives the whole library from the plotly package (box plots, for compare)."""
+    if not full and VENDORED_PLOTLY.exists():
+        return VENDORED_PLOTLY.read_text(encoding="utf-8")
     from plotly.offline import get_plotlyjs
     return get_plotlyjs()
 
@@ -81,64 +88,88 @@ def _gs_series(m: dict[str, Any], direction: str, prefix: str) -> list[tuple[str
 
 
 def _line(name: str, pts: list, scale: float = 1.0, **style: Any) -> dict[str, Any]:
-    return {"type": "scatter", "mode": "lines+markers", "marker": {"size": 3}, "name": name,
+    return {"type": "scatter", "mode": "lines", "name": name,
             "x": [round(p[0], 3) for p in pts], "y": [p[1] * scale for p in pts], **style}
 
 
+def _stack(m: dict[str, Any], panels: list[tuple[str, str, list[dict]]], duration_s: float) -> dict[str, Any]:
+    """One figure, one row per panel, all sharing the time axis: one plot call instead of six (each plot call costs
+    a fixed 100-200 ms in Chromium here)."""
+    n = len(panels)
+    gap = 0.035
+    row_h = (1 - gap * (n - 1)) / n
+    data: list[dict] = []
+    layout: dict[str, Any] = {"height": 230 * n + 80, "margin": {"l": 60, "r": 20, "t": 30, "b": 45},
+                              "legend": {"orientation": "h", "y": -0.04}, "shapes": _cross_shapes(m),
+                              "xaxis": {"title": {"text": "time since call start (s)"}, "range": [0, duration_s],
+                                        "anchor": f"y{n}" if n > 1 else "y"},
+                              "annotations": [], "hovermode": "x"}
+    for i, (title, ytitle, traces) in enumerate(panels):
+        axis = "y" if i == 0 else f"y{i + 1}"
+        top = 1 - i * (row_h + gap)
+        layout["yaxis" if i == 0 else f"yaxis{i + 1}"] = {"domain": [top - row_h, top], "anchor": "x",
+                                                           "title": {"text": ytitle}}
+        layout["annotations"].append({"text": f"<b>{title}</b>", "xref": "paper", "yref": "paper", "x": 0,
+                                      "y": top, "xanchor": "left", "yanchor": "bottom", "showarrow": False})
+        for tr in traces:
+            data.append(dict(tr, xaxis="x", yaxis=axis, legendgroup=title))
+    return {"data": data, "layout": layout}
+
+
 def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, dict]], list[str]]:
-    """(id, {data, layout}) for each chart with data, and a sentence for each chart left out and why."""
+    """(id, {data, layout}) for each chart with data, and a sentence for each panel left out and why."""
     figs: list[tuple[str, dict]] = []
     omitted: list[str] = []
+    panels: list[tuple[str, str, list[dict]]] = []
     duration_s = m["run"].get("duration_s") or 0.0
     t0_ns = int(round((m["run"].get("call_start") or 0) * 1e9))
-    if t is not None and len(t):
+    have_packets = t is not None and len(t) > 0
+    if have_packets:
         rates = _rate_traces(m, t, t0_ns, duration_s)
         if rates:
-            figs.append(("rates", {"data": rates, "layout": _layout(m, "Forward receive rate per flow, capacity",
-                                                                   "Mbit/s")}))
+            panels.append(("Receive rate per flow at b (captures), capacity", "Mbit/s", rates))
     else:
-        omitted.append("rates and per-packet delay: no capture could be read")
-    cc = []
-    for k, v in _gs_series(m, "forward", "sent_bitrate_bps"):
-        cc.append(_line(f"sent (getStats) {k.split(':')[1]}", v, 1e-6))
-    for k, v in _gs_series(m, "forward", "target_bitrate_bps"):
-        cc.append(_line(f"target {k.split(':')[1]}", v, 1e-6))
-    for k, v in _gs_series(m, "forward", "available_outgoing_bitrate_bps"):
-        cc.append(_line("available outgoing bitrate (GCC estimate)", v, 1e-6))
+        omitted.append("rates, loss events and per-packet delay: no capture could be read")
+    cc = [_line(f"sent (getStats) {k.split(':')[1]}", v, 1e-6) for k, v in _gs_series(m, "forward", "sent_bitrate_bps")]
+    cc += [_line(f"target {k.split(':')[1]}", v, 1e-6) for k, v in _gs_series(m, "forward", "target_bitrate_bps")]
+    cc += [_line("available outgoing bitrate (GCC estimate)", v, 1e-6)
+           for _, v in _gs_series(m, "forward", "available_outgoing_bitrate_bps")]
     if cc:
         if m.get("capacity_bps"):
             cc.append({"type": "scatter", "mode": "lines", "name": "capacity", "x": [0, duration_s],
                        "y": [m["capacity_bps"] / 1e6] * 2, "line": {"color": "black", "dash": "dot"}})
-        figs.append(("congestion_control", {"data": cc, "layout": _layout(
-            m, "Congestion controller: sent, target and available outgoing bitrate (a)", "Mbit/s")}))
+        panels.append(("Congestion controller at a: sent, target, available outgoing bitrate", "Mbit/s", cc))
     else:
         omitted.append("congestion controller: no getStats from a")
     rtt = [_line(f"RTT {k.split(':')[1]}", v) for k, v in _gs_series(m, "forward", "rtt_ms")]
     rtt += [_line(f"Tq = RTT - RTTm {k.split(':')[1]}", v) for k, v in _gs_series(m, "forward", "tq_ms")]
     if rtt:
-        figs.append(("rtt", {"data": rtt, "layout": _layout(m, "RTCP round-trip time and queuing delay Tq", "ms")}))
+        panels.append(("RTCP round-trip time and queuing delay Tq", "ms", rtt))
     else:
         omitted.append("RTT and Tq: no remote-inbound-rtp RTT samples in getStats")
-    if t is not None and len(t):
+    if have_packets:
+        loss = _loss_traces(m, t, t0_ns, duration_s)
+        if loss:
+            panels.append(loss)
+        else:
+            omitted.append("loss events: no forward packet was lost")
+    fps = [_line(f"fps {k.split(':')[1]}", v) for k, v in _gs_series(m, "forward", "received_fps")]
+    height = [_line(f"frame height {k.split(':')[1]}", v) for k, v in _gs_series(m, "forward", "frame_height")]
+    if fps:
+        panels.append(("Received frames per second at b", "frames/s", fps))
+    if height:
+        panels.append(("Received resolution at b", "frame height (px)", height))
+    if not fps and not height:
+        omitted.append("fps and resolution: no inbound video in getStats from b")
+    if panels:
+        figs.append(("timeseries", _stack(m, panels, duration_s)))
+    if have_packets:
         owd = _owd_scatter(m, t, t0_ns)
         if owd:
             figs.append(owd)
-        loss = _loss_bars(m, t, t0_ns, duration_s)
-        if loss:
-            figs.append(loss)
-        else:
-            omitted.append("loss events: no forward packet was lost")
         cdf = _cdf(m, t)
         if cdf:
             figs.append(cdf)
-    video = [_line(f"fps {k.split(':')[1]}", v) for k, v in _gs_series(m, "forward", "received_fps")]
-    video += [_line(f"frame height {k.split(':')[1]}", v, yaxis="y2") for k, v in _gs_series(m, "forward", "frame_height")]
-    if video:
-        figs.append(("video", {"data": video, "layout": _layout(
-            m, "Received video at b: frames per second and resolution", "frames/s",
-            yaxis2={"title": {"text": "frame height (px)"}, "overlaying": "y", "side": "right"})}))
-    else:
-        omitted.append("fps and resolution: no inbound video in getStats from b")
     return figs, omitted
 
 
@@ -162,7 +193,7 @@ def _owd_scatter(m: dict[str, Any], t: PacketTable, t0_ns: int) -> tuple[str, di
     return ("owd", {"data": traces, "layout": _layout(m, title, "one-way delay (ms)", xtitle="time since call start (s), at departure")})
 
 
-def _loss_bars(m: dict[str, Any], t: PacketTable, t0_ns: int, duration_s: float) -> tuple[str, dict] | None:
+def _loss_traces(m: dict[str, Any], t: PacketTable, t0_ns: int, duration_s: float) -> tuple[str, str, list[dict]] | None:
     c = t.cols
     w = max(1.0, _window_s(duration_s))
     traces = []
@@ -176,12 +207,15 @@ def _loss_bars(m: dict[str, Any], t: PacketTable, t0_ns: int, duration_s: float)
         keep = (ts >= 0) & (ts < n_bins * w)
         counts = np.bincount((ts[keep] // w).astype(np.int64), minlength=n_bins)[:n_bins]
         nz = np.flatnonzero(counts)
-        traces.append({"type": "bar", "name": _flow_label(f), "x": (nz * w + w / 2).round(3).tolist(),
-                       "y": counts[nz].tolist(), "marker": {"color": KIND_COLOURS.get(f["kind"])}})
+        # Stems from zero to the count (a bar chart drawn with scatter lines: the small bundle has no bar trace).
+        xs = np.repeat(nz * w + w / 2, 3).astype(float).round(3)
+        ys = np.column_stack([np.zeros(nz.size), counts[nz], np.full(nz.size, np.nan)]).ravel()
+        traces.append({"type": "scatter", "mode": "lines", "name": _flow_label(f), "x": xs.tolist(),
+                       "y": [None if np.isnan(v) else float(v) for v in ys],
+                       "line": {"color": KIND_COLOURS.get(f["kind"]), "width": 3}})
     if not traces:
         return None
-    return ("loss", {"data": traces, "layout": _layout(m, f"Lost packets a → b per {w:g} s (by departure time)",
-                                                       "packets", barmode="stack")})
+    return (f"Lost packets a → b per {w:g} s (by departure time)", "packets", traces)
 
 
 def _cdf(m: dict[str, Any], t: PacketTable) -> tuple[str, dict] | None:
@@ -194,7 +228,7 @@ def _cdf(m: dict[str, Any], t: PacketTable) -> tuple[str, dict] | None:
         rows = rows[c["status"][rows] == DELIVERED]
         for col, label, dash in (("owd_ns", "one-way", "solid"), ("queuing_delay_ns", "queuing", "dot")):
             v = np.sort(c[col][rows]) / 1e6
-            q = np.linspace(0, 1, min(500, v.size))
+            q = np.linspace(0, 1, min(200, v.size))
             traces.append({"type": "scatter", "mode": "lines", "name": f"{label} {_flow_label(f)}",
                            "x": np.quantile(v, q).round(3).tolist(), "y": q.round(4).tolist(),
                            "line": {"dash": dash, "color": KIND_COLOURS.get(f["kind"])}})
@@ -278,9 +312,12 @@ table.flows td,table.flows th{{border:1px solid #ddd;padding:3px 6px;text-align:
   var gl = false;
   try {{ var cv = document.createElement('canvas'); gl = !!(cv.getContext('webgl') || cv.getContext('experimental-webgl')); }} catch (e) {{}}
   var done = [];
+  window.rtclabTimings = {{start: performance.now()}};
   figs.forEach(function (f) {{
     if (!gl) f.fig.data.forEach(function (tr) {{ if (tr.type === 'scattergl') tr.type = 'scatter'; }});
+    var t = performance.now();
     done.push(Plotly.newPlot(f.id, f.fig.data, f.fig.layout, {{responsive: true, displaylogo: false}}));
+    window.rtclabTimings[f.id] = performance.now() - t;
   }});
   Promise.all(done).then(function () {{ window.rtclabReady = performance.now(); }});
 }})();
