@@ -2,11 +2,12 @@
 """Measurements for the bottleneck's trial and benchmark, from nanosecond pcaps and the ground-truth log.
 
 Standard library only, so that it runs anywhere the scripts run.
-  measure.py owd A.pcap B.pcap [--dport N] [--skip-s S]   rate at b, one-way and queuing delay (packet key match)
+  measure.py owd A.pcap B.pcap [--dport N] [--proto P] [--skip-s S]   rate at b, one-way and queuing delay (packet key match)
   measure.py logcheck LOG A.pcap B.pcap --delay-ms D       the log against the captures (docs/bottleneck-log.md)
   measure.py lateness LOG [--skip-s S]                     release lateness = release_ns - due_ns
   measure.py spacing B.pcap --kbit R [--dport N] [--skip-s S]  departure spacing error of a saturated link
   measure.py accounting LOG A.pcap [--dport N]             packets that left a but never reached the log
+  measure.py ce PCAP                                       ECN codepoints; CE packets with a bad IP checksum
   measure.py gtlog-summary LOG                             record counts by event, trailing fragment
 """
 import argparse
@@ -104,10 +105,15 @@ def match(a_pkts, b_pkts):
 
 
 def cmd_owd(args):
-    a = list(ipv4_packets(args.a, args.dport))
-    b = list(ipv4_packets(args.b, args.dport))
+    a_all = list(ipv4_packets(args.a, args.dport))
+    b_all = list(ipv4_packets(args.b, args.dport))
+    a = [p for p in a_all if args.proto is None or p["proto"] == args.proto]
+    b = [p for p in b_all if args.proto is None or p["proto"] == args.proto]
     if not a or not b:
         raise SystemExit("no matching packets in the captures")
+    # The base of the queuing delay: the least-delayed packet of the whole capture (an empty queue).
+    _, pairs_all = match(a_all, b_all)
+    base_ms = min((pb["ts"] - pa["ts"]) / 1e6 for pa, pb in pairs_all)
     t0 = a[0]["ts"] + int(args.skip_s * 1e9)
     _, pairs = match(a, b)
     owd = [(pb["ts"] - pa["ts"]) / 1e6 for pa, pb in pairs if pa["ts"] >= t0]
@@ -117,8 +123,8 @@ def cmd_owd(args):
     bits = sum((p["ip_len"] + 14) * 8 for p in b_window[1:])
     out = {"packets_a": len(a), "packets_b": len(b), "matched": len(pairs),
            "rate_at_b_bit_s": bits / span_s if span_s > 0 else None,
-           "owd_ms": {"min": min(owd), "p50": pct(owd, 0.5), "max": max(owd)},
-           "max_queuing_delay_ms": max(owd) - min(owd)}
+           "owd_ms": {"base": base_ms, "min": min(owd), "p50": pct(owd, 0.5), "max": max(owd)},
+           "max_queuing_delay_ms": max(owd) - base_ms}
     print(json.dumps(out))
 
 
@@ -195,6 +201,28 @@ def cmd_accounting(args):
     print(json.dumps({"packets_a": len(a), "records": len(records), "not_in_log": missing}))
 
 
+def ipv4_checksum_ok(header: bytes) -> bool:
+    total = sum(struct.unpack(">%dH" % (len(header) // 2), header))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total == 0xFFFF
+
+
+def cmd_ce(args):
+    """ECN codepoints of the IPv4 packets in a capture, and whether every CE packet's header checksum is valid."""
+    counts, ce_bad = {0: 0, 1: 0, 2: 0, 3: 0}, 0
+    for _ts, frame in read_pcap(args.pcap):
+        if len(frame) < 34 or frame[12:14] != b"\x08\x00":
+            continue
+        ip = frame[14:]
+        ihl = (ip[0] & 0x0F) * 4
+        ecn = ip[1] & 3
+        counts[ecn] += 1
+        if ecn == 3 and not ipv4_checksum_ok(ip[:ihl]):
+            ce_bad += 1
+    print(json.dumps({"not_ect": counts[0], "ect1": counts[1], "ect0": counts[2], "ce": counts[3], "ce_bad_checksum": ce_bad}))
+
+
 def cmd_summary(args):
     header, records, frag = read_gtlog(args.log)
     counts = {}
@@ -207,6 +235,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("owd"); p.add_argument("a"); p.add_argument("b"); p.add_argument("--dport", type=int)
+    p.add_argument("--proto", type=int, help="only this IP protocol (17: the UDP data, not iperf3's TCP control)")
     p.add_argument("--skip-s", type=float, default=0.0); p.set_defaults(fn=cmd_owd)
     p = sub.add_parser("logcheck"); p.add_argument("log"); p.add_argument("a"); p.add_argument("b")
     p.add_argument("--delay-ms", type=float, required=True); p.set_defaults(fn=cmd_logcheck)
@@ -216,6 +245,7 @@ def main():
     p.add_argument("--dport", type=int); p.add_argument("--skip-s", type=float, default=0.0); p.set_defaults(fn=cmd_spacing)
     p = sub.add_parser("accounting"); p.add_argument("log"); p.add_argument("a"); p.add_argument("--dport", type=int)
     p.set_defaults(fn=cmd_accounting)
+    p = sub.add_parser("ce"); p.add_argument("pcap"); p.set_defaults(fn=cmd_ce)
     p = sub.add_parser("gtlog-summary"); p.add_argument("log"); p.set_defaults(fn=cmd_summary)
     args = ap.parse_args()
     args.fn(args)

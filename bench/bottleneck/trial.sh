@@ -46,8 +46,8 @@ FWD_RC=0; wait $FWD || FWD_RC=$?
 wait $REV || true
 sleep 0.5
 bn_stop $CAPA; bn_stop $CAPB
-echo "-- userspace: captures (UDP to 5201, first 3 s skipped)"
-$M owd "$OUT/capture-a.pcap" "$OUT/capture-b.pcap" --dport 5201 --skip-s 3 | tee "$OUT/owd-userspace.json"
+echo "-- userspace: captures (UDP data to 5201, first 3 s skipped)"
+$M owd "$OUT/capture-a.pcap" "$OUT/capture-b.pcap" --dport 5201 --proto 17 --skip-s 3 | tee "$OUT/owd-userspace.json"
 echo "-- log against the captures"
 $M logcheck "$OUT/bottleneck-forward.gtlog" "$OUT/capture-a.pcap" "$OUT/capture-b.pcap" --delay-ms 25 | tee "$OUT/logcheck.json"
 echo "-- release lateness (log)"
@@ -65,7 +65,26 @@ bn_capture "$NS_B" b-eth0 "$OUT/tbf-b.pcap"; CAPB=${BN_PIDS[-1]}
 ip netns exec "$NS_A" iperf3 -c 10.0.2.2 -p 5201 -u -b 2M -l 1448 -t "$DURATION_S" --json >"$OUT/iperf3-tbf.json"
 sleep 1
 bn_stop $CAPA; bn_stop $CAPB
-$M owd "$OUT/tbf-a.pcap" "$OUT/tbf-b.pcap" --dport 5201 --skip-s 3 | tee "$OUT/owd-tbf.json"
+$M owd "$OUT/tbf-a.pcap" "$OUT/tbf-b.pcap" --dport 5201 --proto 17 --skip-s 3 | tee "$OUT/owd-tbf.json"
+
+ip netns exec "$NS_R" tc qdisc del dev r-eth1 root
+
+echo "== 5. ECN: an ECN TCP flow through 1 Mbit/s CoDel (ecn on), 10 s: CE marks at b with valid IP checksums"
+echo '{"delay_ms":25,"jitter_ms":0,"loss_percent":0,"rate":{"kbit":1000,"burst_bytes":3028},"qdisc":{"kind":"codel","target_ms":5,"interval_ms":100,"limit_packets":1000,"ecn":true}}' >"$OUT/codel-ecn.json"
+ip netns exec "$NS_A" sysctl -qw net.ipv4.tcp_ecn=1
+ip netns exec "$NS_B" sysctl -qw net.ipv4.tcp_ecn=1
+bn_start_bottleneck 0 "$OUT/codel-ecn.json" "$OUT/ecn-forward.gtlog"
+EFWD=${BN_PIDS[-1]}
+bn_start_bottleneck 1 "$OUT/delay25.json" "$OUT/ecn-reverse.gtlog"
+EREV=${BN_PIDS[-1]}
+bn_bg "$NS_B" iperf3 -s -1 -p 5202 >/dev/null
+bn_capture "$NS_B" b-eth0 "$OUT/ecn-b.pcap"; CAPB=${BN_PIDS[-1]}
+ip netns exec "$NS_A" iperf3 -c 10.0.2.2 -p 5202 -C cubic -t 10 --json >"$OUT/iperf3-ecn.json"
+sleep 0.5
+bn_stop $CAPB; bn_stop $EFWD; bn_stop $EREV
+$M ce "$OUT/ecn-b.pcap"
+$M gtlog-summary "$OUT/ecn-forward.gtlog" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps(d["events"]))'
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("tcp goodput", round(d["end"]["sum_received"]["bits_per_second"]), "bit/s, retransmits", d["end"]["sum_sent"].get("retransmits"))' "$OUT/iperf3-ecn.json"
 
 echo "== 4. after SIGTERM"
 echo "forward bottleneck exit code: $FWD_RC"
