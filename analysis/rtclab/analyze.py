@@ -98,9 +98,9 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
         duration_s = ((max(last_ts) / 1e9) - t0) if last_ts else 0.0
     phase_list = rundir.phases(run, duration_s)
     t0_ns = int(round(t0 * 1e9))
-    big = np.iinfo(np.int64).max
-    bounds = [(p.name, (-big if p.name == "all" else t0_ns + int(p.start_s * 1e9)),
-               (big if p.name == "all" else t0_ns + int(p.end_s * 1e9))) for p in phase_list]
+    lowest, highest = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)  # "all": every packet, unfiltered
+    bounds = [(p.name, (lowest if p.name == "all" else t0_ns + int(p.start_s * 1e9)),
+               (highest if p.name == "all" else t0_ns + int(p.end_s * 1e9))) for p in phase_list]
 
     ssrc_kinds, pt_kinds, clocks = getstats.kinds(sides)
     table = None
@@ -209,4 +209,6 @@ def write_parquet(table: packets.PacketTable, path: Path) -> None:
                  "ssrc", "rtp_seq", "rtp_ts", "rtp_pt", "rtp_marker", "twcc_seq", "tcp_seq", "key",
                  "frame_send", "frame_recv"):
         arrays[name] = pa.array(c[name])
-    pq.write_table(pa.table(arrays), path, compression="zstd")
+    # lz4 and no dictionary pages for the high-cardinality columns: half the time of the defaults, files ~40% larger.
+    pq.write_table(pa.table(arrays), path, compression="lz4", write_statistics=False,
+                   use_dictionary=["direction", "status", "class"])

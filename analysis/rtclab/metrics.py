@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from .packets import CLS_NAMES, CLS_RTP, DELIVERED, DIRECTION_NAMES, DUPLICATE, FORWARD, LOST, UNMATCHED, PacketTable
+from .packets import (CLS_NAMES, CLS_RTP, DELIVERED, DIRECTION_NAMES, DUPLICATE, FORWARD, LOST, UNKNOWN, UNMATCHED,
+                      PacketTable)
 from .rundir import int_to_ip
 
 WINDOWS_S = (0.15, 0.5, 1.0)
@@ -88,18 +89,18 @@ def flow_kind(cls: int, pt: int, ssrc: int, ssrc_kinds: dict[int, str], pt_kinds
 def _subset_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int, kind: str,
                     clock_hz: float | None) -> dict[str, Any]:
     c = t.cols
-    status = c["status"][rows]
-    t_send, t_recv = c["t_send_ns"][rows], c["t_recv_ns"][rows]
-    ref = np.where(t_send >= 0, t_send, t_recv)
-    rows = rows[(ref >= lo_ns) & (ref < hi_ns)]
+    if lo_ns > np.iinfo(np.int64).min or hi_ns < np.iinfo(np.int64).max:
+        t_send, t_recv = c["t_send_ns"][rows], c["t_recv_ns"][rows]
+        ref = np.where(t_send >= 0, t_send, t_recv)  # departures by send time, unmatched arrivals by arrival time
+        rows = rows[(ref >= lo_ns) & (ref < hi_ns)]
     status = c["status"][rows]
     sent_rows = rows[(status == DELIVERED) | (status == LOST)]
     got = rows[status == DELIVERED]
-    frame_bytes = c["ip_len"].astype(np.int64) + ETHERNET_HEADER_BYTES
+    frame_bytes = c["ip_len"]  # plus ETHERNET_HEADER_BYTES per packet, added to the sums below
     n_sent, n_got = int(sent_rows.size), int(got.size)
     lost_mask = c["status"][sent_rows] == LOST
-    bytes_sent = int(frame_bytes[sent_rows].sum())
-    bytes_lost = int(frame_bytes[sent_rows[lost_mask]].sum())
+    bytes_sent = int(frame_bytes[sent_rows].sum(dtype=np.int64)) + ETHERNET_HEADER_BYTES * n_sent
+    bytes_lost = int(frame_bytes[sent_rows[lost_mask]].sum(dtype=np.int64)) + ETHERNET_HEADER_BYTES * int(lost_mask.sum())
     owd_ms = c["owd_ns"][got] / 1e6
     qd_ms = c["queuing_delay_ns"][got] / 1e6
     # Reordering over first copies, in arrival order (a stable sort keeps send order among equal arrival times).
@@ -110,6 +111,7 @@ def _subset_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int, ki
         "packets_sent": n_sent,
         "packets_received": n_got,
         "packets_lost": int(lost_mask.sum()),
+        "packets_unknown": int((status == UNKNOWN).sum()),  # not seen arriving, but sent while the other capture was off
         "bytes_sent": bytes_sent,
         "bytes_lost": bytes_lost,
         "loss_ratio": (float(lost_mask.sum()) / n_sent) if n_sent else None,
@@ -140,7 +142,7 @@ def _subset_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int, ki
         span_lo = span_hi = 0
     span_s = (span_hi - span_lo) / 1e9
     tr = c["t_recv_ns"][arrivals]
-    fb = frame_bytes[arrivals]
+    fb = frame_bytes[arrivals].astype(np.int64) + ETHERNET_HEADER_BYTES
     thr: dict[str, Any] = {"mean": (float(fb.sum()) * 8 / span_s) if span_s > 0 else None, "windows": {}}
     for w in WINDOWS_S:
         rates = windowed_rate(tr, fb, span_lo, span_hi, w)
@@ -156,7 +158,9 @@ def _subset_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int, ki
         ext = np.unwrap(seq.astype(np.float64), period=65536).astype(np.int64)
         expected = int(ext.max() - ext.min() + 1)
         out["rtp_seq_expected"] = expected
-        out["rtp_seq_lost"] = expected - int(np.unique(ext).size)
+        distinct = int(np.count_nonzero(np.bincount(ext - ext.min()))) if expected < 50 * ext.size + 65536 else \
+            int(np.unique(ext).size)  # a counting pass unless the range is absurd (a garbled stream)
+        out["rtp_seq_lost"] = expected - distinct
         if clock_hz and arrivals.size > 1:
             j_s = _core.rfc3550_jitter_s(tr.astype(np.int64), c["rtp_ts"][arrivals].astype(np.uint32), clock_hz)
             out["jitter_ms"] = {"mean": float(j_s.mean() * 1e3), "max": float(j_s.max() * 1e3),

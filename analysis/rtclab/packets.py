@@ -79,7 +79,9 @@ def join_key(cols: dict[str, np.ndarray], idx: np.ndarray) -> np.ndarray:
     return cols["key"][idx] ^ (cols["ip_id"][idx].astype(np.uint64) * _GOLDEN)
 
 
-def _direction(send: Capture, recv: Capture, src: int, dst: int, direction: int) -> dict[str, np.ndarray]:
+def _direction(send: Capture, recv: Capture, src: int, dst: int, direction: int) -> dict:
+    """Joins one direction. Returns the departures' rows in the sending capture (`s_idx`), the unmatched arrivals'
+    rows in the receiving one (`x_idx`), and the join's own columns for them."""
     sc, rc = send.cols, recv.cols
     s_idx = np.flatnonzero((sc["ip_src"] == src) & (sc["ip_dst"] == dst))
     r_idx = np.flatnonzero((rc["ip_src"] == src) & (rc["ip_dst"] == dst))
@@ -101,26 +103,14 @@ def _direction(send: Capture, recv: Capture, src: int, dst: int, direction: int)
     status[outside] = UNKNOWN
     extra = np.flatnonzero(r_match < 0)  # arrivals without a departure
     extra_status = np.where(r_match[extra] == -2, DUPLICATE, UNMATCHED).astype(np.uint8)
-    n_s, n_x = len(s_idx), len(extra)
     matched = r_idx[s_match[delivered]]  # receiving-capture rows of the delivered departures
-    frame_recv = np.zeros(n_s, dtype=np.uint32)
+    frame_recv = np.zeros(len(s_idx), dtype=np.uint32)
     frame_recv[delivered] = rc["frame"][matched]
-    ecn_recv = np.full(n_s, 255, dtype=np.uint8)  # 255: not observed
+    ecn_recv = np.full(len(s_idx), 255, dtype=np.uint8)  # 255: not observed
     ecn_recv[delivered] = rc["tos"][matched] & 3
-    out: dict[str, np.ndarray] = {
-        "direction": np.full(n_s + n_x, direction, dtype=np.uint8),
-        "status": np.concatenate([status, extra_status]),
-        "t_send_ns": np.concatenate([t_send, np.full(n_x, -1, dtype=np.int64)]),
-        "t_recv_ns": np.concatenate([t_recv, rc["ts_ns"][r_idx[extra]]]),
-        "frame_send": np.concatenate([sc["frame"][s_idx], np.zeros(n_x, dtype=np.uint32)]),
-        "frame_recv": np.concatenate([frame_recv, rc["frame"][r_idx[extra]]]),
-        "ecn_send": np.concatenate([sc["tos"][s_idx] & 3, np.full(n_x, 255, dtype=np.uint8)]),
-        "ecn_recv": np.concatenate([ecn_recv, rc["tos"][r_idx[extra]] & 3]),
-        "dscp": np.concatenate([sc["tos"][s_idx] >> 2, rc["tos"][r_idx[extra]] >> 2]),
-    }
-    for name in _PACKET_FIELDS:
-        out[name] = np.concatenate([sc[name][s_idx], rc[name][r_idx[extra]]])
-    return out
+    return {"direction": direction, "send": send, "recv": recv, "s_idx": s_idx, "x_idx": r_idx[extra],
+            "status": status, "extra_status": extra_status, "t_send": t_send, "t_recv": t_recv,
+            "frame_recv": frame_recv, "ecn_recv": ecn_recv}
 
 
 def flow_ids(cols: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -137,10 +127,40 @@ def flow_ids(cols: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return _core.group_ids(h)
 
 
+def _segments(parts: list[dict]) -> list[tuple[Capture, np.ndarray]]:
+    """Table rows in order: each direction's departures (from the sending capture), then its unmatched arrivals."""
+    out = []
+    for d in parts:
+        out += [(d["send"], d["s_idx"]), (d["recv"], d["x_idx"])]
+    return out
+
+
 def build(cap_a: Capture, cap_b: Capture, addr_a: int, addr_b: int) -> PacketTable:
-    fwd = _direction(cap_a, cap_b, addr_a, addr_b, FORWARD)
-    rev = _direction(cap_b, cap_a, addr_b, addr_a, REVERSE)
-    cols = {k: np.concatenate([fwd[k], rev[k]]) for k in fwd}
+    parts = [_direction(cap_a, cap_b, addr_a, addr_b, FORWARD), _direction(cap_b, cap_a, addr_b, addr_a, REVERSE)]
+    segs = _segments(parts)
+    n = sum(len(idx) for _, idx in segs)
+    cols: dict[str, np.ndarray] = {}
+    # Each packet column is gathered once straight into its place (no intermediate concatenations).
+    for name in _PACKET_FIELDS + ("tos", "frame"):
+        out = np.empty(n, dtype=cap_a.cols[name].dtype)
+        pos = 0
+        for cap, idx in segs:
+            np.take(cap.cols[name], idx, out=out[pos:pos + len(idx)])
+            pos += len(idx)
+        cols[name] = out
+    def joined(departures: str, extras) -> np.ndarray:
+        return np.concatenate([x for d in parts for x in (d[departures], extras(d))])
+    cols["direction"] = np.concatenate([np.full(len(d["s_idx"]) + len(d["x_idx"]), d["direction"], np.uint8) for d in parts])
+    cols["status"] = joined("status", lambda d: d["extra_status"])
+    cols["t_send_ns"] = joined("t_send", lambda d: np.full(len(d["x_idx"]), -1, np.int64))
+    cols["t_recv_ns"] = joined("t_recv", lambda d: d["recv"].cols["ts_ns"][d["x_idx"]])
+    is_departure = np.concatenate([np.r_[np.ones(len(d["s_idx"]), bool), np.zeros(len(d["x_idx"]), bool)] for d in parts])
+    tos, frame = cols.pop("tos"), cols.pop("frame")
+    cols["frame_send"] = np.where(is_departure, frame, 0).astype(np.uint32)
+    cols["frame_recv"] = np.where(is_departure, joined("frame_recv", lambda d: np.zeros(len(d["x_idx"]), np.uint32)), frame)
+    cols["ecn_send"] = np.where(is_departure, tos & 3, 255).astype(np.uint8)
+    cols["ecn_recv"] = np.where(is_departure, joined("ecn_recv", lambda d: np.zeros(len(d["x_idx"]), np.uint8)), tos & 3)
+    cols["dscp"] = tos >> 2
     delivered = cols["status"] == DELIVERED
     cols["owd_ns"] = np.where(delivered, cols["t_recv_ns"] - cols["t_send_ns"], -1)
     flow, first = flow_ids(cols)

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Benchmark of the analyzer's join + metrics against tshark -T fields and pyshark, on a synthetic pair of captures
+generated here (never committed).
+
+  .venv/bin/python bench/analysis/bench.py                      # 10 million forward packets (about 24 s of analysis)
+  .venv/bin/python bench/analysis/bench.py --packets 1000000    # quicker
+
+Prints packets per second for each tool and the ratios, the analyzer's peak memory per packet, and checks the
+analyzer's loss count against the generator's truth. `rtclab analyze` runs pinned to one core (taskset -c 0); tshark
+and pyshark run on a prefix of the same capture (they need minutes for the whole of it) and are extrapolated as rates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rtclab import synth
+
+TSHARK_FIELDS = ["frame.time_epoch", "ip.src", "ip.dst", "ip.id", "ip.dsfield.ecn", "udp.srcport", "udp.dstport",
+                 "tcp.seq_raw", "rtp.ssrc", "rtp.seq", "rtp.timestamp", "rtp.p_type"]
+
+
+def config_for(packets: int) -> synth.SynthConfig:
+    """A call (video 2000 pkt/s, audio, RTCP) with 4 TCP flows through the whole of it, long enough for `packets`
+    forward packets."""
+    fwd_pps = 2000 + 50 + 5 + 4 * 2000
+    return synth.SynthConfig(duration_s=packets / fwd_pps, video_pps=2000, tcp_flows=4, tcp_pps=2000, tcp_start_s=0.0,
+                             tcp_stop_s=None, snaplen=96, loss=0.01, duplicate=0.001, reorder=0.002)
+
+
+def pcap_prefix(src: Path, dst: Path, count: int) -> int:
+    """Copies the header and the first `count` records of a pcap; returns how many it copied."""
+    with src.open("rb") as f, dst.open("wb") as out:
+        out.write(f.read(24))
+        n = 0
+        while n < count:
+            head = f.read(16)
+            if len(head) < 16:
+                break
+            incl = struct.unpack("<I", head[8:12])[0]
+            out.write(head + f.read(incl))
+            n += 1
+    return n
+
+
+def time_rtclab(run: Path, pin: bool) -> tuple[float, int, dict]:
+    """Wall time and peak RSS of `rtclab analyze`. The RSS comes from GNU time in the child: this process's own
+    getrusage would count the generator's arrays, which a forked child shares until it execs."""
+    cmd = [sys.executable, "-m", "rtclab.cli", "analyze", str(run), "--no-tshark", "--no-dashboard", "-q"]
+    if pin and shutil.which("taskset"):
+        cmd = ["taskset", "-c", "0", *cmd]
+    rss_file = run / "bench-rss.txt"
+    if Path("/usr/bin/time").exists():
+        cmd = ["/usr/bin/time", "-f", "%M", "-o", str(rss_file), *cmd]
+    t = time.perf_counter()
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    if res.returncode != 0:
+        raise SystemExit(f"rtclab analyze failed:\n{res.stderr}")
+    peak = int(rss_file.read_text().split()[-1]) * 1024 if rss_file.exists() else 0
+    return wall, peak, json.loads((run / "metrics.json").read_text())
+
+
+def time_tshark(capture: Path) -> tuple[float, int]:
+    cmd = ["tshark", "-n", "-r", str(capture), "-o", "rtp.heuristic_rtp:TRUE", "-T", "fields"]
+    for f in TSHARK_FIELDS:
+        cmd += ["-e", f]
+    t = time.perf_counter()
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    return wall, res.stdout.count("\n")
+
+
+def time_pyshark(capture: Path, use_json: bool) -> tuple[float, int]:
+    import pyshark
+    t = time.perf_counter()
+    cap = pyshark.FileCapture(str(capture), override_prefs={"rtp.heuristic_rtp": "TRUE"}, use_json=use_json,
+                              keep_packets=False)
+    n = 0
+    try:
+        for p in cap:
+            _ = (p.ip.id, p.ip.src, p.ip.dst)
+            if hasattr(p, "rtp"):
+                _ = (p.rtp.ssrc, p.rtp.seq, p.rtp.timestamp)
+            n += 1
+    finally:
+        cap.close()
+    return time.perf_counter() - t, n
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--packets", type=int, default=10_000_000, help="forward packets in the synthetic call")
+    ap.add_argument("--tshark-packets", type=int, default=200_000, help="prefix dissected by tshark -T fields")
+    ap.add_argument("--pyshark-packets", type=int, default=2_000, help="prefix dissected by pyshark")
+    ap.add_argument("--dir", help="where to write the synthetic run (default: a temporary directory, removed after)")
+    ap.add_argument("--keep", action="store_true", help="keep the synthetic run")
+    ap.add_argument("--no-pin", action="store_true", help="do not pin rtclab to one core")
+    args = ap.parse_args()
+
+    base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="rtclab-bench-"))
+    run = base / "run"
+    try:
+        print(f"generating a synthetic run with {args.packets:,} forward packets in {run} ...", flush=True)
+        t = time.perf_counter()
+        truth = synth.write_run(run, config_for(args.packets), with_getstats=False)
+        gen_s = time.perf_counter() - t
+        sizes = {s: (run / f"capture-{s}.pcap").stat().st_size for s in "ab"}
+        print(f"  generated in {gen_s:.1f} s: capture-a {sizes['a'] / 1e9:.2f} GB, capture-b {sizes['b'] / 1e9:.2f} GB")
+
+        wall, peak_bytes, m = time_rtclab(run, pin=not args.no_pin)
+        records = m["inputs"]["capture_a"]["records"] + m["inputs"]["capture_b"]["records"]
+        departures = sum(f["packets_sent"] for f in m["flows"])  # left one side and were joined (lost or delivered)
+        fwd = [f for f in m["flows"] if f["direction"] == "forward"]
+        lost = sum(f["packets_lost"] for f in fwd)
+        unknown = sum(f["packets_unknown"] for f in fwd)
+        true_lost = int(truth.lost.sum())
+        print(f"\nrtclab analyze (join + metrics + metrics.json + packets.parquet{'' if args.no_pin else ', one core'}):")
+        print(f"  {records:,} capture records ({departures:,} departures joined) in {wall:.2f} s "
+              f"= {records / wall / 1e6:.2f} M records/s, {departures / wall / 1e6:.2f} M departures/s")
+        print(f"  steps (s): {m['timings_s']}")
+        print(f"  peak memory {peak_bytes / 1e6:.0f} MB = {peak_bytes / records:.0f} bytes per record "
+              f"(captures are memory-mapped: {sum(sizes.values()) / 1e9:.2f} GB of files)")
+        agree = lost <= true_lost <= lost + unknown
+        print(f"  forward packets lost: {lost:,} by the join (+{unknown:,} in flight when a capture stopped), "
+              f"{true_lost:,} in the generator's truth ({'agree' if agree else 'DIFFER'})")
+
+        prefix = base / "prefix.pcap"
+        n = pcap_prefix(run / "capture-a.pcap", prefix, args.tshark_packets)
+        ts_wall, ts_n = time_tshark(prefix)
+        n_py = pcap_prefix(run / "capture-a.pcap", base / "prefix-small.pcap", args.pyshark_packets)
+        py_wall, py_n = time_pyshark(base / "prefix-small.pcap", use_json=False)
+        pyj_wall, pyj_n = time_pyshark(base / "prefix-small.pcap", use_json=True)
+        ours = records / wall
+        rates = {"tshark -T fields": ts_n / ts_wall, "pyshark": py_n / py_wall, "pyshark (JSON mode)": pyj_n / pyj_wall}
+        print(f"\nsame capture, first {n:,} packets for tshark, first {n_py:,} for pyshark:")
+        print(f"  {'tool':<22}{'packets/s':>14}{'rtclab is':>14}")
+        print(f"  {'rtclab analyze':<22}{ours:>14,.0f}{'1x':>14}")
+        for name, r in rates.items():
+            print(f"  {name:<22}{r:>14,.0f}{ours / r:>13,.0f}x")
+        target = 1_000_000
+        print(f"\ntarget >= {target:,} packets/s end to end on one core: {'met' if ours >= target else 'NOT met'} "
+              f"({ours:,.0f})")
+        return 0
+    finally:
+        if not args.keep:
+            shutil.rmtree(base if not args.dir else run, ignore_errors=True)
+            for p in (base / "prefix.pcap", base / "prefix-small.pcap"):
+                p.unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
