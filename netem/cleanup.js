@@ -4,7 +4,7 @@
 import { rmSync } from 'node:fs';
 import { run, sleep } from './exec.js';
 import { NS_RE, ROOT_VETH_RE, NFT_TABLE_RE, checkId, nsName, names } from './names.js';
-import { releaseMgmtSubnet, removeState, stateIds, cliRunDir } from './state.js';
+import { releaseMgmtSubnet, removeState, stateIds, reservationIds, cliRunDir } from './state.js';
 
 /** @param {number} pid */
 function alive(pid) {
@@ -70,7 +70,7 @@ export async function teardown(id, opts = {}) {
 /** Ids of every run that left something on this host. @returns {Promise<string[]>} */
 export async function leftoverIds() {
   /** @type {Set<string>} */
-  const ids = new Set(stateIds());
+  const ids = new Set([...stateIds(), ...reservationIds()]);
   for (const ns of await listNamespaces()) {
     const m = NS_RE.exec(ns);
     if (m) ids.add(m[1]);

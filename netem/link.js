@@ -221,12 +221,14 @@ export function normalizeLink(link, field, baseDir = process.cwd()) {
   checkKeys(link, LINK_PARAMS, field, 'a link');
   const rate = normalizeRate(link.rate, `${field}.rate`, baseDir);
   const kbit = firstKbit(rate);
+  const qdisc = normalizeQdisc(link.qdisc, `${field}.qdisc`, kbit);
+  if (!rate && qdisc.kind !== 'fifo') fail(`${field}.qdisc`, `${qdisc.kind} needs a rate: without a rate limit nothing ever queues`);
   return {
     delay_ms: checkNumber(link.delay_ms ?? 25, `${field}.delay_ms`, { min: 0, max: 10000 }),
     jitter_ms: checkNumber(link.jitter_ms ?? 0, `${field}.jitter_ms`, { min: 0, max: 10000 }),
     loss_percent: checkNumber(link.loss_percent ?? 0, `${field}.loss_percent`, { min: 0, max: 100 }),
     rate,
-    qdisc: normalizeQdisc(link.qdisc, `${field}.qdisc`, kbit),
+    qdisc,
   };
 }
 

@@ -78,3 +78,17 @@ export function stateIds() {
   if (!existsSync(STATE_DIR)) return [];
   return readdirSync(STATE_DIR).map((f) => /^([a-z0-9]{6})\.json$/.exec(f)?.[1]).filter((x) => !!x).map(String);
 }
+
+/** Ids that hold a management subnet reservation. */
+export function reservationIds() {
+  if (!existsSync(MGMT_DIR)) return [];
+  /** @type {Set<string>} */
+  const ids = new Set();
+  for (const f of readdirSync(MGMT_DIR)) {
+    try {
+      const id = readFileSync(join(MGMT_DIR, f), 'utf8').trim();
+      if (/^[a-z0-9]{6}$/.test(id)) ids.add(id);
+    } catch { /* raced with a release */ }
+  }
+  return [...ids];
+}

@@ -45,7 +45,8 @@ test('errors name the field and the allowed values', () => {
   bad({ rate: { trace: 'no-such-trace.txt' } }, /rate\.trace: file .*no-such-trace\.txt does not exist/);
   bad({ rate: { kbit: 1000, burst_bytes: 100 } }, /rate\.burst_bytes: 100 must be >= 1514/);
   bad({ delay_ms: 'x' }, /delay_ms: "x" is not a number/);
-  bad({ qdisc: { kind: 'fq_codel', ecn: 'yes' } }, /qdisc\.ecn: "yes" is not true or false/);
+  bad({ rate: { kbit: 1000 }, qdisc: { kind: 'fq_codel', ecn: 'yes' } }, /qdisc\.ecn: "yes" is not true or false/);
+  bad({ qdisc: { kind: 'codel' } }, /^network\.forward\.qdisc: codel needs a rate: without a rate limit nothing ever queues$/);
 });
 
 test('prio: only the last band without dscp, no DSCP twice, no prio inside prio', () => {
