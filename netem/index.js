@@ -162,7 +162,9 @@ export class Network extends EventEmitter {
     await this.cross?.stop();
     await this.stopCaptures();
     await this.kernel?.stop();
-    for (const b of this.bottlenecks) await b.stop();
+    for (const b of this.bottlenecks) {
+      if ((await b.stop()) === 'killed') this.o.log(`warning: the ${b.o.direction} bottleneck ignored SIGTERM and was killed: its ground-truth log may end early`);
+    }
     await teardown(this.id);
   }
 }

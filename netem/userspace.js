@@ -99,17 +99,22 @@ export class UserspaceBottleneck extends EventEmitter {
     return this.pid !== null && !this.exited && alive(this.pid);
   }
 
-  /** Remove the rule, SIGTERM, wait; SIGKILL after timeout_ms. Idempotent. */
+  /**
+   * Remove the rule, SIGTERM, wait; SIGKILL after timeout_ms. Idempotent.
+   * @returns {Promise<'not running' | 'exited' | 'killed'>} killed: its log may end early
+   */
   async stop(timeout_ms = 3000) {
     this.stopping = true;
     if (this.ruleAdded) {
       await run([...this.o.nsExec, ...nfqueueRule('-D', this.o.direction)]);
       this.ruleAdded = false;
     }
-    if (this.pid === null || !alive(this.pid)) return;
+    if (this.pid === null || !alive(this.pid)) return 'not running';
     try { process.kill(this.pid, 'SIGTERM'); } catch { /* gone */ }
     const deadline = Date.now() + timeout_ms;
     while (alive(this.pid) && Date.now() < deadline) await sleep(10);
-    if (alive(this.pid)) { try { process.kill(this.pid, 'SIGKILL'); } catch { /* gone */ } }
+    if (!alive(this.pid)) return 'exited';
+    try { process.kill(this.pid, 'SIGKILL'); } catch { /* gone */ }
+    return 'killed';
   }
 }
