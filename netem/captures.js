@@ -30,7 +30,8 @@ export class Capture {
     // --immediate-mode: packets reach tcpdump (and the file) at once, none left in the ring buffer at stop.
     const argv = [...nsExec, 'tcpdump', '-i', dev, '-n', '-s', String(snaplen), '--time-stamp-precision=nano', '--immediate-mode',
       '-U', '-Z', 'root', '-w', file];
-    const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
+    // Own process group: a Ctrl-C meant for the harness does not end the capture before the harness stops it.
+    const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
     this.proc = proc;
     const log = createWriteStream(logFile);
     this.closed = new Promise((resolve) => proc.on('close', (code, signal) => { log.end(); resolve({ code, signal }); }));

@@ -3,6 +3,7 @@
 
 export const USAGE = `usage: node netem/cli.js <command>   (npm run net -- <command>)
   up [--scenario FILE] [--id ID] [--backend auto|kernel|userspace]   bring a network up, print its id
+  plan [--scenario FILE]                                            print the commands (topology, kernel backend) without running them
   exec ID a|r|b -- CMD...                                           run a command in that host's namespace
   show ID                                                           addresses, qdiscs + stats, bottleneck processes
   down ID                                                           tear the network down
@@ -13,6 +14,7 @@ export class UsageError extends Error {}
 /**
  * @param {string[]} argv arguments after the script name
  * @returns {{ cmd: 'help' } | { cmd: 'up', scenario?: string, id?: string, backend?: 'auto'|'kernel'|'userspace' }
+ *   | { cmd: 'plan', scenario?: string }
  *   | { cmd: 'exec', id: string, host: 'a'|'r'|'b', command: string[] } | { cmd: 'show' | 'down', id: string }
  *   | { cmd: 'clean', ids: string[] }}
  */
@@ -44,6 +46,13 @@ export function parseArgs(argv) {
         } else throw new UsageError(`up: unknown option ${rest[i]}`);
       }
       return out;
+    }
+    case 'plan': {
+      if (rest.length === 0) return { cmd: 'plan' };
+      const [flag, inline] = rest[0].split(/=(.*)/s, 2);
+      const file = inline ?? rest[1];
+      if (flag !== '--scenario' || !file || rest.length > (inline === undefined ? 2 : 1)) throw new UsageError('plan: usage: plan [--scenario FILE]');
+      return { cmd: 'plan', scenario: file };
     }
     case 'exec': {
       const [runId, host, sep, ...command] = rest;

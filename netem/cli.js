@@ -10,6 +10,8 @@ import { cleanAll, teardown } from './cleanup.js';
 import { newId, names } from './names.js';
 import { saveState, loadState, cliRunDir } from './state.js';
 import { run } from './exec.js';
+import { planTopology } from './topology.js';
+import { planKernelNetwork } from './kernel-backend.js';
 
 /** @param {string} file */
 function lastLine(file) {
@@ -80,6 +82,23 @@ async function show(id) {
   console.log(out.join('\n'));
 }
 
+/** Print what `up` would run: the topology and the kernel backend's tc plan (or why the kernel cannot). @param {string} [file] */
+function plan(file) {
+  const scenario = loadScenarioNetwork(file);
+  const id = 'xxxxxx';
+  const lines = ['# topology (run id xxxxxx, management subnet 10.99.0.0/29)'];
+  for (const argv of planTopology(id, 0)) lines.push(argv[0] === 'nft' ? `nft -f - <<EOF\n${argv[3]}EOF` : argv.join(' '));
+  lines.push('\n# kernel backend');
+  try {
+    for (const argv of planKernelNetwork(scenario.network, ['ip', 'netns', 'exec', names(id).namespaces.r])) lines.push(argv.join(' '));
+  } catch (e) {
+    lines.push(`# not possible: ${/** @type {Error} */ (e).message}`);
+  }
+  lines.push('\n# userspace backend: the links as bottleneck-forward.json / bottleneck-reverse.json');
+  lines.push(JSON.stringify(scenario.network, null, 2));
+  console.log(lines.join('\n'));
+}
+
 async function main() {
   let a;
   try {
@@ -91,6 +110,7 @@ async function main() {
   switch (a.cmd) {
     case 'help': console.log(USAGE); return 0;
     case 'up': await up(a); return 0;
+    case 'plan': plan(a.scenario); return 0;
     case 'exec': return exec(a.id, a.host, a.command);
     case 'show': await show(a.id); return 0;
     case 'down': requireRun(a.id); await teardown(a.id); console.log(`down ${a.id} (logs kept in ${cliRunDir(a.id)})`); return 0;

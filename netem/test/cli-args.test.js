@@ -13,6 +13,12 @@ test('exec keeps the command after --', () => {
   assert.deepEqual(parseArgs(['exec', 'abc123', 'a', '--', 'ping', '-c', '1', '10.0.2.2']), { cmd: 'exec', id: 'abc123', host: 'a', command: ['ping', '-c', '1', '10.0.2.2'] });
 });
 
+test('plan with and without a scenario', () => {
+  assert.deepEqual(parseArgs(['plan']), { cmd: 'plan' });
+  assert.deepEqual(parseArgs(['plan', '--scenario', 'x.yaml']), { cmd: 'plan', scenario: 'x.yaml' });
+  assert.throws(() => parseArgs(['plan', 'x.yaml']), /plan: usage/);
+});
+
 test('show, down, clean', () => {
   assert.deepEqual(parseArgs(['show', 'abc123']), { cmd: 'show', id: 'abc123' });
   assert.deepEqual(parseArgs(['down', 'abc123']), { cmd: 'down', id: 'abc123' });
