@@ -55,7 +55,7 @@ def flow_filter(run: Path, flow_id: int) -> str:
 def show_flow(run: Path, side: str, flow_id: int, limit: int) -> str:
     import pyshark
     flt = flow_filter(run, flow_id)
-    cap = pyshark.FileCapture(str(_capture(run, side)), display_filter=flt, only_summaries=True,
+    cap = pyshark.FileCapture(str(_capture(run, side)), display_filter=flt, keep_packets=False,
                               override_prefs={"rtp.heuristic_rtp": "TRUE"})
     lines = [f"flow {flow_id} in capture-{side}.pcap ({flt}):"]
     try:
@@ -63,7 +63,13 @@ def show_flow(run: Path, side: str, flow_id: int, limit: int) -> str:
             if i >= min(limit, FLOW_FILTER_MAX_PACKETS):
                 lines.append("...")
                 break
-            lines.append(f"{p.no:>8} {p.time:>12} {p.source} -> {p.destination} {p.protocol} {p.length} {p.info}")
+            fields = ""
+            if hasattr(p, "rtp"):
+                fields = f"ssrc {p.rtp.ssrc} seq {p.rtp.seq} ts {p.rtp.timestamp} pt {p.rtp.p_type} marker {p.rtp.marker}"
+            elif hasattr(p, "tcp"):
+                fields = f"seq {p.tcp.seq_raw} ack {p.tcp.ack_raw} len {p.tcp.len} flags {p.tcp.flags}"
+            lines.append(f"{p.number:>8} {p.sniff_timestamp} {p.ip.src} -> {p.ip.dst} {p.highest_layer} "
+                         f"{p.length} bytes ip.id {p.ip.id} ecn {p.ip.dsfield_ecn} {fields}")
     finally:
         cap.close()
     return "\n".join(lines)

@@ -130,3 +130,18 @@ def test_compare_two_runs(good_run, tmp_path):
     assert set(rows) == {good_run.name, "other"}
     html = out.read_text()
     assert "queuing_box" in html and "rate_bars" in html and "cdn" not in html.lower().split("<script>")[0]
+
+
+def test_show_gives_wiresharks_full_dissection(good_run):
+    r = rtclab("analyze", str(good_run), "--no-tshark", "--no-dashboard", "-q")
+    assert r.returncode == 0
+    video = next(f for f in metrics(good_run)["flows"] if f["kind"] == "video" and f["direction"] == "forward")
+    r = rtclab("show", str(good_run), "--flow", str(video["id"]), "--limit", "2")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 4 and f"rtp.ssrc == {video['ssrc']:#010x}" in lines[0] and lines[-1] == "..."
+    assert "seq 0 " in lines[1] and "seq 1 " in lines[2]
+    r = rtclab("show", str(good_run), "--side", "b", "--frame", "1")
+    assert r.returncode == 0 and "Layer IP" in r.stdout
+    r = rtclab("show", str(good_run), "--flow", "9999")
+    assert r.returncode == 2 and "no flow 9999" in r.stderr
