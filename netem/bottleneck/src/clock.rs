@@ -22,6 +22,13 @@ pub const TOKEN_QUEUE: u64 = 1;
 pub const TOKEN_TIMER: u64 = 2;
 pub const TOKEN_SIGNAL: u64 = 3;
 
+/// What a wait saw: packets to read, a termination signal.
+#[derive(Default, Clone, Copy)]
+pub struct Woken {
+    pub packets: bool,
+    pub signalled: bool,
+}
+
 pub struct Waiter {
     epfd: i32,
     timerfd: i32,
@@ -80,21 +87,21 @@ impl Waiter {
         Ok(())
     }
 
-    /// Waits for packets, the timer or a signal (`timeout_ms` -1: forever, 0: just look). Returns whether a
-    /// termination signal arrived.
-    pub fn wait(&mut self, timeout_ms: i32) -> io::Result<bool> {
+    /// Waits for packets, the timer or a signal (`timeout_ms` -1: forever, 0: just look).
+    pub fn wait(&mut self, timeout_ms: i32) -> io::Result<Woken> {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; 4];
         let n = unsafe { libc::epoll_wait(self.epfd, events.as_mut_ptr(), events.len() as i32, timeout_ms) };
         if n < 0 {
             let e = io::Error::last_os_error();
             if e.raw_os_error() == Some(libc::EINTR) {
-                return Ok(false);
+                return Ok(Woken::default());
             }
             return Err(io::Error::new(e.kind(), format!("epoll_wait failed: {e}")));
         }
-        let mut signalled = false;
+        let mut woken = Woken::default();
         for ev in &events[..n as usize] {
             match ev.u64 {
+                TOKEN_QUEUE => woken.packets = true,
                 TOKEN_TIMER => {
                     let mut buf = [0u8; 8];
                     unsafe { libc::read(self.timerfd, buf.as_mut_ptr() as *mut libc::c_void, 8) };
@@ -103,12 +110,12 @@ impl Waiter {
                 TOKEN_SIGNAL => {
                     let mut info = [0u8; 128];
                     unsafe { libc::read(self.sigfd, info.as_mut_ptr() as *mut libc::c_void, 128) };
-                    signalled = true;
+                    woken.signalled = true;
                 }
                 _ => {}
             }
         }
-        Ok(signalled)
+        Ok(woken)
     }
 }
 

@@ -100,31 +100,26 @@ impl Runtime {
             }
             let may_spin = spun_ns < SPIN_BUDGET_NS;
             let signalled = if next <= now {
-                waiter.wait(0)?
+                waiter.wait(0)?.signalled
             } else if next - now <= SPIN_NS && may_spin {
                 loop {
                     // Lets another real-time task of our priority (the other direction's bottleneck) run.
                     unsafe { libc::sched_yield() };
                     let w = waiter.wait(0)?;
                     let t = clock::now_ns();
-                    if w || t >= next || self.queue_readable() {
+                    if w.signalled || w.packets || t >= next {
                         spun_ns += t - now;
-                        break w;
+                        break w.signalled;
                     }
                 }
             } else {
                 waiter.arm(if may_spin { next - SPIN_NS } else { next })?;
-                waiter.wait(-1)?
+                waiter.wait(-1)?.signalled
             };
             if signalled {
                 return self.shutdown();
             }
         }
-    }
-
-    fn queue_readable(&self) -> bool {
-        let mut pfd = libc::pollfd { fd: self.queue.fd(), events: libc::POLLIN, revents: 0 };
-        unsafe { libc::poll(&mut pfd, 1, 0) > 0 }
     }
 
     fn give_drop_verdicts(&mut self) -> io::Result<()> {
