@@ -43,6 +43,10 @@ function leftovers(id) {
   return found;
 }
 
+/** True once the run's media flows and its schedules have started. @param {string} dir */
+const callStarted = (dir) => {
+  try { return fs.readFileSync(path.join(dir, 'events.jsonl'), 'utf8').includes('"event":"call-start"'); } catch { return false; }
+};
 const manifestOf = (/** @type {string} */ dir) => JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
 const jsonl = (/** @type {string} */ file) => fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
 
@@ -120,9 +124,9 @@ test('a missing Chromium ends the run with a clear error', async () => {
 test('a browser killed mid-call: clear error, run incomplete with its data kept, nothing left behind', { timeout: 120_000 }, async () => {
   const out = path.join(tmp, 'killed');
   const { code, stderr } = await runCli(['--out', out, '--duration', '60'], {
-    during: (child, output) => {
+    during: (child) => {
       const timer = setInterval(() => {
-        if (!output().includes('call ') && !fs.existsSync(path.join(out, 'getstats-b.jsonl'))) return;
+        if (!callStarted(out)) return;
         const id = manifestOf(out).id;
         // Chromium's browser process of side b: the one launched inside b's namespace.
         const pids = execFileSync('ip', ['netns', 'pids', `rtclab-${id}-b`], { encoding: 'utf8' }).trim().split('\n');
@@ -145,9 +149,9 @@ test('a browser killed mid-call: clear error, run incomplete with its data kept,
 test('Ctrl-C during the call stops it, keeps what was recorded and leaves nothing behind', { timeout: 120_000 }, async () => {
   const out = path.join(tmp, 'sigint');
   const { code } = await runCli(['--out', out, '--duration', '60'], {
-    during: (child, output) => {
+    during: (child) => {
       const timer = setInterval(() => {
-        if (!fs.existsSync(path.join(out, 'getstats-a.jsonl'))) return;
+        if (!callStarted(out)) return;
         child.kill('SIGINT');
         clearInterval(timer);
       }, 1000);
