@@ -1,6 +1,6 @@
 // @ts-check
 // Helpers for integration tests: a network per test with a fresh run directory, always torn down.
-import { mkdtempSync, existsSync } from 'node:fs';
+import { mkdtempSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn, execFileSync } from 'node:child_process';
@@ -11,8 +11,20 @@ export const bottleneckBuilt = existsSync(BOTTLENECK_BIN);
 export const SKIP_NO_BOTTLENECK = bottleneckBuilt ? false
   : `userspace bottleneck not built (${BOTTLENECK_BIN}); build it with cargo build --release in netem/bottleneck`;
 
+/** Run directories of this test process: removed when it exits, unless RTCLAB_KEEP_TEST_RUNS=1. */
+/** @type {string[]} */
+const runDirs = [];
+process.on('exit', () => {
+  if (process.env.RTCLAB_KEEP_TEST_RUNS === '1') return;
+  for (const d of runDirs) rmSync(d, { recursive: true, force: true });
+});
+
 /** @param {string} label */
-export const newRunDir = (label) => mkdtempSync(join(tmpdir(), `rtclab-test-${label}-`));
+export function newRunDir(label) {
+  const dir = mkdtempSync(join(tmpdir(), `rtclab-test-${label}-`));
+  runDirs.push(dir);
+  return dir;
+}
 
 /**
  * Bring a network up, run fn, always tear down.
