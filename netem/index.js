@@ -2,7 +2,7 @@
 // netem's public API: bring a run's network up (topology + bottleneck per backend), capture, play schedules,
 // tear down. See docs/netem.md.
 import { EventEmitter } from 'node:events';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { names, newId, checkId, DATA, INTERFACES, mgmtAddresses } from './names.js';
 import { normalizeNetwork } from './link.js';
@@ -34,6 +34,9 @@ export { normalizeLink, normalizeNetwork } from './link.js';
  */
 export async function createNetwork(o) {
   const id = checkId(o.id ?? newId());
+  // An id in use must fail here: the cleanup after a failed setup would tear the other run down.
+  const taken = Object.values(names(id).namespaces).filter((ns) => existsSync(`/run/netns/${ns}`));
+  if (taken.length) throw new Error(`run id ${id} is in use (${taken.join(', ')} exist${taken.length === 1 ? 's' : ''})`);
   const log = o.log ?? (() => {});
   const scenario = o.scenario ?? {};
   const links = normalizeNetwork(scenario.network);

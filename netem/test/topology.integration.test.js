@@ -95,6 +95,16 @@ test('userspace: a bottleneck that dies is reported (event, bottleneckAlive) and
   }
 });
 
+test('an id in use is refused and the run using it is left alone', { timeout: 30000 }, async () => {
+  const net = await createNetwork({ scenario: KERNEL_OK, runDir: newRunDir('dup'), backend: 'kernel' });
+  try {
+    await assert.rejects(createNetwork({ id: net.id, scenario: KERNEL_OK, runDir: newRunDir('dup'), backend: 'kernel' }), /run id .* is in use/);
+    await execIn(net, 'a', ['ping', '-c', '1', '-W', '1', '10.0.2.2']);
+  } finally {
+    await net.down();
+  }
+});
+
 test('two networks at once do not collide', { timeout: 30000 }, async () => {
   const [n1, n2] = await Promise.all([1, 2].map(() => createNetwork({ scenario: KERNEL_OK, runDir: newRunDir('two'), backend: 'kernel' })));
   try {
