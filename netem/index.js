@@ -79,6 +79,8 @@ export class Network extends EventEmitter {
     /** @type {CrossTraffic | null} */
     this.cross = null;
     this.isDown = false;
+    /** @type {NodeJS.Timeout[]} */
+    this.timers = [];
   }
 
   /** @param {'a'|'r'|'b'} host @returns {string[]} prefix to run a command in that host's namespace */
@@ -145,6 +147,13 @@ export class Network extends EventEmitter {
       this.o.log(`warning: startSchedules(t0_ms=${t0_ms}) differs from createNetwork's t0_ms=${this.t0_ms} by ${(t0_ms - this.t0_ms).toFixed(0)} ms: the userspace bottleneck's capacity schedule runs from the latter`);
     }
     this.kernel?.startSchedule(t0_ms);
+    // The userspace bottleneck plays its schedule itself (from createNetwork's t0): the same events, for the record.
+    for (const b of this.bottlenecks) {
+      for (const step of b.o.link.rate?.schedule?.slice(1) ?? []) {
+        this.timers.push(setTimeout(() => this.emit('event', { event: 'capacity_change', direction: b.o.direction, kbit: step.kbit,
+          at_s: step.at_s, ok: b.alive(), by: 'userspace bottleneck' }), Math.max(0, this.t0_ms + step.at_s * 1000 - Date.now())));
+      }
+    }
     const items = this.o.scenario.cross_traffic ?? [];
     if (items.length) {
       this.cross = new CrossTraffic({ items, duration_s: this.o.scenario.duration_s ?? 60, runDir: this.runDir,
@@ -162,6 +171,7 @@ export class Network extends EventEmitter {
   async down() {
     if (this.isDown) return;
     this.isDown = true;
+    for (const t of this.timers) clearTimeout(t);
     await this.cross?.stop();
     await this.stopCaptures();
     await this.kernel?.stop();
