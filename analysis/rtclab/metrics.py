@@ -94,18 +94,35 @@ def _subset_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int, ki
         ref = np.where(t_send >= 0, t_send, t_recv)  # departures by send time, unmatched arrivals by arrival time
         rows = rows[(ref >= lo_ns) & (ref < hi_ns)]
     status = c["status"][rows]
-    sent_rows = rows[(status == DELIVERED) | (status == LOST)]
-    got = rows[status == DELIVERED]
+    is_sent = (status == DELIVERED) | (status == LOST)
+    sent_rows = rows[is_sent]
+    sent_status = status[is_sent]
+    got_pos = np.flatnonzero(sent_status == DELIVERED)  # positions in send order of the delivered departures
+    got = sent_rows[got_pos]
     frame_bytes = c["ip_len"]  # plus ETHERNET_HEADER_BYTES per packet, added to the sums below
     n_sent, n_got = int(sent_rows.size), int(got.size)
-    lost_mask = c["status"][sent_rows] == LOST
+    lost_mask = sent_status == LOST
     bytes_sent = int(frame_bytes[sent_rows].sum(dtype=np.int64)) + ETHERNET_HEADER_BYTES * n_sent
     bytes_lost = int(frame_bytes[sent_rows[lost_mask]].sum(dtype=np.int64)) + ETHERNET_HEADER_BYTES * int(lost_mask.sum())
-    owd_ms = c["owd_ns"][got] / 1e6
-    qd_ms = c["queuing_delay_ns"][got] / 1e6
-    # Reordering over first copies, in arrival order (a stable sort keeps send order among equal arrival times).
-    arrival = got[np.argsort(c["t_recv_ns"][got], kind="stable")]  # delivered first copies, in arrival order
-    send_pos = np.searchsorted(sent_rows, arrival)  # rows are in send order within a flow
+    owd_ns = c["owd_ns"][got]
+    owd = distribution(owd_ns / 1e6)
+    # Queuing delay is the one-way delay less the flow's minimum: the same distribution, shifted.
+    shift_ms = (int(owd_ns[0]) - int(c["queuing_delay_ns"][got[0]])) / 1e6 if n_got else 0.0
+    qd = {k: (v if k in ("count", "sd") or v is None else v - shift_ms) for k, v in owd.items()}
+    # Arrivals: every first copy that reached the receiver, matched or not (a capture missing on the sending side
+    # still gives rates, jitter and sequence-number loss), in arrival order (a stable sort keeps send order on ties).
+    is_arrival = (status == DELIVERED) | (status == UNMATCHED)
+    arrivals = rows[is_arrival]
+    order = np.argsort(c["t_recv_ns"][arrivals], kind="stable")
+    arrivals = arrivals[order]
+    # RFC 4737 over the delivered departures in arrival order, by their send positions.
+    delivered_in_arrival = (status[is_arrival] == DELIVERED)[order]
+    if n_got == arrivals.size:
+        send_pos = got_pos[order]
+    else:
+        # Unmatched arrivals sit among the delivered ones: map each delivered arrival back to its send position.
+        delivered_rows_sorted = arrivals[delivered_in_arrival]
+        send_pos = np.searchsorted(sent_rows, delivered_rows_sorted)
     reordered, extent = rfc4737_reordering(send_pos)
     out: dict[str, Any] = {
         "packets_sent": n_sent,
@@ -123,14 +140,10 @@ def _subset_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int, ki
         "reordered_ratio": (float(reordered.sum()) / n_got) if n_got else None,
         "reordering_extent": {"max": int(extent.max()) if extent.size else 0,
                               "mean": float(extent.mean()) if extent.size else 0.0},
-        "owd_ms": distribution(owd_ms),
-        "queuing_delay_ms": distribution(qd_ms),
+        "owd_ms": owd,
+        "queuing_delay_ms": qd,
         "ecn_ce_received": int(((c["ecn_recv"][got] == 3) & (c["ecn_send"][got] != 3)).sum()),
     }
-    # Arrivals: every first copy that reached the receiver, matched or not (a capture missing on the sending side
-    # still gives rates, jitter and sequence-number loss).
-    arrivals = rows[(status == DELIVERED) | (status == UNMATCHED)]
-    arrivals = arrivals[np.argsort(c["t_recv_ns"][arrivals], kind="stable")]
     # Throughput over the flow's active span inside the phase, from link-layer bytes at arrival times.
     if sent_rows.size:
         span_lo = max(lo_ns, int(c["t_send_ns"][sent_rows[0]]))
