@@ -71,7 +71,8 @@ pub struct Queue {
     h: *mut NfqHandle,
     qh: *mut NfqQHandle,
     fd: c_int,
-    /// Filled by the callback during `receive`; boxed so its address stays fixed.
+    /// Filled by the callback during `receive`; boxed so its address stays fixed when `Queue` moves.
+    #[allow(clippy::box_collection)]
     inbox: Box<Vec<RawPacket>>,
     buf: Vec<u8>,
 }

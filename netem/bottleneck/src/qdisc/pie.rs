@@ -7,6 +7,7 @@
 //!   with fewer than two MTUs queued; otherwise a drop derandomised by the accumulated probability (RFC 8033
 //!   section 5.1); ECN-capable packets are marked instead while the probability is at most 10%;
 //! - tail drop at `limit` packets.
+//!
 //! The probability is a float in [0, 1] here (Linux: fixed point over 2^56).
 
 use super::codel_core::MTU_BYTES;
