@@ -33,7 +33,7 @@ def _step(progress: Callable[[str], None] | None, what: str, timings: dict[str, 
 def _empty_capture(path: Path) -> packets.Capture:
     dtypes = {"frame": np.uint32, "ts_ns": np.int64, "ip_src": np.uint32, "ip_dst": np.uint32, "proto": np.uint8,
               "ip_len": np.uint16, "ip_id": np.uint16, "tos": np.uint8, "sport": np.uint16, "dport": np.uint16,
-              "key": np.uint64, "key_complete": bool, "cls": np.uint8, "ssrc": np.uint32, "rtp_seq": np.uint16,
+              "key": np.uint64, "join_key": np.uint64, "key_complete": bool, "cls": np.uint8, "ssrc": np.uint32, "rtp_seq": np.uint16,
               "rtp_ts": np.uint32, "rtp_pt": np.uint8, "rtp_marker": bool, "twcc_seq": np.int32,
               "tcp_seq": np.uint32, "tcp_flags": np.uint8, "payload_len": np.uint32}
     return packets.Capture(path=path, cols={k: np.zeros(0, dtype=v) for k, v in dtypes.items()}, records=0, error=None)

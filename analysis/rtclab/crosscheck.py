@@ -204,7 +204,7 @@ def gtlog_owd(run: RunDir, table: PacketTable | None) -> tuple[list[dict[str, An
     c = table.cols
     dep = np.flatnonzero((c["direction"] == FORWARD) & (c["t_send_ns"] >= 0))
     gt_key = rec["key"] ^ (rec["ip_id"].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-    dep_match, _ = _core.join_keys(join_key(c, dep), gt_key)
+    dep_match, _ = _core.join_keys(join_key(c, dep, "key"), gt_key)
     has = dep_match >= 0
     rows, gi = dep[has], dep_match[has]
     dropped = rec["event"][gi] >= 2

@@ -73,10 +73,11 @@ class PacketTable:
         return len(self.cols["status"])
 
 
-def join_key(cols: dict[str, np.ndarray], idx: np.ndarray) -> np.ndarray:
-    """The join key of rows `idx`: the payload's FNV-1a 64 mixed with ip.id (kept by forwarding, differs between
-    otherwise identical packets such as two duplicate TCP ACKs)."""
-    return cols["key"][idx] ^ (cols["ip_id"][idx].astype(np.uint64) * _GOLDEN)
+def join_key(cols: dict[str, np.ndarray], idx: np.ndarray, column: str = "join_key") -> np.ndarray:
+    """The join key of rows `idx`: a hash of the payload's first 64 bytes (`join_key`: blind to the transport
+    checksum, for capture against capture; `key`: FNV-1a, for the ground-truth log) mixed with ip.id (kept by
+    forwarding, differs between otherwise identical packets such as two duplicate TCP ACKs)."""
+    return cols[column][idx] ^ (cols["ip_id"][idx].astype(np.uint64) * _GOLDEN)
 
 
 def _direction(send: Capture, recv: Capture, src: int, dst: int, direction: int) -> dict:

@@ -175,3 +175,28 @@ def test_owd_and_drops_agree_with_the_ground_truth_log(tmp_path):
     m, _ = analyze(run, run_tshark=False, write=False)
     check = next(c for c in m["crosschecks"] if c["name"] == "owd_vs_ground_truth")
     assert check["ok"] is False and m["ground_truth"]["dropped_but_captured_at_b"] == 1
+
+
+def test_join_ignores_partial_checksums_left_by_transmit_offload(tmp_path):
+    """With tx checksum offload on, a's capture holds partial UDP/TCP checksums that the wire never carries."""
+    cap_a, cap_b = Pcap(), Pcap()
+    t0 = 1_700_000_000_000_000_000
+    for i in range(50):
+        for proto, tr in ((17, udp(50000, 50001, rtp(96, i, i * 3000, 0xAB, 200, twcc=i))),
+                          (6, tcp(40000, 5201, 1 + i * 1000, 1, 1000))):
+            wire = ipv4_frame(A, B, proto, tr, ip_id=2 * i + proto)
+            partial = bytearray(wire)
+            at = 34 + (6 if proto == 17 else 16)
+            partial[at:at + 2] = b"\xbe\xef"
+            cap_a.add(t0 + i * 10_000_000, bytes(partial))
+            if i != 7:
+                cap_b.add(t0 + i * 10_000_000 + 30_000_000, wire)
+    run = tmp_path / "offload"
+    run.mkdir()
+    cap_a.write(run / "capture-a.pcap")
+    cap_b.write(run / "capture-b.pcap")
+    m, _ = analyze(run, run_tshark=False, write=False)
+    fwd = {f["kind"]: f for f in m["flows"] if f["direction"] == "forward"}
+    for kind in ("video", "tcp"):
+        assert fwd[kind]["packets_received"] == 49 and fwd[kind]["packets_lost"] == 1, fwd[kind]
+        assert fwd[kind]["owd_ms"]["min"] == pytest.approx(30.0) and fwd[kind]["owd_ms"]["max"] == pytest.approx(30.0)
