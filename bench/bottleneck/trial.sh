@@ -86,6 +86,38 @@ $M ce "$OUT/ecn-b.pcap"
 $M gtlog-summary "$OUT/ecn-forward.gtlog" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps(d["events"]))'
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("tcp goodput", round(d["end"]["sum_received"]["bits_per_second"]), "bit/s, retransmits", d["end"]["sum_sent"].get("retransmits"))' "$OUT/iperf3-ecn.json"
 
+echo "== 6. every discipline and rate mode on real traffic: TCP bulk + ping for ${DISC_S:-6} s each"
+printf '0\n1\n3\n5\n8\n10\n' >"$OUT/trace.txt"   # 6 opportunities per 10 ms: 7.3 Mbit/s average
+for case in \
+  'fifo|{"rate":{"kbit":2000},"qdisc":{"kind":"fifo","limit_packets":50}}' \
+  'codel|{"rate":{"kbit":2000},"qdisc":{"kind":"codel"}}' \
+  'pie|{"rate":{"kbit":2000},"qdisc":{"kind":"pie","ecn":true}}' \
+  'sfq|{"rate":{"kbit":2000},"qdisc":{"kind":"sfq","limit_ms":300,"perturb_s":1}}' \
+  'fq_codel|{"rate":{"kbit":2000},"qdisc":{"kind":"fq_codel"}}' \
+  'prio|{"rate":{"kbit":2000},"qdisc":{"kind":"prio","bands":[{"dscp":[46],"qdisc":{"kind":"fifo","limit_packets":100}},{"qdisc":{"kind":"fq_codel","quantum_bytes":300,"limit_packets":800,"target_ms":2,"interval_ms":50,"ecn":false}}]}}' \
+  'schedule|{"rate":{"schedule":[{"at_s":0,"kbit":2000},{"at_s":3,"kbit":500}]},"qdisc":{"kind":"fifo","limit_ms":100}}' \
+  "trace|{\"rate\":{\"trace\":\"$OUT/trace.txt\"},\"qdisc\":{\"kind\":\"fifo\",\"limit_packets\":100}}" \
+  'jitter_loss|{"delay_ms":10,"jitter_ms":5,"loss_percent":1,"rate":{"kbit":2000},"qdisc":{"kind":"fifo","limit_packets":100}}'; do
+  name="${case%%|*}"; echo "${case#*|}" >"$OUT/disc-$name.json"
+  port=$(( ${port:-5310} + 1 ))   # a fresh port each case: the last server may still be closing
+  bn_start_bottleneck 0 "$OUT/disc-$name.json" "$OUT/disc-$name.gtlog"
+  DF=${BN_PIDS[-1]}
+  bn_start_bottleneck 1 "$OUT/delay25.json" "$OUT/disc-$name-reverse.gtlog"
+  DR=${BN_PIDS[-1]}
+  bn_bg "$NS_B" iperf3 -s -1 -p "$port" >/dev/null
+  sleep 0.2
+  ip netns exec "$NS_A" iperf3 -c 10.0.2.2 -p "$port" -C cubic -t "${DISC_S:-6}" --json >"$OUT/disc-$name-iperf3.json" &
+  IP=$!
+  sleep 2
+  rtt=$(ip netns exec "$NS_A" ping -Q 0xb8 -c 15 -i 0.2 -q 10.0.2.2 | awk -F/ '/rtt/ {print $5}')
+  wait $IP || true
+  kill -TERM $DF $DR; rc=0; wait $DF || rc=$?; wait $DR || true
+  ip netns exec "$NS_R" iptables -t mangle -F FORWARD
+  goodput=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(round(d["end"]["sum_received"]["bits_per_second"]/1000))' "$OUT/disc-$name-iperf3.json" 2>/dev/null || echo "?")
+  events=$($M gtlog-summary "$OUT/disc-$name.gtlog" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps(d["events"]), "fragment", d["trailing_fragment_bytes"])')
+  printf '%-12s exit %s  tcp %s kbit/s  ping(EF) avg rtt %s ms  %s\n' "$name" "$rc" "$goodput" "${rtt:-?}" "$events"
+done
+
 echo "== 4. after SIGTERM"
 echo "forward bottleneck exit code: $FWD_RC"
 pgrep -f "rtclab-bottleneck --queue-num" -a | grep -- "$OUT" && echo "LEFT RUNNING" || echo "no bottleneck process left"
