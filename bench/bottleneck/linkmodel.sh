@@ -2,8 +2,8 @@
 # The userspace bottleneck's link model on real packets, by hand (issue 2 item 4), through a throwaway a - r - b
 # topology; iperf3 UDP (1500-byte IP packets) from a to b, captures at a-eth0 and b-eth0:
 #   loss       loss_percent 10: the log's random-loss drops are 10% +- 2% of the packets, none of them reaches b
-#   jitter     delay 20 ms + jitter 10 ms: one-way delays spread over [20, 30] ms (+ 1 ms for release lateness),
-#              more than 8 ms apart, and no packet reordered
+#   jitter     delay 20 ms + jitter 10 ms: in the log, due - end of transmission spread over [20, 30] ms (more
+#              than 8 ms apart) with due times in order; at b no packet reordered (one-way delays reported)
 #   schedule   2000 kbit/s, then 500 kbit/s from at_s 6 (t0 given with --t0-ns): wire rate at b within 3% of each
 #   trace      a Mahimahi trace, one opportunity every 12 ms: 1514 bytes / 12 ms = 1009.3 kbit/s within 2%
 #   config     invalid link configs exit with code 2 and name the field
@@ -80,13 +80,23 @@ PY
         flood "$d" '{"delay_ms":20,"jitter_ms":10,"loss_percent":0,"rate":null,"qdisc":{"kind":"fifo","limit_packets":1000}}' 2M 8
         python3 "$here/gtlog.py" path "$d/a.pcap" "$d/b.pcap" >"$d/path.json"
         python3 "$here/gtlog.py" order "$d/b.pcap" >"$d/order.json"
-        verdict jitter "$(python3 - "$d" <<'PY'
+        verdict jitter "$(python3 - "$d" "$here" <<'PY'
 import json, sys
 d = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+import gtlog
 path, order = json.load(open(f"{d}/path.json")), json.load(open(f"{d}/order.json"))
 lo, hi = path["one_way_delay_ms"]["min"], path["one_way_delay_ms"]["max"]
-print(lo >= 20 and hi <= 31 and hi - lo > 8 and order["reordered"] == 0 and order["packets"] > 1000,
-      f"one-way delay {lo}..{hi} ms, {order['reordered']} of {order['packets']} packets reordered")
+# The model, exact: due - end of transmission within [delay, delay + jitter], due times never decreasing.
+_, records, _ = gtlog.read_gtlog(f"{d}/bottleneck-forward.gtlog")
+fwd = sorted((r for r in records if r["event"] in (0, 1)), key=lambda r: r["tx_end_ns"])
+extra = [(r["due_ns"] - r["tx_end_ns"]) / 1e6 for r in fwd]
+monotonic = all(b["due_ns"] >= a["due_ns"] for a, b in zip(fwd, fwd[1:]))
+ok = (min(extra) >= 20 and max(extra) <= 30 and max(extra) - min(extra) > 8 and monotonic
+      and order["reordered"] == 0 and order["packets"] > 1000)
+print(ok, f"log: due - tx_end {min(extra):.3f}..{max(extra):.3f} ms, due times in order: {monotonic}; "
+          f"captures: one-way delay {lo}..{hi} ms (the rest is release lateness), "
+          f"{order['reordered']} of {order['packets']} packets reordered")
 PY
 )"
         ;;
