@@ -84,9 +84,9 @@ def _direction(send: Capture, recv: Capture, src: int, dst: int, direction: int)
     """Joins one direction. Returns the departures' rows in the sending capture (`s_idx`), the unmatched arrivals'
     rows in the receiving one (`x_idx`), and the join's own columns for them."""
     sc, rc = send.cols, recv.cols
-    s_idx = np.flatnonzero((sc["ip_src"] == src) & (sc["ip_dst"] == dst))
-    r_idx = np.flatnonzero((rc["ip_src"] == src) & (rc["ip_dst"] == dst))
-    s_match, r_match = _core.join_keys(join_key(sc, s_idx), join_key(rc, r_idx))
+    s_idx, s_keys = _core.direction_keys(sc["ip_src"], sc["ip_dst"], sc["join_key"], sc["ip_id"], src, dst)
+    r_idx, r_keys = _core.direction_keys(rc["ip_src"], rc["ip_dst"], rc["join_key"], rc["ip_id"], src, dst)
+    s_match, r_match = _core.join_keys(s_keys, r_keys)
     delivered = s_match >= 0
     t_send = sc["ts_ns"][s_idx]
     t_recv = np.full(len(s_idx), -1, dtype=np.int64)
@@ -117,15 +117,8 @@ def _direction(send: Capture, recv: Capture, src: int, dst: int, direction: int)
 def flow_ids(cols: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Flow of each row: the 5-tuple, the packet class, and the SSRC for RTP (each RTP stream is its own flow; RTCP,
     STUN and DTLS of a 5-tuple are one flow each). Returns (flow id per row, row index of each flow's first packet)."""
-    u = np.uint64
-    h = cols["ip_src"].astype(u) * u(0x100000001B3)
-    h ^= cols["ip_dst"].astype(u) * _GOLDEN
-    h ^= (cols["sport"].astype(u) << u(48)) | (cols["dport"].astype(u) << u(32)) | (cols["proto"].astype(u) << u(24)) \
-        | (cols["cls"].astype(u) << u(16))
-    rtp = cols["cls"] == CLS_RTP
-    h ^= np.where(rtp, cols["ssrc"].astype(u) * u(0xC2B2AE3D27D4EB4F), u(0))
-    h ^= cols["direction"].astype(u) << u(63)
-    return _core.group_ids(h)
+    return _core.flow_ids(cols["direction"], cols["ip_src"], cols["ip_dst"], cols["sport"], cols["dport"],
+                          cols["proto"], cols["cls"], cols["ssrc"], CLS_RTP)
 
 
 def _segments(parts: list[dict]) -> list[tuple[Capture, np.ndarray]]:

@@ -36,31 +36,33 @@ pub fn join_keys(sent: &[u64], recv: &[u64]) -> (Vec<i64>, Vec<i64>) {
     let mut sent_match = vec![-1i64; sent.len()];
     let mut recv_match = vec![UNMATCHED; recv.len()];
     let n = sent.len().max(recv.len());
-    let bits = (n / 32_768).max(1).next_power_of_two().trailing_zeros().min(16);
-    let (s_start, s_idx) = partition(sent, bits);
-    let (r_start, r_idx) = partition(recv, bits);
+    let bits = (n / 8_192).max(1).next_power_of_two().trailing_zeros().min(16);
+    let (s_start, s_idx, s_keys) = partition(sent, bits);
+    let (r_start, r_idx, r_keys) = partition(recv, bits);
     let mut lists: HashMap<u64, (u32, u32, u32), BuildHasherDefault<KeyHasher>> = HashMap::default();
     let mut next: Vec<u32> = Vec::new();
     for p in 0..(1usize << bits) {
         let rp = &r_idx[r_start[p]..r_start[p + 1]];
+        let rk = &r_keys[r_start[p]..r_start[p + 1]];
         let sp = &s_idx[s_start[p]..s_start[p + 1]];
+        let sk = &s_keys[s_start[p]..s_start[p + 1]];
         lists.clear();
         next.clear();
         next.resize(rp.len(), NONE);
         // Arrivals of each key as a linked list in arrival order: (head, tail, departures seen) in the map, links in
         // `next`, all as positions inside this partition.
-        for (j, &r) in rp.iter().enumerate() {
+        for (j, &k) in rk.iter().enumerate() {
             let j = j as u32;
             lists
-                .entry(recv[r as usize])
+                .entry(k)
                 .and_modify(|e| {
                     next[e.1 as usize] = j;
                     e.1 = j;
                 })
                 .or_insert((j, j, 0));
         }
-        for &i in sp {
-            if let Some(e) = lists.get_mut(&sent[i as usize]) {
+        for (&i, &k) in sp.iter().zip(sk) {
+            if let Some(e) = lists.get_mut(&k) {
                 e.2 += 1;
                 if e.0 != NONE {
                     let j = e.0;
@@ -71,8 +73,8 @@ pub fn join_keys(sent: &[u64], recv: &[u64]) -> (Vec<i64>, Vec<i64>) {
                 }
             }
         }
-        for &r in rp {
-            if recv_match[r as usize] == UNMATCHED && lists.get(&recv[r as usize]).is_some_and(|e| e.2 > 0) {
+        for (&r, k) in rp.iter().zip(rk) {
+            if recv_match[r as usize] == UNMATCHED && lists.get(k).is_some_and(|e| e.2 > 0) {
                 recv_match[r as usize] = DUPLICATE;
             }
         }
@@ -80,8 +82,9 @@ pub fn join_keys(sent: &[u64], recv: &[u64]) -> (Vec<i64>, Vec<i64>) {
     (sent_match, recv_match)
 }
 
-/// Stable counting sort of the indices of `keys` by the top `bits` bits: returns (partition starts, indices).
-fn partition(keys: &[u64], bits: u32) -> (Vec<usize>, Vec<u32>) {
+/// Stable counting sort of `keys` by their top `bits` bits: returns (partition starts, original indices, keys), the
+/// last two in partition order so that each partition is read sequentially.
+fn partition(keys: &[u64], bits: u32) -> (Vec<usize>, Vec<u32>, Vec<u64>) {
     let parts = 1usize << bits;
     let shift = 64 - bits;
     let part_of = |k: u64| if bits == 0 { 0 } else { (k >> shift) as usize };
@@ -94,12 +97,14 @@ fn partition(keys: &[u64], bits: u32) -> (Vec<usize>, Vec<u32>) {
     }
     let mut fill = start.clone();
     let mut idx = vec![0u32; keys.len()];
+    let mut sorted = vec![0u64; keys.len()];
     for (i, &k) in keys.iter().enumerate() {
         let p = part_of(k);
         idx[fill[p]] = i as u32;
+        sorted[fill[p]] = k;
         fill[p] += 1;
     }
-    (start, idx)
+    (start, idx, sorted)
 }
 
 /// Numbers the distinct values of `keys` in order of first appearance: returns (group of each element, index of each
@@ -179,4 +184,36 @@ mod tests {
         let matched = s.iter().filter(|&&x| x >= 0).count();
         assert_eq!(r.iter().filter(|&&x| x == DUPLICATE).count(), recv.len() - matched);
     }
+}
+
+/// One direction's packets in each capture: rows where src and dst are the two data addresses, and their join keys
+/// (payload hash mixed with ip.id), in one pass instead of several whole-array numpy passes.
+pub fn direction_keys(src: &[u32], dst: &[u32], key: &[u64], ip_id: &[u16], a: u32, b: u32) -> (Vec<i64>, Vec<u64>) {
+    let mut rows = Vec::new();
+    let mut keys = Vec::new();
+    for i in 0..src.len() {
+        if src[i] == a && dst[i] == b {
+            rows.push(i as i64);
+            keys.push(key[i] ^ (ip_id[i] as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        }
+    }
+    (rows, keys)
+}
+
+/// The flow of each packet: numbers (direction, 5-tuple, class, and SSRC for RTP) by first appearance.
+#[allow(clippy::too_many_arguments)]
+pub fn flow_ids(direction: &[u8], src: &[u32], dst: &[u32], sport: &[u16], dport: &[u16], proto: &[u8], cls: &[u8],
+                ssrc: &[u32], rtp_cls: u8) -> (Vec<u32>, Vec<i64>) {
+    let keys: Vec<u64> = (0..src.len())
+        .map(|i| {
+            let mut h = (src[i] as u64).wrapping_mul(0x1000_0000_01B3);
+            h ^= (dst[i] as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            h ^= ((sport[i] as u64) << 48) | ((dport[i] as u64) << 32) | ((proto[i] as u64) << 24) | ((cls[i] as u64) << 16);
+            if cls[i] == rtp_cls {
+                h ^= (ssrc[i] as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+            }
+            h ^ ((direction[i] as u64) << 63)
+        })
+        .collect();
+    group_ids(&keys)
 }

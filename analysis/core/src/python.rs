@@ -68,6 +68,42 @@ fn group_ids<'py>(
     Ok((ids.into_pyarray(py), first.into_pyarray(py)))
 }
 
+/// direction_keys(ip_src, ip_dst, key, ip_id, a, b) -> (rows from a to b, their join keys mixed with ip.id)
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn direction_keys<'py>(
+    py: Python<'py>,
+    src: PyReadonlyArray1<'py, u32>,
+    dst: PyReadonlyArray1<'py, u32>,
+    key: PyReadonlyArray1<'py, u64>,
+    ip_id: PyReadonlyArray1<'py, u16>,
+    a: u32,
+    b: u32,
+) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u64>>)> {
+    let (rows, keys) = join::direction_keys(src.as_slice()?, dst.as_slice()?, key.as_slice()?, ip_id.as_slice()?, a, b);
+    Ok((rows.into_pyarray(py), keys.into_pyarray(py)))
+}
+
+/// flow_ids(direction, ip_src, ip_dst, sport, dport, proto, cls, ssrc, rtp_cls) -> (flow of each row, first rows)
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn flow_ids<'py>(
+    py: Python<'py>,
+    direction: PyReadonlyArray1<'py, u8>,
+    src: PyReadonlyArray1<'py, u32>,
+    dst: PyReadonlyArray1<'py, u32>,
+    sport: PyReadonlyArray1<'py, u16>,
+    dport: PyReadonlyArray1<'py, u16>,
+    proto: PyReadonlyArray1<'py, u8>,
+    cls: PyReadonlyArray1<'py, u8>,
+    ssrc: PyReadonlyArray1<'py, u32>,
+    rtp_cls: u8,
+) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)> {
+    let (ids, first) = join::flow_ids(direction.as_slice()?, src.as_slice()?, dst.as_slice()?, sport.as_slice()?,
+        dport.as_slice()?, proto.as_slice()?, cls.as_slice()?, ssrc.as_slice()?, rtp_cls);
+    Ok((ids.into_pyarray(py), first.into_pyarray(py)))
+}
+
 /// fnv1a64(data) -> the packet key of docs/bottleneck-log.md over `data`.
 #[pyfunction]
 fn fnv1a64(data: &[u8]) -> u64 {
@@ -81,6 +117,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rfc3550_jitter_s, m)?)?;
     m.add_function(wrap_pyfunction!(fnv1a64, m)?)?;
     m.add_function(wrap_pyfunction!(group_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(direction_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_ids, m)?)?;
     m.add("KEY_BYTES", pcap::KEY_BYTES)?;
     Ok(())
 }
