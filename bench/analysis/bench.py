@@ -51,7 +51,7 @@ def pcap_prefix(src: Path, dst: Path, count: int) -> int:
     return n
 
 
-def time_rtclab(run: Path, pin: bool) -> tuple[float, int, dict]:
+def time_rtclab(run: Path, pin: bool) -> tuple[float, int, float, dict]:
     """Wall time and peak RSS of `rtclab analyze`. The RSS comes from GNU time in the child: this process's own
     getrusage would count the generator's arrays, which a forked child shares until it execs."""
     cmd = [sys.executable, "-m", "rtclab.cli", "analyze", str(run), "--no-tshark", "--no-dashboard", "-q"]
@@ -59,14 +59,15 @@ def time_rtclab(run: Path, pin: bool) -> tuple[float, int, dict]:
         cmd = ["taskset", "-c", "0", *cmd]
     rss_file = run / "bench-rss.txt"
     if Path("/usr/bin/time").exists():
-        cmd = ["/usr/bin/time", "-f", "%M", "-o", str(rss_file), *cmd]
+        cmd = ["/usr/bin/time", "-f", "%M %U %S", "-o", str(rss_file), *cmd]
     t = time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t
     if res.returncode != 0:
         raise SystemExit(f"rtclab analyze failed:\n{res.stderr}")
-    peak = int(rss_file.read_text().split()[-1]) * 1024 if rss_file.exists() else 0
-    return wall, peak, json.loads((run / "metrics.json").read_text())
+    fields = rss_file.read_text().split()[-3:] if rss_file.exists() else ["0", "nan", "nan"]
+    peak, cpu = int(fields[0]) * 1024, float(fields[1]) + float(fields[2])
+    return wall, peak, cpu, json.loads((run / "metrics.json").read_text())
 
 
 def time_tshark(capture: Path) -> tuple[float, int]:
@@ -116,7 +117,7 @@ def main() -> int:
         sizes = {s: (run / f"capture-{s}.pcap").stat().st_size for s in "ab"}
         print(f"  generated in {gen_s:.1f} s: capture-a {sizes['a'] / 1e9:.2f} GB, capture-b {sizes['b'] / 1e9:.2f} GB")
 
-        wall, peak_bytes, m = time_rtclab(run, pin=not args.no_pin)
+        wall, peak_bytes, cpu_s, m = time_rtclab(run, pin=not args.no_pin)
         records = m["inputs"]["capture_a"]["records"] + m["inputs"]["capture_b"]["records"]
         departures = sum(f["packets_sent"] for f in m["flows"])  # left one side and were joined (lost or delivered)
         fwd = [f for f in m["flows"] if f["direction"] == "forward"]
@@ -126,6 +127,8 @@ def main() -> int:
         print(f"\nrtclab analyze (join + metrics + metrics.json + packets.parquet{'' if args.no_pin else ', one core'}):")
         print(f"  {records:,} capture records ({departures:,} departures joined) in {wall:.2f} s "
               f"= {records / wall / 1e6:.2f} M records/s, {departures / wall / 1e6:.2f} M departures/s")
+        print(f"  CPU time {cpu_s:.2f} s (user + system) = {records / cpu_s / 1e6:.2f} M records/s of CPU; the rest of the "
+              f"wall time is other processes on this shared machine")
         print(f"  steps (s): {m['timings_s']}")
         print(f"  peak memory {peak_bytes / 1e6:.0f} MB = {peak_bytes / records:.0f} bytes per record "
               f"(captures are memory-mapped: {sum(sizes.values()) / 1e9:.2f} GB of files)")
