@@ -143,9 +143,9 @@ export class Network extends EventEmitter {
    * @param {number} [t0_ms]
    */
   async startSchedules(t0_ms = this.t0_ms) {
-    if (this.bottlenecks.length && Math.abs(t0_ms - this.t0_ms) > 1) {
-      this.o.log(`warning: startSchedules(t0_ms=${t0_ms}) differs from createNetwork's t0_ms=${this.t0_ms} by ${(t0_ms - this.t0_ms).toFixed(0)} ms: the userspace bottleneck's capacity schedule runs from the latter`);
-    }
+    // The userspace bottlenecks count their rate schedule from now on (SIGUSR1: "schedule time 0 is now").
+    for (const b of this.bottlenecks) b.restartSchedule();
+    this.t0_ms = t0_ms;
     this.kernel?.startSchedule(t0_ms);
     // The userspace bottleneck plays its schedule itself (from createNetwork's t0): the same events, for the record.
     for (const b of this.bottlenecks) {

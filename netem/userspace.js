@@ -99,6 +99,11 @@ export class UserspaceBottleneck extends EventEmitter {
     return this.pid !== null && !this.exited && alive(this.pid);
   }
 
+  /** Time 0 of the link's rate schedule or trace becomes now (the call's start); SIGUSR1 tells the bottleneck. */
+  restartSchedule() {
+    if (this.alive()) process.kill(/** @type {number} */ (this.pid), 'SIGUSR1');
+  }
+
   /**
    * Remove the rule, SIGTERM, wait; SIGKILL after timeout_ms. Idempotent.
    * @returns {Promise<'not running' | 'exited' | 'killed'>} killed: its log may end early

@@ -22,11 +22,12 @@ pub const TOKEN_QUEUE: u64 = 1;
 pub const TOKEN_TIMER: u64 = 2;
 pub const TOKEN_SIGNAL: u64 = 3;
 
-/// What a wait saw: packets to read, a termination signal.
+/// What a wait saw: packets to read, a termination signal, a request to restart the rate schedule (SIGUSR1).
 #[derive(Default, Clone, Copy)]
 pub struct Woken {
     pub packets: bool,
     pub signalled: bool,
+    pub restart_schedule: bool,
 }
 
 pub struct Waiter {
@@ -42,11 +43,13 @@ fn termination_signals() -> libc::sigset_t {
         libc::sigemptyset(&mut mask);
         libc::sigaddset(&mut mask, libc::SIGTERM);
         libc::sigaddset(&mut mask, libc::SIGINT);
+        // Not a termination: "schedule time 0 is now" (the harness sends it when the call starts).
+        libc::sigaddset(&mut mask, libc::SIGUSR1);
         mask
     }
 }
 
-/// Blocks SIGTERM and SIGINT in this thread and every thread started after it: they are read from the
+/// Blocks SIGTERM, SIGINT and SIGUSR1 in this thread and every thread started after it: they are read from the
 /// Waiter's signalfd instead. Call first thing in main, before any thread exists.
 pub fn block_termination_signals() -> io::Result<()> {
     let mask = termination_signals();
@@ -107,11 +110,20 @@ impl Waiter {
                     unsafe { libc::read(self.timerfd, buf.as_mut_ptr() as *mut libc::c_void, 8) };
                     self.armed_ns = 0;
                 }
-                TOKEN_SIGNAL => {
+                TOKEN_SIGNAL => loop {
+                    // struct signalfd_siginfo is 128 bytes and starts with the signal number (u32).
                     let mut info = [0u8; 128];
-                    unsafe { libc::read(self.sigfd, info.as_mut_ptr() as *mut libc::c_void, 128) };
-                    woken.signalled = true;
-                }
+                    let n = unsafe { libc::read(self.sigfd, info.as_mut_ptr() as *mut libc::c_void, 128) };
+                    if n < 128 {
+                        break;
+                    }
+                    let signo = u32::from_ne_bytes([info[0], info[1], info[2], info[3]]) as i32;
+                    if signo == libc::SIGUSR1 {
+                        woken.restart_schedule = true;
+                    } else {
+                        woken.signalled = true;
+                    }
+                },
                 _ => {}
             }
         }

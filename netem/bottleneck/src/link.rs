@@ -92,6 +92,11 @@ impl Link {
         self.in_flight.len()
     }
 
+    /// Time 0 of the rate schedule or trace becomes `t0_ns`.
+    pub fn restart_schedule(&mut self, t0_ns: u64) {
+        self.rate.restart_schedule(t0_ns);
+    }
+
     pub fn rate_kbit_at(&self, t_ns: u64) -> Option<f64> {
         self.rate.kbit_at(t_ns)
     }

@@ -59,6 +59,26 @@ impl RateLimiter {
         }
     }
 
+    /// Time 0 of a schedule or trace becomes `t0_ns` (the call's start, signalled after the bottleneck came up);
+    /// tokens and packets already in transmission are kept.
+    pub fn restart_schedule(&mut self, t0_ns: u64) {
+        match &mut self.kind {
+            Kind::Unlimited => {}
+            Kind::Bucket(b) => {
+                for step in &mut b.steps {
+                    step.0 = step.0 - b.t0_ns + t0_ns;
+                }
+                b.t0_ns = t0_ns;
+            }
+            Kind::Trace(t) => {
+                t.t0_ns = t0_ns;
+                t.next_index = 0;
+                t.current_time_ns = 0;
+                t.current_left_bytes = 0;
+            }
+        }
+    }
+
     /// The rate in force at `t_ns` in kbit/s (a trace: its average); None when unlimited.
     pub fn kbit_at(&self, t_ns: u64) -> Option<f64> {
         match &self.kind {
@@ -72,6 +92,7 @@ impl RateLimiter {
 struct TokenBucket {
     /// (absolute start time, bits/s), sorted.
     steps: Vec<(u64, u64)>,
+    t0_ns: u64,
     depth: i128,
     tokens: i128,
     last_ns: u64,
@@ -80,7 +101,7 @@ struct TokenBucket {
 impl TokenBucket {
     fn new(steps: &[RateStep], burst_bytes: u64, t0_ns: u64) -> TokenBucket {
         let depth = burst_bytes as i128 * UNITS_PER_BYTE;
-        TokenBucket { steps: steps.iter().map(|s| (t0_ns + s.at_ns, s.bits_per_s)).collect(), depth, tokens: depth, last_ns: 0 }
+        TokenBucket { steps: steps.iter().map(|s| (t0_ns + s.at_ns, s.bits_per_s)).collect(), t0_ns, depth, tokens: depth, last_ns: 0 }
     }
 
     fn step_index_at(&self, t_ns: u64) -> usize {
@@ -258,6 +279,31 @@ mod tests {
         assert_eq!(link.transmit(5_000_000, 700), 6_000_000);
         // An unused opportunity is lost: after idling until 20 ms the next one is at 21 ms.
         assert_eq!(link.transmit(20_000_000, 1514), 21_000_000);
+    }
+
+    #[test]
+    fn restarting_the_schedule_moves_its_steps_to_the_new_time_zero() {
+        let steps = vec![RateStep { at_ns: 0, bits_per_s: 1_000_000 }, RateStep { at_ns: 1_000_000_000, bits_per_s: 500_000 }];
+        let mut link = RateLimiter::new(&RateConfig::Schedule { steps, burst_bytes: 1514 }, 0);
+        // Started 5 s after the bottleneck came up: until 6 s the first rate holds, then the second.
+        link.restart_schedule(5_000_000_000);
+        assert_eq!(link.kbit_at(1_500_000_000), Some(1000.0));
+        assert_eq!(link.kbit_at(5_900_000_000), Some(1000.0));
+        assert_eq!(link.kbit_at(6_000_000_000), Some(500.0));
+        // A second restart counts from its own time zero, not from the first one's.
+        link.restart_schedule(10_000_000_000);
+        assert_eq!(link.kbit_at(10_500_000_000), Some(1000.0));
+        assert_eq!(link.kbit_at(11_000_000_000), Some(500.0));
+    }
+
+    #[test]
+    fn restarting_a_trace_starts_it_over() {
+        let cfg = RateConfig::Trace { path: "t".into(), opportunities_ms: vec![1, 5], period_ms: 5 };
+        let mut link = RateLimiter::new(&cfg, 0);
+        assert_eq!(link.transmit(0, 1514), 1_000_000);
+        link.restart_schedule(100_000_000);
+        assert_eq!(link.transmit(100_000_000, 1514), 101_000_000);
+        assert_eq!(link.transmit(100_000_000, 1514), 105_000_000);
     }
 
     #[test]

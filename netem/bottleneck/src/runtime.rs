@@ -38,7 +38,7 @@ impl Runtime {
         Runtime { queue, link, log, stats, stats_interval_ns, held: BTreeSet::new(), kernel_overruns: 0, overruns_reported: 0, kernel_timestamped: 0 }
     }
 
-    /// Runs until SIGTERM/SIGINT, then releases what it holds and returns.
+    /// Runs until SIGTERM/SIGINT, then releases what it holds and returns. SIGUSR1 restarts the rate schedule.
     pub fn run(&mut self) -> io::Result<()> {
         let mut waiter = Waiter::new(self.queue.fd())?;
         let mut raw: Vec<RawPacket> = Vec::with_capacity(4096);
@@ -99,24 +99,27 @@ impl Runtime {
                 spun_ns = 0;
             }
             let may_spin = spun_ns < SPIN_BUDGET_NS;
-            let signalled = if next <= now {
-                waiter.wait(0)?.signalled
+            let woken = if next <= now {
+                waiter.wait(0)?
             } else if next - now <= SPIN_NS && may_spin {
                 loop {
                     // Lets another real-time task of our priority (the other direction's bottleneck) run.
                     unsafe { libc::sched_yield() };
                     let w = waiter.wait(0)?;
                     let t = clock::now_ns();
-                    if w.signalled || w.packets || t >= next {
+                    if w.signalled || w.restart_schedule || w.packets || t >= next {
                         spun_ns += t - now;
-                        break w.signalled;
+                        break w;
                     }
                 }
             } else {
                 waiter.arm(if may_spin { next - SPIN_NS } else { next })?;
-                waiter.wait(-1)?.signalled
+                waiter.wait(-1)?
             };
-            if signalled {
+            if woken.restart_schedule {
+                self.link.restart_schedule(clock::now_ns());
+            }
+            if woken.signalled {
                 return self.shutdown();
             }
         }
