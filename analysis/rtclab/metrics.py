@@ -174,7 +174,8 @@ def _subset_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int, ki
         distinct = int(np.count_nonzero(np.bincount(ext - ext.min()))) if expected < 50 * ext.size + 65536 else \
             int(np.unique(ext).size)  # a counting pass unless the range is absurd (a garbled stream)
         out["rtp_seq_lost"] = expected - distinct
-        if clock_hz and arrivals.size > 1:
+        # RTX and FEC carry the timestamps of the packets they repair: no interarrival jitter for them.
+        if clock_hz and arrivals.size > 1 and kind in ("video", "audio"):
             j_s = _core.rfc3550_jitter_s(tr.astype(np.int64), c["rtp_ts"][arrivals].astype(np.uint32), clock_hz)
             out["jitter_ms"] = {"mean": float(j_s.mean() * 1e3), "max": float(j_s.max() * 1e3),
                                 "last": float(j_s[-1] * 1e3)}
