@@ -86,7 +86,7 @@ export class RunRecorder {
   /** @param {string} side @param {any} pair */
   selectedPair(side, pair) {
     this.selectedPairs.push({ side, t: Date.now() / 1000, local: pair.local, remote: pair.remote });
-    this.event('selected-pair', { side, local: pair.local, remote: pair.remote });
+    this.event('selected_pair', { side, local: pair.local, remote: pair.remote });
   }
 
   /** Writes the manifest atomically (a reader never sees half of it). @param {Record<string, any>} [update] */

@@ -59,7 +59,7 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
     captures: null, validity: null,
   });
   const timings = recorder.manifest.timings;
-  recorder.event('run-start', { id, scenario: scenario.name });
+  recorder.event('run_start', { id, scenario: scenario.name });
 
   /** Cleanup steps, undone in reverse order whatever happens. @type {{name: string, fn: () => Promise<any>}[]} */
   const teardown = [];
@@ -93,17 +93,19 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
     timings.network_up = Date.now() / 1000;
     recorder.writeManifest({ backend: net.info.backend, topology: {
       namespaces: net.info.namespaces, data: net.info.data, interfaces: net.info.interfaces, mgmt: net.info.mgmt } });
-    recorder.event('network-up', { backend: net.info.backend });
+    recorder.event('network_up', { backend: net.info.backend });
     // Chrome's ICE policy (default_public_and_private_interfaces) gathers candidates only on the interface of the
     // default route: point it at the data path. r has no default route, so nothing leaves the lab.
     for (const [side, gateway] of [['a', net.info.data.r_a], ['b', net.info.data.r_b]]) {
       await execFileAsync('ip', ['-n', net.info.namespaces[side], 'route', 'replace', 'default', 'via', gateway]);
     }
+    // Cross-traffic starts/stops and capacity changes, as netem saw them.
+    net.on('event', (/** @type {any} */ { event, ...fields }) => recorder.event(event ?? 'netem', fields));
     net.on('bottleneck-exit', (/** @type {any} */ info) => {
       if (stopping) return;
       fatal ??= `the userspace bottleneck (${info?.direction ?? 'a direction'}) exited during the run` +
         (info?.stderr ? `: ${String(info.stderr).trim().split('\n').pop()}` : '');
-      recorder.event('bottleneck-exit', { info });
+      recorder.event('bottleneck_exit', { info });
     });
     abortIfAsked();
 
@@ -115,7 +117,7 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
       await net.startCaptures({ snaplen: scenario.capture.snaplen });
       capturesRunning = true;
       teardown.push({ name: 'captures', fn: async () => { if (capturesRunning) { capturesRunning = false; await network.stopCaptures(); } } });
-      recorder.event('captures-started');
+      recorder.event('captures_started');
     }
     abortIfAsked();
 
@@ -140,13 +142,13 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
           recorder.stats(side, payload);
           framesDecoded[side] = recorder.latest(side)?.frames_decoded ?? 0;
         } else if (kind === 'selected-pair') recorder.selectedPair(side, payload);
-        else recorder.event(`page-${kind}`, { side, page: payload });
+        else recorder.event(`page_${kind}`, { side, page: payload });
       });
       const config = { room: id, role, call: scenario.call, getstats_interval_ms: scenario.getstats.interval_ms,
         candidate_prefix: DATA_PREFIX };
       await page.evaluateOnNewDocument((/** @type {any} */ c) => { /** @type {any} */ (window).rtclabConfig = c; }, config);
       await page.goto(`${origin}/`, { waitUntil: 'load', timeout: 30_000 });
-      recorder.event('page-loaded', { side, url: `${origin}/` });
+      recorder.event('page_loaded', { side, url: `${origin}/` });
     };
     await Promise.all([openSide('a', 'caller'), openSide('b', 'callee')]);
     timings.browsers_launched = Date.now() / 1000;
@@ -165,14 +167,14 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
     }
     timings.media_flowing = timings.call_connected = Date.now() / 1000;
     connectSeconds = timings.media_flowing - timings.browsers_launched;
-    recorder.event('call-connected', { seconds_after_pages_loaded: connectSeconds });
+    recorder.event('call_connected', { seconds_after_pages_loaded: connectSeconds });
 
     // t = 0 of the scenario's schedules.
     timings.call_start = Date.now() / 1000;
     const cpuAtStart = readCpuTimes();
     recorder.writeManifest();
     await net.startSchedules(timings.call_start * 1000);
-    recorder.event('call-start');
+    recorder.event('call_start');
 
     const durationMs = scenario.duration_s * 1000;
     const callStartMs = timings.call_start * 1000;
@@ -189,7 +191,7 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
     abortIfAsked();
     timings.call_end = Date.now() / 1000;
     const hostCpuBusy = busyFraction(cpuAtStart, readCpuTimes());
-    recorder.event('call-end', { host_cpu_busy_fraction: hostCpuBusy });
+    recorder.event('call_end', { host_cpu_busy_fraction: hostCpuBusy });
     onProgress({ phase: 'stopping' });
 
     // Browsers first, so the captures hold the call's last packets; then the captures and their counts.
@@ -211,7 +213,7 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
   } catch (err) {
     stopping = true;
     const message = err instanceof RunError ? err.message : `${/** @type {Error} */ (err).message}`;
-    recorder.event('run-error', { message, stack: /** @type {Error} */ (err).stack });
+    recorder.event('run_error', { message, stack: /** @type {Error} */ (err).stack });
     recorder.writeManifest({ status: 'incomplete', error: message,
       validity: { valid: false, checks: [{ name: 'run_completed', ok: false, detail: message }] } });
   } finally {
@@ -221,12 +223,12 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
       try {
         await step.fn();
       } catch (err) {
-        recorder.event('teardown-error', { step: step.name, message: /** @type {Error} */ (err).message });
+        recorder.event('teardown_error', { step: step.name, message: /** @type {Error} */ (err).message });
         log(`teardown of ${step.name} failed: ${/** @type {Error} */ (err).message}`);
       }
     }
     timings.ended = Date.now() / 1000;
-    recorder.event('run-end', { status: recorder.manifest.status });
+    recorder.event('run_end', { status: recorder.manifest.status });
     recorder.writeManifest();
     recorder.close();
   }

@@ -45,7 +45,7 @@ function leftovers(id) {
 
 /** True once the run's media flows and its schedules have started. @param {string} dir */
 const callStarted = (dir) => {
-  try { return fs.readFileSync(path.join(dir, 'events.jsonl'), 'utf8').includes('"event":"call-start"'); } catch { return false; }
+  try { return fs.readFileSync(path.join(dir, 'events.jsonl'), 'utf8').includes('"event":"call_start"'); } catch { return false; }
 };
 const manifestOf = (/** @type {string} */ dir) => JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
 const jsonl = (/** @type {string} */ file) => fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));

@@ -63,14 +63,14 @@ test('the recorder streams samples to JSONL and derives rates between the last t
   const r = new RunRecorder(dir);
   r.stats('a', sample(1_000_000, 0));
   r.stats('a', sample(1_001_000, 100_000, 'cpu'));
-  r.event('call-start', { x: 1 });
+  r.event('call_start', { x: 1 });
   r.writeManifest({ status: 'running' });
   r.close();
   assert.equal(r.rateBps('a', 'bytes_sent'), 800_000);
   assert.deepEqual({ cpu: r.cpuLimitedCount.a, n: r.sampleCount.a }, { cpu: 1, n: 2 });
   const lines = fs.readFileSync(path.join(dir, 'getstats-a.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
   assert.deepEqual(lines.map((l) => [l.t, l.side, l.report.length]), [[1000, 'a', 4], [1001, 'a', 4]]);
-  assert.equal(JSON.parse(fs.readFileSync(path.join(dir, 'events.jsonl'), 'utf8')).event, 'call-start');
+  assert.equal(JSON.parse(fs.readFileSync(path.join(dir, 'events.jsonl'), 'utf8')).event, 'call_start');
   assert.equal(JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')).status, 'running');
   const s = summarizeReport(sample(5, 0).report);
   assert.deepEqual([s.rtt_ms, s.fps_received, s.frame_height_received, s.available_outgoing_bitrate_bps], [81, 29, 540, 950000]);
