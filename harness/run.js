@@ -143,6 +143,7 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
           framesDecoded[side] = recorder.latest(side)?.frames_decoded ?? 0;
         } else if (kind === 'selected-pair') recorder.selectedPair(side, payload);
         else recorder.event(`page_${kind}`, { side, page: payload });
+        if (kind === 'state' && payload?.event === 'media-flowing') framesDecoded[side] = Math.max(framesDecoded[side] ?? 0, payload.framesDecoded);
       });
       const config = { room: id, role, call: scenario.call, getstats_interval_ms: scenario.getstats.interval_ms,
         candidate_prefix: DATA_PREFIX };
@@ -163,7 +164,7 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
         throw new RunError(`the call did not connect within ${scenario.call.connect_timeout_s} s ` +
           `(video frames decoded: a ${framesDecoded.a ?? 0}, b ${framesDecoded.b ?? 0}); see browser-a.log, browser-b.log, events.jsonl`);
       }
-      await sleep(100);
+      await sleep(10);
     }
     timings.media_flowing = timings.call_connected = Date.now() / 1000;
     connectSeconds = timings.media_flowing - timings.browsers_launched;
