@@ -4,7 +4,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import puppeteer from 'puppeteer-core';
 
 /** Debian's real binary (/usr/bin/chromium is a shell wrapper around it); RTCLAB_CHROMIUM names another one. */
 export function chromiumBinary() {
@@ -57,6 +56,8 @@ export async function launchInNamespace({ nsExec, flags, stderrFile }) {
   const wrapper = path.join(profile, 'chromium-in-ns.sh');
   const quoted = nsExec.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
   fs.writeFileSync(wrapper, `#!/bin/sh\nexec ${quoted} '${binary}' "$@" 2>>'${stderrFile}'\n`, { mode: 0o755 });
+  // Loaded when first needed: it is the largest module of the harness, and a bad scenario never needs it.
+  const { default: puppeteer } = await import('puppeteer-core');
   const browser = await puppeteer.launch({
     executablePath: wrapper,
     pipe: true,

@@ -53,13 +53,14 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
   recorder.writeManifest({
     rtclab_version: rtclabVersion(), git_commit: gitCommit(), id, status: 'running', error: null,
     scenario, scenario_file: scenarioFile, backend: null, topology: null,
-    versions: collectVersions(), host: hostInfo(),
+    versions: null, host: hostInfo(),
     timings: { process_start: performance.timeOrigin / 1000, started: startedAt, network_up: null, browsers_launched: null, call_connected: null,
       media_flowing: null, call_start: null, call_end: null, ended: null },
     captures: null, validity: null,
   });
   const timings = recorder.manifest.timings;
   recorder.event('run_start', { id, scenario: scenario.name });
+  const versions = collectVersions(); // read while the network comes up
 
   /** Cleanup steps, undone in reverse order whatever happens. @type {{name: string, fn: () => Promise<any>}[]} */
   const teardown = [];
@@ -91,7 +92,7 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
     const network = net;
     teardown.push({ name: 'network', fn: () => network.down() });
     timings.network_up = Date.now() / 1000;
-    recorder.writeManifest({ backend: net.info.backend, topology: {
+    recorder.writeManifest({ versions: await versions, backend: net.info.backend, topology: {
       namespaces: net.info.namespaces, data: net.info.data, interfaces: net.info.interfaces, mgmt: net.info.mgmt } });
     recorder.event('network_up', { backend: net.info.backend });
     // Chrome's ICE policy (default_public_and_private_interfaces) gathers candidates only on the interface of the
@@ -228,6 +229,7 @@ export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(),
         log(`teardown of ${step.name} failed: ${/** @type {Error} */ (err).message}`);
       }
     }
+    recorder.manifest.versions ??= await versions;
     timings.ended = Date.now() / 1000;
     recorder.event('run_end', { status: recorder.manifest.status });
     recorder.writeManifest();

@@ -1,6 +1,6 @@
 // @ts-check
 // What produced a run: versions of every component, recorded in its manifest so a result can be reproduced.
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -32,18 +32,21 @@ export function gitCommit() {
   return dirty ? `${commit}-dirty` : commit;
 }
 
-export function collectVersions() {
+/** The same as firstLine, without blocking: the versions are read while the network comes up. @param {string} cmd @param {string[]} args */
+function firstLineAsync(cmd, args) {
+  return new Promise((resolve) => {
+    execFile(cmd, args, { encoding: 'utf8', timeout: 10_000 }, (_err, stdout, stderr) => {
+      resolve(`${stdout ?? ''}${stderr ?? ''}`.split('\n').find((l) => l.trim())?.trim() ?? null);
+    });
+  });
+}
+
+export async function collectVersions() {
   let chromium = null;
-  try { chromium = firstLine(chromiumBinary(), ['--version']); } catch { /* reported when the call starts */ }
-  return {
-    rtclab: rtclabVersion(),
-    chromium,
-    kernel: os.release(),
-    iproute2: firstLine('ip', ['-V']),
-    tcpdump: firstLine('tcpdump', ['--version']),
-    iperf3: firstLine('iperf3', ['--version']),
-    node: process.version,
-  };
+  try { chromium = firstLineAsync(chromiumBinary(), ['--version']); } catch { /* reported when the call starts */ }
+  const [chromiumVersion, iproute2, tcpdump, iperf3] = await Promise.all([chromium,
+    firstLineAsync('ip', ['-V']), firstLineAsync('tcpdump', ['--version']), firstLineAsync('iperf3', ['--version'])]);
+  return { rtclab: rtclabVersion(), chromium: chromiumVersion, kernel: os.release(), iproute2, tcpdump, iperf3, node: process.version };
 }
 
 export function hostInfo() {
