@@ -147,6 +147,10 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
         panels.append(("RTCP round-trip time and queuing delay Tq", "ms", rtt))
     else:
         omitted.append("RTT and Tq: no remote-inbound-rtp RTT samples in getStats")
+    q = ((m.get("bottleneck_queue") or {}).get("series") or {}).get("queue_delay_ms")
+    if q:
+        panels.append((f"Forward bottleneck queue, in ms at the link rate ({m['bottleneck_queue']['source']})", "ms",
+                       [_line("queue (emulator counters)", q, line={"color": "#444"})]))
     if have_packets:
         loss = _loss_traces(m, t, t0_ns, duration_s)
         if loss:

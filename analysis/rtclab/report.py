@@ -106,6 +106,10 @@ def render(m: dict[str, Any]) -> str:
         aob = (fwd.get("available_outgoing_bitrate_bps") or {}).get("mean")
         if aob:
             out.append(f"  available outgoing bitrate (congestion controller): mean {_rate(aob)}")
+    bq = m.get("bottleneck_queue")
+    if bq and bq.get("queue_delay_ms", {}).get("mean") is not None:
+        out.append(f"forward bottleneck queue ({bq['source']}): mean {_f(bq['queue_delay_ms']['mean'])} ms, "
+                   f"max {_f(bq['queue_delay_ms']['max'])} ms at the link rate; max {_f(bq['queue_packets']['max'], '.0f')} packets")
     for c in m.get("cross_traffic", []):
         out.append(f"cross traffic {c['file']}: {_rate(c.get('throughput_bps'))}, mean RTT {_f(c.get('mean_rtt_ms'))} ms")
     checks = m.get("crosschecks", [])

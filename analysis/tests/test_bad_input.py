@@ -145,3 +145,26 @@ def test_show_gives_wiresharks_full_dissection(good_run):
     assert r.returncode == 0 and "Layer IP" in r.stdout
     r = rtclab("show", str(good_run), "--flow", "9999")
     assert r.returncode == 2 and "no flow 9999" in r.stderr
+
+
+def test_bottleneck_queue_from_the_emulators_counters(good_run, tmp_path):
+    run = copy(good_run, tmp_path)
+    t0 = json.loads((run / "manifest.json").read_text())["timings"]["call_start"]
+    stats = [{"t": t0 + k * 0.1, "queue_bytes": 1250 * k, "queue_packets": k, "rate_kbit": 1000.0} for k in range(5)]
+    (run / "bottleneck-forward.stats.jsonl").write_text("".join(json.dumps(s) + "\n" for s in stats))
+    r = rtclab("analyze", str(run), "--no-tshark", "--no-dashboard", "-q")
+    assert r.returncode == 0
+    q = metrics(run)["bottleneck_queue"]
+    # 1250 bytes at 1000 kbit/s = 10 ms
+    assert q["queue_delay_ms"] == {"mean": 20.0, "max": 40.0} and q["queue_packets"]["max"] == 4.0
+    assert q["series"]["queue_delay_ms"][1] == [0.1, 10.0]
+    assert "forward bottleneck queue (bottleneck-forward.stats.jsonl): mean 20.0 ms, max 40.0 ms" in r.stdout
+    # The kernel backend's tc statistics instead: the root qdisc of r-eth1.
+    (run / "bottleneck-forward.stats.jsonl").unlink()
+    tc = [{"t": t0 + k, "ns": "r", "qdiscs": [{"kind": "tbf", "dev": "r-eth1", "root": True, "backlog": 2500 * k,
+                                                "qlen": 2 * k}, {"kind": "pfifo", "dev": "r-eth1", "backlog": 1}]}
+          for k in range(3)]
+    (run / "qdisc-stats.jsonl").write_text("".join(json.dumps(s) + "\n" for s in tc))
+    rtclab("analyze", str(run), "--no-tshark", "--no-dashboard", "-q")
+    q = metrics(run)["bottleneck_queue"]
+    assert q["source"] == "qdisc-stats.jsonl" and q["queue_bytes"]["max"] == 5000.0
