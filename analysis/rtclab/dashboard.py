@@ -75,6 +75,15 @@ def _rate_traces(m: dict[str, Any], t: PacketTable, t0_ns: int, duration_s: floa
         traces.append({"type": "scatter", "mode": "lines", "name": f"received {_flow_label(f)}",
                        "x": (np.arange(n_bins) * w + w / 2).round(3).tolist(), "y": rate.round(4).tolist(),
                        "line": {"color": KIND_COLOURS.get(f["kind"]), "width": 1.5}})
+    # Everything a sent towards b, by departure time at a: the offered load the capacity line is compared with.
+    fwd = np.flatnonzero((c["direction"] == 0) & (c["t_send_ns"] >= 0))
+    ts = (c["t_send_ns"][fwd] - t0_ns) / 1e9
+    keep = (ts >= 0) & (ts < n_bins * w)
+    sent = np.bincount((ts[keep] // w).astype(np.int64), weights=c["ip_len"][fwd][keep] + 14.0,
+                       minlength=n_bins)[:n_bins] * 8 / w / 1e6
+    traces.append({"type": "scatter", "mode": "lines", "name": "sent by a, all forward traffic",
+                   "x": (np.arange(n_bins) * w + w / 2).round(3).tolist(), "y": sent.round(4).tolist(),
+                   "line": {"color": "#999", "width": 1, "dash": "dash"}})
     cap = m.get("capacity_bps")
     if cap:
         traces.append({"type": "scatter", "mode": "lines", "name": "capacity", "x": [0, duration_s],
@@ -127,7 +136,7 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
     if have_packets:
         rates = _rate_traces(m, t, t0_ns, duration_s)
         if rates:
-            panels.append(("Receive rate per flow at b (captures), capacity", "Mbit/s", rates))
+            panels.append(("Receive rate per flow at b, send rate at a (captures), capacity", "Mbit/s", rates))
     else:
         omitted.append("rates, loss events and per-packet delay: no capture could be read")
     cc = [_line(f"sent (getStats) {k.split(':')[1]}", v, 1e-6) for k, v in _gs_series(m, "forward", "sent_bitrate_bps")]
