@@ -102,6 +102,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
     bounds = [(p.name, (lowest if p.name == "all" else t0_ns + int(p.start_s * 1e9)),
                (highest if p.name == "all" else t0_ns + int(p.end_s * 1e9))) for p in phase_list]
 
+    getstats.per_phase(gs, [(p.name, p.start_s, p.end_s) for p in phase_list if p.name != "all"])
     ssrc_kinds, pt_kinds, clocks = getstats.kinds(sides)
     table = None
     flows: list[dict[str, Any]] = []

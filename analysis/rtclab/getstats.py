@@ -253,3 +253,22 @@ def _jitter_buffer_ms(objs: list[dict[str, Any]], t0: float) -> list[tuple[float
             out.append((o["_t"] - t0, (d - prev[0]) / (n - prev[1]) * 1000.0))
         prev = (d, n)
     return out
+
+
+def per_phase(gs: dict[str, Any], phases: list[tuple[str, float, float]]) -> None:
+    """Adds `phases` to each direction: per phase and stream, the getStats series' summaries over [start, end)
+    seconds since call start (Tq with its percentiles as over the whole call)."""
+    for d in gs.get("directions", {}).values():
+        out: dict[str, dict[str, Any]] = {}
+        for name, lo, hi in phases:
+            entry: dict[str, Any] = {}
+            for key, pts in d.get("series", {}).items():
+                inside = [p for p in pts if lo <= p[0] < hi]
+                metric = key.split(":")[0]
+                label = ":".join(key.split(":")[1:]) or "all"
+                if metric == "tq_ms":
+                    entry.setdefault(label, {})[metric] = _tq(inside)
+                else:
+                    entry.setdefault(label, {})[metric] = _summary(inside)
+            out[name] = entry
+        d["phases"] = out

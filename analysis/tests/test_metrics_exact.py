@@ -309,3 +309,17 @@ def test_parquet_holds_the_per_packet_table(exact_run):
         assert t["t_recv_ns"][i] == (p.arrivals[0] if p.arrivals else None)
         assert t["owd_ns"][i] == (p.arrivals[0] - p.t_send if p.arrivals else None)
     assert sum(1 for s in t["status"] if s == "duplicate") == 2
+
+
+def test_getstats_per_phase(exact_run):
+    _, _, m, _ = exact_run
+    phases = m["getstats"]["directions"]["forward"]["phases"]
+    assert set(phases) == {"before_cross_traffic", "cross_traffic", "after_cross_traffic"}
+    # Samples at 1..5 s after call start; the cross-traffic phase is [1 s, 4 s): new RTT measurements at 1 s (50 ms)
+    # and 2 s (62 ms; 3 s repeats its count); RTTm is the whole call's minimum, 50 ms.
+    video = phases["cross_traffic"]["video:4369"]
+    assert video["tq_ms"]["mean"] == pytest.approx(statistics.fmean([0.0, 12.0]))
+    assert video["tq_ms"]["p95"] == pytest.approx(percentile([0.0, 12.0], 95))
+    # bytesSent = 100000 k^2 at k s: rates at 2 s and 3 s are 8e5 * 3 and 8e5 * 5
+    assert video["sent_bitrate_bps"]["mean"] == pytest.approx(8e5 * 4)
+    assert video["target_bitrate_bps"]["mean"] == pytest.approx(1e6 + 1)  # 1e6 + 0, 1, 2 at 1, 2, 3 s
