@@ -150,8 +150,9 @@ def tshark_jitter(run: RunDir, flows: list[dict[str, Any]], table: PacketTable |
                 continue
             ours = f["jitter_ms"] or {}
             tol = lambda ref: JITTER_TOLERANCE_MS + JITTER_TOLERANCE_FRACTION * abs(ref)  # noqa: E731
-            ok = (ours.get("mean") is not None and abs(ours["mean"] - s["mean_jitter_ms"]) <= tol(s["mean_jitter_ms"])
-                  and abs(ours["max"] - s["max_jitter_ms"]) <= tol(s["max_jitter_ms"]))
+            # The maxima are the same quantity (the RFC 3550 recurrence over the same arrivals). tshark's "mean" is not a
+            # plain mean of J (it skips marker-bit packets and weights by its packet counter), so it is shown only.
+            ok = ours.get("max") is not None and abs(ours["max"] - s["max_jitter_ms"]) <= tol(s["max_jitter_ms"])
             # tshark counts duplicates as received packets, so its "lost" is ours minus the duplicates.
             lost_ok = f.get("rtp_seq_lost") is None or abs(f["rtp_seq_lost"] - f["duplicates"] - s["lost"]) <= max(
                 LOSS_TOLERANCE_PACKETS, LOSS_TOLERANCE_FRACTION * f["packets_sent"])
@@ -160,7 +161,8 @@ def tshark_jitter(run: RunDir, flows: list[dict[str, Any]], table: PacketTable |
                 f"{direction} {f['kind']} ssrc {f['ssrc']}: jitter mean {ours.get('mean', float('nan')):.3f} ms / "
                 f"max {ours.get('max', float('nan')):.3f} ms, tshark {s['mean_jitter_ms']:.3f} / {s['max_jitter_ms']:.3f} ms; "
                 f"lost {f.get('rtp_seq_lost')} by sequence number with {f['duplicates']} duplicates, tshark {s['lost']}",
-                f"jitter within {JITTER_TOLERANCE_MS} ms + {JITTER_TOLERANCE_FRACTION:.0%}; loss as for getStats",
+                f"max jitter within {JITTER_TOLERANCE_MS} ms + {JITTER_TOLERANCE_FRACTION:.0%} (means differ by "
+                f"definition, shown only); loss as for getStats",
                 ours=ours, tshark=s))
     return out
 
@@ -215,6 +217,9 @@ def gtlog_owd(run: RunDir, table: PacketTable | None) -> tuple[list[dict[str, An
     ok_rows = ~dropped & (status == DELIVERED)
     in_r_ns = (rec["release_ns"][gi][ok_rows].astype(np.int64) - rec["arrival_ns"][gi][ok_rows].astype(np.int64))
     residual_ms = (c["owd_ns"][rows[ok_rows]] - in_r_ns) / 1e6
+    if dep.size == 0 or rec.size == 0:
+        return [_check("owd_vs_ground_truth", None, f"nothing to compare: {dep.size} forward departures in capture-a, "
+                       f"{rec.size} records in {path.name}", "")], None
     p99 = float(np.percentile(np.abs(residual_ms), 99)) if residual_ms.size else None
     ok = (p99 is not None and p99 <= GTLOG_OWD_TOLERANCE_MS and drop_but_delivered == 0 and fwd_but_lost == 0)
     counts = {GTLOG_EVENTS.get(int(e), str(int(e))): int(n) for e, n in zip(*np.unique(rec["event"], return_counts=True))}
