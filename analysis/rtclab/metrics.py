@@ -177,8 +177,15 @@ def _subset_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int, ki
         # RTX and FEC carry the timestamps of the packets they repair: no interarrival jitter for them.
         if clock_hz and arrivals.size > 1 and kind in ("video", "audio"):
             j_s = _core.rfc3550_jitter_s(tr.astype(np.int64), c["rtp_ts"][arrivals].astype(np.uint32), clock_hz)
+            # tshark's maximum leaves out the first packet, packets with the marker bit and packets whose timestamp
+            # goes backwards: kept apart so the cross-check compares like with like.
+            ts = c["rtp_ts"][arrivals].astype(np.int64)
+            regular = ~c["rtp_marker"][arrivals].astype(bool)
+            regular[0] = False
+            regular[1:] &= ((ts[1:] - ts[:-1]) % 2**32) < 2**31
             out["jitter_ms"] = {"mean": float(j_s.mean() * 1e3), "max": float(j_s.max() * 1e3),
-                                "last": float(j_s[-1] * 1e3)}
+                                "last": float(j_s[-1] * 1e3),
+                                "max_tshark_rule": float(j_s[regular].max() * 1e3) if regular.any() else None}
     return out
 
 

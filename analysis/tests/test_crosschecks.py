@@ -111,7 +111,7 @@ def test_a_jitter_disagreement_is_a_warning_with_the_numbers(synthetic_run):
     run, m, table = synthetic_run
     flows = json.loads(json.dumps(m["flows"]))
     video = next(f for f in flows if f["kind"] == "video" and f["direction"] == "forward")
-    video["jitter_ms"]["max"] += 1.0
+    video["jitter_ms"]["max_tshark_rule"] += 1.0
     checks = crosscheck.tshark_jitter(crosscheck.RunDir(path=run, manifest=json.loads((run / "manifest.json").read_text())),
                                       flows, table, {96: 90000.0, 111: 48000.0}, {96: "VP8", 111: "opus"})
     bad = [c for c in checks if c["ok"] is False]
