@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The userspace bottleneck's disciplines on real packets, by hand (issue 2 item 4): a forward link with 25 ms each
-# way (the reverse link: 25 ms, no rate), a bulk iperf3 UDP flow at twice the link rate from a to b for BULK_S
-# seconds, and a sparse flow (ping every 250 ms, DSCP 46) beside it once the queue has built up.
+# The userspace bottleneck's disciplines on real packets (issue 2: "an integration test through namespaces that shows
+# the behaviour on real packets"), each case in a fresh a - r - b topology.
+# UDP cases: a forward link with 25 ms each way (the reverse link: 25 ms, no rate), a bulk iperf3 UDP flow at twice
+# the link rate from a to b for BULK_S seconds, and a sparse flow (ping every 250 ms, DSCP 46) beside it once the
+# queue has built up. Queuing delay = one-way delay between the captures at a-eth0 and b-eth0 minus its minimum.
 #   codel       10 Mbit/s: the first AQM drop comes `interval` (100 ms) after the first dequeue above target with
 #               more than one MTU queued, the next ones on drop_next += interval/sqrt(count) (RFC 8289), each at
 #               the first dequeue after its time (so late by at most one frame time, 1.2 ms; 1.5 allowed)
@@ -14,24 +16,22 @@
 #   sfq         1 Mbit/s: the same with round robin: p50 < 75 ms
 #   prio        1 Mbit/s: the sparse flow in band 0 (DSCP 46) is served first (RTT p50 < 65 ms) while the bulk
 #               flow in band 1 waits in a 300 ms fifo (its queuing delay p50 > 250 ms)
-# Queuing delay = one-way delay between the captures at a-eth0 and b-eth0 minus its minimum.
-# Prints PASS/FAIL lines with the numbers; exits 1 if any fails. Needs root, iperf3, tcpdump, ethtool, python3 and
-# the release binary. Usage: bench/bottleneck/disciplines.sh [BULK_S]   env: BOTTLENECK=path  ONLY="codel pie"
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-# shellcheck source=topology.sh
-source "$here/topology.sh"
-
+# TCP cases (iperf3 TCP, CUBIC, from a to b):
+#   ecn_tcp     an ECN TCP flow (tcp_ecn=1 in a and b) through 1 Mbit/s CoDel with ecn on, 10 s: CE marks at b,
+#               all with valid IP header checksums (TCP goodput and retransmits printed)
+#   tcp_all     every discipline and rate mode under a bulk TCP flow for DISC_S (6) seconds with 15 EF pings during
+#               it: fifo, codel, pie ecn, sfq (limit in ms, perturb), fq_codel, prio (the thesis' classes: EF in a
+#               fifo, the rest in fq_codel), a rate schedule, a Mahimahi trace, jitter + loss. Each bottleneck exits 0
+#               on SIGTERM with a complete log (no trailing fragment), forwards packets, and TCP gets through
+#               (goodput, ping RTT and log events printed)
+# Prints PASS/FAIL lines with the numbers; exits 1 if any fails.
+# Usage: sudo bench/bottleneck/disciplines.sh [BULK_S]   env: BOTTLENECK=path  ONLY="codel pie"  DISC_S=6
+source "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init disc
 bulk_s=${1:-15}
-bottleneck=${BOTTLENECK:-$repo/netem/bottleneck/target/release/rtclab-bottleneck}
-cases=${ONLY:-"codel codel_ecn pie fq_codel sfq prio"}
-[ "$(id -u)" = 0 ] || { echo "disciplines.sh needs root (network namespaces)" >&2; exit 1; }
-[ -x "$bottleneck" ] || { echo "no bottleneck binary at $bottleneck: build it first" >&2; exit 1; }
-work=$(mktemp -d /tmp/rtclab-disc.XXXXXX)
-prefix=rtclab-t-disc$$
-trap 'ns_down "$prefix"; echo "raw data kept in $work" >&2' EXIT
-failed=0
+disc_s=${DISC_S:-6}
+cases=${ONLY:-"codel codel_ecn pie fq_codel sfq prio ecn_tcp tcp_all"}
+reverse25='{"delay_ms":25,"jitter_ms":0,"loss_percent":0,"rate":null,"qdisc":{"kind":"fifo","limit_packets":1000}}'
 
 kbit_of() {
     case $1 in codel | codel_ecn | pie) echo 10000 ;; *) echo 1000 ;; esac
@@ -48,53 +48,29 @@ qdisc_of() {
     esac
 }
 
-# start DIR QUEUE IN_DEV OUT_DEV LINK_JSON DIRECTION: the bottleneck in r, then its NFQUEUE rule; sets $bpid.
-start() {
-    local dir=$1
-    echo "$5" >"$dir/link-$6.json"
-    ip netns exec "$prefix-r" "$bottleneck" --queue-num "$2" --config "$dir/link-$6.json" \
-        --log "$dir/bottleneck-$6.gtlog" --stats "$dir/bottleneck-$6.stats.jsonl" >"$dir/out-$6" 2>"$dir/err-$6" &
-    bpid=$!
-    wait_ready "$dir/out-$6" 10 || { cat "$dir/err-$6" >&2; return 1; }
-    in_ns r iptables -t mangle -A FORWARD -i "$3" -o "$4" -j NFQUEUE --queue-num "$2"
+# The sparse flow beside the bulk one: DSCP 46 (EF), which only prio looks at. Run by flood (lib.sh) 3 s in.
+during_flood() {
+    in_ns a ping -c $(((bulk_s - 5) * 4)) -i 0.25 -Q 0xb8 10.0.2.2 >"$1/ping.txt" 2>&1 || true
 }
 
-for c in $cases; do
-    echo "== $c"
-    d=$work/$c
-    mkdir -p "$d"
-    ns_up "$prefix"
-    start "$d" 7 r-eth0 r-eth1 \
-        "{\"delay_ms\":25,\"jitter_ms\":0,\"loss_percent\":0,\"rate\":{\"kbit\":$(kbit_of "$c"),\"burst_bytes\":3028},\"qdisc\":$(qdisc_of "$c")}" forward
-    fwd=$bpid
-    start "$d" 8 r-eth1 r-eth0 \
-        '{"delay_ms":25,"jitter_ms":0,"loss_percent":0,"rate":null,"qdisc":{"kind":"fifo","limit_packets":1000}}' reverse
-    rev=$bpid
-    ip netns exec "$prefix-a" tcpdump -i a-eth0 -s 160 --time-stamp-precision nano -w "$d/a.pcap" udp 2>"$d/tcpdump-a.log" &
-    cap_a=$!
-    ip netns exec "$prefix-b" tcpdump -i b-eth0 -s 160 --time-stamp-precision nano -w "$d/b.pcap" udp 2>"$d/tcpdump-b.log" &
-    cap_b=$!
-    in_ns b iperf3 -s -1 >/dev/null 2>&1 &
-    sleep 1
-    tos=0
+udp_case() { # udp_case NAME DIR
+    local c=$1 d=$2 tos=0 fwd rev
     [ "$c" = codel_ecn ] && tos=2 # ECT(0)
-    in_ns a iperf3 -c 10.0.2.2 -u -b "$((2 * $(kbit_of "$c")))K" -l 1472 -S "$tos" -t "$bulk_s" >"$d/iperf3.txt" 2>&1 &
-    bulk=$!
-    sleep 3
-    # The sparse flow: DSCP 46 (EF), which only prio looks at.
-    in_ns a ping -c $(((bulk_s - 5) * 4)) -i 0.25 -Q 0xb8 10.0.2.2 >"$d/ping.txt" 2>&1 || true
-    wait "$bulk" || true
-    sleep 1
-    kill -INT "$cap_a" "$cap_b"
-    wait "$cap_a" "$cap_b" || true
-    kill -TERM "$fwd" "$rev"
-    wait "$fwd" "$rev" || true
-    ns_down "$prefix"
-    python3 "$here/gtlog.py" path "$d/a.pcap" "$d/b.pcap" --log "$d/bottleneck-forward.gtlog" --skip-s 4 >"$d/path.json"
-    python3 "$here/gtlog.py" lateness "$d/bottleneck-forward.gtlog" >"$d/lateness.json"
-    python3 "$here/gtlog.py" ecn "$d/b.pcap" >"$d/ecn.json"
-    python3 "$here/gtlog.py" codel "$d/bottleneck-forward.gtlog" >"$d/codel.json"
-    read -r ok detail < <(python3 - "$c" "$d" <<'EOF'
+    ns_up
+    start_bottleneck "$d" forward \
+        "{\"delay_ms\":25,\"jitter_ms\":0,\"loss_percent\":0,\"rate\":{\"kbit\":$(kbit_of "$c"),\"burst_bytes\":3028},\"qdisc\":$(qdisc_of "$c")}"
+    fwd=$BPID
+    start_bottleneck "$d" reverse "$reverse25"
+    rev=$BPID
+    flood "$d" "$((2 * $(kbit_of "$c")))K" 1472 "$bulk_s" -S "$tos"
+    stop_pid "$fwd"
+    stop_pid "$rev"
+    ns_down
+    $GTLOG path "$d/a.pcap" "$d/b.pcap" --log "$d/bottleneck-forward.gtlog" --skip-s 4 >"$d/path.json"
+    $GTLOG lateness "$d/bottleneck-forward.gtlog" >"$d/lateness.json"
+    $GTLOG ecn "$d/b.pcap" >"$d/ecn.json"
+    $GTLOG codel "$d/bottleneck-forward.gtlog" >"$d/codel.json"
+    verdict "$c" "$(python3 - "$c" "$d" <<'EOF'
 import json, re, statistics, sys
 c, d = sys.argv[1:]
 path = json.load(open(f"{d}/path.json"))
@@ -131,7 +107,97 @@ elif c == "prio":
     ok = rtt < 65 and q50 > 250
 print(ok, desc)
 EOF
-)
-    if [ "$ok" = True ]; then echo "PASS $c: $detail"; else echo "FAIL $c: $detail"; failed=1; fi
+)"
+}
+
+# tcp_flow DIR FORWARD_LINK SECONDS PORT [ecn]: (with ecn: net.ipv4.tcp_ecn=1 in a and b) forward and reverse (25 ms) bottlenecks, an iperf3 TCP CUBIC flow from a to
+# b (DIR/iperf3.json), 15 EF pings 2 s in (DIR/ping.txt), a capture at b (DIR/b.pcap); exit codes in DIR/rc.
+tcp_flow() {
+    local d=$1 link=$2 seconds=$3 port=$4 fwd rev cb client
+    ns_up
+    if [ "${5:-}" = ecn ]; then
+        in_ns a sysctl -qw net.ipv4.tcp_ecn=1
+        in_ns b sysctl -qw net.ipv4.tcp_ecn=1
+    fi
+    start_bottleneck "$d" forward "$link"
+    fwd=$BPID
+    start_bottleneck "$d" reverse "$reverse25"
+    rev=$BPID
+    capture_start b "$d/b.pcap" tcp
+    cb=$BG_PID
+    bg b iperf3 -s -1 -p "$port" >/dev/null 2>&1
+    sleep 0.3
+    in_ns a iperf3 -c 10.0.2.2 -p "$port" -C cubic -t "$seconds" --json >"$d/iperf3.json" 2>"$d/iperf3.err" &
+    client=$!
+    sleep 2
+    in_ns a ping -Q 0xb8 -c 15 -i 0.2 -q 10.0.2.2 >"$d/ping.txt" 2>&1 || true
+    wait "$client" || true
+    capture_stop "$cb"
+    stop_pid "$fwd"
+    echo "$STOP_RC" >"$d/rc"
+    stop_pid "$rev"
+    echo "$STOP_RC" >>"$d/rc"
+    ns_down
+}
+
+tcp_summary() { # tcp_summary DIR: goodput, retransmits, ping RTT, log events, exit codes as "True|False detail"
+    $GTLOG lateness "$1/bottleneck-forward.gtlog" >"$1/lateness.json"
+    python3 - "$1" <<'EOF'
+import json, re, sys
+d = sys.argv[1]
+try:
+    ip = json.load(open(f"{d}/iperf3.json"))
+    goodput, retr = round(ip["end"]["sum_received"]["bits_per_second"] / 1000), ip["end"]["sum_sent"].get("retransmits")
+except (OSError, ValueError, KeyError):
+    goodput, retr = 0, None
+m = re.search(r"= [\d.]+/([\d.]+)/", open(f"{d}/ping.txt").read())
+lat = json.load(open(f"{d}/lateness.json"))
+rcs = open(f"{d}/rc").read().split()
+ok = rcs == ["0", "0"] and lat["trailing_fragment_bytes"] == 0 and lat["events"].get("forwarded", 0) > 0 and goodput > 0
+print(ok, f"exit codes {'/'.join(rcs)}, tcp {goodput} kbit/s, retransmits {retr}, ping(EF) avg rtt "
+          f"{m.group(1) if m else '?'} ms, events {lat['events']}, trailing fragment {lat['trailing_fragment_bytes']}")
+EOF
+}
+
+for c in $cases; do
+    echo "== $c"
+    d=$WORK/$c
+    mkdir -p "$d"
+    case $c in
+    codel | codel_ecn | pie | fq_codel | sfq | prio) udp_case "$c" "$d" ;;
+    ecn_tcp)
+        tcp_flow "$d" '{"delay_ms":25,"jitter_ms":0,"loss_percent":0,"rate":{"kbit":1000,"burst_bytes":3028},"qdisc":{"kind":"codel","target_ms":5,"interval_ms":100,"limit_packets":1000,"ecn":true}}' 10 5202 ecn
+        $GTLOG ecn "$d/b.pcap" >"$d/ecn.json"
+        summary=$(tcp_summary "$d")
+        verdict ecn_tcp "$(python3 - "$d/ecn.json" "$summary" <<'EOF'
+import json, sys
+e = json.load(open(sys.argv[1]))
+ok = sys.argv[2].startswith("True") and e["ecn"]["ce"] > 0 and e["bad_ip_checksums"] == 0
+print(ok, f"CE marks at b {e['ecn']['ce']}, bad IP checksums {e['bad_ip_checksums']}; " + sys.argv[2].split(" ", 1)[1])
+EOF
+)"
+        ;;
+    tcp_all)
+        printf '0\n1\n3\n5\n8\n10\n' >"$d/trace.txt" # 6 opportunities per 10 ms: 7.3 Mbit/s average
+        port=5310
+        for sub in \
+            'fifo|{"rate":{"kbit":2000},"qdisc":{"kind":"fifo","limit_packets":50}}' \
+            'codel|{"rate":{"kbit":2000},"qdisc":{"kind":"codel"}}' \
+            'pie|{"rate":{"kbit":2000},"qdisc":{"kind":"pie","ecn":true}}' \
+            'sfq|{"rate":{"kbit":2000},"qdisc":{"kind":"sfq","limit_ms":300,"perturb_s":1}}' \
+            'fq_codel|{"rate":{"kbit":2000},"qdisc":{"kind":"fq_codel"}}' \
+            'prio|{"rate":{"kbit":2000},"qdisc":{"kind":"prio","bands":[{"dscp":[46],"qdisc":{"kind":"fifo","limit_packets":100}},{"qdisc":{"kind":"fq_codel","quantum_bytes":300,"limit_packets":800,"target_ms":2,"interval_ms":50,"ecn":false}}]}}' \
+            'schedule|{"rate":{"schedule":[{"at_s":0,"kbit":2000},{"at_s":3,"kbit":500}]},"qdisc":{"kind":"fifo","limit_ms":100}}' \
+            "trace|{\"rate\":{\"trace\":\"$d/trace.txt\"},\"qdisc\":{\"kind\":\"fifo\",\"limit_packets\":100}}" \
+            'jitter_loss|{"delay_ms":10,"jitter_ms":5,"loss_percent":1,"rate":{"kbit":2000},"qdisc":{"kind":"fifo","limit_packets":100}}'; do
+            name=${sub%%|*}
+            port=$((port + 1)) # a fresh port each case: the last server may still be closing
+            mkdir -p "$d/$name"
+            tcp_flow "$d/$name" "${sub#*|}" "$disc_s" "$port"
+            verdict "tcp $name" "$(tcp_summary "$d/$name")"
+        done
+        ;;
+    *) verdict "$c" "False unknown case" ;;
+    esac
 done
-exit $failed
+exit $FAILED

@@ -1,26 +1,34 @@
 #!/usr/bin/env python3
 """Reads the bottleneck's ground-truth log (docs/bottleneck-log.md) and nanosecond pcaps, for the benchmark and the
-by-hand checks. Standard library only, so it runs on a fresh machine.
+checks in bench/bottleneck/. Standard library only, so it runs on a fresh machine. Each command prints one JSON object.
 
-  gtlog.py lateness LOG                      release lateness (release_ns - due_ns) of forwarded packets, events
-  gtlog.py spacing PCAP --dst IP --kbit K    departure spacing error of a saturated link: gap - frame time at K
-  gtlog.py path A.pcap B.pcap [--log LOG]    received wire rate at b, one-way and queuing delay, log agreement
-  gtlog.py ecn PCAP [--dst IP]               ECN codepoints seen, IPv4 header checksums that do not verify
-  gtlog.py codel LOG [--target-ms --interval-ms]  time to CoDel's first drop, spacing of the next ones
-  gtlog.py order PCAP                        reordering of an iperf3 UDP flow (its packet counter)
-  gtlog.py windows PCAP [--window-s S]       received wire rate per window
-Each prints one JSON object.
+  gtlog.py lateness LOG [--skip-s S]          events, trailing fragment, release lateness (release_ns - due_ns)
+  gtlog.py spacing B.pcap --kbit K [--dport P] [--skip-s S]
+                                              departure spacing error of a backlogged link: |gap - frame time at K|
+  gtlog.py path A.pcap B.pcap [--log LOG] [--skip-s S]
+                                              rate at b, one-way and queuing delay; with --log: the log against
+                                              the captures (drops missing at b, one-way delay = log's account)
+  gtlog.py ecn PCAP                           ECN codepoints seen, IPv4 header checksums that do not verify
+  gtlog.py codel LOG                          time to CoDel's first drop, lateness of the next ones vs schedule
+  gtlog.py order PCAP                         reordering of an iperf3 UDP flow (its packet counter)
+  gtlog.py windows PCAP [--window-s S]        received wire rate per window
+
+Packets are joined between the captures and the log by (packet key, IP identification). Percentiles are nearest
+rank: the value at index min(n - 1, floor(q * n)) of the sorted values.
 """
 import argparse
+import bisect
 import json
 import struct
 import sys
 
+MAGIC = b"RTCGTLG1"
 RECORD = struct.Struct("<QQQQQQHHBBBBII")
 RECORD_FIELDS = ("arrival_ns", "dequeue_ns", "tx_end_ns", "due_ns", "release_ns", "key", "ip_len", "ip_id",
                  "event", "band", "ecn_in", "ip_proto", "queue_packets", "queue_bytes")
 EVENTS = {0: "forwarded", 1: "forwarded_ce", 2: "dropped_tail", 3: "dropped_aqm", 4: "dropped_loss",
           5: "dropped_shutdown"}
+FORWARDED = (0, 1)
 ETHERNET_HEADER_BYTES = 14
 
 
@@ -32,10 +40,11 @@ def fnv1a64(data):
 
 
 def read_gtlog(path):
-    """Returns (header dict, list of record dicts); a trailing fragment shorter than a record is ignored."""
+    """Returns (header dict, list of record dicts, trailing fragment bytes); a trailing fragment shorter than a record
+    (a killed run) is ignored."""
     with open(path, "rb") as f:
         blob = f.read()
-    if blob[:8] != b"RTCGTLG1":
+    if blob[:8] != MAGIC:
         raise SystemExit(f"{path}: not a ground-truth log (magic {blob[:8]!r})")
     (n,) = struct.unpack_from("<I", blob, 8)
     header = json.loads(blob[12:12 + n].decode("utf-8"))
@@ -65,20 +74,25 @@ def read_pcap(path):
         off += incl
 
 
-def ipv4_packets(path, src=None, dst=None):
-    """(t_ns, frame_len, key, ip_id) of the IPv4 frames of a pcap, filtered by addresses."""
+def ipv4_packets(path, src=None, dst=None, dport=None, with_key=True):
+    """Dicts (t, frame_len, ip_len, ip_id, proto, dport, key) of a pcap's IPv4 frames, filtered by addresses and
+    destination port. The key covers min(64, payload length) bytes: the capture's snap length must hold them."""
     out = []
     for t_ns, frame_len, frame in read_pcap(path):
         if len(frame) < 34 or frame[12:14] != b"\x08\x00":
             continue
         ip = frame[14:]
+        if (src and ".".join(map(str, ip[12:16])) != src) or (dst and ".".join(map(str, ip[16:20])) != dst):
+            continue
         ihl = (ip[0] & 0x0F) * 4
         ip_len = struct.unpack_from(">H", ip, 2)[0]
-        s, d = ".".join(map(str, ip[12:16])), ".".join(map(str, ip[16:20]))
-        if (src and s != src) or (dst and d != dst):
+        proto = ip[9]
+        payload = ip[ihl:ip_len]
+        port = struct.unpack_from(">H", payload, 2)[0] if proto in (6, 17) and len(payload) >= 4 else None
+        if dport is not None and port != dport:
             continue
-        payload = ip[ihl:ip_len][:64]
-        out.append((t_ns, frame_len, fnv1a64(payload), struct.unpack_from(">H", ip, 4)[0]))
+        out.append({"t": t_ns, "frame_len": frame_len, "ip_len": ip_len, "ip_id": struct.unpack_from(">H", ip, 4)[0],
+                    "proto": proto, "dport": port, "key": fnv1a64(payload[:64]) if with_key else None})
     return out
 
 
@@ -100,25 +114,33 @@ def cmd_lateness(args):
     for r in records:
         name = EVENTS.get(r["event"], str(r["event"]))
         events[name] = events.get(name, 0) + 1
-    late = [r["release_ns"] - r["due_ns"] for r in records if r["event"] in (0, 1)]
-    forwarded_udp = sum(1 for r in records if r["event"] in (0, 1) and r["ip_proto"] == 17)
-    aqm_drops_of_ect = sum(1 for r in records if r["event"] == 3 and r["ecn_in"] in (1, 2))
+    fwd = [r for r in records if r["event"] in FORWARDED]
+    start = (fwd[0]["arrival_ns"] + int(args.skip_s * 1e9)) if fwd else 0
+    late = [r["release_ns"] - r["due_ns"] for r in fwd if r["arrival_ns"] >= start]
     return {"records": len(records), "trailing_fragment_bytes": fragment, "events": events,
-            "forwarded_udp": forwarded_udp, "aqm_drops_of_ect": aqm_drops_of_ect,
+            "forwarded_udp": sum(1 for r in fwd if r["ip_proto"] == 17),
+            "aqm_drops_of_ect": sum(1 for r in records if r["event"] == 3 and r["ecn_in"] in (1, 2)),
             "lateness": percentiles_us(late), "direction": header.get("direction")}
 
 
 def cmd_spacing(args):
-    pkts = ipv4_packets(args.pcap, dst=args.dst)
-    skip_ns = int(args.skip_s * 1e9)
-    t_first = pkts[0][0] if pkts else 0
+    """Gap between consecutive departures at b minus the later packet's frame time at the link rate, absolute. Only
+    the gaps of a backlogged link count: a gap longer than 3 frame times is an idle period and skipped; so are the
+    first and the last --skip-s seconds (queue filling, draining)."""
+    pkts = ipv4_packets(args.pcap, dst=args.dst, dport=args.dport, with_key=False)
+    if len(pkts) < 2:
+        return {"packets": len(pkts), "spacing_error": {"n": 0}}
+    t_lo, t_hi = pkts[0]["t"] + int(args.skip_s * 1e9), pkts[-1]["t"] - int(args.skip_s * 1e9)
     errors = []
-    for (t0, _, _, _), (t1, len1, _, _) in zip(pkts, pkts[1:]):
-        if t0 - t_first < skip_ns:
+    for prev, cur in zip(pkts, pkts[1:]):
+        if prev["t"] < t_lo or cur["t"] > t_hi:
             continue
-        frame_time_ns = len1 * 8 * 1e9 / (args.kbit * 1000)
-        errors.append(abs(t1 - t0 - frame_time_ns))
-    return {"packets": len(pkts), "spacing_error": percentiles_us(errors)}
+        frame_ns = cur["frame_len"] * 8 * 1e9 / (args.kbit * 1000)
+        gap = cur["t"] - prev["t"]
+        if gap <= 3 * frame_ns:
+            errors.append(abs(gap - frame_ns))
+    span_s = (pkts[-1]["t"] - pkts[0]["t"]) / 1e9
+    return {"packets": len(pkts), "packets_per_s": round(len(pkts) / span_s, 1), "spacing_error": percentiles_us(errors)}
 
 
 def cmd_path(args):
@@ -126,31 +148,40 @@ def cmd_path(args):
     received = ipv4_packets(args.b_pcap, src=args.src, dst=args.dst)
     out = {"sent": len(sent), "received": len(received)}
     if len(received) >= 2:
-        # A saturated link: frames after the first arrive back to back at the link rate.
-        bits = sum(f for _, f, _, _ in received[1:]) * 8
-        out["received_wire_kbit"] = round(bits / ((received[-1][0] - received[0][0]) / 1e9) / 1000, 2)
-    sent_at = {k: t for t, _, k, _ in sent}
-    owd = {k: t - sent_at[k] for t, _, k, _ in received if k in sent_at}
+        # A saturated link: the frames after the first arrive back to back at the link rate.
+        bits = sum(p["frame_len"] for p in received[1:]) * 8
+        out["received_wire_kbit"] = round(bits / ((received[-1]["t"] - received[0]["t"]) / 1e9) / 1000, 2)
+    sent_at = {}
+    for p in sent:
+        sent_at.setdefault((p["key"], p["ip_id"]), p["t"])
+    owd = {}
+    for p in received:
+        k = (p["key"], p["ip_id"])
+        if k in sent_at and k not in owd:
+            owd[k] = (p["t"], p["t"] - sent_at[k])
     if owd:
-        lo = min(owd.values())
-        out["one_way_delay_ms"] = {"min": round(lo / 1e6, 3), "max": round(max(owd.values()) / 1e6, 3)}
-        out["queuing_delay_max_ms"] = round((max(owd.values()) - lo) / 1e6, 3)
-        # Queuing delay after the first skip_s seconds (an AQM's steady state), in microseconds.
-        start = received[0][0] + int(args.skip_s * 1e9)
-        out["queuing_delay_after_skip"] = percentiles_us([owd[k] - lo for t, _, k, _ in received
-                                                          if k in owd and t >= start])
+        lo = min(d for _, d in owd.values())
+        hi = max(d for _, d in owd.values())
+        out["one_way_delay_ms"] = {"min": round(lo / 1e6, 3), "max": round(hi / 1e6, 3)}
+        out["queuing_delay_max_ms"] = round((hi - lo) / 1e6, 3)
+        # Queuing delay (one-way delay - its minimum) after the first skip_s seconds: an AQM's steady state.
+        start = received[0]["t"] + int(args.skip_s * 1e9)
+        out["queuing_delay_after_skip"] = percentiles_us([d - lo for t, d in owd.values() if t >= start])
     if args.log:
         _, records, _ = read_gtlog(args.log)
-        # Forwarded per the log but missing at b, dropped per the log but present at b.
-        fwd = {r["key"]: r for r in records if r["event"] in (0, 1)}
-        dropped = {r["key"] for r in records if r["event"] >= 2}
+        logged = {(r["key"], r["ip_id"]): r for r in records}
+        fwd = {k: r for k, r in logged.items() if r["event"] in FORWARDED}
+        # Lost outside the model: left a but never reached the bottleneck, or forwarded by it but missing at b.
+        out["sent_not_in_log"] = sum(1 for k in sent_at if k not in logged)
         out["log_forwarded_missing_at_b"] = sum(1 for k in fwd if k in sent_at and k not in owd)
-        out["log_dropped_present_at_b"] = sum(1 for k in dropped if k in owd)
-        # Capture one-way delay minus the log's account (due - arrival): lateness plus the veth hops.
-        diffs = [owd[k] - (r["due_ns"] - r["arrival_ns"]) for k, r in fwd.items() if k in owd]
+        out["log_dropped_present_at_b"] = sum(1 for k, r in logged.items() if r["event"] >= 2 and k in owd)
+        # Capture one-way delay minus the log's account: due - arrival = sojourn + transmission + delay (+ jitter),
+        # so the difference is the release lateness plus the veth hops; release - arrival leaves only the hops.
+        diffs = [owd[k][1] - (r["due_ns"] - r["arrival_ns"]) for k, r in fwd.items() if k in owd]
         out["owd_minus_log_due"] = percentiles_us(diffs)
-        diffs = [owd[k] - (r["release_ns"] - r["arrival_ns"]) for k, r in fwd.items() if k in owd]
-        out["owd_minus_log_release"] = percentiles_us(diffs)
+        out["owd_minus_log_due"]["within_0_2_ms"] = sum(1 for d in diffs if abs(d) <= 200_000)
+        out["owd_minus_log_release"] = percentiles_us(
+            [owd[k][1] - (r["release_ns"] - r["arrival_ns"]) for k, r in fwd.items() if k in owd])
     return out
 
 
@@ -158,7 +189,6 @@ def cmd_codel(args):
     """CoDel on real packets (RFC 8289, Linux codel_impl.h), from a fifo-ordered CoDel log: the first AQM drop comes
     `interval` after the first dequeue above `target` with more than one MTU left queued, the next ones on the
     schedule drop_next += interval/sqrt(count); each happens at the first dequeue at or after its scheduled time."""
-    import bisect
     _, records, _ = read_gtlog(args.log)
     target_ns, interval_ns, mtu_bytes = args.target_ms * 1e6, args.interval_ms * 1e6, 1514
     queued = [r for r in records if r["dequeue_ns"]]
@@ -206,22 +236,21 @@ def cmd_order(args):
         if struct.unpack_from(">H", udp, 2)[0] != args.dport:
             continue
         seqs.append(struct.unpack_from(">I", udp, 8 + 8)[0])
-    inversions = sum(1 for a, b in zip(seqs, seqs[1:]) if b < a)
-    return {"packets": len(seqs), "reordered": inversions}
+    return {"packets": len(seqs), "reordered": sum(1 for a, b in zip(seqs, seqs[1:]) if b < a)}
 
 
 def cmd_windows(args):
     """Received wire rate at b (kbit/s) in consecutive windows of --window-s, from --t0-ns or the first packet."""
-    pkts = ipv4_packets(args.pcap, dst=args.dst)
+    pkts = ipv4_packets(args.pcap, dst=args.dst, with_key=False)
     if not pkts:
         return {"windows_kbit": []}
-    t0, w = args.t0_ns or pkts[0][0], int(args.window_s * 1e9)
+    t0, w = args.t0_ns or pkts[0]["t"], int(args.window_s * 1e9)
     sums = {}
-    for t, f, _, _ in pkts:
-        if t >= t0:
-            sums[(t - t0) // w] = sums.get((t - t0) // w, 0) + f
-    last = max(sums)
-    return {"windows_kbit": [round(sums.get(i, 0) * 8 / args.window_s / 1000, 1) for i in range(last)]}
+    for p in pkts:
+        if p["t"] >= t0:
+            i = (p["t"] - t0) // w
+            sums[i] = sums.get(i, 0) + p["frame_len"]
+    return {"windows_kbit": [round(sums.get(i, 0) * 8 / args.window_s / 1000, 1) for i in range(max(sums))]}
 
 
 def ipv4_header_checksum_ok(ip):
@@ -233,9 +262,9 @@ def ipv4_header_checksum_ok(ip):
 
 
 def cmd_ecn(args):
-    """ECN codepoints of the IPv4 packets to --dst in a capture, and whether their header checksums are valid."""
-    counts = {"not_ect": 0, "ect1": 0, "ect0": 0, "ce": 0}
+    """ECN codepoints of the IPv4 packets to --dst in a capture, and how many header checksums do not verify."""
     names = ["not_ect", "ect1", "ect0", "ce"]
+    counts = dict.fromkeys(names, 0)
     bad_checksum = 0
     for _, _, frame in read_pcap(args.pcap):
         if len(frame) < 34 or frame[12:14] != b"\x08\x00":
@@ -253,11 +282,13 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("lateness")
     p.add_argument("log")
+    p.add_argument("--skip-s", type=float, default=0.0, help="only packets arriving after the first seconds")
     p = sub.add_parser("spacing")
     p.add_argument("pcap")
-    p.add_argument("--dst", required=True)
+    p.add_argument("--dst", default="10.0.2.2")
+    p.add_argument("--dport", type=int)
     p.add_argument("--kbit", type=float, required=True)
-    p.add_argument("--skip-s", type=float, default=1.0, help="ignore the first seconds (queue filling)")
+    p.add_argument("--skip-s", type=float, default=1.0, help="ignore the first and last seconds")
     p = sub.add_parser("path")
     p.add_argument("a_pcap")
     p.add_argument("b_pcap")

@@ -1,69 +1,37 @@
 #!/usr/bin/env bash
-# The userspace bottleneck's link model on real packets, by hand (issue 2 item 4), through a throwaway a - r - b
-# topology; iperf3 UDP (1500-byte IP packets) from a to b, captures at a-eth0 and b-eth0:
+# The userspace bottleneck's link model on real packets (issue 2 item 4), each case in a fresh a - r - b topology;
+# iperf3 UDP (1500-byte IP packets) from a to b, captures at a-eth0 and b-eth0:
 #   loss       loss_percent 10: the log's random-loss drops are 10% +- 2% of the packets, none of them reaches b
 #   jitter     delay 20 ms + jitter 10 ms: in the log, due - end of transmission spread over [20, 30] ms (more
 #              than 8 ms apart) with due times in order; at b no packet reordered (one-way delays reported)
 #   schedule   2000 kbit/s, then 500 kbit/s from at_s 6 (t0 given with --t0-ns): wire rate at b within 3% of each
 #   trace      a Mahimahi trace, one opportunity every 12 ms: 1514 bytes / 12 ms = 1009.3 kbit/s within 2%
 #   config     invalid link configs exit with code 2 and name the field
-# Prints PASS/FAIL lines with the numbers; exits 1 if any fails. Needs root, iperf3, tcpdump, ethtool, python3 and
-# the release binary. Usage: bench/bottleneck/linkmodel.sh     env: BOTTLENECK=path  ONLY="loss trace"
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-# shellcheck source=topology.sh
-source "$here/topology.sh"
-
-bottleneck=${BOTTLENECK:-$repo/netem/bottleneck/target/release/rtclab-bottleneck}
+# Prints PASS/FAIL lines with the numbers; exits 1 if any fails.
+# Usage: sudo bench/bottleneck/linkmodel.sh     env: BOTTLENECK=path  ONLY="loss trace"
+source "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+bench_init link
 cases=${ONLY:-"loss jitter schedule trace config"}
-[ "$(id -u)" = 0 ] || { echo "linkmodel.sh needs root (network namespaces)" >&2; exit 1; }
-[ -x "$bottleneck" ] || { echo "no bottleneck binary at $bottleneck: build it first" >&2; exit 1; }
-work=$(mktemp -d /tmp/rtclab-link.XXXXXX)
-prefix=rtclab-t-link$$
-trap 'ns_down "$prefix"; echo "raw data kept in $work" >&2' EXIT
-failed=0
 
-verdict() { # NAME PYTHON_OUTPUT ("True detail" or "False detail")
-    local ok=${2%% *} detail=${2#* }
-    if [ "$ok" = True ]; then echo "PASS $1: $detail"; else echo "FAIL $1: $detail"; failed=1; fi
-}
-
-# flood DIR LINK_JSON BITRATE SECONDS [extra bottleneck args]: one forward bottleneck, captures, iperf3 UDP.
-flood() {
+# one_link DIR LINK_JSON BITRATE SECONDS [bottleneck args]: a forward bottleneck, captures, iperf3 UDP; then teardown.
+one_link() {
     local d=$1 link=$2 bitrate=$3 seconds=$4
     shift 4
-    mkdir -p "$d"
-    echo "$link" >"$d/link.json"
-    ns_up "$prefix"
-    ip netns exec "$prefix-r" "$bottleneck" --queue-num 7 --config "$d/link.json" \
-        --log "$d/bottleneck-forward.gtlog" "$@" >"$d/out" 2>"$d/err" &
-    local bpid=$!
-    wait_ready "$d/out" 10 || { cat "$d/err" >&2; return 1; }
-    in_ns r iptables -t mangle -A FORWARD -i r-eth0 -o r-eth1 -j NFQUEUE --queue-num 7
-    ip netns exec "$prefix-a" tcpdump -i a-eth0 -s 160 --time-stamp-precision nano -w "$d/a.pcap" udp 2>"$d/tcpdump-a.log" &
-    local ca=$!
-    ip netns exec "$prefix-b" tcpdump -i b-eth0 -s 160 --time-stamp-precision nano -w "$d/b.pcap" udp 2>"$d/tcpdump-b.log" &
-    local cb=$!
-    in_ns b iperf3 -s -1 >/dev/null 2>&1 &
-    sleep 1
-    in_ns a iperf3 -c 10.0.2.2 -u -b "$bitrate" -l 1472 -t "$seconds" >"$d/iperf3.txt" 2>&1 || true
-    sleep 1
-    kill -INT "$ca" "$cb"
-    wait "$ca" "$cb" || true
-    kill -TERM "$bpid"
-    wait "$bpid" || true
-    ns_down "$prefix"
+    ns_up
+    start_bottleneck "$d" forward "$link" "$@"
+    flood "$d" "$bitrate" 1472 "$seconds"
+    stop_pid "$BPID"
+    ns_down
 }
 
 for c in $cases; do
     echo "== $c"
-    d=$work/$c
+    d=$WORK/$c
     case $c in
     loss)
-        flood "$d" '{"delay_ms":5,"jitter_ms":0,"loss_percent":10,"rate":null,"qdisc":{"kind":"fifo","limit_packets":1000}}' 2M 8
-        python3 "$here/gtlog.py" lateness "$d/bottleneck-forward.gtlog" >"$d/lateness.json"
-        python3 "$here/gtlog.py" path "$d/a.pcap" "$d/b.pcap" --log "$d/bottleneck-forward.gtlog" >"$d/path.json"
+        one_link "$d" '{"delay_ms":5,"jitter_ms":0,"loss_percent":10,"rate":null,"qdisc":{"kind":"fifo","limit_packets":1000}}' 2M 8
+        $GTLOG lateness "$d/bottleneck-forward.gtlog" >"$d/lateness.json"
+        $GTLOG path "$d/a.pcap" "$d/b.pcap" --log "$d/bottleneck-forward.gtlog" >"$d/path.json"
         verdict loss "$(python3 - "$d" <<'PY'
 import json, sys
 d = sys.argv[1]
@@ -77,10 +45,10 @@ PY
 )"
         ;;
     jitter)
-        flood "$d" '{"delay_ms":20,"jitter_ms":10,"loss_percent":0,"rate":null,"qdisc":{"kind":"fifo","limit_packets":1000}}' 2M 8
-        python3 "$here/gtlog.py" path "$d/a.pcap" "$d/b.pcap" >"$d/path.json"
-        python3 "$here/gtlog.py" order "$d/b.pcap" >"$d/order.json"
-        verdict jitter "$(python3 - "$d" "$here" <<'PY'
+        one_link "$d" '{"delay_ms":20,"jitter_ms":10,"loss_percent":0,"rate":null,"qdisc":{"kind":"fifo","limit_packets":1000}}' 2M 8
+        $GTLOG path "$d/a.pcap" "$d/b.pcap" >"$d/path.json"
+        $GTLOG order "$d/b.pcap" >"$d/order.json"
+        verdict jitter "$(python3 - "$d" "$HERE" <<'PY'
 import json, sys
 d = sys.argv[1]
 sys.path.insert(0, sys.argv[2])
@@ -102,8 +70,8 @@ PY
         ;;
     schedule)
         t0=$(($(date +%s%N) + 2000000000))
-        flood "$d" '{"delay_ms":5,"jitter_ms":0,"loss_percent":0,"rate":{"schedule":[{"at_s":0,"kbit":2000},{"at_s":6,"kbit":500}],"burst_bytes":3028},"qdisc":{"kind":"fifo","limit_packets":100}}' 4M 13 --t0-ns "$t0"
-        python3 "$here/gtlog.py" windows "$d/b.pcap" --t0-ns "$t0" >"$d/windows.json"
+        one_link "$d" '{"delay_ms":5,"jitter_ms":0,"loss_percent":0,"rate":{"schedule":[{"at_s":0,"kbit":2000},{"at_s":6,"kbit":500}],"burst_bytes":3028},"qdisc":{"kind":"fifo","limit_packets":100}}' 4M 13 --t0-ns "$t0"
+        $GTLOG windows "$d/b.pcap" --t0-ns "$t0" >"$d/windows.json"
         verdict schedule "$(python3 - "$d" <<'PY'
 import json, sys
 w = json.load(open(f"{sys.argv[1]}/windows.json"))["windows_kbit"]
@@ -116,8 +84,8 @@ PY
     trace)
         mkdir -p "$d"
         seq 12 12 120 >"$d/trace.txt"
-        flood "$d" "{\"delay_ms\":5,\"jitter_ms\":0,\"loss_percent\":0,\"rate\":{\"trace\":\"$d/trace.txt\"},\"qdisc\":{\"kind\":\"fifo\",\"limit_packets\":100}}" 2M 8
-        python3 "$here/gtlog.py" path "$d/a.pcap" "$d/b.pcap" >"$d/path.json"
+        one_link "$d" "{\"delay_ms\":5,\"jitter_ms\":0,\"loss_percent\":0,\"rate\":{\"trace\":\"$d/trace.txt\"},\"qdisc\":{\"kind\":\"fifo\",\"limit_packets\":100}}" 2M 8
+        $GTLOG path "$d/a.pcap" "$d/b.pcap" >"$d/path.json"
         verdict trace "$(python3 - "$d" <<'PY'
 import json, sys
 k = json.load(open(f"{sys.argv[1]}/path.json")).get("received_wire_kbit", 0)
@@ -139,11 +107,11 @@ PY
             field=${pair%%|*}
             echo "${pair#*|}" >"$d/bad$i.json"
             rc=0
-            "$bottleneck" --queue-num 7 --config "$d/bad$i.json" --log "$d/bad$i.gtlog" >"$d/bad$i.out" 2>"$d/bad$i.err" || rc=$?
+            "$BOTTLENECK" --queue-num 7 --config "$d/bad$i.json" --log "$d/bad$i.gtlog" >"$d/bad$i.out" 2>"$d/bad$i.err" || rc=$?
             if [ "$rc" = 2 ] && grep -q "$field" "$d/bad$i.err"; then ok=True; else ok=False; fi
             verdict "config $field" "$ok exit code $rc: $(head -c 300 "$d/bad$i.err")"
         done
         ;;
     esac
 done
-exit $failed
+exit $FAILED

@@ -1,111 +1,192 @@
 #!/usr/bin/env bash
-# Benchmark of the userspace bottleneck: release lateness and CPU at about 1k, 10k and 50k packets/s, beside
-# kernel TBF's own pacing error measured the same way on the same machine.
+# Benchmark of the userspace bottleneck (issue 2): release lateness and CPU at about 1k, 10k and 50k packets/s,
+# beside kernel TBF's own pacing error measured the same way on the same machine, while two Chromium peers run a
+# real call beside it (the product's own call: `node harness/cli.js`, in its own namespaces).
 #
-# Each rate: a link just below the offered load (UDP from iperf3, 5% over the link rate), so the queue is always
-# backlogged and departures should be spaced exactly one transmission time apart. Measured:
-#  - lateness (userspace only): release_ns - due_ns from the ground-truth log;
-#  - spacing error (both backends, the same way): |gap between consecutive packets at b-eth0 - transmission time|;
-#  - CPU: the bottleneck process's user+system time over the run (TBF runs in the kernel: not separable);
-#  - loss outside the model: packets captured leaving a that are not in the log, and kernel overruns.
-# Usage: sudo bench/bottleneck/run.sh            (DURATION_S=10 RATES="1000 10000 50000" to change)
-# Not a timed test: numbers depend on the machine and on what else runs on it.
-HERE="$(cd "$(dirname "$0")" && pwd)"
-ROOT="$(cd "$HERE/../.." && pwd)"
-BN_BIN="${BN_BIN:-$ROOT/netem/bottleneck/target/release/rtclab-bottleneck}"
-OUT="${OUT:-$(mktemp -d /tmp/rtclab-bn-bench.XXXXXX)}"
-DURATION_S="${DURATION_S:-10}"
-RATES="${RATES:-1000 10000 50000}"
-BN_EXTRA_ARGS="${BN_EXTRA_ARGS:-}"
-source "$HERE/netns.sh"
-bn_need iperf3 tcpdump ethtool python3 iptables tc
-[ -x "$BN_BIN" ] || { echo "build first: cargo build --release --manifest-path netem/bottleneck/Cargo.toml" >&2; exit 1; }
-M="python3 $HERE/measure.py"
-mkdir -p "$OUT"
-bn_up
+# Each rate: a link just below the offered load (iperf3 UDP at 1.05 x the link rate), so the queue stays backlogged
+# and departures should be spaced exactly one frame time apart. 1500-byte IP packets up to 10k packets/s (10 and
+# 100 Mbit/s); 200-byte ones at 50k packets/s (1500-byte ones would be 600 Mbit/s, more than iperf3 and tcpdump
+# sustain here). Measured:
+#  - release lateness (userspace only): release_ns - due_ns from the ground-truth log, first second skipped;
+#  - spacing error (both backends, the same way): |gap between consecutive packets at b-eth0 - frame time|, on the
+#    gaps of a backlogged link (gaps over 3 frame times are idle and skipped), first and last second skipped;
+#  - CPU: the bottleneck process's user + system time over the run, in % of one core (TBF runs in softirq context:
+#    no process is charged for it);
+#  - loss outside the model (the tail drops of the 5% excess are the model): userspace: packets captured leaving a
+#    that are not in the log, plus packets the log forwarded that never reached b, plus the NFQUEUE socket's kernel
+#    overruns; TBF: packets sent - received - the qdisc's own drops. Capture drops are reported apart.
+# The targets of the issue (1k and 10k packets/s: p99 < 100 us, p99.9 < 500 us, zero loss, < 50% of a core at 10k)
+# are printed beside the table, not asserted: it is a benchmark, not a timed test.
+#
+# Usage: sudo bench/bottleneck/run.sh [--no-call] [--duration S] [--rates "1000 10000 50000"]
+#   --no-call      do not start the Chromium call beside the benchmark (default: start it, wait until its
+#                  events.jsonl has "call_start", stop it with SIGINT once the measurements are done)
+#   --duration S   seconds of load per rate and backend (default 10)
+# env: BOTTLENECK=path/to/rtclab-bottleneck, BN_EXTRA_ARGS="..." (more bottleneck options), WORK_DIR=dir
+source "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
-# IP packet size per rate: 1500 bytes up to 10k packets/s (10 and 100 Mbit/s); 200 bytes at 50k packets/s
-# (1500-byte packets would be 600 Mbit/s, more than iperf3 and tcpdump sustain here).
+call=1
+duration_s=10
+rates="1000 10000 50000"
+while [ $# -gt 0 ]; do
+    case $1 in
+    --no-call) call=0 ;;
+    --call) call=1 ;;
+    --duration) duration_s=$2; shift ;;
+    --rates) rates=$2; shift ;;
+    -h | --help) sed -n '2,/^source/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+bench_init bench
+command -v node >/dev/null || [ "$call" = 0 ] || { echo "missing command: node (or use --no-call)" >&2; exit 1; }
+
+# --- the Chromium call beside the benchmark -------------------------------------------------------------------
+call_pid=""
+call_dir=$WORK/call
+on_exit() { # from the EXIT trap (lib.sh), and once the measurements are done: SIGINT, then wait for its teardown
+    [ -n "$call_pid" ] || return 0
+    if kill -0 "$call_pid" 2>/dev/null; then
+        kill -INT "$call_pid" 2>/dev/null || true
+        for _ in $(seq 1 600); do kill -0 "$call_pid" 2>/dev/null || break; sleep 0.1; done
+        kill -0 "$call_pid" 2>/dev/null && { echo "the call did not stop in 60 s: SIGTERM" >&2; kill -TERM "$call_pid"; }
+    fi
+    wait "$call_pid" 2>/dev/null || true
+    call_pid=""
+}
+if [ "$call" = 1 ]; then
+    n_rates=$(wc -w <<<"$rates")
+    call_s=$((n_rates * 2 * (duration_s + 8) + 300)) # longer than the measurements; stopped by SIGINT at their end
+    echo "== starting a two-browser call beside the benchmark (node harness/cli.js, up to $call_s s) -> $call_dir" >&2
+    (cd "$REPO" && exec node harness/cli.js --duration "$call_s" --no-analyze --out "$call_dir") >"$WORK/call.log" 2>&1 &
+    call_pid=$!
+    for ((i = 0; i < 1800; i++)); do
+        grep -q '"event":"call_start"' "$call_dir/events.jsonl" 2>/dev/null && break
+        kill -0 "$call_pid" 2>/dev/null || { echo "the call exited before it started:" >&2; cat "$WORK/call.log" >&2; exit 1; }
+        sleep 0.1
+    done
+    grep -q '"event":"call_start"' "$call_dir/events.jsonl" 2>/dev/null || { echo "no call_start in 180 s" >&2; exit 1; }
+    sleep 5 # media flowing, encoders at their rate
+fi
+
+# --- measurements -------------------------------------------------------------------------------------------------
+ns_up
 ip_len_for() { if [ "$1" -ge 50000 ]; then echo 200; else echo 1500; fi; }
 
-cpu_ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }   # user, system
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+chromium_procs=$(pgrep -c -f 'chrom(e|ium)' || true)
+for pps in $rates; do
+    ip_len=$(ip_len_for "$pps")
+    kbit=$((pps * (ip_len + 14) * 8 / 1000))
+    limit=$((200 * (ip_len + 14)))
+    burst=$((2 * (ip_len + 14) < 3028 ? 3028 : 2 * (ip_len + 14)))
+    echo "== $pps packets/s: $ip_len-byte IP packets, link $kbit kbit/s" >&2
+    echo "$pps $ip_len $kbit" >"$WORK/rate-$pps.txt"
 
-run_load() { # run_load TAG KBIT IP_LEN : iperf3 at 1.05 x KBIT, captures at a and b
-  local tag="$1" kbit="$2" ip_len="$3"
-  local offered=$(( kbit * 105 / 100 ))
-  bn_bg "$NS_B" iperf3 -s -1 -p 5201 >/dev/null
-  bn_capture "$NS_A" a-eth0 "$OUT/$tag-a.pcap"; local ca=${BN_PIDS[-1]}
-  bn_capture "$NS_B" b-eth0 "$OUT/$tag-b.pcap"; local cb=${BN_PIDS[-1]}
-  ip netns exec "$NS_A" iperf3 -c 10.0.2.2 -p 5201 -u -b "${offered}K" -l $((ip_len - 28)) -t "$DURATION_S" --json >"$OUT/$tag-iperf3.json" || true
-  sleep 0.5
-  bn_stop $ca; bn_stop $cb
-}
+    # Userspace bottleneck: rate and a fifo of 200 packets, no delay.
+    # shellcheck disable=SC2086
+    start_bottleneck "$WORK/us-$pps" forward \
+        "{\"delay_ms\":0,\"jitter_ms\":0,\"loss_percent\":0,\"rate\":{\"kbit\":$kbit,\"burst_bytes\":$burst},\"qdisc\":{\"kind\":\"fifo\",\"limit_bytes\":$limit}}" \
+        ${BN_EXTRA_ARGS:-}
+    t0=$(date +%s.%N); c0=$(cpu_ticks "$BPID")
+    flood "$WORK/us-$pps" "$((kbit * 105 / 100))K" $((ip_len - 28)) "$duration_s" --json
+    c1=$(cpu_ticks "$BPID"); t1=$(date +%s.%N)
+    stop_pid "$BPID"
+    in_ns r iptables -t mangle -F FORWARD
+    echo "$c0 $c1 $t0 $t1 $(getconf CLK_TCK)" >"$WORK/us-$pps/cpu.txt"
 
-printf '%s\n' "rate,backend,pps_at_b,lateness_p50_us,lateness_p99_us,lateness_p99.9_us,lateness_max_us,spacing_p50_us,spacing_p99_us,spacing_p99.9_us,spacing_max_us,cpu_percent,not_in_log,kernel_overruns,capture_drops" >"$OUT/results.csv"
-for pps in $RATES; do
-  ip_len=$(ip_len_for "$pps")
-  kbit=$(( pps * (ip_len + 14) * 8 / 1000 ))
-  limit=$(( 200 * (ip_len + 14) ))
-  echo "== $pps packets/s: $ip_len-byte IP packets, link $kbit kbit/s" >&2
+    # Kernel TBF with a byte limit of the same size, no delay.
+    in_ns r tc qdisc replace dev r-eth1 root handle 1: tbf rate "${kbit}kbit" burst "$burst" limit "$limit"
+    flood "$WORK/tbf-$pps" "$((kbit * 105 / 100))K" $((ip_len - 28)) "$duration_s" --json
+    in_ns r tc -s -j qdisc show dev r-eth1 >"$WORK/tbf-$pps/qdisc.json"
+    in_ns r tc qdisc del dev r-eth1 root
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
-  # Userspace bottleneck.
-  tag="us-$pps"
-  echo "{\"delay_ms\":0,\"jitter_ms\":0,\"loss_percent\":0,\"rate\":{\"kbit\":$kbit,\"burst_bytes\":$((2 * (ip_len + 14) < 3028 ? 3028 : 2 * (ip_len + 14)))},\"qdisc\":{\"kind\":\"fifo\",\"limit_bytes\":$limit}}" >"$OUT/$tag.json"
-  # shellcheck disable=SC2086
-  bn_start_bottleneck 0 "$OUT/$tag.json" "$OUT/$tag.gtlog" --stats "$OUT/$tag.stats.jsonl" $BN_EXTRA_ARGS
-  pid=${BN_PIDS[-1]}
-  t_start=$(date +%s.%N); c_start=$(cpu_ticks "$pid")
-  run_load "$tag" "$kbit" "$ip_len"
-  c_end=$(cpu_ticks "$pid"); t_end=$(date +%s.%N)
-  bn_stop "$pid"
-  ip netns exec "$NS_R" iptables -t mangle -F FORWARD
-  # System time includes the kernel's forwarding of each accepted packet (the verdict call carries it on to b).
-  cpu=$(python3 -c "u0,s0='$c_start'.split(); u1,s1='$c_end'.split(); d=$(getconf CLK_TCK)*($t_end-$t_start); print(f'{100*(int(u1)-int(u0))/d:.1f}+{100*(int(s1)-int(s0))/d:.1f}')")
-  late=$($M lateness "$OUT/$tag.gtlog" --skip-s 1)
-  spacing=$($M spacing "$OUT/$tag-b.pcap" --kbit "$kbit" --dport 5201 --skip-s 1)
-  acct=$($M accounting "$OUT/$tag.gtlog" "$OUT/$tag-a.pcap" --dport 5201)
-  overruns=$(tail -1 "$OUT/$tag.stats.jsonl" | python3 -c 'import json,sys; print(json.load(sys.stdin)["kernel_overruns"])')
-  drops=$(cat "$OUT/$tag-a.pcap.log" "$OUT/$tag-b.pcap.log" | awk '/dropped by kernel/ {s += $1} END {print s + 0}')
-  python3 - "$pps" "$late" "$spacing" "$acct" "$cpu" "$overruns" "$drops" >>"$OUT/results.csv" <<'PY'
-import json, sys
-pps, late, sp, acct, cpu, ovr, drops = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4]), sys.argv[5], sys.argv[6], sys.argv[7]
-l, s = late["lateness_us"], sp["abs_error_us"]
-print(",".join(str(x) for x in [pps, "userspace", round(sp["packets_per_s"]), l["p50"], l["p99"], l["p99.9"], l["max"], s["p50"], s["p99"], s["p99.9"], s["max"], cpu, acct["not_in_log"], ovr, drops]))
-PY
+call_state="no call beside it (--no-call)"
+if [ "$call" = 1 ]; then
+    if kill -0 "$call_pid" 2>/dev/null; then
+        call_state="with two Chromium peers in a call beside it (node harness/cli.js, in its own namespaces; running throughout)"
+    else
+        call_state="a Chromium call was started beside it BUT ENDED DURING THE MEASUREMENTS (see $WORK/call.log)"
+    fi
+    on_exit
+    grep -h "backend\|VALID\|status" "$WORK/call.log" | head -3 >&2 || true
+fi
+ns_down
 
-  # Kernel TBF with a bfifo of the same size, no delay.
-  tag="tbf-$pps"
-  ip netns exec "$NS_R" tc qdisc replace dev r-eth1 root handle 1: tbf rate "${kbit}kbit" burst $((2 * (ip_len + 14) < 3028 ? 3028 : 2 * (ip_len + 14))) limit "$limit"
-  run_load "$tag" "$kbit" "$ip_len"
-  ip netns exec "$NS_R" tc qdisc del dev r-eth1 root
-  spacing=$($M spacing "$OUT/$tag-b.pcap" --kbit "$kbit" --dport 5201 --skip-s 1)
-  drops=$(cat "$OUT/$tag-a.pcap.log" "$OUT/$tag-b.pcap.log" | awk '/dropped by kernel/ {s += $1} END {print s + 0}')
-  python3 - "$pps" "$spacing" "$drops" >>"$OUT/results.csv" <<'PY'
-import json, sys
-pps, sp, drops = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
-s = sp["abs_error_us"]
-print(",".join(str(x) for x in [pps, "kernel-tbf", round(sp["packets_per_s"]), "", "", "", "", s["p50"], s["p99"], s["p99.9"], s["max"], "", "", "", drops]))
-PY
+# --- analysis (after the call, so that it does not load the machine during the measurements) --------------------
+echo "== analysing" >&2
+for pps in $rates; do
+    read -r _ ip_len kbit <"$WORK/rate-$pps.txt"
+    us=$WORK/us-$pps tbf=$WORK/tbf-$pps
+    $GTLOG lateness "$us/bottleneck-forward.gtlog" --skip-s 1 >"$us/lateness.json"
+    for d in "$us" "$tbf"; do
+        $GTLOG spacing "$d/b.pcap" --kbit "$kbit" --dport 5201 >"$d/spacing.json"
+        capture_drops "$d/a.pcap" "$d/b.pcap" >"$d/capture-drops.txt"
+    done
+    $GTLOG path "$us/a.pcap" "$us/b.pcap" --log "$us/bottleneck-forward.gtlog" >"$us/path.json"
+    $GTLOG path "$tbf/a.pcap" "$tbf/b.pcap" >"$tbf/path.json"
 done
 
-python3 - "$OUT/results.csv" <<'PY'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-def f(v):
-    if v in ("", None): return "-"
-    x = float(v)
+python3 - "$WORK" "$rates" "$call_state" "$load_before" "$load_after" "$chromium_procs" "$(nproc)" <<'PY'
+import json, os, sys
+work, rates, call_state, load_before, load_after, chromium, ncpu = sys.argv[1:]
+def j(p): return json.load(open(os.path.join(work, p)))
+def f(x):
+    if x is None: return "-"
     return f"{x:.0f}" if abs(x) >= 100 else f"{x:.1f}"
+rows, notes = [], []
+for pps in rates.split():
+    _, ip_len, kbit = open(f"{work}/rate-{pps}.txt").read().split()
+    us_drops, tbf_drops = (int(open(f"{work}/{b}-{pps}/capture-drops.txt").read()) for b in ("us", "tbf"))
+    # userspace
+    late, path, sp = j(f"us-{pps}/lateness.json")["lateness"], j(f"us-{pps}/path.json"), j(f"us-{pps}/spacing.json")
+    stats = [json.loads(l) for l in open(f"{work}/us-{pps}/bottleneck-forward.stats.jsonl") if l.strip()]
+    overruns = stats[-1].get("kernel_overruns", 0) if stats else None
+    u0, s0, u1, s1, t0, t1, hz = open(f"{work}/us-{pps}/cpu.txt").read().split()
+    wall = (float(t1) - float(t0)) * int(hz)
+    usr, sys_ = 100 * (int(u1) - int(u0)) / wall, 100 * (int(s1) - int(s0)) / wall
+    # With packets missing from a capture the count would be wrong: "?" (the log's own overruns still count).
+    lost = path["sent_not_in_log"] + path["log_forwarded_missing_at_b"] + (overruns or 0)
+    lost = str(lost) if not us_drops else f"?({overruns})"
+    s = sp["spacing_error"]
+    rows.append([pps, "userspace", f"{sp.get('packets_per_s', 0):.0f}", f(late.get("p50_us")), f(late.get("p99_us")),
+                 f(late.get("p99_9_us")), f(late.get("max_us")), f(s.get("p50_us")), f(s.get("p99_us")),
+                 f(s.get("p99_9_us")), f(s.get("max_us")), f"{usr + sys_:.1f} ({usr:.1f}+{sys_:.1f})", lost, str(us_drops)])
+    if int(pps) <= 10000:
+        miss = []
+        if late.get("p99_us", 1e9) >= 100: miss.append(f"p99 {late.get('p99_us')} us >= 100")
+        if late.get("p99_9_us", 1e9) >= 500: miss.append(f"p99.9 {late.get('p99_9_us')} us >= 500")
+        if lost != "0": miss.append(f"{lost} packets lost outside the model")
+        if int(pps) == 10000 and usr + sys_ >= 50: miss.append(f"CPU {usr + sys_:.1f}% >= 50% of a core")
+        notes.append(f"  {pps}/s: " + ("meets the targets" if not miss else "misses: " + "; ".join(miss)))
+    # kernel TBF
+    tp, ts = j(f"tbf-{pps}/path.json"), j(f"tbf-{pps}/spacing.json")
+    q = [x for x in j(f"tbf-{pps}/qdisc.json") if x.get("kind") == "tbf"]
+    qdrops = q[0].get("drops", 0) if q else 0
+    s = ts["spacing_error"]
+    rows.append([pps, "kernel-tbf", f"{ts.get('packets_per_s', 0):.0f}", "-", "-", "-", "-", f(s.get("p50_us")),
+                 f(s.get("p99_us")), f(s.get("p99_9_us")), f(s.get("max_us")), "-",
+                 str(tp["sent"] - tp["received"] - qdrops) if not tbf_drops else "?", str(tbf_drops)])
 print()
-print("release lateness (log: release - due) and departure spacing error (capture at b-eth0), microseconds")
-hdr = ["rate", "backend", "pps@b", "late p50", "p99", "p99.9", "max", "| spacing p50", "p99", "p99.9", "max", "| cpu % usr+sys", "lost*", "overruns", "cap.drops"]
-keys = ["rate", "backend", "pps_at_b", "lateness_p50_us", "lateness_p99_us", "lateness_p99.9_us", "lateness_max_us", "spacing_p50_us", "spacing_p99_us", "spacing_p99.9_us", "spacing_max_us", "cpu_percent", "not_in_log", "kernel_overruns", "capture_drops"]
-table = [hdr] + [[r["rate"], r["backend"]] + [f(r[k]) if k not in ("not_in_log", "kernel_overruns", "capture_drops", "cpu_percent") else (r[k] or "-") for k in keys[2:]] for r in rows]
-widths = [max(len(str(row[i])) for row in table) for i in range(len(hdr))]
-for row in table:
-    print("  ".join(str(c).rjust(w) for c, w in zip(row, widths)))
-print("* lost: packets captured leaving a that never reached the bottleneck's log (kernel drops before NFQUEUE).")
-print("cpu: the bottleneck process, user + system; system includes forwarding each accepted packet on to b (and b's")
-print("receive path), work that kernel TBF does in softirq context. The generator (iperf3) may fall short of the rate")
-print("asked (pps@b); then the link is not always backlogged and the spacing error covers fewer gaps.")
+print(f"Userspace bottleneck benchmark, {call_state}; {ncpu} CPUs, load average {load_before} before,")
+print(f"{load_after} after the measurements; {chromium} Chromium processes on the machine at the start.")
+print("Release lateness (log: release - due) and departure spacing error (capture at b-eth0), microseconds.")
+hdr = ["pkt/s", "backend", "pps@b", "late p50", "p99", "p99.9", "max", "| spacing p50", "p99", "p99.9", "max",
+       "| cpu % (usr+sys)", "lost*", "cap.drops"]
+table = [hdr] + rows
+w = [max(len(str(r[i])) for r in table) for i in range(len(hdr))]
+for r in table:
+    print("  ".join(str(c).rjust(x) for c, x in zip(r, w)))
+print("* lost outside the model: userspace: left a but not in the log + forwarded by the log but not at b + NFQUEUE")
+print("  kernel overruns; TBF: sent - received - the qdisc's drops. The 5% excess load is tail-dropped by both: the model.")
+print("  \"?\": tcpdump dropped packets (cap.drops), so the count cannot be made (userspace: NFQUEUE overruns in brackets).")
+print("pps@b: packets/s that reached b; below the rate asked, the generator (iperf3) fell short and the link was not")
+print("  always backlogged (the spacing error then covers fewer gaps).")
+print("cpu: the bottleneck process in % of one core; system time includes forwarding each accepted packet on to b,")
+print("work TBF does in softirq context where no process is charged for it.")
+print("Targets (issue 2, 1k and 10k packets/s): lateness p99 < 100 us, p99.9 < 500 us, zero loss, < 50% of a core at 10k:")
+print("\n".join(notes))
 PY
-echo "raw data: $OUT" >&2
