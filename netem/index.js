@@ -143,8 +143,13 @@ export class Network extends EventEmitter {
    * @param {number} [t0_ms]
    */
   async startSchedules(t0_ms = this.t0_ms) {
-    // The userspace bottlenecks count their rate schedule from now on (SIGUSR1: "schedule time 0 is now").
-    for (const b of this.bottlenecks) b.restartSchedule();
+    // The userspace bottlenecks count their rate schedule from the moment they get SIGUSR1 ("schedule time 0 is
+    // now"), so it is sent at t0 itself, which may still be ahead.
+    const untilT0 = t0_ms - Date.now();
+    for (const b of this.bottlenecks) {
+      if (untilT0 > 0) this.timers.push(setTimeout(() => b.restartSchedule(), untilT0));
+      else b.restartSchedule();
+    }
     this.t0_ms = t0_ms;
     this.kernel?.startSchedule(t0_ms);
     // The userspace bottleneck plays its schedule itself (from createNetwork's t0): the same events, for the record.
