@@ -32,6 +32,11 @@ _DEFAULT_RTPMAP = {96: ("VP8", 90000), 97: ("rtx", 90000), 98: ("VP9", 90000), 1
                    63: ("red", 48000), 45: ("AV1", 90000), 102: ("H264", 90000)}
 
 
+def _ms(value: float | None) -> str:
+    """A duration in ms to the microsecond, for messages."""
+    return "n/a" if value is None else f"{value:.3f} ms"
+
+
 def _check(name: str, ok: bool | None, detail: str, tolerance: str, **values: Any) -> dict[str, Any]:
     return {"name": name, "ok": ok, "detail": detail, "tolerance": tolerance, "values": values}
 
@@ -231,7 +236,7 @@ def gtlog_owd(run: RunDir, table: PacketTable | None) -> tuple[list[dict[str, An
                "owd_minus_time_in_router_ms": {"median": float(np.median(residual_ms)) if residual_ms.size else None,
                                                 "p99_abs": p99}}
     detail = (f"{int(has.sum())} of {dep.size} departures found in the log; capture OWD - time in the bottleneck: "
-              f"median {summary['owd_minus_time_in_router_ms']['median']} ms, p99 |.| {p99} ms; "
+              f"median {_ms(summary['owd_minus_time_in_router_ms']['median'])}, p99 |.| {_ms(p99)}; "
               f"{drop_but_delivered} logged drops arrived anyway, {fwd_but_lost} logged forwards never arrived")
     return [_check("owd_vs_ground_truth", ok, detail,
                    f"p99 |OWD - (release - arrival)| <= {GTLOG_OWD_TOLERANCE_MS} ms and drops agree", **summary)], summary

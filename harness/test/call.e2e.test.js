@@ -89,6 +89,16 @@ test('a 30 s call through the default scenario: captures, getStats, a valid mani
 
   // The analyzer ran at the end and wrote its outputs.
   for (const f of ['metrics.json', 'dashboard.html']) assert.ok(fs.existsSync(path.join(out, f)), `${f} missing`);
+
+  // On this real call the analyzer's per-stream loss and jitter agree with getStats and with tshark's own RTP stream
+  // analysis, and its one-way delays with the bottleneck's ground-truth log; the report says so.
+  const metrics = JSON.parse(fs.readFileSync(path.join(out, 'metrics.json'), 'utf8'));
+  for (const kind of ['loss_vs_getstats:forward:video', 'jitter_vs_tshark:forward:video', 'jitter_vs_tshark:forward:audio', 'owd_vs_ground_truth']) {
+    assert.ok(metrics.crosschecks.some((/** @type {any} */ c) => c.name.startsWith(kind)), `no ${kind} cross-check`);
+  }
+  const disagreements = metrics.crosschecks.filter((/** @type {any} */ c) => c.ok !== true);
+  assert.deepEqual(disagreements, [], 'every cross-check agrees');
+  assert.match(fs.readFileSync(path.join(out, 'report.txt'), 'utf8'), /agree forward video ssrc \d+: jitter mean/);
 });
 
 test('a scenario with a bad field fails before anything is set up, naming the field', async () => {
