@@ -10,6 +10,9 @@
 #  - release lateness (userspace only): release_ns - due_ns from the ground-truth log, first second skipped;
 #  - spacing error (both backends, the same way): |gap between consecutive packets at b-eth0 - frame time|, on the
 #    gaps of a backlogged link (gaps over 3 frame times are idle and skipped), first and last second skipped;
+#  - the machine's floor (floor.py): beside the same load through plain forwarding, a loop at the bottleneck's
+#    real-time priority records when it could not run; the lateness a packet train at that rate would have had
+#    from those stalls alone is what no userspace scheduler on this machine can get under;
 #  - CPU: the bottleneck process's user + system time over the run, in % of one core (TBF runs in softirq context:
 #    no process is charged for it);
 #  - loss outside the model (the tail drops of the 5% excess are the model): userspace: packets captured leaving a
@@ -101,6 +104,12 @@ for pps in $rates; do
     flood "$WORK/tbf-$pps" "$((kbit * 105 / 100))K" $((ip_len - 28)) "$duration_s" --json
     in_ns r tc -s -j qdisc show dev r-eth1 >"$WORK/tbf-$pps/qdisc.json"
     in_ns r tc qdisc del dev r-eth1 root
+
+    # The machine's floor under the same load (plain forwarding this time): floor.py, at the bottleneck's priority,
+    # records when no such task could run, and what a packet train at this rate would have lost to it.
+    during_flood() { python3 "$HERE/floor.py" --seconds "$((duration_s > 5 ? duration_s - 4 : 1))" --pps "$pps" >"$1/floor.json"; }
+    flood "$WORK/floor-$pps" "$((kbit * 105 / 100))K" $((ip_len - 28)) "$duration_s" --json
+    unset -f during_flood
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -162,6 +171,16 @@ for pps in rates.split():
         if lost != "0": miss.append(f"{lost} packets lost outside the model")
         if int(pps) == 10000 and usr + sys_ >= 50: miss.append(f"CPU {usr + sys_:.1f}% >= 50% of a core")
         notes.append(f"  {pps}/s: " + ("meets the targets" if not miss else "misses: " + "; ".join(miss)))
+    # the machine's floor: what a perfect userspace scheduler would have seen under this load
+    floor = j(f"floor-{pps}/floor.json")
+    for mode in ("spinning", "sleeping"):
+        fl = floor[mode]["lateness"]
+        rows.append([pps, {"spinning": "floor spin", "sleeping": "floor sleep"}[mode], "-", f(fl["p50_us"]), f(fl["p99_us"]), f(fl["p99_9_us"]), f(fl["max_us"]),
+                     "-", "-", "-", "-", "-", "-", "-"])
+    if int(pps) <= 10000 and miss:
+        fs, fw = floor["spinning"]["lateness"], floor["sleeping"]["lateness"]
+        notes[-1] += (f" (this machine's floor at this load: p99.9 {f(fs['p99_9_us'])} us spinning, "
+                      f"{f(fw['p99_9_us'])} us sleeping until each due time)")
     # kernel TBF
     tp, ts = j(f"tbf-{pps}/path.json"), j(f"tbf-{pps}/spacing.json")
     q = [x for x in j(f"tbf-{pps}/qdisc.json") if x.get("kind") == "tbf"]
@@ -187,6 +206,10 @@ print("pps@b: packets/s that reached b; below the rate asked, the generator (ipe
 print("  always backlogged (the spacing error then covers fewer gaps).")
 print("cpu: the bottleneck process in % of one core; system time includes forwarding each accepted packet on to b,")
 print("work TBF does in softirq context where no process is charged for it.")
+print("floor: the lateness of a perfect userspace scheduler beside the same load (plain forwarding), at the bottleneck's")
+print("  real-time priority (floor.py): spin = never sleeping (only interrupts, softirqs and the hypervisor stop it);")
+print("  sleep = sleeping until each due time (wake-up latency included). The bottleneck sleeps, then spins the last")
+print("  50 us within a CPU budget: it sits between the two.")
 print("Targets (issue 2, 1k and 10k packets/s): lateness p99 < 100 us, p99.9 < 500 us, zero loss, < 50% of a core at 10k:")
 print("\n".join(notes))
 PY
