@@ -54,9 +54,15 @@ def rows(runs: list[Path], progress: Callable[[str], None] | None = None) -> lis
             "utilisation": v.get("utilisation"), "loss_ratio": v.get("loss_ratio"),
             "queuing_delay_ms": v.get("queuing_delay_ms") or {}, "owd_ms": v.get("owd_ms") or {},
             "jitter_ms": (v.get("jitter_ms") or {}).get("mean"),
-            "jain_index": ((m.get("fairness") or {}).get("all") or {}).get("jain_index"),
+            "jain_index": _jain(m),
         })
     return out
+
+
+def _jain(m: dict[str, Any]) -> float | None:
+    """Jain's index while the flows compete: the cross-traffic phase when the run has one, else the whole run."""
+    fairness = m.get("fairness") or {}
+    return (fairness.get("cross_traffic") or fairness.get("all") or {}).get("jain_index")
 
 
 def text(table: list[dict[str, Any]]) -> str:

@@ -249,8 +249,13 @@ def connections(t: PacketTable, lo_ns: int, hi_ns: int, capacity_bps: float | No
     ids, first = _core.group_ids(h)
     nbytes = np.bincount(ids, weights=c["ip_len"][fwd].astype(np.int64) + ETHERNET_HEADER_BYTES)
     rates = nbytes * 8 / dur_s
-    # Only connections that carry data count for fairness (a lone STUN keepalive 5-tuple would skew it).
-    active = [i for i in range(len(first)) if rates[i] > 8000]
+    # Only connections that share the link through the phase count for fairness: data at more than 8 kbit/s (a lone
+    # STUN keepalive 5-tuple would skew it) in more than half of the phase's 1 s windows (a TCP flow's last segments
+    # draining from the queue just after it stopped are not a competitor in the next phase).
+    windows = max(1, int(np.ceil(dur_s - 1e-9)))
+    window = np.minimum((c["t_recv_ns"][fwd].astype(np.int64) - lo_ns) // 1_000_000_000, windows - 1)
+    present = np.bincount(np.unique(ids.astype(np.int64) * windows + window) // windows, minlength=len(first))
+    active = [i for i in range(len(first)) if rates[i] > 8000 and present[i] > windows / 2]
     n = len(active)
     conns = []
     for i in active:

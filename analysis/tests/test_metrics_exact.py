@@ -267,6 +267,13 @@ def test_utilisation_and_fairness(exact_run):
     assert math.isclose(fair["jain_index"], jain, rel_tol=1e-12)
     assert math.isclose(fair["utilisation"], sum(rates) / (CAPACITY_KBIT * 1000), rel_tol=1e-12)
     assert sorted(c["throughput_bps"] for c in fair["connections"]) == pytest.approx(sorted(rates), rel=1e-12)
+    # After the cross traffic, TCP's last segments still arrive (sent before 4 s), but only in the first of the
+    # phase's two 1 s windows: the WebRTC 5-tuple alone shares the link.
+    lo, hi = T0_NS + int(CROSS_STOP_S * 1e9), T0_NS + int(DURATION_S * 1e9)
+    assert any(lo <= p.arrivals[0] < hi for p in pk if p.flow == "tcp" and p.arrivals)
+    after = m["fairness"]["after_cross_traffic"]
+    assert [c["dst"] for c in after["connections"]] == [f"{B}:50001"]
+    assert after["jain_index"] == 1.0
 
 
 def test_rtp_fields_and_sequence_number_loss(exact_run):
