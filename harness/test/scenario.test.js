@@ -81,3 +81,11 @@ test('a relative video clip is found next to the scenario file', () => {
   const file = write('clip.yaml', 'call: {video_clip: my.y4m}\n');
   assert.equal(loadScenario(file).call.video_clip, path.join(tmp, 'my.y4m'));
 });
+
+test('scenarios/examples/tcp-competition.yaml: the video call beside 3 CUBIC flows of Carlucci et al. 2016 (c)', () => {
+  const s = loadScenario(path.join(path.dirname(new URL(import.meta.url).pathname), '..', '..', 'scenarios', 'examples', 'tcp-competition.yaml'));
+  assert.equal(s.duration_s, 400);
+  assert.equal(s.network.forward.rate.kbit, 10000);
+  assert.deepEqual(s.network.forward.qdisc, { kind: 'fifo', limit_bytes: 375000 });
+  assert.deepEqual(s.cross_traffic, [{ kind: 'tcp', flows: 3, congestion_control: 'cubic', direction: 'forward', start_s: 100, stop_s: 300, dscp: 0 }]);
+});
