@@ -10,6 +10,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .metrics import headline_fairness
+
 
 class CompareError(Exception):
     pass
@@ -54,15 +56,9 @@ def rows(runs: list[Path], progress: Callable[[str], None] | None = None) -> lis
             "utilisation": v.get("utilisation"), "loss_ratio": v.get("loss_ratio"),
             "queuing_delay_ms": v.get("queuing_delay_ms") or {}, "owd_ms": v.get("owd_ms") or {},
             "jitter_ms": (v.get("jitter_ms") or {}).get("mean"),
-            "jain_index": _jain(m),
+            "jain_index": headline_fairness(m)[1].get("jain_index"),
         })
     return out
-
-
-def _jain(m: dict[str, Any]) -> float | None:
-    """Jain's index while the flows compete: the cross-traffic phase when the run has one, else the whole run."""
-    fairness = m.get("fairness") or {}
-    return (fairness.get("cross_traffic") or fairness.get("all") or {}).get("jain_index")
 
 
 def text(table: list[dict[str, Any]]) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .metrics import headline_fairness
 from .packets import DELIVERED, FORWARD, LOST, PacketTable
 
 MAX_SCATTER_POINTS = 150_000  # per-packet delay points drawn; above it every k-th packet is drawn (stated on the chart)
@@ -265,9 +266,9 @@ def _cards(m: dict[str, Any]) -> str:
                                           f"{video['queuing_delay_ms']['p95']:.1f} p95" if video['queuing_delay_ms']['mean'] is not None else "-"),
                   ("video loss", f"{100 * video['loss_ratio']:.2f} %" if video.get("loss_ratio") is not None else "-"),
                   ("video jitter", f"{video['jitter_ms']['mean']:.2f} ms" if video.get("jitter_ms") else "-")]
-    fair = (m.get("fairness") or {}).get("all") or {}
+    phase, fair = headline_fairness(m)
     if fair.get("jain_index") is not None:
-        cards.append(("Jain's index", f"{fair['jain_index']:.3f}"))
+        cards.append(("Jain's index" + (" (cross traffic)" if phase == "cross_traffic" else ""), f"{fair['jain_index']:.3f}"))
     warn = sum(1 for c in m.get("crosschecks", []) if c["ok"] is False)
     cards.append(("cross-checks", f"{sum(1 for c in m.get('crosschecks', []) if c['ok'])} agree, {warn} warn"))
     return "".join(f'<div class="card"><div class="k">{html.escape(k)}</div><div class="v">{html.escape(val)}</div></div>'

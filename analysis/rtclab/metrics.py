@@ -234,6 +234,14 @@ def jain_index(rates: list[float]) -> float | None:
     return float(x.sum() ** 2 / (x.size * (x * x).sum()))
 
 
+def headline_fairness(metrics_json: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The fairness to show first (dashboard card, compare): while the flows compete, i.e. the cross-traffic phase
+    when the run has one, else the whole run. Returns (phase name, its fairness entry)."""
+    fairness = metrics_json.get("fairness") or {}
+    phase = "cross_traffic" if fairness.get("cross_traffic") else "all"
+    return phase, fairness.get(phase) or {}
+
+
 def connections(t: PacketTable, lo_ns: int, hi_ns: int, capacity_bps: float | None) -> dict[str, Any]:
     """Forward 5-tuples sharing the bottleneck in [lo, hi): each one's received rate over the interval, its share of
     the fair share (capacity / n), Jain's index over them, and the utilisation of the link by all of them."""

@@ -13,6 +13,7 @@ import pytest
 
 from pcapbuild import Pcap, ipv4_frame, percentile, rtcp_rr, rtp, tcp, udp
 from rtclab.analyze import analyze
+from rtclab.metrics import headline_fairness
 
 T0_NS = 1_700_000_000 * 1_000_000_000
 A, B = "10.0.1.2", "10.0.2.2"
@@ -274,6 +275,9 @@ def test_utilisation_and_fairness(exact_run):
     after = m["fairness"]["after_cross_traffic"]
     assert [c["dst"] for c in after["connections"]] == [f"{B}:50001"]
     assert after["jain_index"] == 1.0
+    # The dashboard and compare headline the phase where the flows compete.
+    assert headline_fairness(m) == ("cross_traffic", fair)
+    assert headline_fairness({"fairness": {"all": after}}) == ("all", after)
 
 
 def test_rtp_fields_and_sequence_number_loss(exact_run):
