@@ -136,22 +136,25 @@ test('VP8 call: connects, streams full getStats at the interval, decodes video, 
     });
 });
 
-test('VP9 call: the requested codec is sent and decoded on both sides', async (t) => {
-  await withCall(t, { room: 'vp9', call: { codec: 'VP9', red_fec: false, max_bitrate_kbps: null }, getstats_interval_ms: 500, media_ms: 2500 },
-    async (peers) => {
-      for (const peer of peers) {
-        const last = statsOf(peer).at(-1).report;
-        const inbound = last.find((/** @type {any} */ s) => s.type === 'inbound-rtp' && s.kind === 'video');
-        const outbound = last.find((/** @type {any} */ s) => s.type === 'outbound-rtp' && s.kind === 'video');
-        const codecOf = (/** @type {any} */ s) => last.find((/** @type {any} */ c) => c.id === s.codecId)?.mimeType;
-        assert.ok(inbound.framesDecoded > 0);
-        assert.equal(codecOf(inbound), 'video/VP9');
-        assert.equal(codecOf(outbound), 'video/VP9');
-        const sdp = await peer.page.evaluate(() => /** @type {any} */ (window).rtclab.call.pc.remoteDescription.sdp);
-        assert.doesNotMatch(sdp, /a=rtpmap:\d+ (red|ulpfec|VP8|H264|AV1)\//);
-      }
-    });
-});
+for (const codec of ['VP9', 'H264', 'AV1']) {
+  test(`${codec} call: the requested codec is sent and decoded on both sides`, async (t) => {
+    await withCall(t, { room: codec.toLowerCase(), call: { codec, red_fec: false, max_bitrate_kbps: null }, getstats_interval_ms: 500, media_ms: 2500 },
+      async (peers) => {
+        for (const peer of peers) {
+          const last = statsOf(peer).at(-1).report;
+          const inbound = last.find((/** @type {any} */ s) => s.type === 'inbound-rtp' && s.kind === 'video');
+          const outbound = last.find((/** @type {any} */ s) => s.type === 'outbound-rtp' && s.kind === 'video');
+          const codecOf = (/** @type {any} */ s) => last.find((/** @type {any} */ c) => c.id === s.codecId)?.mimeType;
+          assert.ok(inbound.framesDecoded > 0);
+          assert.equal(codecOf(inbound), `video/${codec}`);
+          assert.equal(codecOf(outbound), `video/${codec}`);
+          const sdp = await peer.page.evaluate(() => /** @type {any} */ (window).rtclab.call.pc.remoteDescription.sdp);
+          const others = ['red', 'ulpfec', 'VP8', 'VP9', 'H264', 'AV1'].filter((c) => c !== codec).join('|');
+          assert.doesNotMatch(sdp, new RegExp(`a=rtpmap:\\d+ (${others})/`));
+        }
+      });
+  });
+}
 
 test('red_fec: RED and ULPFEC are negotiated when asked', async (t) => {
   await withCall(t, { room: 'red', call: { codec: 'VP8', red_fec: true }, getstats_interval_ms: 1000, media_ms: 500 },
