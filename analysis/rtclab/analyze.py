@@ -92,10 +92,14 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
         t0 = 0.0
 
     duration_s = float(run.scenario.get("duration_s") or 0) or None
+    recorded_s = ((max(last_ts) / 1e9) - t0) if last_ts else None
     if run.call_end_s and run.call_start_s:
         duration_s = run.call_end_s - run.call_start_s
+    elif recorded_s is not None and (duration_s is None or recorded_s < duration_s):
+        # The call never ended (interrupted, crashed): phases, rates and utilisation cover what was recorded.
+        duration_s = recorded_s
     if duration_s is None:
-        duration_s = ((max(last_ts) / 1e9) - t0) if last_ts else 0.0
+        duration_s = 0.0
     phase_list = rundir.phases(run, duration_s)
     t0_ns = int(round(t0 * 1e9))
     lowest, highest = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)  # "all": every packet, unfiltered

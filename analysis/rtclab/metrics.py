@@ -14,6 +14,7 @@ from .packets import (CLS_NAMES, CLS_RTP, DELIVERED, DIRECTION_NAMES, DUPLICATE,
 from .rundir import int_to_ip
 
 WINDOWS_S = (0.15, 0.5, 1.0)
+MIN_RATE_SPAN_S = 1.0  # a flow's mean rate averages over at least this (a burst of packets has no rate of its own)
 PERCENTILES = (5, 25, 50, 75, 90, 95, 99)
 ETHERNET_HEADER_BYTES = 14  # rates count link-layer bytes, as TBF does on a veth (scenarios/schema.json)
 
@@ -61,16 +62,13 @@ def loss_bursts(lost: np.ndarray) -> dict[str, float | int]:
 
 
 def windowed_rate(t_ns: np.ndarray, nbytes: np.ndarray, lo_ns: int, hi_ns: int, window_s: float) -> np.ndarray:
-    """Bits per second in consecutive windows of window_s tiling [lo, hi) (a last partial window is dropped, unless
-    the span is shorter than one window: then it is the only one)."""
+    """Bits per second in consecutive windows of window_s tiling [lo, hi); a last partial window is dropped, so a
+    span shorter than one window has none (a rate over a few microseconds would mean nothing)."""
     span_ns = hi_ns - lo_ns
-    if span_ns <= 0:
-        return np.zeros(0)
     w_ns = int(round(window_s * 1e9))
-    n = span_ns // w_ns
+    n = max(0, span_ns // w_ns)
     if n == 0:
-        inside = (t_ns >= lo_ns) & (t_ns < hi_ns)
-        return np.array([nbytes[inside].sum() * 8 / (span_ns / 1e9)])
+        return np.zeros(0)
     inside = (t_ns >= lo_ns) & (t_ns < lo_ns + n * w_ns)
     bins = (t_ns[inside] - lo_ns) // w_ns
     return np.bincount(bins, weights=nbytes[inside], minlength=n)[:n] * 8 / window_s
@@ -154,15 +152,18 @@ def _subset_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int, ki
     else:
         span_lo = span_hi = 0
     span_s = (span_hi - span_lo) / 1e9
+    # A burst of a few packets has no meaningful rate over its own microseconds: the mean rate is taken over at
+    # least MIN_RATE_SPAN_S (or the whole phase, when that is shorter).
+    rate_span_s = max(span_s, min(MIN_RATE_SPAN_S, (hi_ns - lo_ns) / 1e9)) if span_s > 0 else 0.0
     tr = c["t_recv_ns"][arrivals]
     fb = frame_bytes[arrivals].astype(np.int64) + ETHERNET_HEADER_BYTES
-    thr: dict[str, Any] = {"mean": (float(fb.sum()) * 8 / span_s) if span_s > 0 else None, "windows": {}}
+    thr: dict[str, Any] = {"mean": (float(fb.sum()) * 8 / rate_span_s) if rate_span_s > 0 else None, "windows": {}}
     for w in WINDOWS_S:
         rates = windowed_rate(tr, fb, span_lo, span_hi, w)
         thr["windows"][f"{w:g}s"] = {"mean": float(rates.mean()) if rates.size else None,
                                       "sd": float(rates.std()) if rates.size else None, "count": int(rates.size)}
     out["throughput_bps"] = thr
-    out["send_rate_bps"] = (bytes_sent * 8 / span_s) if span_s > 0 and n_sent else None
+    out["send_rate_bps"] = (bytes_sent * 8 / rate_span_s) if rate_span_s > 0 and n_sent else None
     out["active_s"] = span_s
     out["jitter_ms"] = None
     out["rtp_seq_lost"] = None
