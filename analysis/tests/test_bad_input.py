@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -168,3 +169,31 @@ def test_bottleneck_queue_from_the_emulators_counters(good_run, tmp_path):
     rtclab("analyze", str(run), "--no-tshark", "--no-dashboard", "-q")
     q = metrics(run)["bottleneck_queue"]
     assert q["source"] == "qdisc-stats.jsonl" and q["queue_bytes"]["max"] == 5000.0
+
+
+def _last_timestamp_s(pcap: Path) -> float:
+    """The last record's time in a nanosecond pcap, read here with struct alone."""
+    data, pos, last = pcap.read_bytes(), 24, 0.0
+    assert data[:4] == bytes.fromhex("4d3cb2a1"), "nanosecond pcap, little-endian"
+    while pos + 16 <= len(data):
+        sec, nsec, incl, _ = struct.unpack_from("<IIII", data, pos)
+        last = max(last, sec + nsec / 1e9)
+        pos += 16 + incl
+    return last
+
+
+def test_an_interrupted_run_covers_what_was_recorded(good_run, tmp_path):
+    # The call never ended (no call_end) and was to last 60 s: phases and rates cover the 4 s that were recorded.
+    run = copy(good_run, tmp_path)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["timings"]["call_end"] = None
+    manifest["scenario"]["duration_s"] = 60
+    manifest.update(status="incomplete", error="interrupted by SIGINT")
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    r = rtclab("analyze", str(run), "--no-tshark", "--no-dashboard", "-q")
+    assert r.returncode == 0, r.stderr
+    m = metrics(run)
+    recorded = max(_last_timestamp_s(run / f"capture-{s}.pcap") for s in "ab") - manifest["timings"]["call_start"]
+    assert m["run"]["duration_s"] == pytest.approx(recorded, abs=1e-6)
+    assert m["phases"][0] == {"name": "all", "start_s": 0.0, "end_s": pytest.approx(recorded, abs=1e-6)}
+    assert recorded < 5
