@@ -100,7 +100,7 @@ async function main() {
 
   const v = manifest.validity;
   if (manifest.status !== 'complete') {
-    process.stderr.write(`rtclab call: run ${manifest.status}: ${manifest.error}\n  what was recorded is in ${runDir}\n`);
+    process.stderr.write(`rtclab call: run ${manifest.status}: ${manifest.error}\n  what was recorded is in ${runDir} (analyse it with: rtclab analyze ${runDir})\n`);
   } else {
     process.stderr.write(`rtclab call: backend ${manifest.backend?.used} (${manifest.backend?.reason}); run ${v.valid ? 'VALID' : 'INVALID'}\n`);
     for (const c of v.checks) process.stderr.write(`  ${c.ok ? 'ok  ' : 'FAIL'} ${c.name}: ${c.detail}\n`);
