@@ -1,7 +1,7 @@
 // @ts-check
 // What a run left on the host: namespaces, root veths, the nft table, state, and given processes.
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 
 /**
  * @param {string} id @param {number[]} [pids] processes of the run that must be gone
@@ -17,9 +17,33 @@ export function leftovers(id, pids = []) {
   if (tables.includes(`rtclab_${id}`)) out.push(`nft table rtclab_${id}`);
   if (existsSync(`/run/rtclab/${id}.json`)) out.push(`state /run/rtclab/${id}.json`);
   for (const pid of pids) {
-    try { process.kill(pid, 0); out.push(`process ${pid}`); } catch { /* gone */ }
+    try { process.kill(pid, 0); } catch { continue; /* gone */ }
+    // A zombie has exited and holds nothing: a short command (ethtool, tc) whose parent was SIGKILLed is re-parented
+    // to PID 1 and stays a zombie until PID 1 reaps it, which no cleanup of ours can hasten.
+    if (stateOf(pid) === 'Z') continue;
+    out.push(`process ${pid} (${describe(pid)})`);
   }
   return out;
+}
+
+/** [command, state, parent pid] of a process from /proc/PID/stat, or null when it is gone. @param {number} pid */
+function procStat(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return [stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), state, ppid];
+  } catch {
+    return null;
+  }
+}
+
+/** @param {number} pid */
+const stateOf = (pid) => procStat(pid)?.[1];
+
+/** @param {number} pid */
+function describe(pid) {
+  const s = procStat(pid);
+  return s ? `${s[0]}, state ${s[1]}, parent ${s[2]}` : 'gone while looked at';
 }
 
 /** Pids of every process in the run's namespaces now. @param {string} id */
