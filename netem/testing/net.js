@@ -80,3 +80,22 @@ export async function udpFlow(net, o) {
     server.kill('SIGKILL');
   }
 }
+
+/**
+ * UDP datagrams from a to b (port 5301 by default) at a fixed pace, with no receiver and no control connection:
+ * for links that drop packets at random, where iperf3's own TCP control connection can stall for tens of seconds.
+ * @param {import('../index.js').Network} net
+ * @param {{ count: number, interval_ms: number, len?: number, port?: number }} o
+ */
+export function udpPaced(net, o) {
+  const sender = `
+import socket, sys, time
+count, interval, length, port = int(sys.argv[1]), float(sys.argv[2]) / 1000, int(sys.argv[3]), int(sys.argv[4])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+start = time.monotonic()
+for i in range(count):
+    time.sleep(max(0.0, start + i * interval - time.monotonic()))
+    s.sendto(i.to_bytes(4, "big") * (length // 4), ("10.0.2.2", port))
+`;
+  return execIn(net, 'a', ['python3', '-c', sender, String(o.count), String(o.interval_ms), String(o.len ?? 500), String(o.port ?? 5301)]);
+}
