@@ -187,7 +187,11 @@ test('manual use: config in ?config=, no rtclabReport, the page still calls and 
     }))));
     const deadline_ms = Date.now() + LAUNCH_LIMIT_MS;
     let views = await shown();
-    while (!views.every((v) => v.remoteWidth > 0 && /receive\d+ kbit\/s\s+320x240/.test(v.numbers) && /RTT\d/.test(v.numbers)) && Date.now() < deadline_ms) {
+    // Wait for what is asserted below: the receive side's frame rate appears a sample after its resolution.
+    const complete = (/** @type {{remoteWidth: number, numbers: string}} */ v) => v.remoteWidth > 0
+      && /send\d+ kbit\/s\s+320x240 @ \d+ fps/.test(v.numbers) && /receive\d+ kbit\/s\s+320x240 @ \d+ fps/.test(v.numbers)
+      && /RTT\d+\.\d ms/.test(v.numbers);
+    while (!views.every(complete) && Date.now() < deadline_ms) {
       await new Promise((resolve) => setTimeout(resolve, 200));
       views = await shown();
     }
