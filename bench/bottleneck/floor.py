@@ -75,7 +75,7 @@ def percentile(sorted_nonzero: list[float], total: int, q: float) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seconds", type=float, default=6.0, help="spinning time in total (default 6)")
+    ap.add_argument("--seconds", type=float, default=6.0, help="measuring time in total: half spinning, half sleeping (default 6)")
     ap.add_argument("--pps", type=int, default=10000, help="rate of the virtual packet train (default 10000)")
     ap.add_argument("--burst-s", type=float, default=0.7)
     ap.add_argument("--pause-s", type=float, default=0.3)

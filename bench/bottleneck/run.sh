@@ -173,9 +173,9 @@ for pps in rates.split():
         notes.append(f"  {pps}/s: " + ("meets the targets" if not miss else "misses: " + "; ".join(miss)))
     # the machine's floor: what a perfect userspace scheduler would have seen under this load
     floor = j(f"floor-{pps}/floor.json")
-    for mode in ("spinning", "sleeping"):
+    for mode, label in (("spinning", "floor spin"), ("sleeping", "floor sleep")):
         fl = floor[mode]["lateness"]
-        rows.append([pps, {"spinning": "floor spin", "sleeping": "floor sleep"}[mode], "-", f(fl["p50_us"]), f(fl["p99_us"]), f(fl["p99_9_us"]), f(fl["max_us"]),
+        rows.append([pps, label, "-", f(fl["p50_us"]), f(fl["p99_us"]), f(fl["p99_9_us"]), f(fl["max_us"]),
                      "-", "-", "-", "-", "-", "-", "-"])
     if int(pps) <= 10000 and miss:
         fs, fw = floor["spinning"]["lateness"], floor["sleeping"]["lateness"]

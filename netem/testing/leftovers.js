@@ -17,33 +17,24 @@ export function leftovers(id, pids = []) {
   if (tables.includes(`rtclab_${id}`)) out.push(`nft table rtclab_${id}`);
   if (existsSync(`/run/rtclab/${id}.json`)) out.push(`state /run/rtclab/${id}.json`);
   for (const pid of pids) {
-    try { process.kill(pid, 0); } catch { continue; /* gone */ }
-    // A zombie has exited and holds nothing: a short command (ethtool, tc) whose parent was SIGKILLed is re-parented
-    // to PID 1 and stays a zombie until PID 1 reaps it, which no cleanup of ours can hasten.
-    if (stateOf(pid) === 'Z') continue;
-    out.push(`process ${pid} (${describe(pid)})`);
+    const p = procStat(pid);
+    // Gone, or a zombie: it has exited and holds nothing. A short command (ethtool, tc) whose parent was SIGKILLed is
+    // re-parented to PID 1 and stays a zombie until PID 1 reaps it, which no cleanup of ours can hasten.
+    if (!p || p.state === 'Z') continue;
+    out.push(`process ${pid} (${p.comm}, state ${p.state}, parent ${p.ppid})`);
   }
   return out;
 }
 
-/** [command, state, parent pid] of a process from /proc/PID/stat, or null when it is gone. @param {number} pid */
+/** Command, state and parent of a process from /proc/PID/stat, or null when it is gone. @param {number} pid */
 function procStat(pid) {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return [stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), state, ppid];
+    return { comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), state, ppid };
   } catch {
     return null;
   }
-}
-
-/** @param {number} pid */
-const stateOf = (pid) => procStat(pid)?.[1];
-
-/** @param {number} pid */
-function describe(pid) {
-  const s = procStat(pid);
-  return s ? `${s[0]}, state ${s[1]}, parent ${s[2]}` : 'gone while looked at';
 }
 
 /** Pids of every process in the run's namespaces now. @param {string} id */
