@@ -31,7 +31,7 @@ struct Args {
     /// NFQUEUE queue number to bind.
     #[arg(long)]
     queue_num: Option<u16>,
-    /// The link as JSON: one normalized link object of the scenario (scenarios/schema.json definitions/link).
+    /// The link as JSON: the normalised link netem writes (docs/bottleneck.md); every field is required.
     #[arg(long)]
     config: PathBuf,
     /// Ground-truth log to write (docs/bottleneck-log.md).
@@ -54,6 +54,10 @@ struct Args {
     /// Only check the config (exit 0 if valid, 2 if not); needs no queue and no root.
     #[arg(long)]
     check: bool,
+    /// Print the config as read, in the normalised form (one line of JSON), and exit 0 (2 if invalid); needs no
+    /// queue and no root. The conformance test compares it with netem's normaliser.
+    #[arg(long, conflicts_with = "check")]
+    print_config: bool,
     /// Do not ask for SCHED_FIFO and locked memory.
     #[arg(long)]
     no_realtime: bool,
@@ -88,8 +92,12 @@ fn main() -> ExitCode {
     if args.check {
         return ExitCode::SUCCESS;
     }
+    if args.print_config {
+        println!("{}", cfg.to_json());
+        return ExitCode::SUCCESS;
+    }
     let (Some(queue_num), Some(log_path)) = (args.queue_num, args.log.clone()) else {
-        return fail(2, "--queue-num and --log are required (unless --check).");
+        return fail(2, "--queue-num and --log are required (unless --check or --print-config).");
     };
     if args.stats_interval_ms == 0 {
         return fail(2, "--stats-interval-ms must be > 0.");

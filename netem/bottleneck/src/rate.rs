@@ -269,7 +269,7 @@ mod tests {
 
     #[test]
     fn trace_releases_at_opportunities_and_repeats() {
-        let cfg = RateConfig::Trace { path: "t".into(), opportunities_ms: vec![1, 1, 5], period_ms: 5 };
+        let cfg = RateConfig::Trace { path: "t".into(), opportunities_ms: vec![1, 1, 5], period_ms: 5, burst_bytes: 3028 };
         let mut link = RateLimiter::new(&cfg, 0);
         assert_eq!(link.transmit(0, 1514), 1_000_000);
         assert_eq!(link.transmit(0, 1514), 1_000_000);
@@ -298,7 +298,7 @@ mod tests {
 
     #[test]
     fn restarting_a_trace_starts_it_over() {
-        let cfg = RateConfig::Trace { path: "t".into(), opportunities_ms: vec![1, 5], period_ms: 5 };
+        let cfg = RateConfig::Trace { path: "t".into(), opportunities_ms: vec![1, 5], period_ms: 5, burst_bytes: 3028 };
         let mut link = RateLimiter::new(&cfg, 0);
         assert_eq!(link.transmit(0, 1514), 1_000_000);
         link.restart_schedule(100_000_000);

@@ -1,5 +1,6 @@
 //! Whole-link behaviour on a simulated clock: arrivals fed at their times, releases taken when due.
 
+use crate::config::testing::{fifo, fq_codel, kbit, link as full_link, pie, sfq, with};
 use crate::config::{parse_link, LinkConfig};
 use crate::link::{Link, Outcome};
 use crate::packet::{build_udp_packet, Event, Packet};
@@ -75,7 +76,7 @@ fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
 #[test]
 fn fifo_300ms_at_1mbit_caps_queuing_delay_and_forwards_the_link_rate() {
     // The acceptance case of issue 2, on a simulated clock: 2 Mbit/s of UDP into 1 Mbit/s, DropTail 300 ms.
-    let mut l = link(json!({"delay_ms":25,"rate":{"kbit":1000,"burst_bytes":3028},"qdisc":{"kind":"fifo","limit_ms":300}}));
+    let mut l = link(full_link(25, kbit(1000), json!({"kind":"fifo","limit_bytes":37500})));
     let (fwd, drops) = simulate(&mut l, cbr(1, 2000, 1472, 0, 20 * S, 0), 21 * S);
     assert!(drops.iter().all(|d| d.event == Event::DroppedTail));
     // Queuing delay as the captures see it: one-way delay minus the smallest one-way delay (a packet that
@@ -96,7 +97,7 @@ fn fifo_300ms_at_1mbit_caps_queuing_delay_and_forwards_the_link_rate() {
 
 #[test]
 fn saturated_link_counts_link_layer_bytes_within_0_1_percent() {
-    let mut l = link(json!({"delay_ms":0,"rate":{"kbit":1000},"qdisc":{"kind":"fifo","limit_packets":1000}}));
+    let mut l = link(full_link(0, kbit(1000), fifo(1000)));
     // 3 Mbit/s of mixed sizes keeps the link saturated.
     let mut arrivals = cbr(1, 2000, 1200, 0, 12 * S, 0);
     arrivals.extend(cbr(2, 1000, 100, 0, 12 * S, 0));
@@ -108,7 +109,7 @@ fn saturated_link_counts_link_layer_bytes_within_0_1_percent() {
 
 #[test]
 fn delay_line_keeps_order_with_jitter() {
-    let mut l = link(json!({"delay_ms":25,"jitter_ms":10,"rate":null}));
+    let mut l = link(with(full_link(25, json!(null), fifo(1000)), "jitter_ms", json!(10)));
     let (fwd, _) = simulate(&mut l, cbr(1, 1000, 100, 0, 2 * S, 0), 3 * S);
     assert_eq!(fwd.len(), cbr(1, 1000, 100, 0, 2 * S, 0).len());
     let mut last = 0;
@@ -128,14 +129,14 @@ fn delay_line_keeps_order_with_jitter() {
 
 #[test]
 fn unlimited_rate_is_just_the_delay() {
-    let mut l = link(json!({"delay_ms":25,"rate":null}));
+    let mut l = link(full_link(25, json!(null), fifo(1000)));
     let (fwd, _) = simulate(&mut l, cbr(1, 100, 84, 0, S, 0), 2 * S);
     assert!(fwd.iter().all(|o| o.packet.due_ns - o.packet.arrival_ns == 25 * MS));
 }
 
 #[test]
 fn random_loss_drops_about_the_configured_share_before_the_queue() {
-    let mut l = link(json!({"delay_ms":0,"loss_percent":10,"rate":null}));
+    let mut l = link(with(full_link(0, json!(null), fifo(1000)), "loss_percent", json!(10)));
     let arrivals = cbr(1, 10_000, 1000, 0, 10 * S, 0);
     let n = arrivals.len() as f64;
     let (_, drops) = simulate(&mut l, arrivals, 11 * S);
@@ -149,7 +150,7 @@ fn pie_drives_queue_delay_to_its_target_under_overload() {
     // Unresponsive 20 Mbit/s into 10 Mbit/s: PIE must find a drop probability near 50% that holds the queue
     // delay at the 15 ms target (a DropTail queue of this limit would sit at 0.8 s). At 10 Mbit/s Linux's floor
     // of no early drops below two MTUs of backlog (2.4 ms here) is well under the target.
-    let mut l = link(json!({"delay_ms":0,"rate":{"kbit":10000},"qdisc":{"kind":"pie","target_ms":15,"tupdate_ms":15,"limit_packets":1000}}));
+    let mut l = link(full_link(0, kbit(10000), pie(false)));
     let (fwd, drops) = simulate(&mut l, cbr(1, 20000, 1000, 0, 60 * S, 0), 61 * S);
     assert!(drops.iter().any(|d| d.event == Event::DroppedAqm));
     let q: Vec<f64> = fwd.iter().filter(|o| o.packet.arrival_ns > 20 * S).map(sojourn_ms).collect();
@@ -163,7 +164,7 @@ fn pie_drives_queue_delay_to_its_target_under_overload() {
 
 #[test]
 fn pie_marks_ect_packets_while_probability_is_low() {
-    let mut l = link(json!({"delay_ms":0,"rate":{"kbit":1000},"qdisc":{"kind":"pie","ecn":true}}));
+    let mut l = link(full_link(0, kbit(1000), pie(true)));
     // 1.1x overload of ECT(0) packets: a small drop probability, so marks rather than drops.
     let mut arrivals = cbr(1, 1100, 1000, 0, 20 * S, 0);
     for p in arrivals.iter_mut() {
@@ -176,7 +177,7 @@ fn pie_marks_ect_packets_while_probability_is_low() {
 /// A bulk flow at twice the link rate beside a sparse flow (one 200-byte packet every 20 ms): returns the
 /// sparse flow's and the bulk flow's sojourn times (ms) after the first 2 s.
 fn sparse_beside_bulk(qdisc: serde_json::Value) -> (Vec<f64>, Vec<f64>) {
-    let mut l = link(json!({"delay_ms":0,"rate":{"kbit":1000},"qdisc":qdisc}));
+    let mut l = link(full_link(0, kbit(1000), qdisc));
     let mut arrivals = cbr(1, 2000, 1500, 0, 10 * S, 0);
     arrivals.extend(cbr(2, 80, 186, 3 * MS, 10 * S, 0));
     let (fwd, _) = simulate(&mut l, arrivals, 12 * S);
@@ -186,20 +187,20 @@ fn sparse_beside_bulk(qdisc: serde_json::Value) -> (Vec<f64>, Vec<f64>) {
 
 #[test]
 fn sfq_keeps_a_sparse_flow_fast_beside_a_bulk_flow() {
-    let (sparse, bulk) = sparse_beside_bulk(json!({"kind":"sfq","limit_packets":127}));
+    let (sparse, bulk) = sparse_beside_bulk(sfq(127));
     assert!(sparse.len() > 300);
     let worst = sparse.iter().cloned().fold(0.0, f64::max);
     // At most one bulk frame (12.1 ms at 1 Mbit/s) ahead of it in the round.
     assert!(worst < 15.0, "sparse flow waited {worst} ms");
     assert!(percentile(bulk, 0.5) > 500.0);
     // The same load through a FIFO of the same size delays the sparse flow as much as the bulk flow.
-    let (sparse_fifo, _) = sparse_beside_bulk(json!({"kind":"fifo","limit_packets":127}));
+    let (sparse_fifo, _) = sparse_beside_bulk(fifo(127));
     assert!(percentile(sparse_fifo, 0.5) > 500.0);
 }
 
 #[test]
 fn fq_codel_keeps_a_sparse_flow_fast_beside_a_bulk_flow() {
-    let (sparse, bulk) = sparse_beside_bulk(json!({"kind":"fq_codel","ecn":false}));
+    let (sparse, bulk) = sparse_beside_bulk(fq_codel(false));
     assert!(sparse.len() > 300);
     let worst = sparse.iter().cloned().fold(0.0, f64::max);
     assert!(worst < 15.0, "sparse flow waited {worst} ms");
@@ -228,7 +229,7 @@ fn fq_codel_drops_from_the_fattest_flow_when_over_limit() {
 #[test]
 fn prio_serves_band_0_first() {
     let cfg = parse_link(
-        &json!({"qdisc":{"kind":"prio","bands":[{"dscp":[46],"qdisc":{"kind":"fifo"}},{"qdisc":{"kind":"fifo"}}]}}),
+        &full_link(0, json!(null), json!({"kind":"prio","bands":[{"dscp":[46],"qdisc":fifo(1000)},{"qdisc":fifo(1000)}]})),
         &|_| Err("".into()),
     )
     .unwrap();
@@ -244,7 +245,7 @@ fn prio_serves_band_0_first() {
     assert_eq!(order, vec![(5, 0), (6, 0), (7, 0), (0, 1), (1, 1), (2, 1), (3, 1), (4, 1)]);
 
     // On a loaded link, the EF flow's delay stays at most one best-effort frame.
-    let mut l = link(json!({"delay_ms":0,"rate":{"kbit":1000},"qdisc":{"kind":"prio","bands":[{"dscp":[46],"qdisc":{"kind":"fifo"}},{"qdisc":{"kind":"fifo","limit_packets":100}}]}}));
+    let mut l = link(full_link(0, kbit(1000), json!({"kind":"prio","bands":[{"dscp":[46],"qdisc":fifo(1000)},{"qdisc":fifo(100)}]})));
     let mut arrivals = cbr(1, 2000, 1500, 0, 5 * S, 0);
     arrivals.extend(cbr(2, 200, 200, MS, 5 * S, 46));
     let (fwd, _) = simulate(&mut l, arrivals, 6 * S);
@@ -255,7 +256,7 @@ fn prio_serves_band_0_first() {
 
 #[test]
 fn shutdown_forwards_what_is_due_and_drops_the_rest() {
-    let mut l = link(json!({"delay_ms":100,"rate":{"kbit":1000},"qdisc":{"kind":"fifo"}}));
+    let mut l = link(full_link(100, kbit(1000), fifo(1000)));
     for p in cbr(1, 2000, 1000, 0, 200 * MS, 0) {
         l.arrive(p);
     }
