@@ -1,68 +1,117 @@
 /**
- * The page's configuration: `window.rtclabConfig` (set by the harness before the page's scripts run) or, for
- * manual use, `?config=<URI-encoded JSON>`. Missing fields take the scenario schema's defaults.
+ * The page's configuration: `window.rtclabConfig` (set by the harness before the page's scripts run) or, for manual
+ * use, `?config=<URI-encoded JSON>`. It must be complete: the page has no defaults of its own (the scenario schema,
+ * scenarios/schema.json, is the only source of defaults, and the harness injects the validated scenario's values).
+ * A missing or out-of-range field is an error naming it, with the schema's own bounds.
  */
 import { VIDEO_CODECS } from './codecs.js';
 
-export const CALL_DEFAULTS = Object.freeze({
-  codec: 'VP8',
-  red_fec: false,
-  width: 1280,
-  height: 720,
-  fps: 30,
-  max_bitrate_kbps: null,
-  degradation_preference: 'balanced',
-  audio: true,
+/**
+ * The schema's constraints on the `call` fields the page uses, in JSON Schema's own words (a test checks that they
+ * equal scenarios/schema.json's). The other fields of `call` (video_clip, chrome_flags, ...) are the harness's.
+ */
+export const CALL_FIELDS = Object.freeze({
+  codec: { enum: VIDEO_CODECS },
+  red_fec: { type: 'boolean' },
+  width: { type: 'integer', minimum: 16, maximum: 7680 },
+  height: { type: 'integer', minimum: 16, maximum: 4320 },
+  fps: { type: 'integer', minimum: 1, maximum: 120 },
+  max_bitrate_kbps: { type: ['number', 'null'], exclusiveMinimum: 0 },
+  degradation_preference: { enum: ['balanced', 'maintain-framerate', 'maintain-resolution'] },
+  audio: { type: 'boolean' },
 });
 
-const DEGRADATION_PREFERENCES = ['balanced', 'maintain-framerate', 'maintain-resolution'];
+/** The schema's `getstats.interval_ms`. */
+export const GETSTATS_INTERVAL_MS = Object.freeze({ type: 'integer', minimum: 100, maximum: 60000 });
+
+/**
+ * @typedef {{ type?: string | string[], enum?: readonly unknown[], minimum?: number, maximum?: number,
+ *   exclusiveMinimum?: number }} Rule
+ */
+
+/**
+ * @param {unknown} value @param {string} type a JSON Schema type
+ */
+function hasType(value, type) {
+  switch (type) {
+    case 'null': return value === null;
+    case 'boolean': return typeof value === 'boolean';
+    case 'integer': return Number.isInteger(value);
+    case 'number': return typeof value === 'number' && Number.isFinite(value);
+    case 'string': return typeof value === 'string';
+    default: throw new Error(`config: no check for type ${type}`);
+  }
+}
+
+/**
+ * What the value must be, when it breaks the rule; null when it keeps it.
+ * @param {unknown} value @param {Rule} rule
+ */
+function breaks(value, rule) {
+  if (rule.enum) return rule.enum.includes(value) ? null : `one of ${rule.enum.join(', ')}`;
+  const types = [rule.type ?? []].flat();
+  const bounds = [
+    rule.minimum !== undefined ? `>= ${rule.minimum}` : '',
+    rule.exclusiveMinimum !== undefined ? `> ${rule.exclusiveMinimum}` : '',
+    rule.maximum !== undefined ? `<= ${rule.maximum}` : '',
+  ].filter(Boolean).join(' and ');
+  const expected = types.map((t) => (t === 'null' ? 'null' : `${/^[aeiou]/.test(t) ? 'an' : 'a'} ${t}${bounds && t !== 'boolean' ? ` ${bounds}` : ''}`)).join(' or ');
+  if (!types.some((t) => hasType(value, t))) return expected;
+  if (typeof value !== 'number') return null;
+  const inRange = (rule.minimum === undefined || value >= rule.minimum)
+    && (rule.exclusiveMinimum === undefined || value > rule.exclusiveMinimum)
+    && (rule.maximum === undefined || value <= rule.maximum);
+  return inRange ? null : expected;
+}
+
+/**
+ * @typedef {{ codec: string, red_fec: boolean, width: number, height: number, fps: number,
+ *   max_bitrate_kbps: number | null, degradation_preference: RTCDegradationPreference | string, audio: boolean }} CallSettings
+ * @typedef {{ room: string, role: 'caller' | 'callee' | null, call: CallSettings & Record<string, unknown>,
+ *   getstats_interval_ms: number, candidate_prefix: string | null }} PageConfig
+ */
 
 /**
  * @param {unknown} injected window.rtclabConfig (undefined when not set)
  * @param {string} search location.search
- * @returns {{ room: string, role: 'caller' | 'callee' | null, call: typeof CALL_DEFAULTS & Record<string, unknown>,
- *   getstats_interval_ms: number, candidate_prefix: string | null }}
- * @throws {Error} naming the bad field
+ * @returns {PageConfig}
+ * @throws {Error} naming the missing or bad field
  */
 export function readConfig(injected, search) {
   /** @type {any} */
   let raw = injected;
   if (raw === undefined || raw === null) {
     const text = new URLSearchParams(search).get('config');
-    if (text === null) raw = {};
-    else {
-      try {
-        raw = JSON.parse(text);
-      } catch (error) {
-        throw new Error(`config: ?config= is not valid JSON (${/** @type {Error} */ (error).message})`);
-      }
+    if (text === null) {
+      throw new Error('config: none given (the harness sets window.rtclabConfig; by hand, open the page with ' +
+        '?config=<complete JSON>, see docs/client.md)');
+    }
+    try {
+      raw = JSON.parse(text);
+    } catch (error) {
+      throw new Error(`config: ?config= is not valid JSON (${/** @type {Error} */ (error).message})`);
     }
   }
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw new Error('config: must be a JSON object');
-  const call = { ...CALL_DEFAULTS, ...(raw.call ?? {}) };
-  const config = {
-    room: raw.room ?? 'rtclab',
-    role: raw.role ?? null,
-    call,
-    getstats_interval_ms: raw.getstats_interval_ms ?? 1000,
-    candidate_prefix: raw.candidate_prefix ?? null,
+  const isObject = (/** @type {unknown} */ v) => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (!isObject(raw)) throw new Error('config: must be a JSON object');
+  /** @param {string} field @param {unknown} value @param {string | null} expected */
+  const check = (field, value, expected) => {
+    if (value === undefined) throw new Error(`config: ${field} is missing (the config must be complete)`);
+    if (expected) throw new Error(`config: ${field} must be ${expected}, got ${JSON.stringify(value)}`);
   };
-  const fail = (/** @type {string} */ field, /** @type {string} */ expected) => {
-    throw new Error(`config: ${field} must be ${expected}, got ${JSON.stringify(field.split('.').reduce((o, k) => o?.[k], /** @type {any} */ (config)))}`);
+  const room = /^[A-Za-z0-9_.-]{1,64}$/;
+  check('room', raw.room, typeof raw.room === 'string' && room.test(raw.room) ? null : '1-64 characters of A-Z a-z 0-9 _ . -');
+  check('role', raw.role, [null, 'caller', 'callee'].includes(raw.role) ? null : '"caller", "callee" or null');
+  check('call', raw.call, isObject(raw.call) ? null : 'an object');
+  for (const [field, rule] of Object.entries(CALL_FIELDS)) check(`call.${field}`, raw.call[field], breaks(raw.call[field], rule));
+  check('getstats_interval_ms', raw.getstats_interval_ms, breaks(raw.getstats_interval_ms, GETSTATS_INTERVAL_MS));
+  check('candidate_prefix', raw.candidate_prefix,
+    raw.candidate_prefix === null || typeof raw.candidate_prefix === 'string' ? null : 'a string or null');
+  return {
+    room: raw.room,
+    role: raw.role,
+    call: raw.call,
+    getstats_interval_ms: raw.getstats_interval_ms,
+    candidate_prefix: raw.candidate_prefix,
   };
-  if (typeof config.room !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(config.room)) fail('room', '1-64 characters of A-Z a-z 0-9 _ . -');
-  if (config.role !== null && config.role !== 'caller' && config.role !== 'callee') fail('role', '"caller" or "callee"');
-  if (!VIDEO_CODECS.includes(call.codec)) fail('call.codec', `one of ${VIDEO_CODECS.join(', ')}`);
-  if (typeof call.red_fec !== 'boolean') fail('call.red_fec', 'a boolean');
-  for (const field of ['width', 'height', 'fps']) {
-    if (!Number.isInteger(call[field]) || call[field] < 1) fail(`call.${field}`, 'a positive integer');
-  }
-  if (call.max_bitrate_kbps !== null && !(typeof call.max_bitrate_kbps === 'number' && call.max_bitrate_kbps > 0)) {
-    fail('call.max_bitrate_kbps', 'a positive number or null');
-  }
-  if (!DEGRADATION_PREFERENCES.includes(call.degradation_preference)) fail('call.degradation_preference', `one of ${DEGRADATION_PREFERENCES.join(', ')}`);
-  if (typeof call.audio !== 'boolean') fail('call.audio', 'a boolean');
-  if (!Number.isInteger(config.getstats_interval_ms) || config.getstats_interval_ms < 50) fail('getstats_interval_ms', 'an integer >= 50');
-  if (config.candidate_prefix !== null && typeof config.candidate_prefix !== 'string') fail('candidate_prefix', 'a string or null');
-  return config;
 }

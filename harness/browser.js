@@ -1,6 +1,6 @@
 // @ts-check
-// One Chromium per host, launched inside the host's network namespace and driven over a pipe (its DevTools
-// websocket would listen on the namespace's own loopback, out of the harness's reach).
+// Debian Chromium for a call: which binary, which flags, and how one instance is started (inside a network namespace
+// or on the host) and stopped. harness/peer.js drives the page on top of this; runs and client tests both use it.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,7 +24,9 @@ export function chromiumBinary() {
 /**
  * The command-line flags of one call browser: fake camera from the clip, no background traffic, no DNS, and ICE
  * candidates on every interface so media cannot silently move to the management link.
- * @param {{ clip: string, origin: string, mgmtPrefix: string, call: any }} o
+ * @param {{ clip: string, origin: string, mgmtPrefix: string, call: { field_trials: string, chrome_flags: string[] } }} o
+ *   origin: the page's origin (treated as secure, else navigator.mediaDevices is undefined); mgmtPrefix: names are
+ *   never resolved, except addresses starting with it; call: the scenario's call object (complete)
  */
 export function chromiumFlags({ clip, origin, mgmtPrefix, call }) {
   const flags = [
@@ -45,28 +47,84 @@ export function chromiumFlags({ clip, origin, mgmtPrefix, call }) {
   return flags;
 }
 
+/** How long a browser gets to close before it is killed. */
+const CLOSE_TIMEOUT_MS = 5000;
+
+/** @param {string} arg */
+const shellQuote = (arg) => `'${arg.replaceAll("'", "'\\''")}'`;
+
 /**
- * Launches Chromium in a namespace.
- * @param {{ nsExec: string[], flags: string[], stderrFile: string }} o
+ * Starts one headless Chromium with a fresh profile, driven over a pipe (in a namespace its DevTools websocket would
+ * listen on the namespace's own loopback, out of the harness's reach).
+ * @param {{ nsExec?: string[], flags: string[], stderrFile: string }} o
+ *   nsExec: command prefix that enters a network namespace (['ip', 'netns', 'exec', NS]); empty: the host's network.
+ *   stderrFile: Chromium's stderr is appended to it.
+ * @returns {Promise<{ browser: import('puppeteer-core').Browser, profileDir: string, close: () => Promise<void> }>}
+ *   close(): closes the browser, kills it (and its child processes) if it does not close within 5 s, then removes the
+ *   profile; safe to call more than once and after the browser died.
  */
-export async function launchInNamespace({ nsExec, flags, stderrFile }) {
+export async function launchChromium({ nsExec = [], flags, stderrFile }) {
   const binary = chromiumBinary();
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-chromium-'));
-  // puppeteer needs one executable path: a two-line wrapper enters the namespace and execs Chromium.
-  const wrapper = path.join(profile, 'chromium-in-ns.sh');
-  const quoted = nsExec.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
-  fs.writeFileSync(wrapper, `#!/bin/sh\nexec ${quoted} '${binary}' "$@" 2>>'${stderrFile}'\n`, { mode: 0o755 });
+  const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-chromium-'));
+  // puppeteer takes one executable path: a two-line wrapper enters the namespace, sends stderr to the log and execs
+  // Chromium (so the process puppeteer sees is Chromium itself).
+  const wrapper = path.join(profileDir, 'chromium.sh');
+  const command = [...nsExec, binary].map(shellQuote).join(' ');
+  fs.writeFileSync(wrapper, `#!/bin/sh\nexec ${command} "$@" 2>>${shellQuote(stderrFile)}\n`, { mode: 0o755 });
+  const removeProfile = () => fs.rmSync(profileDir, { recursive: true, force: true });
   // Loaded when first needed: it is the largest module of the harness, and a bad scenario never needs it.
   const { default: puppeteer } = await import('puppeteer-core');
-  const browser = await puppeteer.launch({
-    executablePath: wrapper,
-    pipe: true,
-    headless: true,
-    userDataDir: path.join(profile, 'profile'),
-    args: flags,
-    protocolTimeout: 60_000,
-    handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false, // the harness tears down itself
+  let browser;
+  try {
+    browser = await puppeteer.launch({
+      executablePath: wrapper,
+      pipe: true,
+      headless: true,
+      userDataDir: path.join(profileDir, 'profile'),
+      args: flags,
+      protocolTimeout: 60_000,
+      handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false, // the harness tears down itself
+    });
+  } catch (error) {
+    removeProfile();
+    throw error;
+  }
+  const launched = browser;
+  /** @type {Promise<void> | null} */
+  let closing = null;
+  const close = () => (closing ??= closeOrKill(launched).finally(removeProfile));
+  return { browser: launched, profileDir, close };
+}
+
+/**
+ * Closes a browser, and kills its process group (puppeteer starts Chromium detached, in a group of its own, so the
+ * renderers go too) if it does not close in time.
+ * @param {import('puppeteer-core').Browser} browser
+ */
+async function closeOrKill(browser) {
+  const proc = browser.process();
+  const exited = new Promise((resolve) => {
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) resolve(undefined);
+    else proc.once('exit', () => resolve(undefined));
   });
-  const cleanupProfile = () => fs.rmSync(profile, { recursive: true, force: true });
-  return { browser, cleanupProfile };
+  const closedInTime = browser.connected
+    ? await Promise.race([browser.close().then(() => true, () => false), sleep(CLOSE_TIMEOUT_MS).then(() => false)])
+    : false;
+  if (!closedInTime && proc?.pid) {
+    try { process.kill(-proc.pid, 'SIGKILL'); } catch { /* already gone */ }
+  }
+  // The profile is removed only once Chromium no longer writes to it.
+  await Promise.race([exited, sleep(CLOSE_TIMEOUT_MS)]);
+}
+
+const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Launches Chromium in a namespace (harness/run.js's former entry point; new code uses harness/peer.js).
+ * @param {{ nsExec: string[], flags: string[], stderrFile: string }} o
+ * @deprecated remove once harness/run.js uses Peer
+ */
+export async function launchInNamespace(o) {
+  const { browser, profileDir } = await launchChromium(o);
+  return { browser, cleanupProfile: () => fs.rmSync(profileDir, { recursive: true, force: true }) };
 }

@@ -3,20 +3,26 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startSignalingServer } from '../../signaling/server.js';
-import { makeClip, openPeer, removeDir } from '../test-support/chromium.js';
+import { defaultRouteAddress, makeClip, openPeer, removeDir } from '../test-support/peers.js';
+import { scenarioCall } from '../test-support/scenario.js';
 
 const CONNECT_LIMIT_MS = 10_000;
 /** Browser start-up, page load and getUserMedia of both peers, on a busy machine. */
 const LAUNCH_LIMIT_MS = 40_000;
 
+/** @typedef {import('../test-support/peers.js').TestPeer} TestPeer */
+
 /** @type {{ dir: string, clip: string }} */
 let media;
 /** @type {Awaited<ReturnType<typeof startSignalingServer>>} */
 let server;
+/** The data path's stand-in: media goes over the host's default-route address, signaling over loopback. */
+let dataAddress = '';
 
 before(async () => {
   media = await makeClip();
   server = await startSignalingServer({ host: '127.0.0.1', port: 0 });
+  dataAddress = await defaultRouteAddress();
 });
 after(async () => {
   await server?.close();
@@ -31,26 +37,25 @@ const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.l
  * and always close both browsers.
  * @param {import('node:test').TestContext} t
  * @param {{ room: string, call: Record<string, unknown>, getstats_interval_ms: number, media_ms: number }} options
- * @param {(peers: Awaited<ReturnType<typeof openPeer>>[], timing: { started_ms: number, connected_ms: number }) => Promise<void>} inspect
+ * @param {(peers: TestPeer[], timing: { started_ms: number, connected_ms: number }) => Promise<void>} inspect
  */
 async function withCall(t, { room, call, getstats_interval_ms, media_ms }, inspect) {
   const started_ms = Date.now();
-  const launches = ['caller', 'callee'].map((role) => openPeer({
-    url: server.url,
-    config: { room, role, call: { width: 320, height: 240, fps: 15, ...call }, getstats_interval_ms, candidate_prefix: '127.' },
-    clip: media.clip,
-    workDir: media.dir,
-    name: `${room}-${role}`,
-  }));
-  const settled = await Promise.allSettled(launches);
-  const peers = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  /** @type {TestPeer[]} */
+  const peers = [];
   try {
-    const failed = settled.find((s) => s.status === 'rejected');
-    if (failed) throw /** @type {PromiseRejectedResult} */ (failed).reason;
-    const stateAt = (/** @type {typeof peers[0]} */ peer, /** @type {(p: any) => boolean} */ match) =>
+    await Promise.all(/** @type {const} */ (['caller', 'callee']).map((role) => openPeer({
+      url: server.url,
+      config: { room, role, call: scenarioCall({ width: 320, height: 240, fps: 15, ...call }), getstats_interval_ms, candidate_prefix: dataAddress },
+      clip: media.clip,
+      dir: media.dir,
+      name: `${room}-${role}`,
+      opened: peers,
+    })));
+    const stateAt = (/** @type {TestPeer} */ peer, /** @type {(p: any) => boolean} */ match) =>
       peer.reports.find((r) => r.kind === 'state' && match(r.payload))?.payload.t_ms;
-    const joinedAt = (/** @type {typeof peers[0]} */ p) => stateAt(p, (s) => s.event === 'joined');
-    const connectedAt = (/** @type {typeof peers[0]} */ p) => stateAt(p, (s) => s.connectionState === 'connected');
+    const joinedAt = (/** @type {TestPeer} */ p) => stateAt(p, (s) => s.event === 'joined');
+    const connectedAt = (/** @type {TestPeer} */ p) => stateAt(p, (s) => s.connectionState === 'connected');
     // The page's connect time counts from both pages in the room: Chromium's own start-up is slow when the
     // 2 cores are busy and is not the page's doing, so it only gets a generous overall limit.
     const bothJoined = () => Math.max(...peers.map((p) => joinedAt(p) ?? Infinity));
@@ -61,18 +66,18 @@ async function withCall(t, { room, call, getstats_interval_ms, media_ms }, inspe
     const errors = peers.flatMap((p) => p.reports.filter((r) => r.kind === 'error').map((r) => r.payload.message));
     assert.deepEqual(errors, [], 'the pages reported errors');
     const connected_ms = Math.max(...peers.map((p) => connectedAt(p) ?? Infinity));
-    assert.ok(Number.isFinite(connected_ms), `not connected: ${peers.map((p) => p.console.slice(-5).join(' | ')).join(' || ')}`);
+    assert.ok(Number.isFinite(connected_ms), `not connected: ${peers.map((p) => p.logTail()).join(' || ')}`);
     const connect_ms = connected_ms - bothJoined();
     t.diagnostic(`launch to both connected ${connected_ms - started_ms} ms; both joined to both connected ${connect_ms} ms`);
     assert.ok(connect_ms < CONNECT_LIMIT_MS, `connected ${connect_ms} ms after both joined`);
     await new Promise((resolve) => setTimeout(resolve, media_ms));
     await inspect(peers, { started_ms, connected_ms });
   } finally {
-    await Promise.all(peers.map((p) => p.browser.close()));
+    await Promise.all(peers.map((p) => p.peer.close()));
   }
 }
 
-/** @param {Awaited<ReturnType<typeof openPeer>>} peer */
+/** @param {TestPeer} peer */
 const statsOf = (peer) => peer.reports.filter((r) => r.kind === 'stats').map((r) => r.payload);
 
 test('VP8 call: connects, streams full getStats at the interval, decodes video, no RED, maxBitrate applied', async (t) => {
@@ -117,11 +122,14 @@ test('VP8 call: connects, streams full getStats at the interval, decodes video, 
         const targets_bps = samples.flatMap((s) => s.report.filter((/** @type {any} */ r) => r.type === 'outbound-rtp' && r.kind === 'video' && r.targetBitrate).map((/** @type {any} */ r) => r.targetBitrate));
         assert.ok(targets_bps.length > 0 && Math.max(...targets_bps) <= max_bitrate_kbps * 1000, `targetBitrate up to ${Math.max(...targets_bps)}`);
 
-        // Only loopback candidates were signalled.
+        // Only candidates on the data address were signalled.
         const remoteHosts = last.filter((/** @type {any} */ s) => s.type === 'remote-candidate' && s.candidateType === 'host');
         assert.ok(remoteHosts.length > 0);
-        assert.ok(remoteHosts.every((/** @type {any} */ s) => s.address.startsWith('127.')), JSON.stringify(remoteHosts.map((/** @type {any} */ s) => s.address)));
-        assert.ok(peer.reports.some((r) => r.kind === 'selected-pair' && r.payload.local.protocol === 'udp'));
+        assert.ok(remoteHosts.every((/** @type {any} */ s) => s.address === dataAddress), JSON.stringify(remoteHosts.map((/** @type {any} */ s) => s.address)));
+        // Media took the data address, as a run's must take the data path.
+        const pairs = peer.reports.filter((r) => r.kind === 'selected-pair').map((r) => r.payload);
+        assert.ok(pairs.length > 0, 'no selected-pair report');
+        assert.ok(pairs.every((p) => p.local.protocol === 'udp' && p.local.address === dataAddress), JSON.stringify(pairs));
         const states = peer.reports.filter((r) => r.kind === 'state').map((r) => r.payload.event);
         for (const event of ['joined', 'connectionstatechange', 'send-parameters', 'media-flowing']) assert.ok(states.includes(event), `no ${event} state`);
       }
@@ -168,18 +176,18 @@ test('red_fec: RED and ULPFEC are negotiated when asked', async (t) => {
 });
 
 test('manual use: config in ?config=, no rtclabReport, the page still calls and shows video and numbers', async () => {
-  const launches = ['caller', 'callee'].map((role) => openPeer({
-    url: server.url,
-    config: { room: 'manual', role, call: { width: 320, height: 240, fps: 15 }, getstats_interval_ms: 500, candidate_prefix: '127.' },
-    clip: media.clip,
-    workDir: media.dir,
-    name: `manual-${role}`,
-    manual: true,
-  }));
-  const settled = await Promise.allSettled(launches);
-  const peers = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  /** @type {TestPeer[]} */
+  const peers = [];
   try {
-    assert.equal(peers.length, 2);
+    await Promise.all(/** @type {const} */ (['caller', 'callee']).map((role) => openPeer({
+      url: server.url,
+      config: { room: 'manual', role, call: scenarioCall({ width: 320, height: 240, fps: 15 }), getstats_interval_ms: 500, candidate_prefix: dataAddress },
+      clip: media.clip,
+      dir: media.dir,
+      name: `manual-${role}`,
+      manual: true,
+      opened: peers,
+    })));
     const shown = () => Promise.all(peers.map((p) => p.page.evaluate(() => ({
       remoteWidth: /** @type {HTMLVideoElement} */ (document.getElementById('remote')).videoWidth,
       numbers: document.getElementById('numbers')?.textContent ?? '',
@@ -204,6 +212,6 @@ test('manual use: config in ?config=, no rtclabReport, the page still calls and 
     }
     assert.ok(peers.every((p) => p.reports.length === 0));
   } finally {
-    await Promise.all(peers.map((p) => p.browser.close()));
+    await Promise.all(peers.map((p) => p.peer.close()));
   }
 });

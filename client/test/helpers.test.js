@@ -6,7 +6,8 @@ import { readFileSync } from 'node:fs';
 import { chooseAudioCodecs, chooseVideoCodecs, sdpCodecNames } from '../codecs.js';
 import { isCandidateAllowed, parseCandidate } from '../candidates.js';
 import { liveNumbers, pairKey, selectedCandidatePair } from '../stats.js';
-import { CALL_DEFAULTS, readConfig } from '../config.js';
+import { CALL_FIELDS, GETSTATS_INTERVAL_MS, readConfig } from '../config.js';
+import { schema, schemaAcceptsCall, schemaAcceptsInterval, scenarioCall } from '../test-support/scenario.js';
 
 const fixture = (/** @type {string} */ name) => JSON.parse(readFileSync(new URL(`fixtures/${name}`, import.meta.url), 'utf8'));
 const caps = fixture('chromium-156-capabilities.json');
@@ -97,22 +98,68 @@ test('bitrate is computed from byte deltas over the stats timestamps', () => {
   assert.equal(liveNumbers(at(1000, 0), at(1000, 10)).send_kbps, null);
 });
 
-test('config: defaults from the scenario schema, from window or ?config=', () => {
-  const fromWindow = readConfig({ room: 'x', role: 'callee', call: { codec: 'VP9' }, candidate_prefix: '10.0.' }, '');
-  assert.equal(fromWindow.call.codec, 'VP9');
-  assert.equal(fromWindow.call.width, CALL_DEFAULTS.width);
-  assert.equal(fromWindow.getstats_interval_ms, 1000);
-  const fromQuery = readConfig(undefined, `?config=${encodeURIComponent(JSON.stringify({ room: 'q', call: { max_bitrate_kbps: 500 } }))}`);
-  assert.equal(fromQuery.room, 'q');
-  assert.equal(fromQuery.role, null);
-  assert.equal(fromQuery.call.max_bitrate_kbps, 500);
-  assert.equal(readConfig(undefined, '').room, 'rtclab');
+/** A complete config as the harness injects it: the scenario's call with every schema default filled in. */
+const complete = () => ({ room: 'x', role: 'callee', call: scenarioCall({ codec: 'VP9' }), getstats_interval_ms: 1000, candidate_prefix: '10.0.' });
+
+test('config: the page mirrors the schema\'s constraints exactly (and keeps no defaults)', () => {
+  /** Keywords that constrain a value; `default` and `description` are not the page's business. */
+  const constraints = (/** @type {Record<string, unknown>} */ rule) => Object.fromEntries(Object.entries(rule)
+    .filter(([keyword]) => keyword !== 'default' && keyword !== 'description'));
+  for (const [field, rule] of Object.entries(CALL_FIELDS)) {
+    assert.deepEqual(rule, constraints(schema.properties.call.properties[field]), `call.${field}`);
+  }
+  assert.deepEqual(GETSTATS_INTERVAL_MS, constraints(schema.properties.getstats.properties.interval_ms));
+  // And the page accepts exactly what the schema accepts, at and beyond every bound.
+  const probes = {
+    width: [15, 16, 7680, 7681, 640.5], height: [15, 16, 4320, 4321], fps: [0, 1, 120, 121],
+    max_bitrate_kbps: [0, -1, 0.5, null, 1e6, 'x'], codec: ['VP8', 'AV1', 'H265', 'vp8'], red_fec: [true, 0],
+    degradation_preference: ['maintain-resolution', 'disabled'], audio: [false, 'yes'],
+  };
+  for (const [field, values] of Object.entries(probes)) {
+    for (const value of values) {
+      const config = complete();
+      config.call[field] = value;
+      let pageAccepts = true;
+      try { readConfig(config, ''); } catch { pageAccepts = false; }
+      assert.equal(pageAccepts, schemaAcceptsCall({ [field]: value }), `call.${field} = ${JSON.stringify(value)}`);
+    }
+  }
+  for (const value of [99, 100, 60000, 60001, 150.5]) {
+    let pageAccepts = true;
+    try { readConfig({ ...complete(), getstats_interval_ms: value }, ''); } catch { pageAccepts = false; }
+    assert.equal(pageAccepts, schemaAcceptsInterval(value), `getstats_interval_ms = ${value}`);
+  }
 });
 
-test('config: errors name the field', () => {
-  assert.throws(() => readConfig({ call: { codec: 'H265' } }, ''), /call\.codec must be one of/);
-  assert.throws(() => readConfig({ role: 'boss' }, ''), /role must be/);
-  assert.throws(() => readConfig({ call: { max_bitrate_kbps: 0 } }, ''), /call\.max_bitrate_kbps/);
-  assert.throws(() => readConfig({ getstats_interval_ms: 10 }, ''), /getstats_interval_ms/);
+test('config: a complete config is taken as given, from window or ?config=', () => {
+  assert.deepEqual(readConfig(complete(), ''), complete());
+  const fromQuery = readConfig(undefined, `?config=${encodeURIComponent(JSON.stringify({ ...complete(), role: null }))}`);
+  assert.deepEqual(fromQuery, { ...complete(), role: null });
+});
+
+test('config: a missing field is an error naming it (no defaults in the page)', () => {
+  for (const field of ['room', 'role', 'call', 'getstats_interval_ms', 'candidate_prefix']) {
+    const config = /** @type {Record<string, unknown>} */ (complete());
+    delete config[field];
+    assert.throws(() => readConfig(config, ''), new RegExp(`config: ${field} is missing`));
+  }
+  for (const field of Object.keys(CALL_FIELDS)) {
+    const config = complete();
+    delete config.call[field];
+    assert.throws(() => readConfig(config, ''), new RegExp(`config: call\\.${field} is missing`));
+  }
+  assert.throws(() => readConfig(undefined, ''), /config: none given/);
+});
+
+test('config: errors name the field and what it must be', () => {
+  const withCall = (/** @type {Record<string, unknown>} */ call) => ({ ...complete(), call: { ...complete().call, ...call } });
+  assert.throws(() => readConfig(withCall({ codec: 'H265' }), ''), /call\.codec must be one of VP8, VP9, H264, AV1, got "H265"/);
+  assert.throws(() => readConfig(withCall({ width: 8000 }), ''), /call\.width must be an integer >= 16 and <= 7680, got 8000/);
+  assert.throws(() => readConfig(withCall({ max_bitrate_kbps: 0 }), ''), /call\.max_bitrate_kbps must be a number > 0 or null, got 0/);
+  assert.throws(() => readConfig({ ...complete(), role: 'boss' }, ''), /role must be/);
+  assert.throws(() => readConfig({ ...complete(), room: 'a b' }, ''), /room must be/);
+  assert.throws(() => readConfig({ ...complete(), getstats_interval_ms: 50 }, ''), /getstats_interval_ms must be an integer >= 100 and <= 60000, got 50/);
+  assert.throws(() => readConfig({ ...complete(), candidate_prefix: 10 }, ''), /candidate_prefix must be a string or null/);
   assert.throws(() => readConfig(undefined, '?config=%7Bnope'), /not valid JSON/);
+  assert.throws(() => readConfig([], ''), /must be a JSON object/);
 });

@@ -1,0 +1,147 @@
+// @ts-check
+/**
+ * One side of a call: a Debian Chromium (launched by harness/browser.js) with the test page open, and the page
+ * protocol around it. Runs (harness/run.js) and the client's tests use this one class, so tests launch Chromium
+ * exactly as runs do.
+ *
+ * The page protocol (docs/client.md): before the page's scripts run, `window.rtclabConfig` holds the complete page
+ * config ({@link PageConfig}); the page calls `window.rtclabReport(kind, payload)` for everything it learns and
+ * awaits it. Manual mode opens the page as a person would: config in `?config=`, no `rtclabReport`.
+ *
+ * Usage (teardown registered before anything can fail, so an interrupted open still closes the browser):
+ *
+ *   const peer = new Peer({
+ *     name: 'a',
+ *     flags: chromiumFlags({ clip, origin, mgmtPrefix: '10.99.', call: scenario.call }),
+ *     nsExec: network.nsExec('a'),                 // omit to run on the host's network
+ *     logFile: path.join(runDir, 'browser-a.log'),
+ *     onReport: (kind, payload) => { ... },        // each report of the page, in order
+ *     onExit: (reason) => { fatal ??= reason; },   // the browser died (never called for close())
+ *   });
+ *   teardown.push(() => peer.close());
+ *   await peer.open(`${origin}/`, { room, role: 'caller', call: scenario.call,
+ *     getstats_interval_ms: scenario.getstats.interval_ms, candidate_prefix: '10.0.' });
+ *   ... peer.page (puppeteer Page) for anything else ...
+ *   await peer.close();                            // idempotent; kills after 5 s; removes the profile
+ */
+import fs from 'node:fs';
+import { launchChromium } from './browser.js';
+
+/** How long the page gets to load. */
+const LOAD_TIMEOUT_MS = 30_000;
+
+/**
+ * What the page needs, complete (the page has no defaults of its own and refuses a missing or out-of-range field).
+ * @typedef {object} PageConfig
+ * @property {string} room signaling room, 1-64 of A-Za-z0-9_.-
+ * @property {'caller' | 'callee' | null} role null takes the role the server assigns (first in the room = caller)
+ * @property {Record<string, unknown>} call the validated scenario's `call` object, schema defaults filled in
+ * @property {number} getstats_interval_ms the scenario's `getstats.interval_ms`
+ * @property {string | null} candidate_prefix only ICE candidates whose address starts with it are used; null: all
+ */
+
+/**
+ * @typedef {'stats' | 'state' | 'selected-pair' | 'media' | 'error'} ReportKind
+ * @typedef {(kind: ReportKind, payload: any) => void | Promise<void>} ReportHandler
+ *   the page waits for it to return (or its promise to settle) before it goes on
+ */
+
+/**
+ * @typedef {object} PeerOptions
+ * @property {string} name names this peer in messages ('a', 'caller')
+ * @property {string[]} flags Chromium's flags: harness/browser.js's chromiumFlags(), plus any extra
+ * @property {string[]} [nsExec] command prefix that enters a network namespace, e.g. ['ip', 'netns', 'exec', NS];
+ *   absent or empty: the host's network
+ * @property {string} logFile console lines, page errors and Chromium's stderr are appended to it
+ * @property {ReportHandler} [onReport] receives every report of the page (not in manual mode)
+ * @property {(reason: string) => void} [onExit] called once if the browser dies or disconnects before close()
+ */
+
+export class Peer {
+  /** @type {PeerOptions} */
+  #options;
+  /** @type {Promise<Awaited<ReturnType<typeof launchChromium>>> | null} */
+  #launch = null;
+  /** @type {import('puppeteer-core').Page | null} */
+  #page = null;
+  /** @type {Promise<void> | null} */
+  #closing = null;
+  /** Why the browser died, or null while it lives (or was closed by close()). @type {string | null} */
+  exitReason = null;
+  /** The browser's own temporary directory (profile and launcher), removed by close(). @type {string | null} */
+  profileDir = null;
+
+  /** @param {PeerOptions} options */
+  constructor(options) {
+    this.#options = options;
+  }
+
+  get name() { return this.#options.name; }
+
+  /** The open page (puppeteer), for tests and anything the protocol does not cover. */
+  get page() {
+    if (!this.#page) throw new Error(`peer ${this.name}: no page (open() has not finished)`);
+    return this.#page;
+  }
+
+  /**
+   * Launches Chromium and opens the page at `url` with `config`; resolves once the page has loaded. Call it once.
+   * On failure the browser stays up until close(), which the caller always calls.
+   * @param {string} url the page, e.g. http://10.99.0.1:PORT/
+   * @param {PageConfig} config
+   * @param {{ manual?: boolean }} [mode] manual: config in `?config=`, no rtclabReport (as a person opens it)
+   */
+  async open(url, config, { manual = false } = {}) {
+    if (this.#launch) throw new Error(`peer ${this.name}: open() called twice`);
+    if (this.#closing) throw new Error(`peer ${this.name}: closed`);
+    const { logFile, nsExec, flags } = this.#options;
+    this.#launch = launchChromium({ nsExec, flags, stderrFile: logFile });
+    const { browser, profileDir } = await this.#launch;
+    this.profileDir = profileDir;
+    if (this.#closing) throw new Error(`peer ${this.name}: closed while opening`);
+    browser.on('disconnected', () => { this.#died(browser); });
+
+    const page = await browser.newPage();
+    this.#page = page;
+    const log = (/** @type {string} */ line) => fs.appendFileSync(logFile, `${line}\n`);
+    page.on('console', (message) => log(`[console.${message.type()}] ${message.text()}`));
+    page.on('pageerror', (error) => log(`[pageerror] ${error instanceof Error ? error.message : String(error)}`));
+    if (manual) {
+      const withConfig = new URL(url);
+      withConfig.searchParams.set('config', JSON.stringify(config));
+      await page.goto(withConfig.href, { waitUntil: 'load', timeout: LOAD_TIMEOUT_MS });
+      return;
+    }
+    const onReport = this.#options.onReport ?? (() => {});
+    await page.exposeFunction('rtclabReport', (/** @type {ReportKind} */ kind, /** @type {any} */ payload) => onReport(kind, payload));
+    await page.evaluateOnNewDocument((/** @type {PageConfig} */ c) => { /** @type {any} */ (window).rtclabConfig = c; }, config);
+    await page.goto(url, { waitUntil: 'load', timeout: LOAD_TIMEOUT_MS });
+  }
+
+  /**
+   * Closes the browser (killed if it has not closed within 5 s) and removes its profile. Safe in any state: before,
+   * during or after open(), after the browser died, and more than once.
+   * @returns {Promise<void>}
+   */
+  close() {
+    this.#closing ??= (async () => {
+      const launched = await this.#launch?.catch(() => null);
+      await launched?.close();
+    })();
+    return this.#closing;
+  }
+
+  /** @param {import('puppeteer-core').Browser} browser */
+  async #died(browser) {
+    if (this.#closing || this.exitReason) return;
+    this.exitReason = `browser ${this.name} (Chromium) exited`;
+    // The pipe closes before the process is reaped: wait a moment to say how it ended.
+    const proc = browser.process();
+    if (proc && proc.exitCode === null && proc.signalCode === null) {
+      await new Promise((resolve) => { proc.once('exit', resolve); setTimeout(resolve, 1000); });
+    }
+    const how = proc?.signalCode ? ` (signal ${proc.signalCode})` : proc?.exitCode != null ? ` (exit status ${proc.exitCode})` : '';
+    this.exitReason = `browser ${this.name} (Chromium) exited${how}; see ${this.#options.logFile}`;
+    this.#options.onExit?.(this.exitReason);
+  }
+}
