@@ -12,9 +12,12 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import __version__, crosscheck, getstats, metrics, packets, queue, rundir
+from . import __version__, crosscheck, fairness, getstats, metrics, packets, queue, rundir, scenario
 
-METRICS_SCHEMA_VERSION = 1
+# 2: queuing_delay_ms and getStats' tq_ms are measured from the configured propagation delay (their earlier
+# baselines are queuing_delay_vs_min_owd_ms and tq_vs_min_rtt_ms); throughput spans arrivals; fairness counts the
+# scenario's competitors; inputs name the packets left out of the join.
+METRICS_SCHEMA_VERSION = 2
 
 
 class NothingToAnalyse(Exception):
@@ -28,15 +31,6 @@ def _step(progress: Callable[[str], None] | None, what: str, timings: dict[str, 
     t = time.perf_counter()
     yield
     timings[what] = round(time.perf_counter() - t, 3)
-
-
-def _empty_capture(path: Path) -> packets.Capture:
-    dtypes = {"frame": np.uint32, "ts_ns": np.int64, "ip_src": np.uint32, "ip_dst": np.uint32, "proto": np.uint8,
-              "ip_len": np.uint16, "ip_id": np.uint16, "tos": np.uint8, "sport": np.uint16, "dport": np.uint16,
-              "key": np.uint64, "join_key": np.uint64, "key_complete": bool, "cls": np.uint8, "ssrc": np.uint32, "rtp_seq": np.uint16,
-              "rtp_ts": np.uint32, "rtp_pt": np.uint8, "rtp_marker": bool, "twcc_seq": np.int32,
-              "tcp_seq": np.uint32, "tcp_flags": np.uint8, "payload_len": np.uint32}
-    return packets.Capture(path=path, cols={k: np.zeros(0, dtype=v) for k, v in dtypes.items()}, records=0, error=None)
 
 
 def twcc_ext_id(run: rundir.RunDir) -> int:
@@ -55,19 +49,25 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
     timings: dict[str, float] = {}
     if not path.is_dir():
         raise NothingToAnalyse(f"{path} is not a directory")
-    run = rundir.load(path)
+    try:
+        run = rundir.load(path)
+    except rundir.RunDirError as e:
+        raise NothingToAnalyse(str(e)) from None
     gaps: list[str] = []
+    if run.scenario is None:
+        gaps.append("no valid scenario: queuing delay against the propagation delay, Tq against RTTm, capacity, "
+                    "utilisation and the scenario's fairness competitors are unknown")
 
     with _step(progress, "reading captures", timings):
-        caps: dict[str, packets.Capture | None] = {}
+        caps: dict[str, rundir.Capture | None] = {}
         for side in ("a", "b"):
             try:
-                cap = packets.read_capture(run.file(f"capture-{side}.pcap"), twcc_ext_id(run))
+                cap = rundir.read_capture(run.file(f"capture-{side}.pcap"), twcc_ext_id(run))
                 if cap.error:
                     run.problems.append(f"capture-{side}.pcap: {cap.error}")
                     gaps.append(f"capture-{side}.pcap ends early: delay and loss are unknown after its last packet")
                 caps[side] = cap
-            except packets.CaptureError as e:
+            except rundir.CaptureError as e:
                 run.problems.append(str(e))
                 caps[side] = None
     if caps["a"] is None and caps["b"] is None:
@@ -91,7 +91,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
             raise NothingToAnalyse(f"{path}: no readable capture and no getStats sample; problems: " + "; ".join(run.problems))
         t0 = 0.0
 
-    duration_s = float(run.scenario.get("duration_s") or 0) or None
+    duration_s = float(run.scenario.duration_s) if run.scenario else None
     recorded_s = ((max(last_ts) / 1e9) - t0) if last_ts else None
     if run.call_end_s and run.call_start_s:
         duration_s = run.call_end_s - run.call_start_s
@@ -100,7 +100,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
         duration_s = recorded_s
     if duration_s is None:
         duration_s = 0.0
-    phase_list = rundir.phases(run, duration_s)
+    phase_list = rundir.phases(run.scenario, duration_s)
     t0_ns = int(round(t0 * 1e9))
     lowest, highest = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)  # "all": every packet, unfiltered
     bounds = [(p.name, (lowest if p.name == "all" else t0_ns + int(p.start_s * 1e9)),
@@ -110,26 +110,26 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
     ssrc_kinds, pt_kinds, clocks = getstats.kinds(sides)
     table = None
     flows: list[dict[str, Any]] = []
-    fairness: dict[str, Any] = {}
+    fair: dict[str, Any] = {}
+    scen = run.scenario
+    capacity = scen.forward.mean_capacity_bps if scen else None
     if caps["a"] is not None or caps["b"] is not None:
         with _step(progress, "joining packets", timings):
-            table = packets.build(caps["a"] or _empty_capture(run.file("capture-a.pcap")),
-                                  caps["b"] or _empty_capture(run.file("capture-b.pcap")),
-                                  rundir.ip_to_int(run.addr_a), rundir.ip_to_int(run.addr_b))
+            prop = (None, None) if scen is None else \
+                (int(round(scen.forward.delay_ms * 1e6)), int(round(scen.reverse.delay_ms * 1e6)))
+            table = packets.build(caps["a"] or rundir.empty_capture(run.file("capture-a.pcap")),
+                                  caps["b"] or rundir.empty_capture(run.file("capture-b.pcap")),
+                                  rundir.ip_to_int(run.addr_a), rundir.ip_to_int(run.addr_b), prop)
         with _step(progress, "computing metrics", timings):
-            flows = metrics.flows(table, bounds, ssrc_kinds, pt_kinds, clocks)
+            flows = metrics.flows(table, bounds, ssrc_kinds, pt_kinds, clocks, t0_ns, capacity)
             for p in phase_list:
                 lo = t0_ns + int(p.start_s * 1e9)
                 hi = t0_ns + int(p.end_s * 1e9)
-                cap_bps = rundir.mean_capacity_bps(run, p.start_s, p.end_s)
-                fairness[p.name] = dict(metrics.connections(table, lo, hi, cap_bps), capacity_bps=cap_bps,
-                                        start_s=p.start_s, end_s=p.end_s)
-            for f in flows:
-                if f["direction"] == "forward":
-                    for name, m in [("all", f), *f["phases"].items()]:
-                        cap_bps = fairness.get(name, {}).get("capacity_bps")
-                        thr = (m.get("throughput_bps") or {}).get("mean")
-                        m["utilisation"] = (thr / cap_bps) if cap_bps and thr is not None else None
+                cap_bps = capacity(p.start_s, p.end_s) if capacity else None
+                fair[p.name] = dict(
+                    fairness.connections(table, lo, hi, cap_bps, fairness.expected_tcp_flows(scen, p.start_s, p.end_s),
+                                         forward_arrivals_seen=caps["b"] is not None),
+                    capacity_bps=cap_bps, start_s=p.start_s, end_s=p.end_s)
 
     checks: list[dict[str, Any]] = []
     with _step(progress, "cross-checks", timings):
@@ -148,22 +148,26 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
         "rtclab_version": __version__,
         "run": {
             "id": run.manifest.get("id") or path.name, "path": str(path), "status": run.manifest.get("status"),
-            "error": run.manifest.get("error"), "scenario": run.scenario.get("name"),
+            "error": run.manifest.get("error"), "scenario": run.scenario_doc.get("name"),
             "backend": (run.manifest.get("backend") or {}).get("used"), "call_start": t0, "duration_s": duration_s,
         },
         "validity": run.manifest.get("validity") or {"valid": None, "checks": [], "note": "no validity in the manifest"},
         "inputs": {
-            f"capture_{s}": ({"packets": c.packets, "records": c.records, "error": c.error} if c is not None else None)
+            f"capture_{s}": ({"packets": c.packets, "records": c.records, "error": c.error,
+                              "not_joined": (table.not_joined if table is not None else {}).get(f"capture_{s}")}
+                             if c is not None else None)
             for s, c in caps.items()
         } | {"getstats": gs["available"],
              "ground_truth_log": run.file("bottleneck-forward.gtlog").exists(),
              "qdisc_stats": run.file("qdisc-stats.jsonl").exists()},
         "problems": run.problems,
         "gaps": gaps,
-        "phases": [{"name": p.name, "start_s": p.start_s, "end_s": p.end_s} for p in phase_list],
-        "capacity_bps": rundir.mean_capacity_bps(run, 0.0, duration_s) if duration_s else None,
+        "scenario": scenario.to_json(scen) if scen else None,
+        "phases": [{"name": p.name, "start_s": p.start_s, "end_s": p.end_s, "cross_traffic": p.cross_traffic}
+                   for p in phase_list],
+        "capacity_bps": capacity(0.0, duration_s) if capacity and duration_s else None,
         "flows": flows,
-        "fairness": fairness,
+        "fairness": fair,
         "getstats": gs,
         "cross_traffic": rundir.iperf3_summaries(run),
         "bottleneck_queue": queue.analyse(run, t0),
@@ -172,6 +176,13 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
         "warnings": [c["detail"] for c in checks if c["ok"] is False],
         "timings_s": timings,
     }
+    # Packets of a capture that no direction used: named, never silently dropped.
+    for side, c in caps.items():
+        left = (table.not_joined if table is not None else {}).get(f"capture_{side}") or {}
+        if c is not None and (left.get("non_ipv4") or left.get("other_addresses")):
+            run.problems.append(f"capture-{side}.pcap: {left['non_ipv4']} non-IPv4 record(s) and "
+                                f"{left['other_addresses']} IPv4 packet(s) between other addresses than "
+                                f"{run.addr_a} and {run.addr_b} left out of the join")
     if write:
         with _step(progress, "writing outputs", timings):
             (path / "metrics.json").write_text(json.dumps(result, indent=1, default=_json_default))
@@ -208,6 +219,7 @@ def write_parquet(table: packets.PacketTable, path: Path) -> None:
                                                  [packets.STATUS_NAMES[i] for i in range(5)]),
         "t_send_ns": opt("t_send_ns"), "t_recv_ns": opt("t_recv_ns"),
         "owd_ns": opt("owd_ns"), "queuing_delay_ns": opt("queuing_delay_ns"),
+        "queuing_delay_vs_min_owd_ns": opt("queuing_delay_vs_min_owd_ns"),
         "class": pa.DictionaryArray.from_arrays(pa.array(c["cls"].astype(np.int8)),
                                                 [packets.CLS_NAMES[i] for i in range(8)]),
     }

@@ -46,21 +46,15 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_or_analyse(run: Path, quiet: bool) -> tuple[dict, object]:
-    from .analyze import analyze
-    return analyze(run, run_tshark=False, write=True, progress=_progress(quiet))
-
-
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    from .analyze import NothingToAnalyse
+    """Rebuilds dashboard.html from metrics.json and packets.parquet: no capture is read, nothing re-analysed."""
     from . import dashboard
     run = Path(args.run_dir)
     try:
-        m, table = _load_or_analyse(run, args.quiet)
-    except NothingToAnalyse as e:
-        print(f"rtclab: nothing to analyse: {e}", file=sys.stderr)
+        path = dashboard.rebuild(run)
+    except dashboard.DashboardError as e:
+        print(f"rtclab: {e}", file=sys.stderr)
         return 2
-    path = dashboard.write(run, m, table)
     print(path)
     return 0
 
@@ -108,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--no-dashboard", action="store_true")
     a.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
     a.set_defaults(func=cmd_analyze)
-    d = sub.add_parser("dashboard", help="(re)write dashboard.html for one run")
+    d = sub.add_parser("dashboard", help="rebuild dashboard.html from metrics.json and packets.parquet (no re-analysis)")
     d.add_argument("run_dir")
     d.add_argument("-q", "--quiet", action="store_true")
     d.set_defaults(func=cmd_dashboard)

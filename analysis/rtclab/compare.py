@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .metrics import headline_fairness
+from .fairness import headline_fairness
 
 
 class CompareError(Exception):
@@ -53,7 +53,7 @@ def rows(runs: list[Path], progress: Callable[[str], None] | None = None) -> lis
             "run": r.name, "label": _label(r, m), "valid": (m.get("validity") or {}).get("valid"),
             "capacity_bps": m.get("capacity_bps"),
             "video_rate_bps": thr.get("mean"), "video_rate_sd_bps": w1.get("sd"),
-            "utilisation": v.get("utilisation"), "loss_ratio": v.get("loss_ratio"),
+            "utilisation": v.get("utilisation"), "loss_ratio_bytes": v.get("loss_ratio_bytes"),
             "queuing_delay_ms": v.get("queuing_delay_ms") or {}, "owd_ms": v.get("owd_ms") or {},
             "jitter_ms": (v.get("jitter_ms") or {}).get("mean"),
             "jain_index": headline_fairness(m)[1].get("jain_index"),
@@ -62,10 +62,10 @@ def rows(runs: list[Path], progress: Callable[[str], None] | None = None) -> lis
 
 
 def text(table: list[dict[str, Any]]) -> str:
-    head = ["run", "valid", "video Mb/s", "sd", "U %", "loss %", "queue mean", "p95", "owd p50", "jitter", "Jain"]
+    head = ["run", "valid", "video Mb/s", "sd", "U %", "loss % bytes", "queue mean", "p95", "owd p50", "jitter", "Jain"]
     fmt = lambda x, s=1.0, d=2: "-" if x is None else f"{x * s:.{d}f}"  # noqa: E731
     body = [[r["label"], str(r["valid"]), fmt(r["video_rate_bps"], 1e-6), fmt(r["video_rate_sd_bps"], 1e-6),
-             fmt(r["utilisation"], 100, 0), fmt(r["loss_ratio"], 100), fmt(r["queuing_delay_ms"].get("mean"), 1, 1),
+             fmt(r["utilisation"], 100, 0), fmt(r["loss_ratio_bytes"], 100), fmt(r["queuing_delay_ms"].get("mean"), 1, 1),
              fmt(r["queuing_delay_ms"].get("p95"), 1, 1), fmt(r["owd_ms"].get("p50"), 1, 1), fmt(r["jitter_ms"]),
              fmt(r["jain_index"], 1, 3)] for r in table]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
@@ -88,12 +88,12 @@ def figures(table: list[dict[str, Any]]) -> list[tuple[str, dict]]:
             "error_y": {"type": "data", "array": [None if r["video_rate_sd_bps"] is None else r["video_rate_sd_bps"] / 1e6
                                                   for r in table]}}
     loss = {"type": "bar", "name": "loss", "x": labels,
-            "y": [None if r["loss_ratio"] is None else 100 * r["loss_ratio"] for r in table]}
+            "y": [None if r["loss_ratio_bytes"] is None else 100 * r["loss_ratio_bytes"] for r in table]}
     lay = lambda t, y: {"title": {"text": t}, "yaxis": {"title": {"text": y}}, "height": 360,  # noqa: E731
                         "margin": {"l": 60, "r": 20, "t": 40, "b": 90}}
     return [("queuing_box", {"data": [box], "layout": lay("Video queuing delay (box p25-p75, whiskers p5-p95)", "ms")}),
             ("rate_bars", {"data": [rate], "layout": lay("Video received rate (mean ± sd of 1 s windows)", "Mbit/s")}),
-            ("loss_bars", {"data": [loss], "layout": lay("Video loss ratio", "%")})]
+            ("loss_bars", {"data": [loss], "layout": lay("Video loss ratio l = bytes lost / bytes sent", "%")})]
 
 
 def write(runs: list[Path], out: Path | None, progress: Callable[[str], None] | None = None) -> tuple[Path, str]:

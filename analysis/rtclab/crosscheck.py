@@ -4,7 +4,6 @@ analysis (`tshark -q -z rtp,streams`), and the bottleneck's ground-truth log. Ea
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import struct
@@ -17,14 +16,15 @@ import numpy as np
 
 from . import _core
 from .packets import DELIVERED, FORWARD, LOST, PacketTable, join_key
-from .rundir import RunDir
+from .rundir import GTLOG_EVENTS, RunDir, join_keys, read_gtlog
+from .stats import percentile
 
 # Tolerances (documented in docs/metrics.md).
 LOSS_TOLERANCE_PACKETS = 3
 LOSS_TOLERANCE_FRACTION = 0.005  # of packets sent
 JITTER_TOLERANCE_MS = 0.05
 JITTER_TOLERANCE_FRACTION = 0.01
-GTLOG_OWD_TOLERANCE_MS = 2.0
+GTLOG_OWD_TOLERANCE_MS = 2.0  # the veth hops and capture timestamps; the queuing-delay check adds the jitter
 TSHARK_MAX_PACKETS = 3_000_000  # about a minute of tshark here: beyond it the check is skipped, with a note
 
 # Chrome's usual payload types, for tshark when getStats names no codec.
@@ -174,46 +174,26 @@ def tshark_jitter(run: RunDir, flows: list[dict[str, Any]], table: PacketTable |
     return out
 
 
-# The ground-truth log (docs/bottleneck-log.md).
-GTLOG_DTYPE = np.dtype([("arrival_ns", "<u8"), ("dequeue_ns", "<u8"), ("tx_end_ns", "<u8"), ("due_ns", "<u8"),
-                        ("release_ns", "<u8"), ("key", "<u8"), ("ip_len", "<u2"), ("ip_id", "<u2"), ("event", "u1"),
-                        ("band", "u1"), ("ecn_in", "u1"), ("ip_proto", "u1"), ("queue_packets", "<u4"),
-                        ("queue_bytes", "<u4")])
-GTLOG_EVENTS = {0: "forwarded", 1: "forwarded_ce", 2: "dropped_tail", 3: "dropped_aqm", 4: "dropped_loss",
-                5: "dropped_overflow"}
-
-
-def read_gtlog(path: Path) -> tuple[dict[str, Any], np.ndarray, str | None]:
-    """(header, records, problem). A trailing partial record (a killed writer) is ignored and reported."""
-    data = path.read_bytes()
-    if data[:8] != b"RTCGTLG1" or len(data) < 12:
-        raise ValueError(f"{path.name}: not a ground-truth log (magic {data[:8]!r})")
-    n = struct.unpack("<I", data[8:12])[0]
-    header = json.loads(data[12:12 + n].decode("utf-8"))
-    body = memoryview(data)[12 + n:]
-    size = int(header.get("record_size", 64))
-    if size != GTLOG_DTYPE.itemsize:
-        raise ValueError(f"{path.name}: record size {size}, this analyzer reads {GTLOG_DTYPE.itemsize}")
-    whole = len(body) // size * size
-    problem = f"{path.name}: {len(body) - whole} trailing bytes of a partial record ignored" if whole != len(body) else None
-    return header, np.frombuffer(body[:whole], dtype=GTLOG_DTYPE), problem
-
-
 def gtlog_owd(run: RunDir, table: PacketTable | None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """Joins the forward log to the forward departures (key + ip.id, occurrence order) and compares."""
+    """Joins the forward log to the forward departures (the packet join key on the log's FNV-1a key, occurrence
+    order) and compares: drops, one-way delay against the time in the bottleneck, and the queuing delay (one-way
+    delay - configured propagation) against the log's time at the bottleneck, sojourn + transmission."""
     path = run.file("bottleneck-forward.gtlog")
     if not path.exists() or table is None:
         return [], None
     try:
-        header, rec, problem = read_gtlog(path)
-    except (ValueError, json.JSONDecodeError, OSError) as e:
+        log = read_gtlog(path)
+    except (ValueError, OSError) as e:
         return [_check("owd_vs_ground_truth", None, f"ground-truth log unreadable: {e}", "")], None
-    if problem:
-        run.problems.append(problem)
+    if log.trailing_bytes:
+        run.problems.append(f"{path.name}: {log.trailing_bytes} trailing bytes of a partial record ignored")
+    rec = log.records
     c = table.cols
     dep = np.flatnonzero((c["direction"] == FORWARD) & (c["t_send_ns"] >= 0))
-    gt_key = rec["key"] ^ (rec["ip_id"].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-    dep_match, _ = _core.join_keys(join_key(c, dep, "key"), gt_key)
+    if dep.size == 0 or rec.size == 0:
+        return [_check("owd_vs_ground_truth", None, f"nothing to compare: {dep.size} forward departures in capture-a, "
+                       f"{rec.size} records in {path.name}", "")], None
+    dep_match, _ = _core.join_keys(join_key(c, dep, "key"), join_keys(rec["key"], rec["ip_id"]))
     has = dep_match >= 0
     rows, gi = dep[has], dep_match[has]
     dropped = rec["event"][gi] >= 2
@@ -222,21 +202,37 @@ def gtlog_owd(run: RunDir, table: PacketTable | None) -> tuple[list[dict[str, An
     drop_but_delivered = int((dropped & (status == DELIVERED)).sum())
     fwd_but_lost = int((~dropped & (status == LOST)).sum())
     ok_rows = ~dropped & (status == DELIVERED)
-    in_r_ns = (rec["release_ns"][gi][ok_rows].astype(np.int64) - rec["arrival_ns"][gi][ok_rows].astype(np.int64))
+    g = gi[ok_rows]
+    in_r_ns = rec["release_ns"][g].astype(np.int64) - rec["arrival_ns"][g].astype(np.int64)
     residual_ms = (c["owd_ns"][rows[ok_rows]] - in_r_ns) / 1e6
-    if dep.size == 0 or rec.size == 0:
-        return [_check("owd_vs_ground_truth", None, f"nothing to compare: {dep.size} forward departures in capture-a, "
-                       f"{rec.size} records in {path.name}", "")], None
-    p99 = float(np.percentile(np.abs(residual_ms), 99)) if residual_ms.size else None
+    p99 = percentile(np.abs(residual_ms), 99)
     ok = (p99 is not None and p99 <= GTLOG_OWD_TOLERANCE_MS and drop_but_delivered == 0 and fwd_but_lost == 0)
     counts = {GTLOG_EVENTS.get(int(e), str(int(e))): int(n) for e, n in zip(*np.unique(rec["event"], return_counts=True))}
-    summary = {"records": int(rec.size), "joined": int(has.sum()), "events": counts,
-               "drops_confirmed_by_capture": agree_drop, "dropped_but_captured_at_b": drop_but_delivered,
-               "forwarded_but_lost_in_capture": fwd_but_lost,
-               "owd_minus_time_in_router_ms": {"median": float(np.median(residual_ms)) if residual_ms.size else None,
-                                                "p99_abs": p99}}
+    summary: dict[str, Any] = {
+        "records": int(rec.size), "joined": int(has.sum()), "events": counts,
+        "drops_confirmed_by_capture": agree_drop, "dropped_but_captured_at_b": drop_but_delivered,
+        "forwarded_but_lost_in_capture": fwd_but_lost,
+        "owd_minus_time_in_router_ms": {"median": percentile(residual_ms, 50), "p99_abs": p99}}
     detail = (f"{int(has.sum())} of {dep.size} departures found in the log; capture OWD - time in the bottleneck: "
               f"median {_ms(summary['owd_minus_time_in_router_ms']['median'])}, p99 |.| {_ms(p99)}; "
               f"{drop_but_delivered} logged drops arrived anyway, {fwd_but_lost} logged forwards never arrived")
-    return [_check("owd_vs_ground_truth", ok, detail,
-                   f"p99 |OWD - (release - arrival)| <= {GTLOG_OWD_TOLERANCE_MS} ms and drops agree", **summary)], summary
+    checks = [_check("owd_vs_ground_truth", ok, detail,
+                     f"p99 |OWD - (release - arrival)| <= {GTLOG_OWD_TOLERANCE_MS} ms and drops agree", **summary)]
+    # Queuing delay from the captures against the log's own time at the bottleneck (sojourn + transmission).
+    qd_ns = c["queuing_delay_ns"][rows[ok_rows]]
+    if run.scenario is not None and qd_ns.size:
+        at_bottleneck_ns = rec["tx_end_ns"][g].astype(np.int64) - rec["arrival_ns"][g].astype(np.int64)
+        sojourn_ms = (rec["dequeue_ns"][g].astype(np.int64) - rec["arrival_ns"][g].astype(np.int64)) / 1e6
+        diff_ms = (qd_ns - at_bottleneck_ns) / 1e6
+        tol = GTLOG_OWD_TOLERANCE_MS + run.scenario.forward.jitter_ms
+        q99 = percentile(np.abs(diff_ms), 99)
+        qsum = {"queuing_delay_mean_ms": float(qd_ns.mean() / 1e6), "sojourn_mean_ms": float(sojourn_ms.mean()),
+                "at_bottleneck_mean_ms": float(at_bottleneck_ns.mean() / 1e6), "p99_abs_difference_ms": q99}
+        summary["queuing_delay"] = qsum
+        checks.append(_check(
+            "queuing_delay_vs_ground_truth", q99 is not None and q99 <= tol,
+            f"forward queuing delay (OWD - {run.scenario.forward.delay_ms:g} ms configured propagation) mean "
+            f"{_ms(qsum['queuing_delay_mean_ms'])}; the log's sojourn mean {_ms(qsum['sojourn_mean_ms'])}, sojourn + "
+            f"transmission mean {_ms(qsum['at_bottleneck_mean_ms'])}; p99 |difference| {_ms(q99)}",
+            f"p99 |queuing delay - (tx_end - arrival)| <= {GTLOG_OWD_TOLERANCE_MS} ms + the configured jitter", **qsum))
+    return checks, summary

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from .metrics import headline_fairness
-from .packets import DELIVERED, FORWARD, LOST, PacketTable
+from .fairness import headline_fairness
+from .packets import DELIVERED, LOST, PacketTable, from_parquet
 
 MAX_SCATTER_POINTS = 150_000  # per-packet delay points drawn; above it every k-th packet is drawn (stated on the chart)
 MAX_SERIES_POINTS = 2_000
@@ -152,7 +152,11 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
     else:
         omitted.append("congestion controller: no getStats from a")
     rtt = [_line(f"RTT {k.split(':')[1]}", v) for k, v in _gs_series(m, "forward", "rtt_ms")]
-    rtt += [_line(f"Tq = RTT - RTTm {k.split(':')[1]}", v) for k, v in _gs_series(m, "forward", "tq_ms")]
+    rttm = (m.get("getstats") or {}).get("rttm_ms")
+    rtt += [_line(f"Tq = RTT - RTTm ({rttm:g} ms configured) {k.split(':')[1]}", v)
+            for k, v in _gs_series(m, "forward", "tq_ms")]
+    rtt += [_line(f"RTT - smallest RTT {k.split(':')[1]}", v, line={"dash": "dot"})
+            for k, v in _gs_series(m, "forward", "tq_vs_min_rtt_ms")]
     if rtt:
         panels.append(("RTCP round-trip time and queuing delay Tq", "ms", rtt))
     else:
@@ -240,8 +244,13 @@ def _cdf(m: dict[str, Any], t: PacketTable) -> tuple[str, dict] | None:
             continue
         rows = t.rows_of(f["id"])
         rows = rows[c["status"][rows] == DELIVERED]
-        for col, label, dash in (("owd_ns", "one-way", "solid"), ("queuing_delay_ns", "queuing", "dot")):
+        for col, label, dash in (("owd_ns", "one-way", "solid"),
+                                 ("queuing_delay_ns", "queuing (OWD - propagation)", "dot"),
+                                 ("queuing_delay_vs_min_owd_ns", "OWD - min OWD", "dashdot")):
             v = np.sort(c[col][rows]) / 1e6
+            v = v[v >= 0]  # -1: unknown (no configured propagation delay)
+            if not v.size:
+                continue
             q = np.linspace(0, 1, min(200, v.size))
             traces.append({"type": "scatter", "mode": "lines", "name": f"{label} {_flow_label(f)}",
                            "x": np.quantile(v, q).round(3).tolist(), "y": q.round(4).tolist(),
@@ -250,6 +259,12 @@ def _cdf(m: dict[str, Any], t: PacketTable) -> tuple[str, dict] | None:
         return None
     return ("cdf", {"data": traces, "layout": _layout(m, "CDF of one-way and queuing delay a → b", "fraction of packets",
                                                       xtitle="delay (ms)")})
+
+
+def _ms_mean_p95(d: dict[str, Any] | None) -> str:
+    if not d or d.get("mean") is None:
+        return "-"
+    return f"{d['mean']:.1f} ms mean, {d['p95']:.1f} p95"
 
 
 def _cards(m: dict[str, Any]) -> str:
@@ -262,13 +277,18 @@ def _cards(m: dict[str, Any]) -> str:
         thr = (video.get("throughput_bps") or {}).get("mean")
         cards += [("video rate", f"{thr / 1e6:.2f} Mbit/s" if thr else "-"),
                   ("video utilisation", f"{100 * video['utilisation']:.0f} %" if video.get("utilisation") is not None else "-"),
-                  ("video queuing delay", f"{video['queuing_delay_ms']['mean']:.1f} ms mean, "
-                                          f"{video['queuing_delay_ms']['p95']:.1f} p95" if video['queuing_delay_ms']['mean'] is not None else "-"),
+                  ("video queuing delay (OWD - propagation)", _ms_mean_p95(video.get("queuing_delay_ms"))),
+                  ("video OWD - min OWD", _ms_mean_p95(video.get("queuing_delay_vs_min_owd_ms"))),
                   ("video loss", f"{100 * video['loss_ratio']:.2f} %" if video.get("loss_ratio") is not None else "-"),
                   ("video jitter", f"{video['jitter_ms']['mean']:.2f} ms" if video.get("jitter_ms") else "-")]
+    tq = [s for s in (((m.get("getstats") or {}).get("directions") or {}).get("forward") or {}).get("streams", [])
+          if s.get("kind") == "video"]
+    if tq:
+        cards += [("video Tq = RTT - RTTm", _ms_mean_p95(tq[0].get("tq_ms"))),
+                  ("video RTT - min RTT", _ms_mean_p95(tq[0].get("tq_vs_min_rtt_ms")))]
     phase, fair = headline_fairness(m)
     if fair.get("jain_index") is not None:
-        cards.append(("Jain's index" + (" (cross traffic)" if phase == "cross_traffic" else ""), f"{fair['jain_index']:.3f}"))
+        cards.append((f"Jain's index ({phase.replace('_', ' ')})", f"{fair['jain_index']:.3f}"))
     warn = sum(1 for c in m.get("crosschecks", []) if c["ok"] is False)
     cards.append(("cross-checks", f"{sum(1 for c in m.get('crosschecks', []) if c['ok'])} agree, {warn} warn"))
     return "".join(f'<div class="card"><div class="k">{html.escape(k)}</div><div class="v">{html.escape(val)}</div></div>'
@@ -276,8 +296,8 @@ def _cards(m: dict[str, Any]) -> str:
 
 
 def _flow_table(m: dict[str, Any]) -> str:
-    head = ["dir", "flow", "sent", "recv", "loss %", "owd p50", "owd p95", "owd p99", "queue mean", "jitter mean",
-            "reordered", "dup", "rate Mbit/s", "U %"]
+    head = ["dir", "flow", "sent", "recv", "loss %", "owd p50", "owd p95", "owd p99", "queue mean (OWD - propagation)",
+            "OWD - min OWD mean", "jitter mean", "reordered", "dup", "rate Mbit/s", "U %"]
     rows = []
     for f in m["flows"]:
         if f["packets_sent"] + f["packets_received"] < 20:
@@ -287,6 +307,7 @@ def _flow_table(m: dict[str, Any]) -> str:
         rows.append([f["direction"], _flow_label(f), f["packets_sent"], f["packets_received"],
                      fmt(None if f["loss_ratio"] is None else 100 * f["loss_ratio"], 2), fmt(f["owd_ms"]["p50"]),
                      fmt(f["owd_ms"]["p95"]), fmt(f["owd_ms"]["p99"]), fmt(f["queuing_delay_ms"]["mean"]),
+                     fmt((f.get("queuing_delay_vs_min_owd_ms") or {}).get("mean")),
                      fmt(j.get("mean"), 2), f["reordered"], f["duplicates"],
                      fmt(None if (f.get("throughput_bps") or {}).get("mean") is None else f["throughput_bps"]["mean"] / 1e6, 3),
                      fmt(None if f.get("utilisation") is None else 100 * f["utilisation"], 0)])
@@ -353,3 +374,27 @@ def write(run_dir: Path, m: dict[str, Any], t: PacketTable | None) -> Path:
     path = run_dir / "dashboard.html"
     path.write_text(render(m, t), encoding="utf-8")
     return path
+
+
+class DashboardError(Exception):
+    pass
+
+
+def rebuild(run_dir: Path) -> Path:
+    """dashboard.html again from what `rtclab analyze` wrote (metrics.json, packets.parquet), without re-analysing:
+    the captures are not read. Without packets.parquet the per-packet charts are left out (and said so)."""
+    mpath = run_dir / "metrics.json"
+    try:
+        m = json.loads(mpath.read_text())
+    except FileNotFoundError:
+        raise DashboardError(f"{mpath} missing: run `rtclab analyze {run_dir}` first") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as e:
+        raise DashboardError(f"{mpath} unreadable: {e}") from None
+    ppath = run_dir / "packets.parquet"
+    table = None
+    if ppath.exists():
+        try:
+            table = from_parquet(ppath)
+        except Exception as e:  # pyarrow raises several kinds for a damaged file; the dashboard stands without it
+            raise DashboardError(f"{ppath} unreadable: {type(e).__name__}: {e}") from None
+    return write(run_dir, m, table)

@@ -1,6 +1,7 @@
 """The browsers' own view, from getstats-a.jsonl and getstats-b.jsonl (standard RTCStats objects): per-interval send
 and receive bitrates, the congestion controller's target and available outgoing bitrate, RTCP round-trip times and
-the queuing delay Tq = RTT - RTTm (Carlucci et al. 2016), frame rate, resolution, freezes, jitter buffer delay,
+the queuing delay Tq = RTT - RTTm (Carlucci et al. 2016; RTTm the configured round-trip propagation delay, and beside
+it RTT minus the smallest RTT sample), frame rate, resolution, freezes, jitter buffer delay,
 NACK/PLI counts and the quality limitation reason. Series are lists of (t seconds since call start, value)."""
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .metrics import distribution
 from .rundir import RunDir, read_jsonl
+from .stats import distribution, percentiles
 
 TQ_PERCENTILES = (5, 25, 50, 75, 95)
 
@@ -132,7 +133,9 @@ def kinds(sides: dict[str, SideStats | None]) -> tuple[dict[int, str], dict[int,
 def analyse(run: RunDir, t0: float) -> dict[str, Any]:
     """getStats summary and time series per direction ('forward': a sends, b receives)."""
     sides = {s: read_side(run.file(f"getstats-{s}.jsonl"), run.problems) for s in ("a", "b")}
-    out: dict[str, Any] = {"available": {s: v is not None and v.samples > 0 for s, v in sides.items()}, "directions": {}}
+    rttm_ms = run.scenario.round_trip_propagation_ms if run.scenario else None
+    out: dict[str, Any] = {"available": {s: v is not None and v.samples > 0 for s, v in sides.items()},
+                           "rttm_ms": rttm_ms, "directions": {}}
     for direction, snd, rcv in (("forward", "a", "b"), ("reverse", "b", "a")):
         sender, receiver = sides[snd], sides[rcv]
         d: dict[str, Any] = {"streams": [], "series": {}}
@@ -150,7 +153,10 @@ def analyse(run: RunDir, t0: float) -> dict[str, Any]:
                         reasons[r] = reasons.get(r, 0) + 1
                 rtt = _rtt_samples(sender.remote_inbound.get(ssrc, []), t0)
                 rtt_min = min((v for _, v in rtt), default=None)
-                tq = [(t, v - rtt_min) for t, v in rtt] if rtt_min is not None else []
+                # Carlucci et al.'s Tq = RTT - RTTm, RTTm the configured round-trip propagation delay; beside it the
+                # older baseline, the smallest RTT sample (which holds any standing queue the call never saw drain).
+                tq = [(t, v - rttm_ms) for t, v in rtt] if rttm_ms is not None else []
+                tq_vs_min = [(t, v - rtt_min) for t, v in rtt] if rtt_min is not None else []
                 stream = {
                     "ssrc": ssrc, "kind": kind,
                     "sent_bitrate_bps": _summary(send_rate),
@@ -162,7 +168,9 @@ def analyse(run: RunDir, t0: float) -> dict[str, Any]:
                     "nack_received": _last(objs, "nackCount"), "pli_received": _last(objs, "pliCount"),
                     "rtt_ms": distribution(np.array([v for _, v in rtt])) if rtt else None,
                     "rtt_min_ms": rtt_min,
+                    "rttm_ms": rttm_ms,
                     "tq_ms": _tq(tq),
+                    "tq_vs_min_rtt_ms": _tq(tq_vs_min),
                     "packets_sent": _last(objs, "packetsSent"),
                     "remote_packets_lost": _last(sender.remote_inbound.get(ssrc, []), "packetsLost"),
                 }
@@ -172,7 +180,9 @@ def analyse(run: RunDir, t0: float) -> dict[str, Any]:
                     d["series"][f"target_bitrate_bps:{kind}:{ssrc}"] = target
                 if rtt:
                     d["series"][f"rtt_ms:{kind}:{ssrc}"] = rtt
-                    d["series"][f"tq_ms:{kind}:{ssrc}"] = tq
+                    if tq:
+                        d["series"][f"tq_ms:{kind}:{ssrc}"] = tq
+                    d["series"][f"tq_vs_min_rtt_ms:{kind}:{ssrc}"] = tq_vs_min
                 if fps:
                     d["series"][f"sent_fps:{kind}:{ssrc}"] = fps
             avail = _series(sender.pair, "availableOutgoingBitrate", t0)
@@ -237,7 +247,7 @@ def _tq(tq: list[tuple[float, float]]) -> dict[str, float | None] | None:
         return None
     v = np.array([x[1] for x in tq])
     out: dict[str, float | None] = {"mean": float(v.mean()), "sd": float(v.std())}
-    out.update({f"p{p}": float(x) for p, x in zip(TQ_PERCENTILES, np.percentile(v, TQ_PERCENTILES))})
+    out.update({f"p{p}": x for p, x in zip(TQ_PERCENTILES, percentiles(v, TQ_PERCENTILES) or [])})
     return out
 
 
@@ -257,7 +267,8 @@ def _jitter_buffer_ms(objs: list[dict[str, Any]], t0: float) -> list[tuple[float
 
 def per_phase(gs: dict[str, Any], phases: list[tuple[str, float, float]]) -> None:
     """Adds `phases` to each direction: per phase and stream, the getStats series' summaries over [start, end)
-    seconds since call start (Tq with its percentiles as over the whole call)."""
+    seconds since call start (Tq with its percentiles as over the whole call; its baselines stay the configured RTTm
+    and the whole call's smallest RTT)."""
     for d in gs.get("directions", {}).values():
         out: dict[str, dict[str, Any]] = {}
         for name, lo, hi in phases:
@@ -266,7 +277,7 @@ def per_phase(gs: dict[str, Any], phases: list[tuple[str, float, float]]) -> Non
                 inside = [p for p in pts if lo <= p[0] < hi]
                 metric = key.split(":")[0]
                 label = ":".join(key.split(":")[1:]) or "all"
-                if metric == "tq_ms":
+                if metric in ("tq_ms", "tq_vs_min_rtt_ms"):
                     entry.setdefault(label, {})[metric] = _tq(inside)
                 else:
                     entry.setdefault(label, {})[metric] = _summary(inside)

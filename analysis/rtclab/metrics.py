@@ -1,40 +1,41 @@
 """Per-flow and per-phase metrics from the packet table (definitions in docs/metrics.md): one-way and queuing delay,
-loss and loss bursts, duplicates, RFC 4737 reordering, RFC 3550 jitter, windowed throughput, utilisation, and
-Jain's fairness. Everything is vectorised over a flow's rows; only the jitter recurrence runs in Rust."""
+loss and loss bursts, duplicates, RFC 4737 reordering, RFC 3550 jitter, windowed throughput and utilisation.
+Everything is vectorised over a flow's rows; only the jitter recurrence runs in Rust."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from . import _core
-from .packets import (CLS_NAMES, CLS_RTP, DELIVERED, DIRECTION_NAMES, DUPLICATE, FORWARD, LOST, UNKNOWN, UNMATCHED,
-                      PacketTable)
+from .packets import CLS_NAMES, CLS_RTP, DELIVERED, DIRECTION_NAMES, DUPLICATE, LOST, UNKNOWN, UNMATCHED, PacketTable
 from .rundir import int_to_ip
+from .stats import distribution
 
 WINDOWS_S = (0.15, 0.5, 1.0)
 MIN_RATE_SPAN_S = 1.0  # a flow's mean rate averages over at least this (a burst of packets has no rate of its own)
-PERCENTILES = (5, 25, 50, 75, 90, 95, 99)
 ETHERNET_HEADER_BYTES = 14  # rates count link-layer bytes, as TBF does on a veth (scenarios/schema.json)
+# Mean capacity (bits/s) of the forward link over [start_s, end_s) seconds since call start, or None.
+CapacityFn = Callable[[float, float], "float | None"]
 
 # Payload types Chrome uses for audio when getStats cannot say (Opus 111, RED 63, G.711 0/8, G.722 9, CN 13/105/106,
 # telephone-event 110/112/126, ILBC 102 is video in Chrome's current offer so it is not listed).
 _AUDIO_PTS = {0, 8, 9, 13, 63, 103, 104, 105, 106, 110, 111, 112, 113, 126}
 CLOCK_HZ = {"video": 90000.0, "rtx": 90000.0, "fec": 90000.0, "audio": 48000.0}
+# RFC 3551's static payload types have fixed clocks (PCMU 0, PCMA 8, G722 9 (by its RFC's erratum), CN 13).
+STATIC_PT_CLOCK_HZ = {0: 8000.0, 8: 8000.0, 9: 8000.0, 13: 8000.0}
 
 
-def distribution(values: np.ndarray) -> dict[str, float | int | None]:
-    """min, mean, sd (population), p5..p99 (linear interpolation between closest ranks), max, count."""
-    n = int(values.size)
-    if n == 0:
-        return {"count": 0, "min": None, "mean": None, "sd": None, **{f"p{p}": None for p in PERCENTILES}, "max": None}
-    pct = np.percentile(values, PERCENTILES)
-    out: dict[str, float | int | None] = {"count": n, "min": float(values.min()), "mean": float(values.mean()),
-                                          "sd": float(values.std())}
-    out.update({f"p{p}": float(v) for p, v in zip(PERCENTILES, pct)})
-    out["max"] = float(values.max())
-    return out
+def clock_hz(payload_type: int | None, kind: str, clock_by_pt: dict[int, float]) -> float | None:
+    """The RTP clock of a flow: getStats' codec.clockRate for its payload type, else the static type's clock, else
+    the default of its kind. (Payload type 0, PCMU, is a type like any other: 8 kHz, not the audio default.)"""
+    if payload_type is not None:
+        if payload_type in clock_by_pt:
+            return clock_by_pt[payload_type]
+        if payload_type in STATIC_PT_CLOCK_HZ:
+            return STATIC_PT_CLOCK_HZ[payload_type]
+    return CLOCK_HZ.get(kind)
 
 
 def rfc4737_reordering(send_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -84,8 +85,20 @@ def flow_kind(cls: int, pt: int, ssrc: int, ssrc_kinds: dict[int, str], pt_kinds
     return "audio" if pt in _AUDIO_PTS else "video"
 
 
+def _rate_bps(t_ns: np.ndarray, nbytes: np.ndarray, phase_s: float) -> float | None:
+    """Mean rate of packets at times t_ns (sorted): the bytes after the first over the time from first to last (N
+    packets span N - 1 intervals, so the first packet's bytes came before the span). A span shorter than
+    MIN_RATE_SPAN_S (a burst) gives its bytes over MIN_RATE_SPAN_S, or over the phase when that is shorter."""
+    if t_ns.size == 0:
+        return None
+    span_s = (int(t_ns[-1]) - int(t_ns[0])) / 1e9
+    if span_s >= MIN_RATE_SPAN_S:
+        return float(nbytes[1:].sum()) * 8 / span_s
+    return float(nbytes.sum()) * 8 / min(MIN_RATE_SPAN_S, phase_s)
+
+
 def _subset_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int, kind: str,
-                    clock_hz: float | None) -> dict[str, Any]:
+                    clock_hz: float | None, t0_ns: int, capacity: CapacityFn | None) -> dict[str, Any]:
     c = t.cols
     if lo_ns > np.iinfo(np.int64).min or hi_ns < np.iinfo(np.int64).max:
         t_send, t_recv = c["t_send_ns"][rows], c["t_recv_ns"][rows]
@@ -102,16 +115,13 @@ def _subset_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int, ki
     lost_mask = sent_status == LOST
     bytes_sent = int(frame_bytes[sent_rows].sum(dtype=np.int64)) + ETHERNET_HEADER_BYTES * n_sent
     bytes_lost = int(frame_bytes[sent_rows[lost_mask]].sum(dtype=np.int64)) + ETHERNET_HEADER_BYTES * int(lost_mask.sum())
-    owd_ns = c["owd_ns"][got]
-    owd = distribution(owd_ns / 1e6)
-    # Queuing delay is the one-way delay less the flow's minimum: the same distribution, shifted.
-    shift_ms = (int(owd_ns[0]) - int(c["queuing_delay_ns"][got[0]])) / 1e6 if n_got else 0.0
-    qd = {k: (v if k in ("count", "sd") or v is None else v - shift_ms) for k, v in owd.items()}
+    qd = c["queuing_delay_ns"][got]
     # Arrivals: every first copy that reached the receiver, matched or not (a capture missing on the sending side
-    # still gives rates, jitter and sequence-number loss), in arrival order (a stable sort keeps send order on ties).
+    # still gives rates, jitter and sequence-number loss), in the receiving capture's order: by time, and by frame
+    # number between equal times (the capture's own order, which the send order would hide).
     is_arrival = (status == DELIVERED) | (status == UNMATCHED)
     arrivals = rows[is_arrival]
-    order = np.argsort(c["t_recv_ns"][arrivals], kind="stable")
+    order = np.lexsort((c["frame_recv"][arrivals], c["t_recv_ns"][arrivals]))
     arrivals = arrivals[order]
     # RFC 4737 over the delivered departures in arrival order, by their send positions.
     delivered_in_arrival = (status[is_arrival] == DELIVERED)[order]
@@ -138,33 +148,36 @@ def _subset_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int, ki
         "reordered_ratio": (float(reordered.sum()) / n_got) if n_got else None,
         "reordering_extent": {"max": int(extent.max()) if extent.size else 0,
                               "mean": float(extent.mean()) if extent.size else 0.0},
-        "owd_ms": owd,
-        "queuing_delay_ms": qd,
+        "owd_ms": distribution(c["owd_ns"][got] / 1e6),
+        "queuing_delay_ms": distribution(qd[qd >= 0] / 1e6),
+        "queuing_delay_vs_min_owd_ms": distribution(c["queuing_delay_vs_min_owd_ns"][got] / 1e6),
         "ecn_ce_received": int(((c["ecn_recv"][got] == 3) & (c["ecn_send"][got] != 3)).sum()),
     }
-    # Throughput over the flow's active span inside the phase, from link-layer bytes at arrival times.
-    if sent_rows.size:
-        span_lo = max(lo_ns, int(c["t_send_ns"][sent_rows[0]]))
-        span_hi = min(hi_ns, int(c["t_send_ns"][sent_rows[-1]]) + 1)
-    elif arrivals.size:
-        span_lo = max(lo_ns, int(c["t_recv_ns"][arrivals[0]]))
-        span_hi = min(hi_ns, int(c["t_recv_ns"][arrivals[-1]]) + 1)
-    else:
-        span_lo = span_hi = 0
-    span_s = (span_hi - span_lo) / 1e9
-    # A burst of a few packets has no meaningful rate over its own microseconds: the mean rate is taken over at
-    # least MIN_RATE_SPAN_S (or the whole phase, when that is shorter).
-    rate_span_s = max(span_s, min(MIN_RATE_SPAN_S, (hi_ns - lo_ns) / 1e9)) if span_s > 0 else 0.0
+    # Rates from link-layer bytes: received over the arrivals' own span (so the windows start at the first arrival,
+    # not one delay before it), sent over the departures' span.
     tr = c["t_recv_ns"][arrivals]
     fb = frame_bytes[arrivals].astype(np.int64) + ETHERNET_HEADER_BYTES
-    thr: dict[str, Any] = {"mean": (float(fb.sum()) * 8 / rate_span_s) if rate_span_s > 0 else None, "windows": {}}
+    phase_s = (hi_ns - lo_ns) / 1e9
+    mean = _rate_bps(tr, fb, phase_s)
+    if mean is None and n_sent:
+        mean = 0.0  # sent and seen lost: nothing received
+    thr: dict[str, Any] = {"mean": mean, "windows": {}}
+    span_lo = int(tr[0]) if tr.size else 0
+    span_hi = int(tr[-1]) if tr.size else 0
     for w in WINDOWS_S:
         rates = windowed_rate(tr, fb, span_lo, span_hi, w)
         thr["windows"][f"{w:g}s"] = {"mean": float(rates.mean()) if rates.size else None,
                                       "sd": float(rates.std()) if rates.size else None, "count": int(rates.size)}
     out["throughput_bps"] = thr
-    out["send_rate_bps"] = (bytes_sent * 8 / rate_span_s) if rate_span_s > 0 and n_sent else None
-    out["active_s"] = span_s
+    ts = c["t_send_ns"][sent_rows]
+    out["send_rate_bps"] = _rate_bps(ts, frame_bytes[sent_rows].astype(np.int64) + ETHERNET_HEADER_BYTES, phase_s)
+    out["active_s"] = (span_hi - span_lo) / 1e9
+    # U = R / b with b the capacity over the same span as R (at least MIN_RATE_SPAN_S, as R's).
+    out["utilisation"] = None
+    if capacity is not None and mean is not None and tr.size:
+        start_s = (span_lo - t0_ns) / 1e9
+        cap = capacity(start_s, start_s + max(out["active_s"], min(MIN_RATE_SPAN_S, phase_s)))
+        out["utilisation"] = (mean / cap) if cap else None
     out["jitter_ms"] = None
     out["rtp_seq_lost"] = None
     if kind in ("video", "audio", "rtx", "fec") and arrivals.size:
@@ -180,12 +193,12 @@ def _subset_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int, ki
             j_s = _core.rfc3550_jitter_s(tr.astype(np.int64), c["rtp_ts"][arrivals].astype(np.uint32), clock_hz)
             # tshark's maximum leaves out the first packet, packets with the marker bit and packets whose timestamp
             # goes backwards: kept apart so the cross-check compares like with like.
-            ts = c["rtp_ts"][arrivals].astype(np.int64)
+            rtp_ts = c["rtp_ts"][arrivals].astype(np.int64)
             regular = ~c["rtp_marker"][arrivals].astype(bool)
             regular[0] = False
-            regular[1:] &= ((ts[1:] - ts[:-1]) % 2**32) < 2**31
+            regular[1:] &= ((rtp_ts[1:] - rtp_ts[:-1]) % 2**32) < 2**31
             out["jitter_ms"] = {"mean": float(j_s.mean() * 1e3), "max": float(j_s.max() * 1e3),
-                                "last": float(j_s[-1] * 1e3),
+                                "last": float(j_s[-1] * 1e3), "clock_hz": clock_hz,
                                 "max_tshark_rule": float(j_s[regular].max() * 1e3) if regular.any() else None}
     return out
 
@@ -212,70 +225,20 @@ def _flow_identity(t: PacketTable, f: int, ssrc_kinds: dict[int, str], pt_kinds:
 
 
 def flows(t: PacketTable, phase_bounds_ns: list[tuple[str, int, int]], ssrc_kinds: dict[int, str],
-          pt_kinds: dict[int, str], clock_by_pt: dict[int, float]) -> list[dict[str, Any]]:
-    """One entry per flow: identity, the metrics over the whole run, and a `phases` map with the same per phase."""
+          pt_kinds: dict[int, str], clock_by_pt: dict[int, float], t0_ns: int = 0,
+          forward_capacity: CapacityFn | None = None) -> list[dict[str, Any]]:
+    """One entry per flow: identity, the metrics over the whole run, and a `phases` map with the same per phase.
+    `forward_capacity` gives forward flows their utilisation."""
     out = []
     for f in range(len(t.flow_first)):
         ident = _flow_identity(t, f, ssrc_kinds, pt_kinds)
         rows = t.rows_of(f)
-        clock = clock_by_pt.get(ident["payload_type"] or -1) or CLOCK_HZ.get(ident["kind"])
-        per_phase = {name: _subset_metrics(t, rows, lo, hi, ident["kind"], clock) for name, lo, hi in phase_bounds_ns}
+        clock = clock_hz(ident["payload_type"], ident["kind"], clock_by_pt)
+        cap = forward_capacity if ident["direction"] == "forward" else None
+        per_phase = {name: _subset_metrics(t, rows, lo, hi, ident["kind"], clock, t0_ns, cap)
+                     for name, lo, hi in phase_bounds_ns}
         entry = dict(ident)
         entry.update(per_phase["all"])
         entry["phases"] = {k: v for k, v in per_phase.items() if k != "all"}
         out.append(entry)
     return out
-
-
-def jain_index(rates: list[float]) -> float | None:
-    """(sum x)^2 / (n * sum x^2); 1 when all flows get the same rate, 1/n when one takes everything."""
-    x = np.asarray(rates, dtype=float)
-    if x.size == 0 or not (x > 0).any():
-        return None
-    return float(x.sum() ** 2 / (x.size * (x * x).sum()))
-
-
-def headline_fairness(metrics_json: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The fairness to show first (dashboard card, compare): while the flows compete, i.e. the cross-traffic phase
-    when the run has one, else the whole run. Returns (phase name, its fairness entry)."""
-    fairness = metrics_json.get("fairness") or {}
-    phase = "cross_traffic" if fairness.get("cross_traffic") else "all"
-    return phase, fairness.get(phase) or {}
-
-
-def connections(t: PacketTable, lo_ns: int, hi_ns: int, capacity_bps: float | None) -> dict[str, Any]:
-    """Forward 5-tuples sharing the bottleneck in [lo, hi): each one's received rate over the interval, its share of
-    the fair share (capacity / n), Jain's index over them, and the utilisation of the link by all of them."""
-    c = t.cols
-    fwd = np.flatnonzero((c["direction"] == FORWARD) & (c["status"] == DELIVERED) &
-                         (c["t_recv_ns"] >= lo_ns) & (c["t_recv_ns"] < hi_ns))
-    dur_s = (hi_ns - lo_ns) / 1e9
-    if fwd.size == 0 or dur_s <= 0:
-        return {"connections": [], "jain_index": None, "utilisation": None, "received_bps": 0.0}
-    u = np.uint64
-    h = (c["ip_src"][fwd].astype(u) << u(32)) ^ c["ip_dst"][fwd].astype(u) ^ (c["sport"][fwd].astype(u) << u(48)) \
-        ^ (c["dport"][fwd].astype(u) << u(16)) ^ c["proto"][fwd].astype(u)
-    ids, first = _core.group_ids(h)
-    nbytes = np.bincount(ids, weights=c["ip_len"][fwd].astype(np.int64) + ETHERNET_HEADER_BYTES)
-    rates = nbytes * 8 / dur_s
-    # Only connections that share the link through the phase count for fairness: data at more than 8 kbit/s (a lone
-    # STUN keepalive 5-tuple would skew it) in more than half of the phase's 1 s windows (a TCP flow's last segments
-    # draining from the queue just after it stopped are not a competitor in the next phase).
-    windows = max(1, int(np.ceil(dur_s - 1e-9)))
-    window = np.minimum((c["t_recv_ns"][fwd].astype(np.int64) - lo_ns) // 1_000_000_000, windows - 1)
-    present = np.bincount(np.unique(ids.astype(np.int64) * windows + window) // windows, minlength=len(first))
-    active = [i for i in range(len(first)) if rates[i] > 8000 and present[i] > windows / 2]
-    n = len(active)
-    conns = []
-    for i in active:
-        r = int(fwd[first[i]])
-        conns.append({
-            "src": f"{int_to_ip(c['ip_src'][r])}:{int(c['sport'][r])}",
-            "dst": f"{int_to_ip(c['ip_dst'][r])}:{int(c['dport'][r])}",
-            "protocol": {6: "tcp", 17: "udp"}.get(int(c["proto"][r]), str(int(c["proto"][r]))),
-            "throughput_bps": float(rates[i]),
-            "share_of_fair_share": (float(rates[i]) / (capacity_bps / n)) if capacity_bps and n else None,
-        })
-    total = float(rates.sum())
-    return {"connections": conns, "jain_index": jain_index([x["throughput_bps"] for x in conns]),
-            "received_bps": total, "utilisation": (total / capacity_bps) if capacity_bps else None}

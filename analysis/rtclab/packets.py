@@ -1,15 +1,16 @@
-"""The packet join: reads both captures, matches each packet that left one side to its arrival at the other (FNV-1a
-key of docs/bottleneck-log.md combined with ip.id, in occurrence order), and builds the per-packet table that every
-metric is computed from. Columns are numpy arrays; one row per departure, plus one per arrival that matched none."""
+"""The packet join: matches each packet that left one side to its arrival at the other (the join key of
+rundir.join_keys, in occurrence order), and builds the per-packet table that every metric is computed from. Columns
+are numpy arrays; one row per departure, plus one per arrival that matched none."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from . import _core
+from .rundir import Capture, join_keys
 
 # Row status in the `status` column.
 DELIVERED, LOST, DUPLICATE, UNMATCHED, UNKNOWN = 0, 1, 2, 3, 4
@@ -21,41 +22,9 @@ DIRECTION_NAMES = {FORWARD: "forward", REVERSE: "reverse"}
 CLS_NAMES = {0: "other", 1: "rtp", 2: "rtcp", 3: "stun", 4: "dtls", 5: "tcp", 6: "udp", 7: "icmp"}
 CLS_RTP, CLS_RTCP, CLS_TCP = 1, 2, 5
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
 # Per-packet fields copied from the capture that saw the packet leave (or, for an arrival with no departure, arrive).
 _PACKET_FIELDS = ("ip_src", "ip_dst", "proto", "ip_len", "ip_id", "sport", "dport", "key", "cls", "ssrc", "rtp_seq",
                   "rtp_ts", "rtp_pt", "rtp_marker", "twcc_seq", "tcp_seq", "tcp_flags", "payload_len")
-
-
-class CaptureError(Exception):
-    """A capture that cannot be read at all."""
-
-
-@dataclass
-class Capture:
-    path: Path
-    cols: dict[str, np.ndarray]
-    records: int
-    error: str | None  # why reading stopped early, None when the file was read to its end
-
-    @property
-    def packets(self) -> int:
-        return len(self.cols["ts_ns"])
-
-
-def read_capture(path: Path, twcc_ext_id: int = 3) -> Capture:
-    if not path.exists():
-        raise CaptureError(f"{path.name} missing")
-    try:
-        d = _core.read_pcap(str(path), twcc_ext_id)
-    except ValueError as e:
-        raise CaptureError(f"{path.name}: {e}") from None
-    records = int(d.pop("records"))
-    error = d.pop("error")
-    for k in ("non_ipv4", "linktype", "nanosecond", "snaplen"):
-        d.pop(k)
-    return Capture(path=path, cols=d, records=records, error=error)
 
 
 @dataclass
@@ -65,6 +34,8 @@ class PacketTable:
     flow_first: np.ndarray  # row of each flow's first packet
     order: np.ndarray  # rows grouped by flow: flow f is order[bounds[f]:bounds[f + 1]], in table order
     bounds: np.ndarray
+    # Packets of each capture left out of the join: {"capture_a": {"non_ipv4": n, "other_addresses": n}, ...}
+    not_joined: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def rows_of(self, flow: int) -> np.ndarray:
         return self.order[self.bounds[flow]:self.bounds[flow + 1]]
@@ -74,15 +45,14 @@ class PacketTable:
 
 
 def join_key(cols: dict[str, np.ndarray], idx: np.ndarray, column: str = "join_key") -> np.ndarray:
-    """The join key of rows `idx`: a hash of the payload's first 64 bytes (`join_key`: blind to the transport
-    checksum, for capture against capture; `key`: FNV-1a, for the ground-truth log) mixed with ip.id (kept by
-    forwarding, differs between otherwise identical packets such as two duplicate TCP ACKs)."""
-    return cols[column][idx] ^ (cols["ip_id"][idx].astype(np.uint64) * _GOLDEN)
+    """The join key of rows `idx` from their payload hash `column` (`join_key`: blind to the transport checksum, for
+    capture against capture; `key`: FNV-1a, for the ground-truth log)."""
+    return join_keys(cols[column][idx], cols["ip_id"][idx])
 
 
 def _direction(send: Capture, recv: Capture, src: int, dst: int, direction: int) -> dict:
     """Joins one direction. Returns the departures' rows in the sending capture (`s_idx`), the unmatched arrivals'
-    rows in the receiving one (`x_idx`), and the join's own columns for them."""
+    rows in the receiving one (`x_idx`), every arrival's row (`r_idx`), and the join's own columns for them."""
     sc, rc = send.cols, recv.cols
     s_idx, s_keys = _core.direction_keys(sc["ip_src"], sc["ip_dst"], sc["join_key"], sc["ip_id"], src, dst)
     r_idx, r_keys = _core.direction_keys(rc["ip_src"], rc["ip_dst"], rc["join_key"], rc["ip_id"], src, dst)
@@ -92,12 +62,13 @@ def _direction(send: Capture, recv: Capture, src: int, dst: int, direction: int)
     t_recv = np.full(len(s_idx), -1, dtype=np.int64)
     t_recv[delivered] = rc["ts_ns"][r_idx[s_match[delivered]]]
     status = np.where(delivered, DELIVERED, LOST).astype(np.uint8)
-    # A departure not seen arriving is lost only if the receiving capture was running when it would have arrived.
-    if len(r_idx):
+    # A departure not seen arriving is lost only if the receiving capture was running when it would have arrived:
+    # its whole span counts (packets of either direction, ARP too), so an outage before the capture ends is loss.
+    if recv.span_ns is not None:
         owd = t_recv[delivered] - t_send[delivered]
         max_owd = int(owd.max()) if len(owd) else 0
         min_owd = int(owd.min()) if len(owd) else 0
-        recv_first, recv_last = int(rc["ts_ns"][r_idx[0]]), int(rc["ts_ns"][r_idx[-1]])
+        recv_first, recv_last = recv.span_ns
         outside = ~delivered & ((t_send + min_owd < recv_first) | (t_send + max_owd > recv_last))
     else:
         outside = ~delivered
@@ -109,7 +80,7 @@ def _direction(send: Capture, recv: Capture, src: int, dst: int, direction: int)
     frame_recv[delivered] = rc["frame"][matched]
     ecn_recv = np.full(len(s_idx), 255, dtype=np.uint8)  # 255: not observed
     ecn_recv[delivered] = rc["tos"][matched] & 3
-    return {"direction": direction, "send": send, "recv": recv, "s_idx": s_idx, "x_idx": r_idx[extra],
+    return {"direction": direction, "send": send, "recv": recv, "s_idx": s_idx, "x_idx": r_idx[extra], "r_idx": r_idx,
             "status": status, "extra_status": extra_status, "t_send": t_send, "t_recv": t_recv,
             "frame_recv": frame_recv, "ecn_recv": ecn_recv}
 
@@ -129,8 +100,16 @@ def _segments(parts: list[dict]) -> list[tuple[Capture, np.ndarray]]:
     return out
 
 
-def build(cap_a: Capture, cap_b: Capture, addr_a: int, addr_b: int) -> PacketTable:
+def build(cap_a: Capture, cap_b: Capture, addr_a: int, addr_b: int,
+          propagation_ns: tuple[int | None, int | None] = (None, None)) -> PacketTable:
+    """The table of both directions. `propagation_ns`: the configured one-way propagation delay (forward, reverse),
+    the baseline of `queuing_delay_ns` (None: unknown, the column is -1)."""
     parts = [_direction(cap_a, cap_b, addr_a, addr_b, FORWARD), _direction(cap_b, cap_a, addr_b, addr_a, REVERSE)]
+    # Each capture's packets that neither direction used: not IPv4, or between other addresses.
+    not_joined = {}
+    for name, cap, sent, received in (("capture_a", cap_a, parts[0]["s_idx"], parts[1]["r_idx"]),
+                                      ("capture_b", cap_b, parts[1]["s_idx"], parts[0]["r_idx"])):
+        not_joined[name] = {"non_ipv4": cap.non_ipv4, "other_addresses": cap.packets - len(sent) - len(received)}
     segs = _segments(parts)
     n = sum(len(idx) for _, idx in segs)
     cols: dict[str, np.ndarray] = {}
@@ -163,9 +142,42 @@ def build(cap_a: Capture, cap_b: Capture, addr_a: int, addr_b: int) -> PacketTab
     n_flows = len(first)
     order = np.argsort(flow.astype(np.uint16) if n_flows < 65536 else flow, kind="stable")
     bounds = np.searchsorted(flow[order], np.arange(n_flows + 1))
-    # Queuing delay: one-way delay above the flow's own minimum (its propagation + transmission + fixed overheads).
+    # Queuing delay: one-way delay minus the link's configured propagation delay, the time spent at the bottleneck
+    # (waiting, then the packet's own transmission; plus any configured jitter and the host's hops).
+    prop = np.array([-1 if p is None else p for p in propagation_ns], dtype=np.int64)[cols["direction"]]
+    cols["queuing_delay_ns"] = np.where(delivered & (prop >= 0), cols["owd_ns"] - prop, -1)
+    # The older measure beside it: one-way delay above the flow's own minimum. A flow that only ever saw a standing
+    # queue has that queue in its minimum, so this one reads it as zero.
     big = np.iinfo(np.int64).max
     min_owd = np.minimum.reduceat(np.where(delivered, cols["owd_ns"], big)[order], bounds[:-1]) if n_flows else \
         np.zeros(0, dtype=np.int64)
-    cols["queuing_delay_ns"] = np.where(delivered, cols["owd_ns"] - min_owd[flow], -1)
+    cols["queuing_delay_vs_min_owd_ns"] = np.where(delivered, cols["owd_ns"] - min_owd[flow], -1)
+    return PacketTable(cols=cols, flow_first=first, order=order, bounds=bounds, not_joined=not_joined)
+
+
+# Columns the dashboard draws from; `from_parquet` reads only these.
+DASHBOARD_COLUMNS = ("direction", "flow", "status", "t_send_ns", "t_recv_ns", "owd_ns", "queuing_delay_ns",
+                     "queuing_delay_vs_min_owd_ns", "ip_len")
+
+
+def from_parquet(path: Path, columns: tuple[str, ...] = DASHBOARD_COLUMNS) -> PacketTable:
+    """The per-packet table back from packets.parquet (as `analyze` wrote it): names to codes, nulls to -1."""
+    import pyarrow.parquet as pq
+
+    data = pq.read_table(path, columns=list(columns))
+    cols: dict[str, np.ndarray] = {}
+    codes = {"direction": DIRECTION_NAMES, "status": STATUS_NAMES}
+    for name in columns:
+        col = data.column(name)
+        if name in codes:
+            index = {v: k for k, v in codes[name].items()}
+            values = col.to_pylist()
+            cols[name] = np.array([index[v] for v in values], dtype=np.uint8)
+        else:
+            cols[name] = col.fill_null(-1).to_numpy() if col.null_count else col.to_numpy()
+    flow = cols["flow"].astype(np.int64)
+    n_flows = int(flow.max()) + 1 if flow.size else 0
+    order = np.argsort(flow, kind="stable")
+    bounds = np.searchsorted(flow[order], np.arange(n_flows + 1))
+    first = order[bounds[:-1]] if n_flows else np.zeros(0, dtype=np.int64)
     return PacketTable(cols=cols, flow_first=first, order=order, bounds=bounds)

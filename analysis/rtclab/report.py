@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .fairness import headline_fairness
+
 MIN_PACKETS_SHOWN = 20  # flows with fewer packets (STUN keepalives, a lone DTLS alert) stay in metrics.json only
 
 
@@ -37,6 +39,15 @@ def render(m: dict[str, Any]) -> str:
                          for c in v.get("checks", [])))
     if m.get("capacity_bps"):
         out.append(f"forward capacity: {_rate(m['capacity_bps'])}")
+    sc = m.get("scenario") or {}
+    if sc:
+        out.append(f"propagation delay (scenario): forward {sc['forward']['delay_ms']:g} ms, reverse "
+                   f"{sc['reverse']['delay_ms']:g} ms; RTTm {sc['forward']['delay_ms'] + sc['reverse']['delay_ms']:g} ms")
+    for side in ("a", "b"):
+        left = ((m.get("inputs") or {}).get(f"capture_{side}") or {}).get("not_joined") or {}
+        if left:
+            out.append(f"capture-{side}: {left.get('non_ipv4', 0)} non-IPv4 records, {left.get('other_addresses', 0)} "
+                       f"IPv4 packets between other addresses, left out of the join")
     for p in m.get("problems", []):
         out.append(f"problem: {p}")
     for g in m.get("gaps", []):
@@ -51,19 +62,22 @@ def render(m: dict[str, Any]) -> str:
         rows = []
         for f in flows:
             owd, qd = f["owd_ms"], f["queuing_delay_ms"]
+            qm = f.get("queuing_delay_vs_min_owd_ms") or {}
             j = f.get("jitter_ms") or {}
             rows.append([
                 f"{f['kind']}{' ' + format(f['ssrc'], '08x') if f.get('ssrc') is not None else ''}",
                 f"{f['src']}>{f['dst']}", str(f["packets_sent"]), str(f["packets_received"]),
                 _f(None if f["loss_ratio"] is None else 100 * f["loss_ratio"], ".2f", "%"),
-                _f(owd["p50"]), _f(owd["p95"]), _f(owd["max"]), _f(qd["mean"]), _f(qd["p95"]),
+                _f(owd["p50"]), _f(owd["p95"]), _f(owd["max"]), _f(qd["mean"]), _f(qd["p95"]), _f(qm.get("mean")),
                 _f(j.get("mean"), ".2f"), str(f["reordered"]), str(f["duplicates"]),
                 _rate((f.get("throughput_bps") or {}).get("mean")),
                 _f(None if f.get("utilisation") is None else 100 * f["utilisation"], ".0f", "%"),
             ])
         out += _table(["flow", "path", "sent", "recv", "loss", "owd p50", "p95", "max", "queue mean", "p95",
-                       "jitter", "reord", "dup", "rate", "U"], rows)
-        out.append("  (delays in ms; rate = received link-layer bits/s; U = rate / forward capacity)")
+                       "q-minOWD", "jitter", "reord", "dup", "rate", "U"], rows)
+        out.append("  (delays in ms; queue = OWD - configured propagation delay, time at the bottleneck; q-minOWD = "
+                   "OWD - the flow's smallest OWD; rate = received link-layer bits/s; U = rate / forward capacity "
+                   "over the same span)")
     phases = [p for p in m.get("phases", []) if p["name"] != "all"]
     if phases:
         out.append("")
@@ -81,8 +95,12 @@ def render(m: dict[str, Any]) -> str:
                          _rate(fair.get("received_bps")),
                          _f(None if fair.get("utilisation") is None else 100 * fair["utilisation"], ".0f", "%"),
                          _f(fair.get("jain_index"), ".3f"), str(len(fair.get("connections", [])))])
-        out += _table(["phase", "time", "video rate", "video queue ms", "video loss", "all rate", "U", "Jain", "conns"],
-                      rows)
+        out += _table(["phase", "time", "video rate", "video queue ms", "video loss", "all rate", "U", "Jain",
+                       "competitors"], rows)
+        phase, fair = headline_fairness(m)
+        if fair.get("jain_index") is not None:
+            out.append(f"  headline Jain's index: {fair['jain_index']:.3f} ({phase}); competitors: the call's forward "
+                       f"media and the scenario's forward TCP flows")
     gs = m.get("getstats") or {}
     fwd = (gs.get("directions") or {}).get("forward") or {}
     if fwd.get("streams"):
@@ -91,18 +109,23 @@ def render(m: dict[str, Any]) -> str:
         rows = []
         for s in fwd["streams"]:
             tq = s.get("tq_ms") or {}
+            tqm = s.get("tq_vs_min_rtt_ms") or {}
             rows.append([f"{s.get('kind')} {s.get('ssrc'):08x}",
                          _rate((s.get("sent_bitrate_bps") or {}).get("mean")),
                          _rate((s.get("target_bitrate_bps") or {}).get("mean")),
                          _rate((s.get("received_bitrate_bps") or {}).get("mean")),
                          _f((s.get("rtt_ms") or {}).get("mean")), _f(tq.get("mean")), _f(tq.get("p95")),
+                         _f(tqm.get("mean")), _f(tqm.get("p95")),
                          _f((s.get("received_fps") or {}).get("mean")),
                          _f((s.get("frame_height") or {}).get("mean"), ".0f"),
                          str(s.get("freeze_count") if s.get("freeze_count") is not None else "-"),
                          str(s.get("packets_lost") if s.get("packets_lost") is not None else "-"),
                          ",".join(k for k in (s.get("quality_limitation") or {}) if k != "none") or "none"])
-        out += _table(["stream", "sent", "target", "received", "rtt ms", "Tq mean", "Tq p95", "fps", "height",
-                       "freezes", "lost", "limited by"], rows)
+        out += _table(["stream", "sent", "target", "received", "rtt ms", "Tq mean", "Tq p95", "Tq-minRTT mean",
+                       "p95", "fps", "height", "freezes", "lost", "limited by"], rows)
+        rttm = gs.get("rttm_ms")
+        out.append(f"  (Tq = RTT - RTTm, RTTm = {_f(rttm, 'g')} ms the configured round-trip propagation delay; "
+                   f"Tq-minRTT = RTT - the smallest RTT sample)")
         aob = (fwd.get("available_outgoing_bitrate_bps") or {}).get("mean")
         if aob:
             out.append(f"  available outgoing bitrate (congestion controller): mean {_rate(aob)}")

@@ -1,16 +1,34 @@
-"""Reads the harness's side of a run directory (docs/run-directory.md): manifest, events, getStats samples, iperf3
-output. Every reader tolerates a missing or damaged file: it records a problem and returns what it could read."""
+"""The run-directory library (docs/run-directory.md): the one place where rtclab reads what a run recorded. The
+manifest (with its format version and its scenario, validated), events and getStats lines (JSON lines), the two
+captures (the Rust decoder's columns, or raw records for tools that need the bytes), the bottleneck's ground-truth
+log, its queue counters (userspace stats or the kernel's qdisc samples) and iperf3's summaries. Every reader
+tolerates a missing or damaged file: it records a problem and returns what it could read. The benchmarks' scripts
+import these readers too."""
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
+
+import numpy as np
+
+from . import _core
+from .scenario import Scenario, ScenarioError, view
 
 DEFAULT_A = "10.0.1.2"
 DEFAULT_B = "10.0.2.2"
+FORWARD_DEV = "r-eth1"  # the router's interface towards b: where the forward bottleneck sits (kernel backend)
+
+# manifest.json's format_version: absent is 1 (runs before the field existed); 2 adds the field itself.
+MANIFEST_FORMAT_VERSIONS = (1, 2)
+
+
+class RunDirError(Exception):
+    """A run directory this analyzer must not read (a manifest from a newer format)."""
 
 
 @dataclass
@@ -18,6 +36,7 @@ class Phase:
     name: str
     start_s: float  # seconds since timings.call_start
     end_s: float
+    cross_traffic: bool = False  # cross traffic runs through it (the phases fairness headlines)
 
 
 @dataclass
@@ -26,10 +45,16 @@ class RunDir:
     manifest: dict[str, Any] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # what is missing or damaged, in words for the report
+    scenario: Scenario | None = None  # the manifest's scenario, validated; None when absent or invalid
 
     @property
-    def scenario(self) -> dict[str, Any]:
-        return self.manifest.get("scenario") or {}
+    def scenario_doc(self) -> dict[str, Any]:
+        doc = self.manifest.get("scenario")
+        return doc if isinstance(doc, dict) else {}
+
+    @property
+    def format_version(self) -> int:
+        return manifest_format_version(self.manifest, self.path / "manifest.json")
 
     @property
     def addr_a(self) -> str:
@@ -62,6 +87,16 @@ def int_to_ip(value: int) -> str:
     return str(ipaddress.IPv4Address(int(value)))
 
 
+def manifest_format_version(manifest: dict[str, Any], path: Path) -> int:
+    """The manifest's format_version (1 when absent); RunDirError for one this analyzer does not know."""
+    version = manifest.get("format_version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version not in MANIFEST_FORMAT_VERSIONS:
+        known = ", ".join(str(v) for v in MANIFEST_FORMAT_VERSIONS)
+        raise RunDirError(f"{path}: format_version {version!r} is not one this analyzer reads (it reads {known}); "
+                          f"update rtclab to analyse this run")
+    return version
+
+
 def read_jsonl(path: Path, problems: list[str]) -> list[dict[str, Any]]:
     """Reads a JSON-lines file; a damaged line (an interrupted write) is skipped and reported."""
     out: list[dict[str, Any]] = []
@@ -84,15 +119,26 @@ def read_jsonl(path: Path, problems: list[str]) -> list[dict[str, Any]]:
 
 
 def load(path: Path) -> RunDir:
+    """Reads manifest.json (its format version checked, its scenario validated) and events.jsonl."""
     run = RunDir(path=path)
     mpath = path / "manifest.json"
     if not mpath.exists():
         run.problems.append("manifest.json missing: addresses, capacity and phases use defaults; validity unknown")
     else:
         try:
-            run.manifest = json.loads(mpath.read_text())
+            doc = json.loads(mpath.read_text())
+            run.manifest = doc if isinstance(doc, dict) else {}
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             run.problems.append(f"manifest.json unreadable ({e}): addresses, capacity and phases use defaults")
+    manifest_format_version(run.manifest, mpath)
+    if "scenario" in run.manifest:
+        try:
+            run.scenario = view(run.manifest["scenario"])
+        except ScenarioError as e:
+            run.problems.append(f"manifest.json: {e}: the scenario is not used (no capacity, propagation delay, "
+                                f"cross-traffic phases or competitors)")
+    elif run.manifest:
+        run.problems.append("manifest.json holds no scenario: no capacity, propagation delay or cross-traffic phases")
     status = run.manifest.get("status")
     if status and status != "complete":
         why = run.manifest.get("error") or "no reason recorded"
@@ -103,68 +149,194 @@ def load(path: Path) -> RunDir:
     return run
 
 
-def capacity_bps_at(run: RunDir, t_s: float) -> float | None:
-    """The forward link's configured rate (link-layer bits/s) at t_s seconds after call start, or None."""
-    rate = ((run.scenario.get("network") or {}).get("forward") or {}).get("rate")
-    if not rate:
-        return None
-    if "kbit" in rate:
-        return float(rate["kbit"]) * 1000.0
-    if "schedule" in rate:
-        current = None
-        for step in sorted(rate["schedule"], key=lambda s: s["at_s"]):
-            if step["at_s"] <= t_s or current is None:
-                current = float(step["kbit"]) * 1000.0
-        return current
-    return None  # a trace: no single capacity
-
-
-def mean_capacity_bps(run: RunDir, start_s: float, end_s: float) -> float | None:
-    """Time-weighted mean of the forward capacity over [start_s, end_s)."""
-    rate = ((run.scenario.get("network") or {}).get("forward") or {}).get("rate")
-    if not rate or end_s <= start_s:
-        return None
-    if "kbit" in rate:
-        return float(rate["kbit"]) * 1000.0
-    if "schedule" not in rate:
-        return None
-    steps = 200
-    dt = (end_s - start_s) / steps
-    values = [capacity_bps_at(run, start_s + (i + 0.5) * dt) for i in range(steps)]
-    return sum(v for v in values if v is not None) / steps
-
-
-def phases(run: RunDir, duration_s: float) -> list[Phase]:
+def phases(scenario: Scenario | None, duration_s: float) -> list[Phase]:
     """'all', then the intervals between cross-traffic starts and stops (before / during / after)."""
     out = [Phase("all", 0.0, duration_s)]
-    cross = run.scenario.get("cross_traffic") or []
+    cross = scenario.cross_traffic if scenario else []
     if not cross:
         return out
     bounds = {0.0, duration_s}
     for c in cross:
-        start = float(c.get("start_s") or 0.0)
-        stop = c.get("stop_s")
-        bounds.add(min(start, duration_s))
-        bounds.add(min(float(stop), duration_s) if stop is not None else duration_s)
+        bounds.add(min(float(c.start_s), duration_s))
+        bounds.add(min(float(c.stop_s), duration_s) if c.stop_s is not None else duration_s)
     edges = sorted(b for b in bounds if 0.0 <= b <= duration_s)
-    first_start = min(float(c.get("start_s") or 0.0) for c in cross)
+    first_start = min(float(c.start_s) for c in cross)
     named: list[Phase] = []
     for lo, hi in zip(edges, edges[1:]):
         if hi - lo < 1e-9:
             continue
-        mid = (lo + hi) / 2
-        active = any(
-            float(c.get("start_s") or 0.0) <= mid < (float(c["stop_s"]) if c.get("stop_s") is not None else 1e18)
-            for c in cross
-        )
+        active = any(c.active(lo, hi) for c in cross)
         name = "cross_traffic" if active else ("before_cross_traffic" if hi <= first_start else "after_cross_traffic")
-        named.append(Phase(name, lo, hi))
+        named.append(Phase(name, lo, hi, cross_traffic=active))
     for p in named:  # a name that repeats (several cross-traffic periods) gets its interval appended
         if sum(q.name == p.name for q in named) > 1:
             p.name = f"{p.name}_{p.start_s:g}-{p.end_s:g}s"
     out.extend(named)
     return out
 
+
+# --- Captures ---------------------------------------------------------------------------------------------------
+
+class CaptureError(Exception):
+    """A capture that cannot be read at all."""
+
+
+@dataclass
+class Capture:
+    path: Path
+    cols: dict[str, np.ndarray]  # one column per field of the IPv4 packets (analysis/core/src/pcap.rs)
+    records: int  # every record, IPv4 or not
+    error: str | None  # why reading stopped early, None when the file was read to its end
+    non_ipv4: int = 0  # records that are no IPv4 packet (ARP, IPv6, ...): never joined
+    span_ns: tuple[int, int] | None = None  # first and last record time of any kind
+
+    @property
+    def packets(self) -> int:
+        return len(self.cols["ts_ns"])
+
+
+CAPTURE_DTYPES = {"frame": np.uint32, "ts_ns": np.int64, "ip_src": np.uint32, "ip_dst": np.uint32, "proto": np.uint8,
+                  "ip_len": np.uint16, "ip_id": np.uint16, "tos": np.uint8, "sport": np.uint16, "dport": np.uint16,
+                  "key": np.uint64, "join_key": np.uint64, "key_complete": np.bool_, "cls": np.uint8,
+                  "ssrc": np.uint32, "rtp_seq": np.uint16, "rtp_ts": np.uint32, "rtp_pt": np.uint8,
+                  "rtp_marker": np.bool_, "twcc_seq": np.int32, "tcp_seq": np.uint32, "tcp_flags": np.uint8,
+                  "payload_len": np.uint32}
+
+
+def read_capture(path: Path, twcc_ext_id: int = 3) -> Capture:
+    """A pcap decoded into columns by the Rust core (memory-mapped, about 1.4 M packets/s)."""
+    if not path.exists():
+        raise CaptureError(f"{path.name} missing")
+    try:
+        d = _core.read_pcap(str(path), twcc_ext_id)
+    except ValueError as e:
+        raise CaptureError(f"{path.name}: {e}") from None
+    records = int(d.pop("records"))
+    error = d.pop("error")
+    non_ipv4 = int(d.pop("non_ipv4"))
+    span = d.pop("span_ns")
+    for k in ("linktype", "nanosecond", "snaplen"):
+        d.pop(k)
+    return Capture(path=path, cols=d, records=records, error=error, non_ipv4=non_ipv4,
+                   span_ns=(int(span[0]), int(span[1])) if span is not None else None)
+
+
+def empty_capture(path: Path) -> Capture:
+    """A capture with no packets, standing in for one that could not be read."""
+    return Capture(path=path, cols={k: np.zeros(0, dtype=v) for k, v in CAPTURE_DTYPES.items()}, records=0, error=None)
+
+
+def pcap_records(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """(time ns, original frame length, captured bytes) of each record of a pcap, for tools that need the raw bytes
+    (the benchmarks' checks); the analysis itself reads columns with read_capture."""
+    with path.open("rb") as f:
+        head = f.read(24)
+        if len(head) < 24:
+            raise CaptureError(f"{path.name}: not a pcap file ({len(head)} bytes)")
+        magic = struct.unpack("<I", head[:4])[0]
+        endian = {0xA1B23C4D: "<", 0xA1B2C3D4: "<", 0x4D3CB2A1: ">", 0xD4C3B2A1: ">"}.get(magic)
+        if endian is None:
+            raise CaptureError(f"{path.name}: not a pcap file (magic {magic:#010x})")
+        scale = 1 if magic in (0xA1B23C4D, 0x4D3CB2A1) else 1000
+        rec = struct.Struct(endian + "IIII")
+        while True:
+            h = f.read(16)
+            if len(h) < 16:
+                return
+            sec, frac, incl, orig = rec.unpack(h)
+            data = f.read(incl)
+            if len(data) < incl:
+                return
+            yield sec * 1_000_000_000 + frac * scale, orig, data
+
+
+def join_keys(key: np.ndarray, ip_id: np.ndarray) -> np.ndarray:
+    """The packet join key (defined once, in analysis/core/src/join.rs `mix_ip_id`): a payload hash mixed with the
+    IPv4 identification."""
+    return _core.join_key_mix(np.ascontiguousarray(key, dtype=np.uint64), np.ascontiguousarray(ip_id, dtype=np.uint16))
+
+
+def packet_key(ip_payload: bytes) -> int:
+    """FNV-1a 64 over the first 64 bytes after the IPv4 header (docs/bottleneck-log.md)."""
+    return int(_core.fnv1a64(ip_payload[:_core.KEY_BYTES]))
+
+
+# --- The ground-truth log (docs/bottleneck-log.md) ----------------------------------------------------------------
+
+GTLOG_MAGIC = b"RTCGTLG1"
+GTLOG_DTYPE = np.dtype([("arrival_ns", "<u8"), ("dequeue_ns", "<u8"), ("tx_end_ns", "<u8"), ("due_ns", "<u8"),
+                        ("release_ns", "<u8"), ("key", "<u8"), ("ip_len", "<u2"), ("ip_id", "<u2"), ("event", "u1"),
+                        ("band", "u1"), ("ecn_in", "u1"), ("ip_proto", "u1"), ("queue_packets", "<u4"),
+                        ("queue_bytes", "<u4")])
+GTLOG_EVENTS = {0: "forwarded", 1: "forwarded_ce", 2: "dropped_tail", 3: "dropped_aqm", 4: "dropped_loss",
+                5: "dropped_overflow"}
+GTLOG_FORWARDED = (0, 1)
+
+
+class GroundTruthLog:
+    """header (the JSON of the file), records (a numpy structured array), trailing_bytes (a partial last record of
+    a killed writer, ignored)."""
+
+    def __init__(self, header: dict[str, Any], records: np.ndarray, trailing_bytes: int) -> None:
+        self.header = header
+        self.records = records
+        self.trailing_bytes = trailing_bytes
+
+
+def read_gtlog(path: Path) -> GroundTruthLog:
+    """Raises ValueError (naming the file) for something that is not a ground-truth log of this layout."""
+    data = path.read_bytes()
+    if data[:8] != GTLOG_MAGIC or len(data) < 12:
+        raise ValueError(f"{path.name}: not a ground-truth log (magic {data[:8]!r})")
+    n = struct.unpack("<I", data[8:12])[0]
+    try:
+        header = json.loads(data[12:12 + n].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path.name}: header unreadable ({e})") from None
+    body = memoryview(data)[12 + n:]
+    size = int(header.get("record_size", GTLOG_DTYPE.itemsize))
+    if size != GTLOG_DTYPE.itemsize:
+        raise ValueError(f"{path.name}: record size {size}, this analyzer reads {GTLOG_DTYPE.itemsize}")
+    whole = len(body) // size * size
+    return GroundTruthLog(header, np.frombuffer(body[:whole], dtype=GTLOG_DTYPE), len(body) - whole)
+
+
+# --- The bottleneck's queue counters -----------------------------------------------------------------------------
+
+@dataclass
+class QueueSample:
+    t: float  # epoch seconds
+    queue_bytes: float
+    queue_packets: float
+    rate_kbit: float | None  # the link rate the emulator reported with the sample (userspace backend)
+
+
+def queue_samples(run: RunDir) -> tuple[str | None, list[QueueSample]]:
+    """The forward bottleneck's queue over time: (source file, samples). `bottleneck-forward.stats.jsonl`
+    (userspace backend) or the root qdisc of r-eth1 in `qdisc-stats.jsonl` (kernel backend, `tc -s -j qdisc`)."""
+    path = run.file("bottleneck-forward.stats.jsonl")
+    out: list[QueueSample] = []
+    if path.exists():
+        for r in read_jsonl(path, run.problems):
+            if isinstance(r.get("t"), (int, float)) and isinstance(r.get("queue_bytes"), (int, float)):
+                rate = r.get("rate_kbit")
+                out.append(QueueSample(float(r["t"]), float(r["queue_bytes"]), float(r.get("queue_packets") or 0),
+                                       float(rate) if isinstance(rate, (int, float)) else None))
+        return path.name, out
+    path = run.file("qdisc-stats.jsonl")
+    if path.exists():
+        for r in read_jsonl(path, run.problems):
+            qdiscs = [q for q in (r.get("qdiscs") or []) if isinstance(q, dict) and q.get("dev") == FORWARD_DEV]
+            if not isinstance(r.get("t"), (int, float)) or not qdiscs:
+                continue
+            # The root qdisc's backlog counts its children's; fall back to the largest one when no root is marked.
+            root = next((q for q in qdiscs if q.get("root")), None) or max(qdiscs, key=lambda q: q.get("backlog") or 0)
+            out.append(QueueSample(float(r["t"]), float(root.get("backlog") or 0), float(root.get("qlen") or 0), None))
+        return path.name, out
+    return None, out
+
+
+# --- Cross traffic ---------------------------------------------------------------------------------------------
 
 def iperf3_summaries(run: RunDir) -> list[dict[str, Any]]:
     """Per cross-traffic client: mean throughput and mean RTT as iperf3 measured them (TCP's own view)."""

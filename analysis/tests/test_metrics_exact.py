@@ -13,12 +13,13 @@ import pytest
 
 from pcapbuild import Pcap, ipv4_frame, percentile, rtcp_rr, rtp, tcp, udp
 from rtclab.analyze import analyze
-from rtclab.metrics import headline_fairness
+from rtclab.fairness import headline_fairness
 
 T0_NS = 1_700_000_000 * 1_000_000_000
 A, B = "10.0.1.2", "10.0.2.2"
 CAPACITY_KBIT = 4000
 CROSS_START_S, CROSS_STOP_S, DURATION_S = 1.0, 4.0, 5.5
+FORWARD_DELAY_MS, REVERSE_DELAY_MS = 20, 18  # configured propagation delays (the scenario's delay_ms)
 
 
 @dataclass
@@ -96,7 +97,9 @@ def write_run(run: Path, pk: list[Pkt], getstats_lost: int) -> None:
     manifest = {
         "id": "exact", "status": "complete", "error": None,
         "scenario": {"name": "exact", "duration_s": DURATION_S,
-                     "network": {"forward": {"delay_ms": 20, "rate": {"kbit": CAPACITY_KBIT}, "qdisc": {"kind": "fifo"}}},
+                     "network": {"forward": {"delay_ms": FORWARD_DELAY_MS, "rate": {"kbit": CAPACITY_KBIT},
+                                             "qdisc": {"kind": "fifo"}},
+                                 "reverse": {"delay_ms": REVERSE_DELAY_MS}},
                      "cross_traffic": [{"kind": "tcp", "flows": 1, "start_s": CROSS_START_S, "stop_s": CROSS_STOP_S}]},
         "topology": {"data": {"a": A, "b": B}},
         "timings": {"call_start": T0_NS / 1e9, "call_end": T0_NS / 1e9 + DURATION_S},
@@ -123,13 +126,14 @@ def write_run(run: Path, pk: list[Pkt], getstats_lost: int) -> None:
     (run / "getstats-b.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines_b))
 
 
-def expected_flow(pk: list[Pkt], lo: int, hi: int) -> dict:
+def expected_flow(pk: list[Pkt], lo: int, hi: int, propagation_ms: float) -> dict:
     """The metrics of one flow's packets (in send order), computed the slow, obvious way."""
     sent = [p for p in pk if lo <= p.t_send < hi]
     got = [p for p in sent if p.arrivals]
     owd = [(p.arrivals[0] - p.t_send) / 1e6 for p in got]
     all_owd = [(p.arrivals[0] - p.t_send) / 1e6 for p in pk if p.arrivals]
-    qd = [x - min(all_owd) for x in owd]
+    qd = [x - propagation_ms for x in owd]  # time at the bottleneck: one-way delay - configured propagation delay
+    qd_vs_min = [x - min(all_owd) for x in owd]
     lost_flags = [not p.arrivals for p in sent]
     bursts, run = [], 0
     for flag in lost_flags + [False]:
@@ -159,16 +163,19 @@ def expected_flow(pk: list[Pkt], lo: int, hi: int) -> dict:
                            "mean_length": statistics.fmean(bursts) if bursts else 0.0},
            "reordered": reordered, "reordering_extent": {"max": max(extents, default=0),
                                                           "mean": statistics.fmean(extents) if extents else 0.0},
-           "owd_ms": dist(owd), "queuing_delay_ms": dist(qd)}
+           "owd_ms": dist(owd), "queuing_delay_ms": dist(qd), "queuing_delay_vs_min_owd_ms": dist(qd_vs_min)}
     out["loss_ratio"] = out["packets_lost"] / out["packets_sent"]
     out["loss_ratio_bytes"] = out["bytes_lost"] / out["bytes_sent"]
     out["reordered_ratio"] = reordered / len(got)
-    # Throughput: windows tiling [first departure, last departure] inside the phase, arrival-time bytes.
-    span_lo, span_hi = max(lo, sent[0].t_send), min(hi, sent[-1].t_send + 1)
+    # Throughput: windows tiling [first arrival, last arrival], arrival-time bytes.
     arrivals = sorted((p.arrivals[0], p.frame_bytes) for p in got)
-    # The mean rate averages over at least 1 s (or the whole phase when shorter).
-    rate_span_ns = max(span_hi - span_lo, min(1_000_000_000, hi - lo))
-    out["throughput_mean"] = sum(b for _, b in arrivals) * 8 / (rate_span_ns / 1e9)
+    span_lo, span_hi = arrivals[0][0], arrivals[-1][0]
+    # The mean rate: the bytes that arrived after the first packet, over the time from first to last arrival; a
+    # span under 1 s (a burst) gives all its bytes over 1 s (or the whole phase when shorter).
+    if span_hi - span_lo >= 1_000_000_000:
+        out["throughput_mean"] = sum(b for _, b in arrivals[1:]) * 8 / ((span_hi - span_lo) / 1e9)
+    else:
+        out["throughput_mean"] = sum(b for _, b in arrivals) * 8 / (min(1_000_000_000, hi - lo) / 1e9)
     out["windows"] = {}
     for w in (0.15, 0.5, 1.0):
         w_ns = round(w * 1e9)
@@ -238,7 +245,8 @@ def _compare(f, exp):
 def test_every_flow_metric_matches_an_independent_computation(exact_run, direction, kind, protocol, name):
     _, pk, m, _ = exact_run
     f = _flow(m, direction, kind, protocol)
-    exp = expected_flow([p for p in pk if p.flow == name], -(2**63), 2**63 - 1)
+    prop = FORWARD_DELAY_MS if direction == "forward" else REVERSE_DELAY_MS
+    exp = expected_flow([p for p in pk if p.flow == name], -(2**63), 2**63 - 1, prop)
     _compare(f, exp)
 
 
@@ -249,15 +257,15 @@ def test_phase_metrics_cover_only_packets_sent_in_the_phase(exact_run):
     lo, hi = T0_NS + int(CROSS_START_S * 1e9), T0_NS + int(CROSS_STOP_S * 1e9)
     video = [p for p in pk if p.flow == "video"]
     f = _flow(m, "forward", "video")
-    exp = expected_flow([p for p in video if lo <= p.t_send < hi], lo, hi)
-    # Queuing delay is relative to the flow's minimum over the whole run, not the phase's.
+    exp = expected_flow([p for p in video if lo <= p.t_send < hi], lo, hi, FORWARD_DELAY_MS)
+    # The older queuing delay is relative to the flow's minimum over the whole run, not the phase's.
     all_min = min((p.arrivals[0] - p.t_send) / 1e6 for p in video if p.arrivals)
     phase_owd = [(p.arrivals[0] - p.t_send) / 1e6 for p in video if p.arrivals and lo <= p.t_send < hi]
-    exp["queuing_delay_ms"]["min"] = min(phase_owd) - all_min
+    exp["queuing_delay_vs_min_owd_ms"]["min"] = min(phase_owd) - all_min
     for key in ("mean", "max", "p50", "p95"):
-        exp["queuing_delay_ms"][key] = exp["owd_ms"][key] - all_min
+        exp["queuing_delay_vs_min_owd_ms"][key] = exp["owd_ms"][key] - all_min
     for key in ("sd", "p5", "p25", "p75", "p90", "p99"):
-        exp["queuing_delay_ms"].pop(key)
+        exp["queuing_delay_vs_min_owd_ms"].pop(key)
     _compare(f["phases"]["cross_traffic"], exp)
 
 
@@ -305,12 +313,15 @@ def test_getstats_view_and_tq(exact_run):
     _, pk, m, _ = exact_run
     stream = m["getstats"]["directions"]["forward"]["streams"][0]
     rtts_ms = [50.0, 62.0, 81.0, 55.0]  # the repeated measurement count is one sample, not two
-    tq = [x - min(rtts_ms) for x in rtts_ms]
+    rttm = FORWARD_DELAY_MS + REVERSE_DELAY_MS  # Carlucci et al.'s RTTm: the configured round-trip propagation
+    assert stream["rttm_ms"] == rttm
     assert stream["rtt_ms"]["mean"] == pytest.approx(statistics.fmean(rtts_ms))
-    assert stream["tq_ms"]["mean"] == pytest.approx(statistics.fmean(tq))
-    assert stream["tq_ms"]["sd"] == pytest.approx(statistics.pstdev(tq))
-    for q in (5, 25, 50, 75, 95):
-        assert stream["tq_ms"][f"p{q}"] == pytest.approx(percentile(tq, q))
+    for field, base in (("tq_ms", rttm), ("tq_vs_min_rtt_ms", min(rtts_ms))):
+        tq = [x - base for x in rtts_ms]
+        assert stream[field]["mean"] == pytest.approx(statistics.fmean(tq))
+        assert stream[field]["sd"] == pytest.approx(statistics.pstdev(tq))
+        for q in (5, 25, 50, 75, 95):
+            assert stream[field][f"p{q}"] == pytest.approx(percentile(tq, q))
     # bytesSent = 100000 k^2 per second: rates 8 * 100000 * (2k - 1) for k = 2..5
     assert stream["sent_bitrate_bps"]["mean"] == pytest.approx(statistics.fmean(8e5 * (2 * k - 1) for k in range(2, 6)))
     checks = {c["name"].split(":")[0]: c for c in m["crosschecks"]}
@@ -337,10 +348,13 @@ def test_getstats_per_phase(exact_run):
     phases = m["getstats"]["directions"]["forward"]["phases"]
     assert set(phases) == {"before_cross_traffic", "cross_traffic", "after_cross_traffic"}
     # Samples at 1..5 s after call start; the cross-traffic phase is [1 s, 4 s): new RTT measurements at 1 s (50 ms)
-    # and 2 s (62 ms; 3 s repeats its count); RTTm is the whole call's minimum, 50 ms.
+    # and 2 s (62 ms; 3 s repeats its count); RTTm is the configured 38 ms, the other baseline the call's minimum 50 ms.
     video = phases["cross_traffic"]["video:4369"]
-    assert video["tq_ms"]["mean"] == pytest.approx(statistics.fmean([0.0, 12.0]))
-    assert video["tq_ms"]["p95"] == pytest.approx(percentile([0.0, 12.0], 95))
+    rttm = FORWARD_DELAY_MS + REVERSE_DELAY_MS
+    assert video["tq_ms"]["mean"] == pytest.approx(statistics.fmean([50.0 - rttm, 62.0 - rttm]))
+    assert video["tq_ms"]["p95"] == pytest.approx(percentile([50.0 - rttm, 62.0 - rttm], 95))
+    assert video["tq_vs_min_rtt_ms"]["mean"] == pytest.approx(statistics.fmean([0.0, 12.0]))
+    assert video["tq_vs_min_rtt_ms"]["p95"] == pytest.approx(percentile([0.0, 12.0], 95))
     # bytesSent = 100000 k^2 at k s: rates at 2 s and 3 s are 8e5 * 3 and 8e5 * 5
     assert video["sent_bitrate_bps"]["mean"] == pytest.approx(8e5 * 4)
     assert video["target_bitrate_bps"]["mean"] == pytest.approx(1e6 + 1)  # 1e6 + 0, 1, 2 at 1, 2, 3 s

@@ -186,6 +186,15 @@ mod tests {
     }
 }
 
+/// The packet join key, the one definition (docs/metrics.md, "Packet join"): a hash of the packet's first bytes
+/// after the IPv4 header (`key`: FNV-1a of docs/bottleneck-log.md; `join_key`: the same with the UDP/TCP checksum
+/// zeroed) mixed with the IPv4 identification, which forwarding keeps and which tells apart otherwise identical
+/// packets (two duplicate TCP ACKs). Departures and arrivals with the same key are matched in occurrence order.
+#[inline]
+pub fn mix_ip_id(key: u64, ip_id: u16) -> u64 {
+    key ^ (ip_id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
 /// One direction's packets in each capture: rows where src and dst are the two data addresses, and their join keys
 /// (payload hash mixed with ip.id), in one pass instead of several whole-array numpy passes.
 pub fn direction_keys(src: &[u32], dst: &[u32], key: &[u64], ip_id: &[u16], a: u32, b: u32) -> (Vec<i64>, Vec<u64>) {
@@ -194,7 +203,7 @@ pub fn direction_keys(src: &[u32], dst: &[u32], key: &[u64], ip_id: &[u16], a: u
     for i in 0..src.len() {
         if src[i] == a && dst[i] == b {
             rows.push(i as i64);
-            keys.push(key[i] ^ (ip_id[i] as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            keys.push(mix_ip_id(key[i], ip_id[i]));
         }
     }
     (rows, keys)

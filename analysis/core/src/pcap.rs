@@ -92,6 +92,9 @@ pub struct Capture {
     pub cols: Columns,
     pub records: u64,
     pub non_ipv4: u64,
+    /// Earliest and latest timestamp of any record (IPv4 or not), ns; None for a capture without records. The
+    /// receiving capture's whole span decides whether a missing packet was lost or arrived after it stopped.
+    pub span_ns: Option<(i64, i64)>,
     pub linktype: u32,
     pub nanosecond: bool,
     pub snaplen: u32,
@@ -344,6 +347,7 @@ pub fn parse_bytes(data: &[u8], twcc_id: u8) -> Result<Capture, String> {
     let mut off = 24usize;
     let mut records = 0u64;
     let mut non_ipv4 = 0u64;
+    let mut span_ns: Option<(i64, i64)> = None;
     let mut error = None;
     while off < data.len() {
         if off + 16 > data.len() {
@@ -374,6 +378,8 @@ pub fn parse_bytes(data: &[u8], twcc_id: u8) -> Result<Capture, String> {
         }
         records += 1;
         off = end;
+        let ts = sec * 1_000_000_000 + frac * frac_ns;
+        span_ns = Some(span_ns.map_or((ts, ts), |(lo, hi)| (lo.min(ts), hi.max(ts))));
         let Some(ip) = ipv4_of_frame(&data[start..end], linktype) else {
             non_ipv4 += 1;
             continue;
@@ -383,7 +389,7 @@ pub fn parse_bytes(data: &[u8], twcc_id: u8) -> Result<Capture, String> {
             continue;
         };
         c.frame.push(records as u32);
-        c.ts_ns.push(sec * 1_000_000_000 + frac * frac_ns);
+        c.ts_ns.push(ts);
         c.ip_src.push(src);
         c.ip_dst.push(dst);
         c.proto.push(proto);
@@ -406,7 +412,7 @@ pub fn parse_bytes(data: &[u8], twcc_id: u8) -> Result<Capture, String> {
         c.tcp_flags.push(d.tcp_flags);
         c.payload_len.push(d.payload_len);
     }
-    Ok(Capture { cols: c, records, non_ipv4, linktype, nanosecond, snaplen, error })
+    Ok(Capture { cols: c, records, non_ipv4, span_ns, linktype, nanosecond, snaplen, error })
 }
 
 /// Maps the file into memory (so its size never counts against the process) and decodes it.

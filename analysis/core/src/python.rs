@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use crate::{join, pcap, series};
 
-/// read_pcap(path, twcc_ext_id=3) -> dict: one numpy array per column, and "records", "non_ipv4", "linktype",
+/// read_pcap(path, twcc_ext_id=3) -> dict: one numpy array per column, and "records", "non_ipv4", "span_ns"
+/// ((first, last) record time of any kind, or None), "linktype",
 /// "nanosecond", "snaplen", "error" (None, or why reading stopped early; the columns hold what came before).
 #[pyfunction]
 #[pyo3(signature = (path, twcc_ext_id = 3))]
@@ -20,6 +21,7 @@ fn read_pcap<'py>(py: Python<'py>, path: PathBuf, twcc_ext_id: u8) -> PyResult<B
         rtp_ts, rtp_pt, rtp_marker, twcc_seq, tcp_seq, tcp_flags, payload_len);
     d.set_item("records", cap.records)?;
     d.set_item("non_ipv4", cap.non_ipv4)?;
+    d.set_item("span_ns", cap.span_ns)?;
     d.set_item("linktype", cap.linktype)?;
     d.set_item("nanosecond", cap.nanosecond)?;
     d.set_item("snaplen", cap.snaplen)?;
@@ -104,6 +106,21 @@ fn flow_ids<'py>(
     Ok((ids.into_pyarray(py), first.into_pyarray(py)))
 }
 
+/// join_key_mix(keys, ip_ids) -> the packet join keys: each hash mixed with its IPv4 identification (join.rs).
+#[pyfunction]
+fn join_key_mix<'py>(
+    py: Python<'py>,
+    keys: PyReadonlyArray1<'py, u64>,
+    ip_ids: PyReadonlyArray1<'py, u16>,
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    let (keys, ip_ids) = (keys.as_slice()?, ip_ids.as_slice()?);
+    if keys.len() != ip_ids.len() {
+        return Err(PyValueError::new_err("keys and ip_ids differ in length"));
+    }
+    let out: Vec<u64> = keys.iter().zip(ip_ids).map(|(&k, &i)| join::mix_ip_id(k, i)).collect();
+    Ok(out.into_pyarray(py))
+}
+
 /// fnv1a64(data) -> the packet key of docs/bottleneck-log.md over `data`.
 #[pyfunction]
 fn fnv1a64(data: &[u8]) -> u64 {
@@ -119,6 +136,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(group_ids, m)?)?;
     m.add_function(wrap_pyfunction!(direction_keys, m)?)?;
     m.add_function(wrap_pyfunction!(flow_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(join_key_mix, m)?)?;
     m.add("KEY_BYTES", pcap::KEY_BYTES)?;
     Ok(())
 }

@@ -1,0 +1,192 @@
+"""The scenario as the analyzer sees it: validated against scenarios/schema.json (jsonschema), then a typed view of
+what the metrics need (per direction the propagation delay, jitter, random loss, capacity schedule and queue
+discipline; the call's duration; the cross traffic). The manifest holds the scenario normalised by the harness (every
+default filled in); a field that is absent all the same takes the schema's default, the only source of defaults.
+
+    python -m rtclab.scenario FILE.json     # prints the typed view as JSON; exit 2 naming the field if invalid
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "scenarios" / "schema.json"
+
+
+class ScenarioError(Exception):
+    """An invalid scenario; the message names the field."""
+
+
+@dataclass(frozen=True)
+class Link:
+    delay_ms: float  # one-way propagation delay
+    jitter_ms: float
+    loss_percent: float
+    schedule: list[tuple[float, float]] | None  # capacity [(at_s, kbit)], sorted; None: no rate limit or a trace
+    trace: str | None  # a Mahimahi-style trace file: no single capacity
+    qdisc_kind: str
+
+    def capacity_bps_at(self, t_s: float) -> float | None:
+        """Link-layer bits/s at t_s seconds after call start (the first step's rate before it starts)."""
+        if not self.schedule:
+            return None
+        current = self.schedule[0][1]
+        for at_s, kbit in self.schedule:
+            if at_s <= t_s:
+                current = kbit
+        return current * 1000.0
+
+    def mean_capacity_bps(self, start_s: float, end_s: float) -> float | None:
+        """Time-weighted mean capacity over [start_s, end_s), exact for a piecewise-constant schedule."""
+        if not self.schedule or end_s <= start_s:
+            return None
+        edges = sorted({start_s, end_s, *(at for at, _ in self.schedule if start_s < at < end_s)})
+        total = 0.0
+        for lo, hi in zip(edges, edges[1:]):
+            rate = self.capacity_bps_at(lo)
+            total += (rate or 0.0) * (hi - lo)
+        return total / (end_s - start_s)
+
+
+@dataclass(frozen=True)
+class CrossTraffic:
+    direction: str  # "forward": data a -> b (its ACKs go b -> a); "reverse": data b -> a
+    flows: int
+    start_s: float
+    stop_s: float | None  # None: until the end of the call
+    congestion_control: str
+    dscp: int
+
+    def active(self, lo_s: float, hi_s: float) -> bool:
+        """Whether it sends during any part of [lo_s, hi_s)."""
+        stop = float("inf") if self.stop_s is None else self.stop_s
+        return self.start_s < hi_s and stop > lo_s
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    duration_s: float
+    forward: Link
+    reverse: Link
+    cross_traffic: list[CrossTraffic]
+
+    @property
+    def round_trip_propagation_ms(self) -> float:
+        """RTTm of Carlucci et al.: the configured round-trip propagation delay."""
+        return self.forward.delay_ms + self.reverse.delay_ms
+
+    def link(self, direction: str) -> Link:
+        return self.forward if direction == "forward" else self.reverse
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(SCHEMA_PATH.read_text())
+    return doc
+
+
+def _field(path: Any) -> str:
+    return ".".join(str(p) for p in path) or "(the scenario itself)"
+
+
+def validate(doc: Any) -> None:
+    """Raises ScenarioError naming the first invalid field (the deepest error jsonschema finds)."""
+    validator = jsonschema.Draft7Validator(schema())
+    errors = sorted(validator.iter_errors(doc), key=lambda e: (-len(e.absolute_path), e.message))
+    if errors:
+        best = jsonschema.exceptions.best_match(errors) or errors[0]
+        raise ScenarioError(f"scenario field {_field(best.absolute_path)}: {best.message}")
+
+
+def _default(*pointer: str) -> Any:
+    """The schema's default at a path of property names through the link / cross-traffic definitions."""
+    node: Any = schema()
+    for key in pointer:
+        node = node[key]
+    return node.get("default")
+
+
+def _link_default(name: str, neutral: Any) -> Any:
+    value = _default("definitions", "link", "properties", name)
+    return neutral if value is None else value
+
+
+def _link(doc: dict[str, Any] | None) -> Link:
+    doc = doc if doc is not None else {}
+    rate = doc.get("rate", _default("definitions", "rate"))
+    schedule: list[tuple[float, float]] | None = None
+    trace = None
+    if isinstance(rate, dict):
+        if "kbit" in rate:
+            schedule = [(0, rate["kbit"])]
+        elif "schedule" in rate:
+            steps = sorted(rate["schedule"], key=lambda s: s["at_s"])  # stable: equal times keep their order
+            schedule = [(s["at_s"], s["kbit"]) for s in steps]
+        elif "trace" in rate:
+            trace = rate["trace"]
+    qdisc = doc.get("qdisc") or _default("definitions", "qdisc") or {"kind": "fifo"}
+    return Link(delay_ms=doc.get("delay_ms", _link_default("delay_ms", 0)),
+                jitter_ms=doc.get("jitter_ms", _link_default("jitter_ms", 0)),
+                loss_percent=doc.get("loss_percent", _link_default("loss_percent", 0)),
+                schedule=schedule, trace=trace, qdisc_kind=qdisc["kind"])
+
+
+def _cross(doc: dict[str, Any]) -> CrossTraffic:
+    props = schema()["properties"]["cross_traffic"]["items"]["properties"]
+    get = lambda k: doc.get(k, props[k].get("default"))  # noqa: E731
+    return CrossTraffic(direction=get("direction"), flows=get("flows"), start_s=get("start_s"), stop_s=get("stop_s"),
+                        congestion_control=get("congestion_control"), dscp=get("dscp"))
+
+
+def view(doc: Any) -> Scenario:
+    """Validates a scenario document and returns its typed view."""
+    validate(doc)
+    network = doc.get("network") or {}
+    return Scenario(name=doc.get("name", _default("properties", "name")),
+                    duration_s=doc.get("duration_s", _default("properties", "duration_s")),
+                    forward=_link(network.get("forward")), reverse=_link(network.get("reverse")),
+                    cross_traffic=[_cross(c) for c in doc.get("cross_traffic") or []])
+
+
+def to_json(s: Scenario) -> dict[str, Any]:
+    """The typed view as JSON: what `python -m rtclab.scenario` prints (compared with the Node normaliser's)."""
+    def link(x: Link) -> dict[str, Any]:
+        rate: dict[str, Any] | None = None
+        if x.schedule is not None:
+            rate = {"schedule": [[at, kbit] for at, kbit in x.schedule]}
+        elif x.trace is not None:
+            rate = {"trace": x.trace}
+        return {"delay_ms": x.delay_ms, "jitter_ms": x.jitter_ms, "loss_percent": x.loss_percent, "rate": rate,
+                "qdisc_kind": x.qdisc_kind}
+    return {"duration_s": s.duration_s, "forward": link(s.forward), "reverse": link(s.reverse),
+            "cross_traffic": [{"direction": c.direction, "flows": c.flows, "start_s": c.start_s, "stop_s": c.stop_s,
+                               "congestion_control": c.congestion_control, "dscp": c.dscp} for c in s.cross_traffic]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m rtclab.scenario FILE.json", file=sys.stderr)
+        return 1
+    path = Path(args[0])
+    try:
+        text = path.read_text()
+        doc = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        print(json.dumps(to_json(view(doc))))
+    except (OSError, ValueError, yaml.YAMLError, ScenarioError) as e:
+        print(f"{path}: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
