@@ -7,8 +7,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { loadScenario, ScenarioError, defaultScenarioPath } from './scenario.js';
-import { newRunId, runCall } from './run.js';
+import { loadScenario, ScenarioError, defaultScenarioPath } from '../scenarios/model.js';
+import { newId } from '../netem/index.js';
+import { runCall } from './run.js';
 import { progressPrinter } from './progress.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -20,7 +21,8 @@ const usage = `usage: npm run call -- [options]
   --backend B       auto | kernel | userspace (overrides the scenario's backend)
   --no-analyze      stop after the call; analyse later with: rtclab analyze DIR`;
 
-function fail(/** @type {string} */ message, code = 2) {
+/** @param {string} message @returns {never} */
+function fail(message, code = 2) {
   process.stderr.write(`rtclab call: ${message}\n`);
   process.exit(code);
 }
@@ -70,7 +72,7 @@ async function main() {
     throw err;
   }
 
-  const id = newRunId();
+  const id = newId();
   const runDir = path.resolve(args.out ?? path.join(repoRoot, 'results', `${timestamp()}-${id}`));
   if (fs.existsSync(runDir) && fs.readdirSync(runDir).length > 0) fail(`${runDir} exists and is not empty; choose another --out`);
 

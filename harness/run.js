@@ -1,241 +1,318 @@
 // @ts-check
-// One run, from start to teardown: network up, captures, signaling, two browsers, the call, schedules, stop, and
-// teardown that always happens (errors, Ctrl-C, a crashed browser). The run directory is written as the run goes, so
-// an interrupted run keeps what it recorded.
-import { execFile } from 'node:child_process';
+// One run, from start to teardown, in named stages: prerequisites, network, signaling, captures, browsers, media
+// flowing, the call itself, stopping, and teardown that always happens (errors, Ctrl-C, a crashed browser or
+// bottleneck). The run directory is written as the run goes, so an interrupted run keeps what it recorded.
 import fs from 'node:fs';
-import { promisify } from 'node:util';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createNetwork } from '../netem/index.js';
+import { createNetwork, newId, DATA_PREFIX, MGMT_PREFIX } from '../netem/index.js';
 import { startSignalingServer } from '../signaling/server.js';
 import { chromiumBinary, chromiumFlags, launchInNamespace } from './browser.js';
 import { busyFraction, readCpuTimes } from './hostload.js';
 import { RunRecorder } from './recorder.js';
+import { TeardownStack } from './teardown.js';
 import { validityChecks } from './validity.js';
 import { collectVersions, gitCommit, hostInfo, rtclabVersion } from './versions.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const defaultClip = path.join(repoRoot, 'media', 'default.y4m');
 
-/** Data-path addresses start with this; ICE candidates elsewhere must never carry media. */
-const DATA_PREFIX = '10.0.';
-/** Management addresses (signaling only) start with this; Chrome must not resolve names there either. */
-const MGMT_PREFIX = '10.99.';
-
-const execFileAsync = promisify(execFile);
+/** The run directory's format (docs/run-directory.md); the analyzer refuses a newer one than it knows. */
+export const RUN_FORMAT_VERSION = 2;
 
 export class RunError extends Error {}
 
 const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A 6-character run id: short enough for interface names, unique enough for concurrent runs. */
-export function newRunId() {
-  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
-  let id = '';
-  for (let i = 0; i < 6; i++) id += alphabet[Math.floor(Math.random() * alphabet.length)];
-  return id;
-}
+/**
+ * @typedef {{phase: string, elapsed_s?: number, remaining_s?: number, send_kbps?: number|null, recv_kbps?: number|null,
+ *   rtt_ms?: number|null, fps?: number|null, height?: number|null}} Progress
+ * @typedef {{ scenario: any, scenarioFile: string, runDir: string, id?: string, signal?: AbortSignal,
+ *   onProgress?: (p: Progress) => void, log?: (line: string) => void }} RunOptions
+ *   scenario: a normalised scenario (scenarios/model.js)
+ */
 
 /**
- * @param {{
- *   scenario: any, scenarioFile: string, runDir: string, id?: string,
- *   signal?: AbortSignal,
- *   onProgress?: (p: {phase: string, elapsed_s?: number, remaining_s?: number, send_kbps?: number|null,
- *                     recv_kbps?: number|null, rtt_ms?: number|null, fps?: number|null, height?: number|null}) => void,
- *   log?: (line: string) => void,
- * }} o
+ * Places one call and records it in runDir.
+ * @param {RunOptions} o
  * @returns {Promise<any>} the final manifest
  */
-export async function runCall({ scenario, scenarioFile, runDir, id = newRunId(), signal, onProgress = () => {}, log = () => {} }) {
-  const recorder = new RunRecorder(runDir);
-  const startedAt = Date.now() / 1000;
-  recorder.writeManifest({
-    rtclab_version: rtclabVersion(), git_commit: gitCommit(), id, status: 'running', error: null,
-    scenario, scenario_file: scenarioFile, backend: null, topology: null,
-    versions: null, host: hostInfo(),
-    timings: { process_start: performance.timeOrigin / 1000, started: startedAt, network_up: null, browsers_launched: null, call_connected: null,
-      media_flowing: null, call_start: null, call_end: null, ended: null },
-    captures: null, validity: null,
-  });
-  const timings = recorder.manifest.timings;
-  recorder.event('run_start', { id, scenario: scenario.name });
-  const versions = collectVersions(); // read while the network comes up
+export async function runCall(o) {
+  return new CallRun(o).run();
+}
 
-  /** Cleanup steps, undone in reverse order whatever happens. @type {{name: string, fn: () => Promise<any>}[]} */
-  const teardown = [];
-  /** The first fatal problem seen while the call runs (a browser or the bottleneck died). @type {string | null} */
-  let fatal = null;
-  let stopping = false;
-  let net = null;
-  let capturesRunning = false;
-  /** @type {Record<string, number>} */
-  const framesDecoded = {};
-  let connectSeconds = null;
+class CallRun {
+  /** @param {RunOptions} o */
+  constructor({ scenario, scenarioFile, runDir, id = newId(), signal, onProgress = () => {}, log = () => {} }) {
+    this.scenario = scenario;
+    this.scenarioFile = scenarioFile;
+    this.runDir = runDir;
+    this.id = id;
+    this.signal = signal;
+    this.onProgress = onProgress;
+    this.log = log;
+    this.recorder = new RunRecorder(runDir);
+    this.teardown = new TeardownStack();
+    /** The first fatal problem seen while the call runs (a browser or the bottleneck died). @type {string | null} */
+    this.fatal = null;
+    /** Set once the run itself closes things: exits after that are expected, not failures. */
+    this.stopping = false;
+    /** @type {import('../netem/index.js').Network | null} */
+    this.net = null;
+    /** @type {Awaited<ReturnType<typeof startSignalingServer>> | null} */
+    this.server = null;
+    this.capturesRunning = false;
+    /** Video frames decoded so far, per side (from the page's reports). @type {Record<string, number>} */
+    this.framesDecoded = {};
+    /** @type {number | null} seconds from the pages loaded to media flowing both ways */
+    this.connectSeconds = null;
+    this.versions = collectVersions(); // read while the network comes up
+  }
 
-  const abortIfAsked = () => {
-    if (signal?.aborted) throw new RunError(`interrupted by ${signal.reason ?? 'a signal'}`);
-    if (fatal) throw new RunError(fatal);
-  };
+  get timings() {
+    return this.recorder.manifest.timings;
+  }
 
-  try {
-    // Prerequisites first: a missing clip or browser must fail before anything is set up.
-    const clip = scenario.call.video_clip ?? defaultClip;
-    if (!fs.existsSync(clip)) {
-      throw new RunError(`video clip ${clip} does not exist` +
-        (scenario.call.video_clip ? ' (call.video_clip in the scenario)' : '; run scripts/setup.sh to generate it'));
+  async run() {
+    this.writeFirstManifest();
+    try {
+      this.checkPrerequisites();
+      await this.bringUpNetwork();
+      await this.startSignaling();
+      await this.startCaptures();
+      await this.openBrowsers();
+      await this.waitForMedia();
+      const hostCpuBusy = await this.playCall();
+      await this.finish(hostCpuBusy);
+    } catch (err) {
+      this.recordFailure(/** @type {Error} */ (err));
+    } finally {
+      await this.tearDown();
+    }
+    return this.recorder.manifest;
+  }
+
+  writeFirstManifest() {
+    this.recorder.writeManifest({
+      format_version: RUN_FORMAT_VERSION, rtclab_version: rtclabVersion(), git_commit: gitCommit(), id: this.id,
+      status: 'running', error: null, scenario: this.scenario, scenario_file: this.scenarioFile, backend: null,
+      topology: null, versions: null, host: hostInfo(),
+      timings: { process_start: performance.timeOrigin / 1000, started: Date.now() / 1000, network_up: null,
+        browsers_launched: null, call_connected: null, media_flowing: null, call_start: null, call_end: null, ended: null },
+      captures: null, validity: null,
+    });
+    this.recorder.event('run_start', { id: this.id, scenario: this.scenario.name });
+  }
+
+  /** Stops the run at the next stage boundary when it was interrupted or something it depends on died. */
+  checkStillRunning() {
+    if (this.signal?.aborted) throw new RunError(`interrupted by ${this.signal.reason ?? 'a signal'}`);
+    if (this.fatal) throw new RunError(this.fatal);
+  }
+
+  /** @param {string} message */
+  failWith(message) {
+    if (!this.stopping) this.fatal ??= message;
+  }
+
+  /** A missing clip or browser fails before anything is set up. */
+  checkPrerequisites() {
+    const chosen = this.scenario.call.video_clip;
+    this.clip = chosen ?? defaultClip;
+    if (!fs.existsSync(this.clip)) {
+      throw new RunError(`video clip ${this.clip} does not exist` +
+        (chosen ? ' (call.video_clip in the scenario)' : '; run scripts/setup.sh to generate it'));
     }
     chromiumBinary();
+  }
 
-    onProgress({ phase: 'network' });
-    net = await createNetwork({ id, scenario, runDir, log });
-    const network = net;
-    teardown.push({ name: 'network', fn: () => network.down() });
-    timings.network_up = Date.now() / 1000;
-    recorder.writeManifest({ versions: await versions, backend: net.info.backend, topology: {
+  async bringUpNetwork() {
+    this.onProgress({ phase: 'network' });
+    const net = await createNetwork({ id: this.id, scenario: this.scenario, runDir: this.runDir, log: this.log });
+    this.net = net;
+    this.teardown.push('network', () => net.down());
+    this.timings.network_up = Date.now() / 1000;
+    this.recorder.writeManifest({ versions: await this.versions, backend: net.info.backend, topology: {
       namespaces: net.info.namespaces, data: net.info.data, interfaces: net.info.interfaces, mgmt: net.info.mgmt } });
-    recorder.event('network_up', { backend: net.info.backend });
-    // Chrome's ICE policy (default_public_and_private_interfaces) gathers candidates only on the interface of the
-    // default route: point it at the data path. r has no default route, so nothing leaves the lab.
-    for (const [side, gateway] of [['a', net.info.data.r_a], ['b', net.info.data.r_b]]) {
-      await execFileAsync('ip', ['-n', net.info.namespaces[side], 'route', 'replace', 'default', 'via', gateway]);
-    }
-    // Cross-traffic starts/stops and capacity changes, as netem saw them.
-    net.on('event', (/** @type {any} */ { event, ...fields }) => recorder.event(event ?? 'netem', fields));
-    net.on('bottleneck-exit', (/** @type {any} */ info) => {
-      if (stopping) return;
-      fatal ??= `the userspace bottleneck (${info?.direction ?? 'a direction'}) exited during the run` +
-        (info?.stderr ? `: ${String(info.stderr).trim().split('\n').pop()}` : '');
-      recorder.event('bottleneck_exit', { info });
-    });
-    abortIfAsked();
+    this.recorder.event('network_up', { backend: net.info.backend });
+    // Capacity changes, cross traffic, a bottleneck that exited: as netem's backends reported them.
+    net.on('event', (/** @type {any} */ { event, ...fields }) => this.recorder.event(event, fields));
+    net.on('failure', (/** @type {{component: string, message: string}} */ f) => this.failWith(f.message));
+    this.checkStillRunning();
+  }
 
+  async startSignaling() {
     const server = await startSignalingServer({ host: '0.0.0.0', port: 0,
-      log: (/** @type {any} */ entry) => recorder.event('signaling', { entry }) });
-    teardown.push({ name: 'signaling server', fn: () => server.close() });
+      log: (/** @type {any} */ entry) => this.recorder.event('signaling', { entry }) });
+    this.server = server;
+    this.teardown.push('signaling server', () => server.close());
+  }
 
-    if (scenario.capture.enabled) {
-      await net.startCaptures({ snaplen: scenario.capture.snaplen });
-      capturesRunning = true;
-      teardown.push({ name: 'captures', fn: async () => { if (capturesRunning) { capturesRunning = false; await network.stopCaptures(); } } });
-      recorder.event('captures_started');
+  async startCaptures() {
+    const net = /** @type {import('../netem/index.js').Network} */ (this.net);
+    if (!this.scenario.capture.enabled) return;
+    await net.startCaptures({ snaplen: this.scenario.capture.snaplen });
+    this.capturesRunning = true;
+    this.teardown.push('captures', () => this.stopCaptures());
+    this.recorder.event('captures_started');
+    this.checkStillRunning();
+  }
+
+  /** @returns {Promise<any>} the captures' packet and drop counts, or null when they were not running */
+  async stopCaptures() {
+    if (!this.capturesRunning) return null;
+    this.capturesRunning = false;
+    return /** @type {import('../netem/index.js').Network} */ (this.net).stopCaptures();
+  }
+
+  /** Both browsers start at once: launching is most of the call's setup time. */
+  async openBrowsers() {
+    this.onProgress({ phase: 'browsers' });
+    await Promise.all([this.openPeer('a', 'caller'), this.openPeer('b', 'callee')]);
+    this.timings.browsers_launched = Date.now() / 1000;
+    this.recorder.writeManifest();
+  }
+
+  /**
+   * One browser in its host's namespace, with the page loaded and its reports going to the recorder.
+   * @param {'a' | 'b'} side @param {'caller' | 'callee'} role
+   */
+  async openPeer(side, role) {
+    const net = /** @type {import('../netem/index.js').Network} */ (this.net);
+    const origin = `http://${net.info.mgmt[side].root}:${this.server?.port}`;
+    const browserLog = path.join(this.runDir, `browser-${side}.log`);
+    const { browser, cleanupProfile } = await launchInNamespace({
+      nsExec: net.nsExec(side), stderrFile: browserLog,
+      flags: chromiumFlags({ clip: /** @type {string} */ (this.clip), origin, mgmtPrefix: MGMT_PREFIX, call: this.scenario.call }),
+    });
+    this.teardown.push(`browser ${side}`, async () => { await closeBrowser(browser); cleanupProfile(); });
+    browser.on('disconnected', () => this.failWith(`browser ${side} (Chromium) exited during the run; see ${browserLog}`));
+    const page = await browser.newPage();
+    page.on('console', (/** @type {any} */ msg) => fs.appendFileSync(browserLog, `[console.${msg.type()}] ${msg.text()}\n`));
+    page.on('pageerror', (/** @type {any} */ err) => fs.appendFileSync(browserLog, `[pageerror] ${err.message}\n`));
+    await page.exposeFunction('rtclabReport', (/** @type {string} */ kind, /** @type {any} */ payload) => this.pageReport(side, kind, payload));
+    const config = { room: this.id, role, call: this.scenario.call, getstats_interval_ms: this.scenario.getstats.interval_ms,
+      candidate_prefix: DATA_PREFIX };
+    await page.evaluateOnNewDocument((/** @type {any} */ c) => { /** @type {any} */ (window).rtclabConfig = c; }, config);
+    await page.goto(`${origin}/`, { waitUntil: 'load', timeout: 30_000 });
+    this.recorder.event('page_loaded', { side, url: `${origin}/` });
+  }
+
+  /** What a page reports (docs/client.md): stats samples, the selected candidate pair, state changes. @param {string} side @param {string} kind @param {any} payload */
+  pageReport(side, kind, payload) {
+    if (kind === 'stats') {
+      this.recorder.stats(side, payload);
+      this.framesDecoded[side] = this.recorder.latest(side)?.frames_decoded ?? 0;
+    } else if (kind === 'selected-pair') {
+      this.recorder.selectedPair(side, payload);
+    } else {
+      this.recorder.event(`page_${kind}`, { side, page: payload });
     }
-    abortIfAsked();
+    if (kind === 'state' && payload?.event === 'media-flowing') {
+      this.framesDecoded[side] = Math.max(this.framesDecoded[side] ?? 0, payload.framesDecoded);
+    }
+  }
 
-    onProgress({ phase: 'browsers' });
-    // Both browsers start at once: launching is most of the call's setup time.
-    const openSide = async (/** @type {'a'|'b'} */ side, /** @type {string} */ role) => {
-      const origin = `http://${network.info.mgmt[side].root}:${server.port}`;
-      const browserLog = path.join(runDir, `browser-${side}.log`);
-      const { browser, cleanupProfile } = await launchInNamespace({
-        nsExec: network.nsExec(side), stderrFile: browserLog,
-        flags: chromiumFlags({ clip, origin, mgmtPrefix: MGMT_PREFIX, call: scenario.call }),
-      });
-      teardown.push({ name: `browser ${side}`, fn: async () => { await closeBrowser(browser); cleanupProfile(); } });
-      browser.on('disconnected', () => {
-        if (!stopping) fatal ??= `browser ${side} (Chromium) exited during the run; see ${browserLog}`;
-      });
-      const page = await browser.newPage();
-      page.on('console', (/** @type {any} */ msg) => fs.appendFileSync(browserLog, `[console.${msg.type()}] ${msg.text()}\n`));
-      page.on('pageerror', (/** @type {any} */ err) => fs.appendFileSync(browserLog, `[pageerror] ${err.message}\n`));
-      await page.exposeFunction('rtclabReport', (/** @type {string} */ kind, /** @type {any} */ payload) => {
-        if (kind === 'stats') {
-          recorder.stats(side, payload);
-          framesDecoded[side] = recorder.latest(side)?.frames_decoded ?? 0;
-        } else if (kind === 'selected-pair') recorder.selectedPair(side, payload);
-        else recorder.event(`page_${kind}`, { side, page: payload });
-        if (kind === 'state' && payload?.event === 'media-flowing') framesDecoded[side] = Math.max(framesDecoded[side] ?? 0, payload.framesDecoded);
-      });
-      const config = { room: id, role, call: scenario.call, getstats_interval_ms: scenario.getstats.interval_ms,
-        candidate_prefix: DATA_PREFIX };
-      await page.evaluateOnNewDocument((/** @type {any} */ c) => { /** @type {any} */ (window).rtclabConfig = c; }, config);
-      await page.goto(`${origin}/`, { waitUntil: 'load', timeout: 30_000 });
-      recorder.event('page_loaded', { side, url: `${origin}/` });
-    };
-    await Promise.all([openSide('a', 'caller'), openSide('b', 'callee')]);
-    timings.browsers_launched = Date.now() / 1000;
-    recorder.writeManifest();
-
-    // Connected = video decoded on both sides: media really flows through the bottleneck both ways.
-    onProgress({ phase: 'connecting' });
-    const connectDeadline = Date.now() + scenario.call.connect_timeout_s * 1000;
-    while (!((framesDecoded.a ?? 0) > 0 && (framesDecoded.b ?? 0) > 0)) {
-      abortIfAsked();
-      if (Date.now() > connectDeadline) {
-        throw new RunError(`the call did not connect within ${scenario.call.connect_timeout_s} s ` +
-          `(video frames decoded: a ${framesDecoded.a ?? 0}, b ${framesDecoded.b ?? 0}); see browser-a.log, browser-b.log, events.jsonl`);
+  /** Connected = video decoded on both sides: media really flows through the bottleneck both ways. */
+  async waitForMedia() {
+    this.onProgress({ phase: 'connecting' });
+    const timeout_s = this.scenario.call.connect_timeout_s;
+    const deadline = Date.now() + timeout_s * 1000;
+    while (!((this.framesDecoded.a ?? 0) > 0 && (this.framesDecoded.b ?? 0) > 0)) {
+      this.checkStillRunning();
+      if (Date.now() > deadline) {
+        throw new RunError(`the call did not connect within ${timeout_s} s (video frames decoded: a ${this.framesDecoded.a ?? 0}, ` +
+          `b ${this.framesDecoded.b ?? 0}); see browser-a.log, browser-b.log, events.jsonl`);
       }
       await sleep(10);
     }
-    timings.media_flowing = timings.call_connected = Date.now() / 1000;
-    connectSeconds = timings.media_flowing - timings.browsers_launched;
-    recorder.event('call_connected', { seconds_after_pages_loaded: connectSeconds });
-
-    // t = 0 of the scenario's schedules.
-    timings.call_start = Date.now() / 1000;
-    const cpuAtStart = readCpuTimes();
-    recorder.writeManifest();
-    await net.startSchedules(timings.call_start * 1000);
-    recorder.event('call_start');
-
-    const durationMs = scenario.duration_s * 1000;
-    const callStartMs = timings.call_start * 1000;
-    while (Date.now() - callStartMs < durationMs) {
-      abortIfAsked();
-      await sleep(Math.min(1000, durationMs - (Date.now() - callStartMs)));
-      const a = recorder.latest('a');
-      const b = recorder.latest('b');
-      const elapsed_s = (Date.now() - callStartMs) / 1000;
-      onProgress({ phase: 'call', elapsed_s, remaining_s: Math.max(0, scenario.duration_s - elapsed_s),
-        send_kbps: kbps(recorder.rateBps('a', 'bytes_sent')), recv_kbps: kbps(recorder.rateBps('b', 'bytes_received')),
-        rtt_ms: a?.rtt_ms ?? null, fps: b?.fps_received ?? null, height: b?.frame_height_received ?? null });
-    }
-    abortIfAsked();
-    timings.call_end = Date.now() / 1000;
-    const hostCpuBusy = busyFraction(cpuAtStart, readCpuTimes());
-    recorder.event('call_end', { host_cpu_busy_fraction: hostCpuBusy });
-    onProgress({ phase: 'stopping' });
-
-    // Browsers first, so the captures hold the call's last packets; then the captures and their counts.
-    stopping = true;
-    const bottleneckAlive = net.info.backend?.used === 'userspace' ? net.bottleneckAlive() : null;
-    for (const step of teardown.filter((s) => s.name.startsWith('browser'))) await step.fn();
-    let captures = null;
-    if (capturesRunning) {
-      capturesRunning = false;
-      captures = await net.stopCaptures();
-    }
-    const validity = validityChecks({
-      dataPrefix: DATA_PREFIX, selectedPairs: recorder.selectedPairs, framesDecoded,
-      connected: true, connectTimeoutS: scenario.call.connect_timeout_s, connectSeconds,
-      cpuLimited: recorder.cpuLimitedCount, samples: recorder.sampleCount,
-      bottleneckAlive, captures, captureEnabled: scenario.capture.enabled, hostCpuBusy,
-    });
-    recorder.writeManifest({ status: 'complete', captures, host_cpu_busy_fraction: hostCpuBusy, validity });
-  } catch (err) {
-    stopping = true;
-    const message = err instanceof RunError ? err.message : `${/** @type {Error} */ (err).message}`;
-    recorder.event('run_error', { message, stack: /** @type {Error} */ (err).stack });
-    recorder.writeManifest({ status: 'incomplete', error: message,
-      validity: { valid: false, checks: [{ name: 'run_completed', ok: false, detail: message }] } });
-  } finally {
-    stopping = true;
-    onProgress({ phase: 'teardown' });
-    for (const step of teardown.reverse()) {
-      try {
-        await step.fn();
-      } catch (err) {
-        recorder.event('teardown_error', { step: step.name, message: /** @type {Error} */ (err).message });
-        log(`teardown of ${step.name} failed: ${/** @type {Error} */ (err).message}`);
-      }
-    }
-    recorder.manifest.versions ??= await versions;
-    timings.ended = Date.now() / 1000;
-    recorder.event('run_end', { status: recorder.manifest.status });
-    recorder.writeManifest();
-    recorder.close();
+    this.timings.media_flowing = this.timings.call_connected = Date.now() / 1000;
+    this.connectSeconds = this.timings.media_flowing - this.timings.browsers_launched;
+    this.recorder.event('call_connected', { seconds_after_pages_loaded: this.connectSeconds });
   }
-  return recorder.manifest;
+
+  /**
+   * The call itself: schedules start (t = 0 of the scenario), then the call runs for its duration with a progress
+   * line every second.
+   * @returns {Promise<number>} the share of the host's CPU time that was busy during the call
+   */
+  async playCall() {
+    const net = /** @type {import('../netem/index.js').Network} */ (this.net);
+    this.timings.call_start = Date.now() / 1000;
+    const cpuAtStart = readCpuTimes();
+    this.recorder.writeManifest();
+    await net.startSchedules(this.timings.call_start * 1000);
+    this.recorder.event('call_start');
+
+    const duration_ms = this.scenario.duration_s * 1000;
+    const start_ms = this.timings.call_start * 1000;
+    while (Date.now() - start_ms < duration_ms) {
+      this.checkStillRunning();
+      await sleep(Math.min(1000, duration_ms - (Date.now() - start_ms)));
+      this.reportProgress((Date.now() - start_ms) / 1000);
+    }
+    this.checkStillRunning();
+    this.timings.call_end = Date.now() / 1000;
+    const hostCpuBusy = busyFraction(cpuAtStart, readCpuTimes());
+    this.recorder.event('call_end', { host_cpu_busy_fraction: hostCpuBusy });
+    return hostCpuBusy;
+  }
+
+  /** @param {number} elapsed_s */
+  reportProgress(elapsed_s) {
+    const a = this.recorder.latest('a');
+    const b = this.recorder.latest('b');
+    this.onProgress({ phase: 'call', elapsed_s, remaining_s: Math.max(0, this.scenario.duration_s - elapsed_s),
+      send_kbps: kbps(this.recorder.rateBps('a', 'bytes_sent')), recv_kbps: kbps(this.recorder.rateBps('b', 'bytes_received')),
+      rtt_ms: a?.rtt_ms ?? null, fps: b?.fps_received ?? null, height: b?.frame_height_received ?? null });
+  }
+
+  /**
+   * Browsers first, so the captures hold the call's last packets; then the captures and their counts, then the
+   * checks that decide whether the run measured what it claims to.
+   * @param {number} hostCpuBusy
+   */
+  async finish(hostCpuBusy) {
+    const net = /** @type {import('../netem/index.js').Network} */ (this.net);
+    this.onProgress({ phase: 'stopping' });
+    this.stopping = true;
+    const bottleneckAlive = net.info.backend.used === 'userspace' ? net.bottleneckAlive() : null;
+    await this.teardown.undo('browser', (name, err) => this.teardownFailed(name, err));
+    const captures = await this.stopCaptures();
+    const validity = validityChecks({
+      dataPrefix: DATA_PREFIX, selectedPairs: this.recorder.selectedPairs, framesDecoded: this.framesDecoded,
+      connectTimeoutS: this.scenario.call.connect_timeout_s, connectSeconds: this.connectSeconds,
+      cpuLimited: this.recorder.cpuLimitedCount, samples: this.recorder.sampleCount,
+      bottleneckAlive, captures, captureEnabled: this.scenario.capture.enabled, hostCpuBusy,
+    });
+    this.recorder.writeManifest({ status: 'complete', captures, host_cpu_busy_fraction: hostCpuBusy, validity });
+  }
+
+  /** @param {Error} err */
+  recordFailure(err) {
+    this.stopping = true;
+    const message = err.message;
+    this.recorder.event('run_error', { message, stack: err.stack });
+    this.recorder.writeManifest({ status: 'incomplete', error: message,
+      validity: { valid: false, checks: [{ name: 'run_completed', ok: false, detail: message }] } });
+  }
+
+  /** @param {string} name @param {Error} err */
+  teardownFailed(name, err) {
+    this.recorder.event('teardown_error', { step: name, message: err.message });
+    this.log(`teardown of ${name} failed: ${err.message}`);
+  }
+
+  async tearDown() {
+    this.stopping = true;
+    this.onProgress({ phase: 'teardown' });
+    await this.teardown.undoAll((name, err) => this.teardownFailed(name, err));
+    this.recorder.manifest.versions ??= await this.versions;
+    this.timings.ended = Date.now() / 1000;
+    this.recorder.event('run_end', { status: this.recorder.manifest.status });
+    this.recorder.writeManifest();
+    this.recorder.close();
+  }
 }
 
 /** @param {number | null} bps */

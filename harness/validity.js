@@ -18,7 +18,7 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   dataPrefix: string,
  *   selectedPairs: {side: string, local: any, remote: any}[],
  *   framesDecoded: Record<string, number>,
- *   connected: boolean, connectTimeoutS: number, connectSeconds: number | null,
+ *   connectTimeoutS: number, connectSeconds: number | null,
  *   cpuLimited: Record<string, number>, samples: Record<string, number>,
  *   bottleneckAlive: boolean | null,
  *   captures: Record<string, {packets: number, dropped_by_kernel: number}> | null,
@@ -31,9 +31,9 @@ export function validityChecks(o) {
   const checks = [];
   const add = (/** @type {string} */ name, /** @type {boolean} */ ok, /** @type {string} */ detail) => checks.push({ name, ok, detail });
 
-  add('call_connected_in_time', o.connected,
-    o.connected ? `media flowing ${o.connectSeconds?.toFixed(1)} s after the browsers loaded the page`
-      : `no decoded video within ${o.connectTimeoutS} s`);
+  const connected = o.connectSeconds !== null && o.connectSeconds <= o.connectTimeoutS;
+  add('call_connected_in_time', connected, o.connectSeconds === null ? `no decoded video within ${o.connectTimeoutS} s`
+    : `media flowing ${o.connectSeconds.toFixed(1)} s after the browsers loaded the page (limit ${o.connectTimeoutS} s)`);
 
   // Chrome hides a peer-reflexive remote address (address ""); the other side's own local address covers it.
   const offPath = o.selectedPairs.filter((p) => !onDataPath(p.local?.address, o.dataPrefix) ||

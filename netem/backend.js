@@ -1,9 +1,28 @@
 // @ts-check
-// Choosing the backend: kernel if the probe finds everything the scenario needs, else userspace (auto);
-// a forced kernel backend on a kernel without what it needs fails with a message naming what is missing.
+// The backend interface, and choosing the backend: kernel if the probe finds everything the scenario needs, else
+// userspace (auto); a forced kernel backend on a kernel without what it needs fails with a message naming what is
+// missing.
 import { kernelNeeds } from './kernel.js';
 import { probeKernel, missingFeatures } from './probe.js';
 import { checkBottleneckBuilt } from './userspace.js';
+
+/**
+ * What both backends (kernel-backend.js, userspace.js) do. Each reports what it does itself, as typed events.
+ * @typedef {{
+ *   start(): Promise<void>,
+ *   startSchedules(t0_ms: number): void,
+ *   alive(): boolean,
+ *   processes(): { direction: string, pid: number | null, log: string }[],
+ *   stop(): Promise<void>,
+ * }} Backend
+ *   start: the bottleneck is in place when it resolves; startSchedules: capacity schedules count from t0_ms (wall
+ *   clock); alive: false once a process the bottleneck needs has died; stop: idempotent.
+ * @typedef {{ event: 'capacity_change', direction: 'forward' | 'reverse', kbit: number, at_s: number, ok: boolean,
+ *   by: string, error?: string }} CapacityChange
+ * @typedef {{ event: 'bottleneck_exit', direction: 'forward' | 'reverse', code: number | null, signal: string | null,
+ *   message: string, log: string }} BottleneckExit  message: the process's own last line (may be empty)
+ * @typedef {CapacityChange | BottleneckExit} BackendEvent
+ */
 
 /** Why a feature is needed, for messages. */
 const WHY = {
@@ -13,7 +32,7 @@ const WHY = {
 
 /**
  * What the kernel backend lacks for these links: sentences, empty if it can run them.
- * @param {{ forward: import('./link.js').Link, reverse: import('./link.js').Link }} links
+ * @param {{ forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link }} links
  * @param {Set<string>} have probed kernel features
  * @returns {string[]}
  */
@@ -34,7 +53,7 @@ export function kernelShortcomings(links, have) {
 
 /**
  * @param {'auto' | 'kernel' | 'userspace'} requested
- * @param {{ forward: import('./link.js').Link, reverse: import('./link.js').Link }} links
+ * @param {{ forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link }} links
  * @returns {Promise<{ requested: string, used: 'kernel' | 'userspace', reason: string }>}
  */
 export async function chooseBackend(requested, links) {

@@ -3,7 +3,7 @@
 
 export const USAGE = `usage: node netem/cli.js <command>   (npm run net -- <command>)
   up [--scenario FILE] [--id ID] [--backend auto|kernel|userspace]   bring a network up, print its id
-  plan [--scenario FILE]                                            print the commands (topology, kernel backend) without running them
+  plan [--scenario FILE]                                            the backend it would use and why, and the commands, without running them
   exec ID a|r|b -- CMD...                                           run a command in that host's namespace
   show ID                                                           addresses, qdiscs + stats, bottleneck processes
   down ID                                                           tear the network down

@@ -5,7 +5,8 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs, USAGE } from './cli-args.js';
-import { createNetwork, loadScenarioNetwork } from './index.js';
+import { createNetwork, chooseBackend } from './index.js';
+import { loadScenario } from '../scenarios/model.js';
 import { cleanAll, teardown } from './cleanup.js';
 import { newId, names } from './names.js';
 import { saveState, loadState, cliRunDir } from './state.js';
@@ -29,7 +30,7 @@ function requireRun(id) {
 
 /** @param {{ scenario?: string, id?: string, backend?: 'auto'|'kernel'|'userspace' }} a */
 async function up(a) {
-  const scenario = loadScenarioNetwork(a.scenario); // fails on a bad scenario before anything is set up
+  const scenario = loadScenario(a.scenario); // fails on a bad scenario before anything is set up
   const id = a.id ?? newId();
   if (existsSync(`/run/netns/${names(id).namespaces.a}`)) throw new Error(`a network with id ${id} is already up`);
   // A signal while the network comes up: remove what is there, then exit (SIGKILL: `clean` does it).
@@ -40,7 +41,7 @@ async function up(a) {
   const net = await createNetwork({ id, scenario, runDir, backend: a.backend, detached: true,
     log: (m) => { if (process.env.RTCLAB_VERBOSE) console.error(m); } });
   saveState(id, { id, created: new Date().toISOString(), scenario_file: a.scenario ?? null, runDir, info: net.info,
-    bottlenecks: net.bottlenecks.map((b) => ({ direction: b.o.direction, pid: b.pid, log: b.logFile })) });
+    bottlenecks: net.backend.processes() });
   console.log(id);
 }
 
@@ -82,11 +83,22 @@ async function show(id) {
   console.log(out.join('\n'));
 }
 
-/** Print what `up` would run: the topology and the kernel backend's tc plan (or why the kernel cannot). @param {string} [file] */
-function plan(file) {
-  const scenario = loadScenarioNetwork(file);
+/**
+ * Print what `up` would run: the backend `auto` (or the scenario's backend) chooses here and why, the topology, the
+ * kernel backend's tc plan (or why the kernel cannot), and the links the userspace bottleneck would get.
+ * @param {string} [file]
+ */
+async function plan(file) {
+  const scenario = loadScenario(file);
   const id = 'xxxxxx';
-  const lines = ['# topology (run id xxxxxx, management subnet 10.99.0.0/29)'];
+  const lines = [];
+  try {
+    const backend = await chooseBackend(scenario.backend, scenario.network);
+    lines.push(`# backend: ${backend.used} (requested ${backend.requested}: ${backend.reason})`);
+  } catch (e) {
+    lines.push(`# backend: none can run this scenario here (requested ${scenario.backend}): ${/** @type {Error} */ (e).message}`);
+  }
+  lines.push('\n# topology (run id xxxxxx, management subnet 10.99.0.0/29)');
   for (const argv of planTopology(id, 0)) lines.push(argv[0] === 'nft' ? `nft -f - <<EOF\n${argv[3]}EOF` : argv.join(' '));
   lines.push('\n# kernel backend');
   try {
@@ -110,7 +122,7 @@ async function main() {
   switch (a.cmd) {
     case 'help': console.log(USAGE); return 0;
     case 'up': await up(a); return 0;
-    case 'plan': plan(a.scenario); return 0;
+    case 'plan': await plan(a.scenario); return 0;
     case 'exec': return exec(a.id, a.host, a.command);
     case 'show': await show(a.id); return 0;
     case 'down': requireRun(a.id); await teardown(a.id); console.log(`down ${a.id} (logs kept in ${cliRunDir(a.id)})`); return 0;

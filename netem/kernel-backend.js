@@ -7,6 +7,8 @@ import { planKernel, planKernelSchedule } from './kernel.js';
 import { run, runPlan } from './exec.js';
 import { INTERFACES } from './names.js';
 
+/** @typedef {import('./backend.js').Backend} Backend */
+
 /** Per direction: egress device (TBF + discipline), ingress device (feeds the delay IFB) and the IFB's name. */
 export const KERNEL_DEVICES = Object.freeze({
   forward: { dev: INTERFACES.r_b, ingressDev: INTERFACES.r_a, ifb: 'ifb-fwd' },
@@ -15,7 +17,7 @@ export const KERNEL_DEVICES = Object.freeze({
 
 /**
  * The whole plan for both directions in r.
- * @param {{ forward: import('./link.js').Link, reverse: import('./link.js').Link }} links @param {string[]} nsExec
+ * @param {{ forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link }} links @param {string[]} nsExec
  */
 export function planKernelNetwork(links, nsExec) {
   return [
@@ -24,20 +26,34 @@ export function planKernelNetwork(links, nsExec) {
   ];
 }
 
+/** @implements {Backend} */
 export class KernelBackend {
   /**
-   * @param {{ nsExec: string[], links: { forward: import('./link.js').Link, reverse: import('./link.js').Link },
-   *   runDir: string, log?: (msg: string) => void, onEvent?: (event: object) => void }} o
+   * @param {{ nsExec: string[], links: { forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link },
+   *   runDir: string, detached: boolean, log: (msg: string) => void, onEvent: (e: import('./backend.js').BackendEvent) => void }} o
+   *   detached: nothing of this process stays to sample statistics (the CLI's `up`)
    */
   constructor(o) {
     this.o = o;
     /** @type {NodeJS.Timeout[]} */
     this.timers = [];
     this.statsFile = join(o.runDir, 'qdisc-stats.jsonl');
+    this.stopped = false;
   }
 
   async start() {
     await runPlan(planKernelNetwork(this.o.links, this.o.nsExec), this.o.log);
+    if (!this.o.detached) this.startStats(500);
+  }
+
+  /** The qdiscs live as long as the namespace: no process of ours can die under them. */
+  alive() {
+    return true;
+  }
+
+  /** @returns {{ direction: string, pid: number | null, log: string }[]} */
+  processes() {
+    return [];
   }
 
   /** Sample qdisc statistics every interval_ms (a slow `tc` never overlaps the next sample). */
@@ -62,13 +78,14 @@ export class KernelBackend {
    * Capacity schedule: each step's `tc qdisc change` at t0_ms + at_s.
    * @param {number} t0_ms wall clock of schedule time 0
    */
-  startSchedule(t0_ms) {
+  startSchedules(t0_ms) {
     for (const direction of /** @type {const} */ (['forward', 'reverse'])) {
       const { dev } = KERNEL_DEVICES[direction];
       for (const step of planKernelSchedule(this.o.links[direction], dev, this.o.nsExec)) {
         const timer = setTimeout(async () => {
           const r = await run(step.argv);
-          this.o.onEvent?.({ event: 'capacity_change', direction, kbit: step.kbit, at_s: step.at_s, ok: r.code === 0, error: r.code ? r.stderr.trim() : undefined });
+          this.o.onEvent({ event: 'capacity_change', direction, kbit: step.kbit, at_s: step.at_s, ok: r.code === 0, by: 'tc',
+            ...(r.code ? { error: r.stderr.trim() } : {}) });
         }, Math.max(0, t0_ms + step.at_s * 1000 - Date.now()));
         this.timers.push(timer);
       }

@@ -5,11 +5,11 @@
 //   child per band);
 //   delay/loss: netem on an IFB fed from the ingress of the other r interface, so the discipline never sees the
 //   propagation delay as queueing.
-import { firstKbit, DEFAULT_BURST_BYTES } from './link.js';
+import { firstKbit } from '../scenarios/link.js';
 
 /**
  * tc's argument list for a leaf discipline (names and units as tc takes them).
- * @param {import('./link.js').Qdisc} q
+ * @param {import('../scenarios/link.js').Qdisc} q
  * @returns {string[]}
  */
 export function tcLeafArgs(q) {
@@ -37,27 +37,27 @@ export function tcLeafArgs(q) {
 /**
  * TBF's `limit`: when the child is a fifo, `tc qdisc change ... tbf` resets the child's limit to this number
  * (in the child's own unit), so it must be the child's limit; otherwise it is unused after the child is grafted.
- * @param {import('./link.js').Link} link
+ * @param {import('../scenarios/link.js').Link} link
  */
 function tbfLimit(link) {
   const q = link.qdisc;
   if (q.kind === 'fifo') return q.limit_bytes ?? q.limit_packets;
-  return link.rate?.burst_bytes ?? DEFAULT_BURST_BYTES;
+  return link.rate?.burst_bytes;
 }
 
 /**
  * The TBF root command (op add, or change for a capacity schedule step).
- * @param {'add' | 'change'} op @param {string} dev @param {import('./link.js').Link} link @param {number} kbit
+ * @param {'add' | 'change'} op @param {string} dev @param {import('../scenarios/link.js').Link} link @param {number} kbit
  * @param {string[]} nsExec
  */
 export function tbfCommand(op, dev, link, kbit, nsExec) {
   return [...nsExec, 'tc', 'qdisc', op, 'dev', dev, 'root', 'handle', '1:', 'tbf', 'rate', `${kbit}kbit`,
-    'burst', String(link.rate?.burst_bytes ?? DEFAULT_BURST_BYTES), 'limit', String(tbfLimit(link))];
+    'burst', String(link.rate?.burst_bytes), 'limit', String(tbfLimit(link))];
 }
 
 /**
  * The tc qdisc kinds a discipline tree uses (fifo is bfifo or pfifo by its limit's unit).
- * @param {import('./link.js').Qdisc} q
+ * @param {import('../scenarios/link.js').Qdisc} q
  * @returns {string[]}
  */
 export function tcKinds(q) {
@@ -68,7 +68,7 @@ export function tcKinds(q) {
 
 /**
  * What the kernel must have for this link, and what the kernel backend cannot do at all.
- * @param {import('./link.js').Link} link
+ * @param {import('../scenarios/link.js').Link} link
  * @returns {{ needs: string[], unsupported: string[] }}
  */
 export function kernelNeeds(link) {
@@ -90,7 +90,7 @@ export function kernelNeeds(link) {
 
 /**
  * The tc/ip commands that install one direction's link in r.
- * @param {import('./link.js').Link} link normalized link
+ * @param {import('../scenarios/link.js').Link} link normalized link
  * @param {string} dev egress device of this direction in r (r-eth1 forward, r-eth0 reverse)
  * @param {{ ingressDev: string, ifb: string, nsExec: string[] }} o
  *   ingressDev: where this direction's packets enter r; ifb: name of the IFB for its delay; nsExec: prefix for r
@@ -141,7 +141,7 @@ export function planKernel(link, dev, o) {
  * netem's queue holds every packet in flight on the delay line; it sits before the bottleneck, so it sees the
  * offered load, not the link rate. Sized for 10x the link's highest rate (10 Gbit/s without a rate limit) of
  * 64-byte packets over the delay, and never below netem's own default of 1000.
- * @param {import('./link.js').Link} link
+ * @param {import('../scenarios/link.js').Link} link
  */
 export function netemLimitPackets(link) {
   const rates = link.rate?.schedule ? link.rate.schedule.map((s) => s.kbit) : [link.rate?.kbit ?? 1e6];
@@ -151,7 +151,7 @@ export function netemLimitPackets(link) {
 
 /**
  * Capacity schedule steps after the first: each a `tc qdisc change` of the TBF at at_s.
- * @param {import('./link.js').Link} link @param {string} dev @param {string[]} nsExec
+ * @param {import('../scenarios/link.js').Link} link @param {string} dev @param {string[]} nsExec
  * @returns {{ at_s: number, kbit: number, argv: string[] }[]}
  */
 export function planKernelSchedule(link, dev, nsExec) {

@@ -41,6 +41,10 @@ export function names(id) {
 }
 
 /** Data-path addresses and interface names: the same in every run (they live inside the run's namespaces). */
+/** Every data-path address starts with this: media on a candidate pair elsewhere did not cross the bottleneck. */
+export const DATA_PREFIX = '10.0.';
+/** Every management address starts with this (signaling only; Chrome must not resolve names there either). */
+export const MGMT_PREFIX = '10.99.';
 export const DATA = Object.freeze({ a: '10.0.1.2', b: '10.0.2.2', r_a: '10.0.1.1', r_b: '10.0.2.1' });
 export const INTERFACES = Object.freeze({ a: 'a-eth0', r_a: 'r-eth0', r_b: 'r-eth1', b: 'b-eth0' });
 /** Management interface inside a and b. */

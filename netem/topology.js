@@ -40,8 +40,10 @@ export function planTopology(id, mgmtN) {
     plan.push(['ip', '-n', nsName, 'addr', 'add', addr, 'dev', dev]);
     plan.push(['ip', '-n', nsName, 'link', 'set', dev, 'up']);
   }
-  plan.push(['ip', '-n', ns.a, 'route', 'add', '10.0.2.0/24', 'via', DATA.r_a]);
-  plan.push(['ip', '-n', ns.b, 'route', 'add', '10.0.1.0/24', 'via', DATA.r_b]);
+  // a and b route everything through r (r has no default route, so nothing leaves the lab). A default route, not
+  // just the other side's /24: Chrome's ICE gathers candidates only on the interface of the default route.
+  plan.push(['ip', '-n', ns.a, 'route', 'add', 'default', 'via', DATA.r_a]);
+  plan.push(['ip', '-n', ns.b, 'route', 'add', 'default', 'via', DATA.r_b]);
   plan.push(inNs('r', 'sysctl', '-q', '-w', 'net.ipv4.ip_forward=1'));
   // Management: point-to-point /30s to the root namespace (signaling), one per host, no path between them.
   for (const h of /** @type {const} */ (['a', 'b'])) {

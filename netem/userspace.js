@@ -1,6 +1,7 @@
 // @ts-check
 // The userspace backend: one rtclab-bottleneck process per direction in r, fed by an NFQUEUE rule
 // (no --queue-bypass: while the bottleneck is not running, that direction carries nothing, and we say so).
+// UserspaceBackend is the backend interface (backend.js) over the two processes; UserspaceBottleneck is one process.
 import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { existsSync, openSync, closeSync, readFileSync, writeFileSync } from 'node:fs';
@@ -8,6 +9,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runChecked, run, sleep } from './exec.js';
 import { INTERFACES } from './names.js';
+
+/** @typedef {import('./backend.js').Backend} Backend */
 
 export const BOTTLENECK_BIN = process.env.RTCLAB_BOTTLENECK
   ?? fileURLToPath(new URL('./bottleneck/target/release/rtclab-bottleneck', import.meta.url));
@@ -38,7 +41,7 @@ const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { retu
 
 export class UserspaceBottleneck extends EventEmitter {
   /**
-   * @param {{ nsExec: string[], direction: 'forward' | 'reverse', link: import('./link.js').Link, runDir: string,
+   * @param {{ nsExec: string[], direction: 'forward' | 'reverse', link: import('../scenarios/link.js').Link, runDir: string,
    *   t0_ns: bigint, detached?: boolean, stats_interval_ms?: number }} o
    *   detached: the process outlives this Node process (the CLI's `up`)
    */
@@ -77,7 +80,7 @@ export class UserspaceBottleneck extends EventEmitter {
     this.proc = proc;
     proc.on('exit', (code, signal) => {
       this.exited = true;
-      if (!this.stopping) this.emit('exit', { direction, code, signal, message: this.log().trim() });
+      if (!this.stopping) this.emit('exit', { code, signal });
     });
     if (this.o.detached) proc.unref();
     const deadline = Date.now() + timeout_ms;
@@ -97,6 +100,11 @@ export class UserspaceBottleneck extends EventEmitter {
 
   alive() {
     return this.pid !== null && !this.exited && alive(this.pid);
+  }
+
+  /** Its last line that is not the "ready" handshake: its own last word when it exits. */
+  lastMessage() {
+    return this.log().trimEnd().split('\n').filter((l) => l && l !== 'ready').pop() ?? '';
   }
 
   /** Time 0 of the link's rate schedule or trace becomes now (the call's start); SIGUSR1 tells the bottleneck. */
@@ -121,5 +129,67 @@ export class UserspaceBottleneck extends EventEmitter {
     if (!alive(this.pid)) return 'exited';
     try { process.kill(this.pid, 'SIGKILL'); } catch { /* gone */ }
     return 'killed';
+  }
+}
+
+/** @implements {Backend} */
+export class UserspaceBackend {
+  /**
+   * @param {{ nsExec: string[], links: { forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link },
+   *   runDir: string, t0_ms: number, detached: boolean, log: (msg: string) => void,
+   *   onEvent: (e: import('./backend.js').BackendEvent) => void }} o
+   */
+  constructor(o) {
+    this.o = o;
+    /** @type {UserspaceBottleneck[]} */
+    this.bottlenecks = [];
+    /** @type {NodeJS.Timeout[]} */
+    this.timers = [];
+  }
+
+  async start() {
+    const t0_ns = BigInt(Math.round(this.o.t0_ms * 1000)) * 1000n;
+    for (const direction of /** @type {const} */ (['forward', 'reverse'])) {
+      const b = new UserspaceBottleneck({ nsExec: this.o.nsExec, direction, link: this.o.links[direction],
+        runDir: this.o.runDir, t0_ns, detached: this.o.detached });
+      this.bottlenecks.push(b);
+      b.on('exit', (/** @type {{code: number | null, signal: string | null}} */ { code, signal }) => {
+        this.o.onEvent({ event: 'bottleneck_exit', direction, code, signal, message: b.lastMessage(), log: b.logFile });
+      });
+      await b.start();
+      this.o.log(`userspace bottleneck ${direction} ready (pid ${b.pid})`);
+    }
+  }
+
+  /**
+   * Schedule time 0 is t0_ms: each bottleneck restarts its rate schedule or trace when it gets SIGUSR1, so the signal
+   * is sent at t0 itself (which may still be ahead); each later step is reported as the bottleneck plays it.
+   * @param {number} t0_ms
+   */
+  startSchedules(t0_ms) {
+    for (const b of this.bottlenecks) {
+      const untilT0 = t0_ms - Date.now();
+      if (untilT0 > 0) this.timers.push(setTimeout(() => b.restartSchedule(), untilT0));
+      else b.restartSchedule();
+      for (const step of b.o.link.rate?.schedule?.slice(1) ?? []) {
+        this.timers.push(setTimeout(() => this.o.onEvent({ event: 'capacity_change', direction: b.o.direction, kbit: step.kbit,
+          at_s: step.at_s, ok: b.alive(), by: 'userspace bottleneck' }), Math.max(0, t0_ms + step.at_s * 1000 - Date.now())));
+      }
+    }
+  }
+
+  alive() {
+    return this.bottlenecks.every((b) => b.alive());
+  }
+
+  processes() {
+    return this.bottlenecks.map((b) => ({ direction: b.o.direction, pid: b.pid, log: b.logFile }));
+  }
+
+  async stop() {
+    for (const t of this.timers) clearTimeout(t);
+    for (const b of this.bottlenecks) {
+      if ((await b.stop()) === 'killed') this.o.log(`warning: the ${b.o.direction} bottleneck ignored SIGTERM and was killed: its ground-truth log may end early`);
+    }
   }
 }

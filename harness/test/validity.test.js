@@ -11,7 +11,7 @@ const good = {
   dataPrefix: '10.0.',
   selectedPairs: [{ side: 'a', local: { address: '10.0.1.2' }, remote: { address: '10.0.2.2' } },
     { side: 'b', local: { address: '10.0.2.2' }, remote: { address: '10.0.1.2' } }],
-  framesDecoded: { a: 900, b: 880 }, connected: true, connectTimeoutS: 20, connectSeconds: 1.2,
+  framesDecoded: { a: 900, b: 880 }, connectTimeoutS: 20, connectSeconds: 1.2,
   cpuLimited: { a: 0, b: 1 }, samples: { a: 30, b: 30 }, bottleneckAlive: true,
   captures: { a: { packets: 5000, dropped_by_kernel: 0 }, b: { packets: 4900, dropped_by_kernel: 0 } },
   captureEnabled: true, hostCpuBusy: 0.7,
@@ -49,6 +49,13 @@ test('CPU-limited video beyond 10% of samples, undecoded video, a dead bottlenec
   assert.deepEqual(failing({ ...good, captures: { a: { packets: 10, dropped_by_kernel: 2 }, b: good.captures.b } }), ['captures_complete']);
   assert.deepEqual(failing({ ...good, captures: null }), ['captures_complete']);
   assert.deepEqual(failing({ ...good, hostCpuBusy: 0.97 }), ['host_cpu_not_saturated']);
+});
+
+test('call_connected_in_time is computed from the time media took to flow, against the scenario\'s timeout', () => {
+  assert.deepEqual(failing({ ...good, connectSeconds: 20.5 }), ['call_connected_in_time']);
+  assert.deepEqual(failing({ ...good, connectSeconds: null }), ['call_connected_in_time']);
+  assert.deepEqual(failing({ ...good, connectSeconds: 19.9 }), []);
+  assert.match(validityChecks({ ...good, connectSeconds: 20.5 }).checks[0].detail, /20\.5 s after .* \(limit 20 s\)/);
 });
 
 const sample = (/** @type {number} */ t_ms, /** @type {number} */ bytesSent, reason = 'bandwidth') => ({ t_ms, report: [

@@ -4,7 +4,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { planKernel, planKernelSchedule, kernelNeeds } from '../kernel.js';
 import { kernelShortcomings } from '../backend.js';
-import { normalizeLink } from '../link.js';
+import { normalizeScenario } from '../../scenarios/model.js';
+
+/** A link as the scenario model normalises it. @param {any} link @param {string} [_field] */
+const normalizeLink = (link, _field) => normalizeScenario({ network: { forward: link } }).network.forward;
 
 const O = { ingressDev: 'r-eth0', ifb: 'ifb-fwd', nsExec: ['ip', 'netns', 'exec', 'R'] };
 /** @param {any} link */

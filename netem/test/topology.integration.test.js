@@ -46,7 +46,7 @@ test('a bad discipline or parameter fails before anything is set up', async () =
   await assert.rejects(createNetwork({ id, scenario: { network: { forward: { qdisc: { kind: 'codle' } } } }, runDir: newRunDir('bad') }),
     /network\.forward\.qdisc\.kind: "codle" is not one of fifo, codel, pie, sfq, fq_codel, prio/);
   await assert.rejects(createNetwork({ id, scenario: { network: { forward: { rate: { kbit: 1000 }, qdisc: { kind: 'pie', tupdate: 30 } } } }, runDir: newRunDir('bad') }),
-    /network\.forward\.qdisc\.tupdate: is not a parameter of pie; allowed: kind, target_ms, tupdate_ms, alpha, beta, limit_packets, ecn/);
+    /network\.forward\.qdisc: unknown field "tupdate" \(allowed: kind, target_ms, tupdate_ms, alpha, beta, limit_packets, ecn\)/);
   assert.deepEqual(leftovers(id), []);
 });
 
@@ -75,16 +75,21 @@ test('userspace: ping RTT is 50 +- 0.5 ms with 25 ms each way and no load', { sk
   });
 });
 
-test('userspace: a bottleneck that dies is reported (event, bottleneckAlive) and traffic stops', { skip: SKIP_NO_BOTTLENECK, timeout: 30000 }, async () => {
+test('userspace: a bottleneck that dies is reported (event, failure with its signal, bottleneckAlive) and traffic stops', { skip: SKIP_NO_BOTTLENECK, timeout: 30000 }, async () => {
   const id = newId();
   const net = await createNetwork({ id, scenario: { network: { forward: { delay_ms: 1 }, reverse: { delay_ms: 1 } } }, runDir: newRunDir('die'), backend: 'userspace' });
   try {
-    const exited = new Promise((resolve) => net.on('bottleneck-exit', resolve));
+    /** @type {any[]} */
+    const events = [];
+    net.on('event', (e) => events.push(e));
+    const failed = new Promise((resolve) => net.on('failure', resolve));
     assert.equal(net.bottleneckAlive(), true);
-    const pid = /** @type {number} */ (net.bottlenecks[0].pid);
-    process.kill(pid, 'SIGKILL');
-    const info = /** @type {any} */ (await exited);
-    assert.equal(info.direction, 'forward');
+    const forward = net.backend.processes().find((p) => p.direction === 'forward');
+    process.kill(/** @type {number} */ (forward?.pid), 'SIGKILL');
+    const failure = /** @type {any} */ (await failed);
+    assert.equal(failure.component, 'userspace bottleneck (forward)');
+    assert.match(failure.message, /^the userspace bottleneck \(forward\) exited during the run \(killed by SIGKILL\)/);
+    assert.deepEqual(events.map((e) => [e.event, e.direction, e.signal]), [['bottleneck_exit', 'forward', 'SIGKILL']]);
     assert.equal(net.bottleneckAlive(), false);
     await assert.rejects(execIn(net, 'a', ['ping', '-c', '1', '-W', '1', '10.0.2.2']), /exited/, 'traffic must not bypass a dead bottleneck');
     const pids = runPids(id);

@@ -3,13 +3,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { loadScenarioNetwork } from '../scenario.js';
+import { loadScenario } from '../model.js';
 
-const dir = fileURLToPath(new URL('../../scenarios/examples/', import.meta.url));
+const dir = fileURLToPath(new URL('../examples/', import.meta.url));
 
 for (const kind of ['fifo', 'codel', 'pie', 'sfq', 'fq_codel', 'prio']) {
   test(`scenarios/examples/${kind}.yaml`, () => {
-    const s = loadScenarioNetwork(`${dir}${kind}.yaml`);
+    const s = loadScenario(`${dir}${kind}.yaml`);
     const f = s.network.forward;
     assert.equal(f.qdisc.kind, kind);
     assert.equal(f.delay_ms, 25);
@@ -19,7 +19,7 @@ for (const kind of ['fifo', 'codel', 'pie', 'sfq', 'fq_codel', 'prio']) {
 }
 
 test('the examples\' parameters are the papers\'', () => {
-  const q = (/** @type {string} */ k) => loadScenarioNetwork(`${dir}${k}.yaml`).network.forward.qdisc;
+  const q = (/** @type {string} */ k) => loadScenario(`${dir}${k}.yaml`).network.forward.qdisc;
   assert.equal(q('fifo').limit_bytes, 37500);
   assert.equal(q('codel').target_ms, 13);
   assert.deepEqual([q('pie').target_ms, q('pie').tupdate_ms], [20, 30]);

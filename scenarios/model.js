@@ -1,12 +1,15 @@
 // @ts-check
-// Scenario files: YAML in, a validated scenario with every default filled in out. The JSON Schema in
-// scenarios/schema.json is the single definition of the format (the Python analyzer validates against it too).
+// The scenario model, the one place a scenario is read: YAML in, the normalised scenario out. The JSON Schema in
+// scenarios/schema.json is the single definition of the format and the only source of defaults (ajv fills them in);
+// link.js then derives what the schema cannot (queue limits in ms -> bytes or packets). netem, the harness and the
+// client read the normalised scenario; the userspace bottleneck gets its normalised links; the Python analyzer
+// validates the normalised scenario it finds in a run's manifest against the same schema.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Ajv from 'ajv';
+import { Ajv } from 'ajv';
 import YAML from 'yaml';
-import { LinkError, normalizeNetwork } from '../netem/link.js';
+import { LinkError, normalizeLink } from './link.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const schemaPath = path.join(repoRoot, 'scenarios', 'schema.json');
@@ -78,9 +81,10 @@ function conflictingFields(e) {
 }
 
 /**
- * Validates a scenario object and fills in the schema's defaults (in place).
+ * Validates a scenario object and fills in the schema's defaults (in place); links are not normalised yet.
  * @param {any} scenario
  * @param {string} [label] the file name used in error messages
+ * @returns {any}
  */
 export function validateScenario(scenario, label = 'scenario') {
   if (scenario === null || typeof scenario !== 'object' || Array.isArray(scenario)) {
@@ -91,22 +95,31 @@ export function validateScenario(scenario, label = 'scenario') {
 }
 
 /**
- * The network with every link default filled in (Linux's defaults for each discipline, limits in ms converted),
- * checked for what JSON Schema cannot express.
- * @param {any} scenario a schema-valid scenario
- * @param {string} label @param {string} baseDir where relative trace files are looked for
+ * Validates a scenario object (a parsed file, or an already normalised scenario: normalising twice changes nothing),
+ * fills in the schema's defaults and normalises its links. The object is not changed.
+ * @param {any} doc
+ * @param {{ label?: string, baseDir?: string }} [o] label: the file name in messages; baseDir: where relative trace
+ *   files and video clips are looked for
+ * @returns {any} the normalised scenario
  */
-function normalizeScenarioNetwork(scenario, label, baseDir) {
+export function normalizeScenario(doc, { label = 'scenario', baseDir = process.cwd() } = {}) {
+  const scenario = validateScenario(structuredClone(doc), label);
   try {
-    scenario.network = normalizeNetwork(scenario.network, baseDir);
+    for (const direction of /** @type {const} */ (['forward', 'reverse'])) {
+      scenario.network[direction] = normalizeLink(scenario.network[direction], `network.${direction}`, baseDir);
+    }
   } catch (err) {
     if (err instanceof LinkError) throw new ScenarioError(label, [err.message]);
     throw err;
   }
+  if (scenario.call.video_clip && !path.isAbsolute(scenario.call.video_clip)) {
+    scenario.call.video_clip = path.resolve(baseDir, scenario.call.video_clip);
+  }
+  return scenario;
 }
 
 /**
- * Reads a scenario file, validates it, fills in defaults and applies command-line overrides.
+ * Reads a scenario file, applies command-line overrides, and returns the normalised scenario.
  * @param {string} [file] YAML file; the default scenario when absent
  * @param {{ duration_s?: number, backend?: string }} [overrides]
  */
@@ -126,11 +139,6 @@ export function loadScenario(file = defaultScenarioPath, overrides = {}) {
   if (doc && typeof doc === 'object') {
     for (const [key, value] of Object.entries(overrides)) if (value !== undefined) doc[key] = value;
   }
-  const scenario = validateScenario(doc, file);
-  normalizeScenarioNetwork(scenario, file, path.dirname(path.resolve(file)));
-  // A clip named relative to the scenario file is found next to it.
-  if (scenario.call.video_clip && !path.isAbsolute(scenario.call.video_clip)) {
-    scenario.call.video_clip = path.resolve(path.dirname(file), scenario.call.video_clip);
-  }
-  return scenario;
+  // Trace files and clips named relative to the scenario file are found next to it.
+  return normalizeScenario(doc, { label: file, baseDir: path.dirname(path.resolve(file)) });
 }

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { loadScenario, ScenarioError, validateScenario } from '../scenario.js';
+import { loadScenario, ScenarioError, validateScenario } from '../model.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-scenario-test-'));
 const write = (/** @type {string} */ name, /** @type {string} */ text) => {
@@ -83,7 +83,7 @@ test('a relative video clip is found next to the scenario file', () => {
 });
 
 test('scenarios/examples/tcp-competition.yaml: the video call beside 3 CUBIC flows of Carlucci et al. 2016 (c)', () => {
-  const s = loadScenario(path.join(path.dirname(new URL(import.meta.url).pathname), '..', '..', 'scenarios', 'examples', 'tcp-competition.yaml'));
+  const s = loadScenario(path.join(path.dirname(new URL(import.meta.url).pathname), '..', 'examples', 'tcp-competition.yaml'));
   assert.equal(s.duration_s, 400);
   assert.equal(s.network.forward.rate.kbit, 10000);
   assert.deepEqual(s.network.forward.qdisc, { kind: 'fifo', limit_bytes: 375000 });

@@ -1,0 +1,122 @@
+// @ts-check
+// A link after the schema: the schema (scenarios/schema.json) checks each field and fills in every default; this
+// module derives what a schema cannot (a queue limit given in milliseconds becomes bytes or packets at the link's
+// first rate, a trace file becomes an absolute path that exists) and checks what a schema cannot express (a schedule
+// that starts at 0 and moves forward, a DSCP in one band only, an AQM with a rate to queue behind). Its output, the
+// normalised link, is what both backends and the analyzer read, and it is still valid against the schema, so
+// normalising twice changes nothing.
+import { existsSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
+
+/** One MTU-sized Ethernet frame: the smallest bucket TBF accepts on a veth, and SFQ's unit for limit_ms. */
+export const FRAME_BYTES = 1514;
+
+/**
+ * @typedef {{ kind: string, [k: string]: any }} Qdisc
+ * @typedef {{ kbit?: number, schedule?: {at_s: number, kbit: number}[], trace?: string, burst_bytes: number }} Rate
+ * @typedef {{ delay_ms: number, jitter_ms: number, loss_percent: number, rate: Rate | null, qdisc: Qdisc }} Link
+ */
+
+export class LinkError extends Error {}
+
+/** @param {string} field @param {string} msg @returns {never} */
+const fail = (field, msg) => { throw new LinkError(`${field}: ${msg}`); };
+
+/**
+ * The first rate of a link in kbit/s (what fifo/sfq limit_ms are computed at), or null: no rate limit, or a trace
+ * (its rate varies, so limit_ms with a trace is refused).
+ * @param {Rate | null} rate
+ */
+export function firstKbit(rate) {
+  if (!rate) return null;
+  if (rate.kbit !== undefined) return rate.kbit;
+  if (rate.schedule) return rate.schedule[0].kbit;
+  return null;
+}
+
+/**
+ * @param {Rate | null} rate schema-valid @param {string} field @param {string} baseDir
+ * @returns {Rate | null}
+ */
+function normalizeRate(rate, field, baseDir) {
+  if (!rate) return null;
+  const out = { ...rate };
+  if (rate.schedule) {
+    const steps = rate.schedule;
+    if (steps[0].at_s !== 0) fail(`${field}.schedule[0].at_s`, `the schedule must start at 0 (got ${steps[0].at_s})`);
+    for (let i = 1; i < steps.length; i++) {
+      if (steps[i].at_s <= steps[i - 1].at_s) fail(`${field}.schedule[${i}].at_s`, `must be later than the step before (${steps[i - 1].at_s})`);
+    }
+    out.schedule = steps.map((s) => ({ ...s }));
+  }
+  if (rate.trace !== undefined) {
+    const path = resolvePath(baseDir, rate.trace);
+    if (!existsSync(path)) fail(`${field}.trace`, `file ${path} does not exist`);
+    out.trace = path;
+  }
+  return out;
+}
+
+/**
+ * fifo and sfq limits given in ms become bytes (fifo) or 1514-byte packets (sfq) at the link's first rate; a prio's
+ * bands are checked and normalised one by one.
+ * @param {Qdisc} q schema-valid, defaults filled in @param {string} field @param {number | null} kbit
+ * @returns {Qdisc}
+ */
+function normalizeQdisc(q, field, kbit) {
+  const out = { ...q };
+  if (q.limit_ms !== undefined) {
+    if (kbit === null) fail(`${field}.limit_ms`, 'needs a constant or scheduled rate to turn milliseconds into a queue size');
+    const bytes = (q.limit_ms * /** @type {number} */ (kbit)) / 8;
+    delete out.limit_ms;
+    if (q.kind === 'fifo') out.limit_bytes = Math.max(1, Math.round(bytes));
+    else out.limit_packets = Math.max(2, Math.round(bytes / FRAME_BYTES)); // sfq
+  }
+  if (q.kind === 'prio') out.bands = normalizeBands(q.bands, `${field}.bands`, kbit);
+  return out;
+}
+
+/**
+ * Strict-priority bands: each band but the last lists the DSCPs it takes; the last takes the rest.
+ * @param {{dscp?: number[], qdisc: Qdisc}[]} bands @param {string} field @param {number | null} kbit
+ */
+function normalizeBands(bands, field, kbit) {
+  /** @type {Map<number, number>} */
+  const bandOf = new Map();
+  return bands.map((band, i) => {
+    const f = `${field}[${i}]`;
+    const last = i === bands.length - 1;
+    if (last && band.dscp !== undefined) fail(`${f}.dscp`, 'the last band takes every packet no other band takes: it must have no dscp list');
+    if (!last && band.dscp === undefined) fail(`${f}.dscp`, 'every band but the last needs a non-empty dscp list');
+    for (const [j, d] of (band.dscp ?? []).entries()) {
+      if (bandOf.has(d)) fail(`${f}.dscp[${j}]`, `DSCP ${d} is already in band ${bandOf.get(d)}`);
+      bandOf.set(d, i);
+    }
+    const qdisc = normalizeQdisc(band.qdisc, `${f}.qdisc`, kbit);
+    return band.dscp ? { dscp: [...band.dscp], qdisc } : { qdisc };
+  });
+}
+
+/**
+ * Normalise one direction's link.
+ * @param {Link & Record<string, any>} link schema-valid, with the schema's defaults filled in
+ * @param {string} field e.g. "network.forward", for messages
+ * @param {string} baseDir what a relative trace path is relative to
+ * @returns {Link}
+ */
+export function normalizeLink(link, field, baseDir) {
+  const rate = normalizeRate(link.rate, `${field}.rate`, baseDir);
+  const qdisc = normalizeQdisc(link.qdisc, `${field}.qdisc`, firstKbit(rate));
+  if (!rate && qdisc.kind !== 'fifo') fail(`${field}.qdisc`, `${qdisc.kind} needs a rate: without a rate limit nothing ever queues`);
+  return { delay_ms: link.delay_ms, jitter_ms: link.jitter_ms, loss_percent: link.loss_percent, rate, qdisc };
+}
+
+/**
+ * Every qdisc kind a (normalised) discipline tree uses, e.g. prio -> ['prio', 'fifo', 'fq_codel'].
+ * @param {Qdisc} q
+ * @returns {string[]}
+ */
+export function qdiscKinds(q) {
+  if (q.kind !== 'prio') return [q.kind];
+  return [...new Set(['prio', ...q.bands.flatMap((/** @type {any} */ b) => qdiscKinds(b.qdisc))])];
+}

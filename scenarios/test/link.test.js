@@ -1,0 +1,76 @@
+// @ts-check
+// Links through the whole model (schema defaults, then link.js): the defaults are the schema's, limits in ms are
+// converted, and what a schema cannot express is refused with the field named.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { normalizeScenario, ScenarioError } from '../model.js';
+import { qdiscKinds } from '../link.js';
+
+/** @param {any} forward */
+const forward = (forward) => normalizeScenario({ network: { forward } }).network.forward;
+
+test('defaults are neutral: a link left out has no delay, no rate limit and a 1000-packet FIFO', () => {
+  const n = normalizeScenario({}).network;
+  const plain = { delay_ms: 0, jitter_ms: 0, loss_percent: 0, rate: null, qdisc: { kind: 'fifo', limit_packets: 1000 } };
+  assert.deepEqual(n.forward, plain);
+  assert.deepEqual(n.reverse, plain);
+});
+
+test('every discipline gets Linux\'s defaults, from the schema', () => {
+  const q = (/** @type {any} */ qdisc) => forward({ rate: { kbit: 1000 }, qdisc }).qdisc;
+  assert.deepEqual(q({ kind: 'codel' }), { kind: 'codel', target_ms: 5, interval_ms: 100, limit_packets: 1000, ecn: false });
+  assert.deepEqual(q({ kind: 'pie' }), { kind: 'pie', target_ms: 15, tupdate_ms: 15, alpha: 2, beta: 20, limit_packets: 1000, ecn: false });
+  assert.deepEqual(q({ kind: 'sfq' }), { kind: 'sfq', limit_packets: 127, quantum_bytes: 1514, perturb_s: 0, divisor: 1024 });
+  assert.deepEqual(q({ kind: 'fq_codel' }), { kind: 'fq_codel', target_ms: 5, interval_ms: 100, limit_packets: 10240, quantum_bytes: 1514, flows: 1024, ecn: true });
+  assert.deepEqual(q({ kind: 'fifo' }), { kind: 'fifo', limit_packets: 1000 });
+  assert.deepEqual(q(undefined), { kind: 'fifo', limit_packets: 1000 });
+  assert.equal(forward({ rate: { kbit: 1000 } }).rate?.burst_bytes, 3028);
+});
+
+test('fifo limit_ms becomes bytes at the first rate; sfq limit_ms becomes 1514-byte packets', () => {
+  assert.deepEqual(forward({ rate: { kbit: 2000 }, qdisc: { kind: 'fifo', limit_ms: 300 } }).qdisc, { kind: 'fifo', limit_bytes: 75000 });
+  const sched = { schedule: [{ at_s: 0, kbit: 1000 }, { at_s: 10, kbit: 3000 }] };
+  assert.equal(forward({ rate: sched, qdisc: { kind: 'fifo', limit_ms: 300 } }).qdisc.limit_bytes, 37500);
+  assert.deepEqual(forward({ rate: { kbit: 1000 }, qdisc: { kind: 'sfq', limit_ms: 300 } }).qdisc,
+    { kind: 'sfq', limit_packets: 25, quantum_bytes: 1514, perturb_s: 0, divisor: 1024 });
+  assert.deepEqual(forward({ rate: { kbit: 1000 }, qdisc: { kind: 'fifo', limit_bytes: 5000 } }).qdisc, { kind: 'fifo', limit_bytes: 5000 });
+});
+
+test('normalising twice changes nothing, and the normalised scenario is still valid against the schema', () => {
+  const once = normalizeScenario({ network: { forward: { rate: { kbit: 18000 }, qdisc: { kind: 'prio', bands: [
+    { dscp: [46], qdisc: { kind: 'fifo' } }, { qdisc: { kind: 'sfq', limit_ms: 100 } }] } } } });
+  assert.deepEqual(normalizeScenario(once), once);
+});
+
+test('what the schema cannot express is refused with the field named', () => {
+  /** @param {any} link @param {RegExp} re */
+  const bad = (link, re) => assert.throws(() => forward(link), (e) => e instanceof ScenarioError && e.problems.some((p) => re.test(p)));
+  bad({ qdisc: { kind: 'fifo', limit_ms: 300 } }, /^network\.forward\.qdisc\.limit_ms: needs a constant or scheduled rate/);
+  bad({ rate: { schedule: [{ at_s: 1, kbit: 1000 }] } }, /^network\.forward\.rate\.schedule\[0\]\.at_s: the schedule must start at 0/);
+  bad({ rate: { schedule: [{ at_s: 0, kbit: 1000 }, { at_s: 5, kbit: 10 }, { at_s: 5, kbit: 20 }] } }, /rate\.schedule\[2\]\.at_s: must be later/);
+  bad({ rate: { trace: 'no-such-trace.txt' } }, /rate\.trace: file .*no-such-trace\.txt does not exist/);
+  bad({ qdisc: { kind: 'codel' } }, /^network\.forward\.qdisc: codel needs a rate: without a rate limit nothing ever queues$/);
+});
+
+test('the schema refuses bad fields, naming them', () => {
+  /** @param {any} link @param {RegExp} re */
+  const bad = (link, re) => assert.throws(() => forward(link), (e) => e instanceof ScenarioError && e.problems.some((p) => re.test(p)));
+  bad({ qdisc: { kind: 'codle' } }, /^network\.forward\.qdisc\.kind: "codle" is not one of fifo, codel, pie, sfq, fq_codel, prio$/);
+  bad({ qdisc: { kind: 'codel', targt_ms: 5 } }, /unknown field "targt_ms" \(allowed: kind, target_ms, interval_ms, limit_packets, ecn\)/);
+  bad({ rate: { kbit: 1000 }, qdisc: { kind: 'codel', target_ms: -1 } }, /qdisc\.target_ms: must be > 0/);
+  bad({ rate: { kbit: 1000, schedule: [{ at_s: 0, kbit: 1 }] } }, /rate: give exactly one of kbit, schedule, trace/);
+  bad({ rate: { kbit: 1000, burst_bytes: 100 } }, /rate\.burst_bytes: must be >= 1514/);
+  bad({ delay_ms: 'x' }, /delay_ms: must be number/);
+});
+
+test('prio: only the last band without dscp, no DSCP twice, no prio inside prio', () => {
+  const prio = (/** @type {any} */ bands) => forward({ rate: { kbit: 18000 }, qdisc: { kind: 'prio', bands } });
+  assert.throws(() => prio([{ dscp: [46], qdisc: { kind: 'fifo' } }, { dscp: [0], qdisc: { kind: 'fifo' } }]), /bands\[1\]\.dscp: the last band takes every packet/);
+  assert.throws(() => prio([{ qdisc: { kind: 'fifo' } }, { qdisc: { kind: 'fifo' } }]), /bands\[0\]\.dscp: every band but the last needs/);
+  assert.throws(() => prio([{ dscp: [46], qdisc: { kind: 'fifo' } }, { dscp: [46], qdisc: { kind: 'fifo' } }, { qdisc: { kind: 'fifo' } }]), /bands\[1\]\.dscp\[0\]: DSCP 46 is already in band 0/);
+  assert.throws(() => prio([{ dscp: [46], qdisc: { kind: 'prio', bands: [] } }, { qdisc: { kind: 'fifo' } }]), /bands\[0\]\.qdisc\.kind: "prio" is not one of fifo, codel, pie, sfq, fq_codel/);
+  assert.throws(() => prio([{ qdisc: { kind: 'fifo' } }]), /bands: must NOT have fewer than 2 items/);
+  const ok = prio([{ dscp: [46, 34], qdisc: { kind: 'fifo' } }, { qdisc: { kind: 'fq_codel', quantum_bytes: 300, limit_packets: 800, target_ms: 2, interval_ms: 50, ecn: false } }]);
+  assert.deepEqual(qdiscKinds(ok.qdisc), ['prio', 'fifo', 'fq_codel']);
+  assert.deepEqual(ok.qdisc.bands[1].qdisc, { kind: 'fq_codel', target_ms: 2, interval_ms: 50, limit_packets: 800, quantum_bytes: 300, flows: 1024, ecn: false });
+});
