@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Ajv from 'ajv';
+import { Ajv } from 'ajv';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const schema = JSON.parse(fs.readFileSync(path.join(repoRoot, 'scenarios', 'schema.json'), 'utf8'));
@@ -18,12 +18,12 @@ const validateGetstats = ajv.compile(schema.properties.getstats);
 /**
  * A scenario's `call` object as the harness has it: `settings` validated, every schema default filled in.
  * @param {Record<string, unknown>} [settings]
- * @returns {Record<string, any>}
+ * @returns {Record<string, any> & { field_trials: string, chrome_flags: string[] }}
  */
 export function scenarioCall(settings = {}) {
-  const call = structuredClone(settings);
+  const call = structuredClone(settings); // ajv fills the defaults in place
   if (!validateCall(call)) throw new Error(`bad call settings: ${JSON.stringify(validateCall.errors)}`);
-  return call;
+  return /** @type {any} */ (call);
 }
 
 /** Whether the schema accepts `settings` as a scenario's `call`. @param {Record<string, unknown>} settings */
