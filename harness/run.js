@@ -7,7 +7,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createNetwork, newId, DATA_PREFIX, MGMT_PREFIX } from '../netem/index.js';
 import { startSignalingServer } from '../signaling/server.js';
-import { chromiumBinary, chromiumFlags, launchInNamespace } from './browser.js';
+import { chromiumBinary, chromiumFlags } from './browser.js';
+import { Peer } from './peer.js';
 import { busyFraction, readCpuTimes } from './hostload.js';
 import { RunRecorder } from './recorder.js';
 import { TeardownStack } from './teardown.js';
@@ -180,21 +181,16 @@ class CallRun {
   async openPeer(side, role) {
     const net = /** @type {import('../netem/index.js').Network} */ (this.net);
     const origin = `http://${net.info.mgmt[side].root}:${this.server?.port}`;
-    const browserLog = path.join(this.runDir, `browser-${side}.log`);
-    const { browser, cleanupProfile } = await launchInNamespace({
-      nsExec: net.nsExec(side), stderrFile: browserLog,
+    const logFile = path.join(this.runDir, `browser-${side}.log`);
+    const peer = new Peer({
+      name: side, nsExec: net.nsExec(side), logFile,
       flags: chromiumFlags({ clip: /** @type {string} */ (this.clip), origin, mgmtPrefix: MGMT_PREFIX, call: this.scenario.call }),
+      onReport: (kind, payload) => this.pageReport(side, kind, payload),
+      onExit: (reason) => this.failWith(`browser ${side} (Chromium) exited during the run: ${reason}; see ${logFile}`),
     });
-    this.teardown.push(`browser ${side}`, async () => { await closeBrowser(browser); cleanupProfile(); });
-    browser.on('disconnected', () => this.failWith(`browser ${side} (Chromium) exited during the run; see ${browserLog}`));
-    const page = await browser.newPage();
-    page.on('console', (/** @type {any} */ msg) => fs.appendFileSync(browserLog, `[console.${msg.type()}] ${msg.text()}\n`));
-    page.on('pageerror', (/** @type {any} */ err) => fs.appendFileSync(browserLog, `[pageerror] ${err.message}\n`));
-    await page.exposeFunction('rtclabReport', (/** @type {string} */ kind, /** @type {any} */ payload) => this.pageReport(side, kind, payload));
-    const config = { room: this.id, role, call: this.scenario.call, getstats_interval_ms: this.scenario.getstats.interval_ms,
-      candidate_prefix: DATA_PREFIX };
-    await page.evaluateOnNewDocument((/** @type {any} */ c) => { /** @type {any} */ (window).rtclabConfig = c; }, config);
-    await page.goto(`${origin}/`, { waitUntil: 'load', timeout: 30_000 });
+    this.teardown.push(`browser ${side}`, () => peer.close());
+    await peer.open(`${origin}/`, { room: this.id, role, call: this.scenario.call,
+      getstats_interval_ms: this.scenario.getstats.interval_ms, candidate_prefix: DATA_PREFIX });
     this.recorder.event('page_loaded', { side, url: `${origin}/` });
   }
 
@@ -317,12 +313,3 @@ class CallRun {
 
 /** @param {number | null} bps */
 const kbps = (bps) => (bps == null ? null : bps / 1000);
-
-/** Closes a browser, and kills it if it does not close in time. @param {import('puppeteer-core').Browser} browser */
-async function closeBrowser(browser) {
-  const proc = browser.process();
-  if (!browser.connected) { proc?.kill('SIGKILL'); return; }
-  const closed = browser.close().then(() => true, () => false);
-  const inTime = await Promise.race([closed, sleep(5000).then(() => false)]);
-  if (!inTime) proc?.kill('SIGKILL');
-}
