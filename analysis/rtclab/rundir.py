@@ -168,8 +168,10 @@ def phases(scenario: Scenario | None, duration_s: float) -> list[Phase]:
         active = any(c.active(lo, hi) for c in cross)
         name = "cross_traffic" if active else ("before_cross_traffic" if hi <= first_start else "after_cross_traffic")
         named.append(Phase(name, lo, hi, cross_traffic=active))
-    for p in named:  # a name that repeats (several cross-traffic periods) gets its interval appended
-        if sum(q.name == p.name for q in named) > 1:
+    # A name that repeats (several cross-traffic periods) gets its interval appended, on every one of its phases.
+    repeated = {p.name for p in named if sum(q.name == p.name for q in named) > 1}
+    for p in named:
+        if p.name in repeated:
             p.name = f"{p.name}_{p.start_s:g}-{p.end_s:g}s"
     out.extend(named)
     return out
