@@ -118,13 +118,3 @@ async function closeOrKill(browser) {
 }
 
 const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * Launches Chromium in a namespace (harness/run.js's former entry point; new code uses harness/peer.js).
- * @param {{ nsExec: string[], flags: string[], stderrFile: string }} o
- * @deprecated remove once harness/run.js uses Peer
- */
-export async function launchInNamespace(o) {
-  const { browser, profileDir } = await launchChromium(o);
-  return { browser, cleanupProfile: () => fs.rmSync(profileDir, { recursive: true, force: true }) };
-}

@@ -16,9 +16,9 @@
  *     nsExec: network.nsExec('a'),                 // omit to run on the host's network
  *     logFile: path.join(runDir, 'browser-a.log'),
  *     onReport: (kind, payload) => { ... },        // each report of the page, in order
- *     onExit: (reason) => { fatal ??= reason; },   // the browser died (never called for close())
+ *     onExit: (reason) => fail(`browser a exited during the run: ${reason}`), // never called for close()
  *   });
- *   teardown.push(() => peer.close());
+ *   teardown.push('browser a', () => peer.close());
  *   await peer.open(`${origin}/`, { room, role: 'caller', call: scenario.call,
  *     getstats_interval_ms: scenario.getstats.interval_ms, candidate_prefix: '10.0.' });
  *   ... peer.page (puppeteer Page) for anything else ...
@@ -31,13 +31,10 @@ import { launchChromium } from './browser.js';
 const LOAD_TIMEOUT_MS = 30_000;
 
 /**
- * What the page needs, complete (the page has no defaults of its own and refuses a missing or out-of-range field).
- * @typedef {object} PageConfig
- * @property {string} room signaling room, 1-64 of A-Za-z0-9_.-
- * @property {'caller' | 'callee' | null} role null takes the role the server assigns (first in the room = caller)
- * @property {Record<string, unknown>} call the validated scenario's `call` object, schema defaults filled in
- * @property {number} getstats_interval_ms the scenario's `getstats.interval_ms`
- * @property {string | null} candidate_prefix only ICE candidates whose address starts with it are used; null: all
+ * What the page needs, complete (the page has no defaults of its own and refuses a missing or out-of-range field):
+ * room, role, call (the validated scenario's `call`, schema defaults filled in), getstats_interval_ms (the
+ * scenario's `getstats.interval_ms`), candidate_prefix. Defined by the page's own reader, client/config.js.
+ * @typedef {import('../client/config.js').PageConfig} PageConfig
  */
 
 /**
@@ -54,7 +51,8 @@ const LOAD_TIMEOUT_MS = 30_000;
  *   absent or empty: the host's network
  * @property {string} logFile console lines, page errors and Chromium's stderr are appended to it
  * @property {ReportHandler} [onReport] receives every report of the page (not in manual mode)
- * @property {(reason: string) => void} [onExit] called once if the browser dies or disconnects before close()
+ * @property {(reason: string) => void} [onExit] called once if the browser dies or disconnects before close(), with
+ *   how it ended ('killed by SIGKILL', 'exit status 1', 'the DevTools pipe closed'); the log file says why
  */
 
 export class Peer {
@@ -66,7 +64,10 @@ export class Peer {
   #page = null;
   /** @type {Promise<void> | null} */
   #closing = null;
-  /** Why the browser died, or null while it lives (or was closed by close()). @type {string | null} */
+  /**
+   * How the browser died ('killed by SIGKILL', 'exit status 1', 'the DevTools pipe closed'), or null while it lives
+   * or once close() closed it. @type {string | null}
+   */
   exitReason = null;
   /** The browser's own temporary directory (profile and launcher), removed by close(). @type {string | null} */
   profileDir = null;
@@ -134,14 +135,14 @@ export class Peer {
   /** @param {import('puppeteer-core').Browser} browser */
   async #died(browser) {
     if (this.#closing || this.exitReason) return;
-    this.exitReason = `browser ${this.name} (Chromium) exited`;
+    this.exitReason = 'the DevTools pipe closed';
     // The pipe closes before the process is reaped: wait a moment to say how it ended.
     const proc = browser.process();
     if (proc && proc.exitCode === null && proc.signalCode === null) {
       await new Promise((resolve) => { proc.once('exit', resolve); setTimeout(resolve, 1000); });
     }
-    const how = proc?.signalCode ? ` (signal ${proc.signalCode})` : proc?.exitCode != null ? ` (exit status ${proc.exitCode})` : '';
-    this.exitReason = `browser ${this.name} (Chromium) exited${how}; see ${this.#options.logFile}`;
+    if (proc?.signalCode) this.exitReason = `killed by ${proc.signalCode}`;
+    else if (proc?.exitCode != null) this.exitReason = `exit status ${proc.exitCode}`;
     this.#options.onExit?.(this.exitReason);
   }
 }

@@ -18,7 +18,7 @@ const validateGetstats = ajv.compile(schema.properties.getstats);
 /**
  * A scenario's `call` object as the harness has it: `settings` validated, every schema default filled in.
  * @param {Record<string, unknown>} [settings]
- * @returns {Record<string, any> & { field_trials: string, chrome_flags: string[] }}
+ * @returns {import('../config.js').CallSettings & { field_trials: string, chrome_flags: string[] } & Record<string, any>}
  */
 export function scenarioCall(settings = {}) {
   const call = structuredClone(settings); // ajv fills the defaults in place

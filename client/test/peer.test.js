@@ -49,7 +49,9 @@ test('an incomplete config stops the page with an error naming the field; the lo
   const { peer, logFile, call } = newPeer('incomplete', { onReport: (kind, payload) => { reports.push({ kind, payload }); } });
   try {
     const { fps, ...withoutFps } = call;
-    await peer.open(server.url, { room: 'incomplete', role: 'caller', call: withoutFps, getstats_interval_ms: 1000, candidate_prefix: null });
+    // Incomplete on purpose: the type checker would refuse it too.
+    const config = /** @type {any} */ ({ room: 'incomplete', role: 'caller', call: withoutFps, getstats_interval_ms: 1000, candidate_prefix: null });
+    await peer.open(server.url, config);
     assert.ok(await waitFor(() => reports.some((r) => r.kind === 'error'), 10_000), 'no error report');
     assert.deepEqual(reports.map((r) => r.kind), ['error'], 'the page went on after a bad config');
     assert.match(reports[0].payload.message, /^config: call\.fps is missing/);
@@ -62,7 +64,7 @@ test('an incomplete config stops the page with an error naming the field; the lo
 test('a browser that dies is reported once with a reason; close() then removes the profile, twice over', async () => {
   /** @type {string[]} */
   const exits = [];
-  const { peer, logFile, call } = newPeer('dies', { onExit: (reason) => exits.push(reason) });
+  const { peer, call } = newPeer('dies', { onExit: (reason) => exits.push(reason) });
   try {
     await peer.open(server.url, { room: 'dies', role: 'caller', call, getstats_interval_ms: 1000, candidate_prefix: null });
     const pid = peer.page.browser().process()?.pid;
@@ -71,7 +73,7 @@ test('a browser that dies is reported once with a reason; close() then removes t
     process.kill(pid, 'SIGKILL');
     assert.ok(await waitFor(() => exits.length > 0, 5000), 'onExit was not called');
     assert.equal(exits.length, 1);
-    assert.equal(exits[0], `browser dies (Chromium) exited (signal SIGKILL); see ${logFile}`);
+    assert.equal(exits[0], 'killed by SIGKILL');
     assert.equal(peer.exitReason, exits[0]);
   } finally {
     await peer.close();
