@@ -134,7 +134,7 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
     duration_s = m["run"].get("duration_s") or 0.0
     t0_ns = int(round((m["run"].get("call_start") or 0) * 1e9))
     have_packets = t is not None and len(t) > 0
-    if have_packets:
+    if t is not None and have_packets:
         rates = _rate_traces(m, t, t0_ns, duration_s)
         if rates:
             panels.append(("Receive rate per flow at b, send rate at a (captures), capacity", "Mbit/s", rates))
@@ -165,7 +165,7 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
     if q:
         panels.append((f"Forward bottleneck queue, in ms at the link rate ({m['bottleneck_queue']['source']})", "ms",
                        [_line("queue (emulator counters)", q, line={"color": "#444"})]))
-    if have_packets:
+    if t is not None and have_packets:
         loss = _loss_traces(m, t, t0_ns, duration_s)
         if loss:
             panels.append(loss)
@@ -181,7 +181,7 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
         omitted.append("fps and resolution: no inbound video in getStats from b")
     if panels:
         figs.append(("timeseries", _stack(m, panels, duration_s)))
-    if have_packets:
+    if t is not None and have_packets:
         owd = _owd_scatter(m, t, t0_ns)
         if owd:
             figs.append(owd)

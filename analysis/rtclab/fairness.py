@@ -41,7 +41,7 @@ def connections(t: PacketTable, lo_ns: int, hi_ns: int, capacity_bps: float | No
     connection carrying data). `forward_arrivals_seen`: whether capture-b could be read (else every rate is
     unknown, not zero)."""
     dur_s = (hi_ns - lo_ns) / 1e9
-    unknown = {"connections": [], "jain_index": None, "utilisation": None, "received_bps": None,
+    unknown: dict[str, Any] = {"connections": [], "jain_index": None, "utilisation": None, "received_bps": None,
                "competitors_expected": None}
     if not forward_arrivals_seen or dur_s <= 0:
         return unknown

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -261,7 +262,7 @@ def write_run(run_dir: Path, cfg: SynthConfig, with_getstats: bool = True) -> Tr
                    [(rev, rev_all, rev["t_ns"] + rev["owd_ns"], rev["tos"])], cfg.snaplen)
     _write_capture(run_dir / "capture-b.pcap", rev, 64, [(fwd, fwd_rows, fwd_t, tos)], cfg.snaplen)
     t0 = cfg.start_epoch_s
-    cross = []
+    cross: list[dict[str, Any]] = []
     if cfg.tcp_flows:
         cross = [{"kind": "tcp", "flows": cfg.tcp_flows, "congestion_control": "cubic", "direction": "forward",
                   "start_s": cfg.tcp_start_s, "stop_s": cfg.tcp_stop_s, "dscp": 0}]
