@@ -50,6 +50,13 @@ def join_key(cols: dict[str, np.ndarray], idx: np.ndarray, column: str = "join_k
     return join_keys(cols[column][idx], cols["ip_id"][idx])
 
 
+def match(sent_keys: np.ndarray, recv_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The join itself (analysis/core/src/join.rs): the k-th departure with a key is the k-th arrival with it.
+    Returns (each departure's arrival index or -1, each arrival's departure index, or -2 for a duplicate, -1)."""
+    return _core.join_keys(np.ascontiguousarray(sent_keys, dtype=np.uint64),
+                           np.ascontiguousarray(recv_keys, dtype=np.uint64))
+
+
 def _direction(send: Capture, recv: Capture, src: int, dst: int, direction: int) -> dict:
     """Joins one direction. Returns the departures' rows in the sending capture (`s_idx`), the unmatched arrivals'
     rows in the receiving one (`x_idx`), every arrival's row (`r_idx`), and the join's own columns for them."""

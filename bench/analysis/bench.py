@@ -23,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from rtclab import rundir
 
 TSHARK_FIELDS = ["frame.time_epoch", "ip.src", "ip.dst", "ip.id", "ip.dsfield.ecn", "udp.srcport", "udp.dstport",
                  "tcp.seq_raw", "rtp.ssrc", "rtp.seq", "rtp.timestamp", "rtp.p_type"]
@@ -42,16 +43,19 @@ def generate(run: Path, packets: int) -> int:
 
 
 def pcap_prefix(src: Path, dst: Path, count: int) -> int:
-    """Copies the header and the first `count` records of a pcap; returns how many it copied."""
-    with src.open("rb") as f, dst.open("wb") as out:
-        out.write(f.read(24))
-        n = 0
-        while n < count:
-            head = f.read(16)
-            if len(head) < 16:
+    """Writes the first `count` records of a nanosecond pcap (read by the analyzer's rtclab.rundir.pcap_records) to a
+    new one with the same header; returns how many it wrote."""
+    with src.open("rb") as f:
+        head = f.read(24)
+    if struct.unpack("<I", head[:4])[0] != 0xA1B23C4D:
+        raise SystemExit(f"{src}: expected a little-endian nanosecond pcap (the synthetic run's)")
+    n = 0
+    with dst.open("wb") as out:
+        out.write(head)
+        for ts_ns, orig_len, data in rundir.pcap_records(src):
+            if n >= count:
                 break
-            incl = struct.unpack("<I", head[8:12])[0]
-            out.write(head + f.read(incl))
+            out.write(struct.pack("<IIII", ts_ns // 1_000_000_000, ts_ns % 1_000_000_000, len(data), orig_len) + data)
             n += 1
     return n
 

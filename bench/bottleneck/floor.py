@@ -11,14 +11,25 @@ At the bottleneck's priority (SCHED_FIFO 10), for half of --seconds each:
   a scheduler that waits for its timer, wake-up latency included (on a kernel without full preemption a woken task
   also waits for the kernel work of whatever runs on its CPU).
 The bottleneck arms its timer and spins the last stretch within a CPU budget: it sits between the two.
-Standard library only.
+Percentiles follow the analyzer's one rule (rtclab.stats: linear interpolation between closest ranks); run it with the
+repository's .venv/bin/python (a plain python3 falls back to that environment's packages).
     floor.py --seconds 6 --pps 10000 > floor.json
 """
 import argparse
 import json
 import math
 import os
+import site
 import time
+from pathlib import Path
+
+try:
+    import rtclab  # noqa: F401
+except ImportError:  # run by the system python3 (bench/bottleneck/run.sh): use the repository's environment
+    for packages in sorted((Path(__file__).resolve().parents[2] / ".venv" / "lib").glob("python3*/site-packages")):
+        site.addsitedir(str(packages))
+import numpy as np
+from rtclab.stats import percentile as percentile_of
 
 
 def spin(seconds: float, min_gap_ns: int) -> list[tuple[int, int]]:
@@ -67,10 +78,12 @@ def train_lateness(gaps: list[tuple[int, int]], pps: int) -> list[float]:
 
 
 def percentile(sorted_nonzero: list[float], total: int, q: float) -> float:
-    """q-th percentile of `total` values of which all but `sorted_nonzero` are zero."""
-    rank = int(round(q / 100 * (total - 1)))
-    zeros = total - len(sorted_nonzero)
-    return 0.0 if rank < zeros else sorted_nonzero[rank - zeros]
+    """q-th percentile of `total` values of which all but `sorted_nonzero` are zero (the packets on time)."""
+    if total == 0:
+        return 0.0
+    values = np.zeros(max(total, len(sorted_nonzero)))
+    values[values.size - len(sorted_nonzero):] = sorted_nonzero
+    return percentile_of(values, q) or 0.0
 
 
 def main() -> None:

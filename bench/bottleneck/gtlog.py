@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Reads the bottleneck's ground-truth log (docs/bottleneck-log.md) and nanosecond pcaps, for the benchmark and the
-checks in bench/bottleneck/. Standard library only, so it runs on a fresh machine. Each command prints one JSON object.
+"""The benchmark's checks on the bottleneck's ground-truth log (docs/bottleneck-log.md) and pcaps, for bench/bottleneck/.
+The files are read by the analyzer's run-directory library (rtclab.rundir) and percentiles follow the analyzer's one
+rule (rtclab.stats): run it with the repository's .venv/bin/python (a plain python3 falls back to that environment's
+packages). Each command prints one JSON object.
 
   gtlog.py lateness LOG [--skip-s S]          events, trailing fragment, release lateness (release_ns - due_ns)
   gtlog.py spacing B.pcap --kbit K [--dport P] [--skip-s S]
@@ -13,70 +15,56 @@ checks in bench/bottleneck/. Standard library only, so it runs on a fresh machin
   gtlog.py order PCAP                         reordering of an iperf3 UDP flow (its packet counter)
   gtlog.py windows PCAP [--window-s S]        received wire rate per window
 
-Packets are joined between the captures and the log by (packet key, IP identification). Percentiles are nearest
-rank: the value at index min(n - 1, floor(q * n)) of the sorted values.
+Packets are joined between the captures and the log by the analyzer's packet join key (the packet key mixed with the
+IP identification, matched in occurrence order). Percentiles: linear interpolation between closest ranks
+(docs/metrics.md).
 """
 import argparse
 import bisect
 import json
+import site
 import struct
 import sys
+from pathlib import Path
 
-MAGIC = b"RTCGTLG1"
-RECORD = struct.Struct("<QQQQQQHHBBBBII")
-RECORD_FIELDS = ("arrival_ns", "dequeue_ns", "tx_end_ns", "due_ns", "release_ns", "key", "ip_len", "ip_id",
-                 "event", "band", "ecn_in", "ip_proto", "queue_packets", "queue_bytes")
-EVENTS = {0: "forwarded", 1: "forwarded_ce", 2: "dropped_tail", 3: "dropped_aqm", 4: "dropped_loss",
-          5: "dropped_shutdown"}
-FORWARDED = (0, 1)
+try:
+    import rtclab  # noqa: F401
+except ImportError:  # run by the system python3 (bench/bottleneck/lib.sh): use the repository's environment
+    for packages in sorted((Path(__file__).resolve().parents[2] / ".venv" / "lib").glob("python3*/site-packages")):
+        site.addsitedir(str(packages))
+import numpy as np
+from rtclab import rundir
+from rtclab.packets import match
+from rtclab.stats import percentile
+
+EVENTS = rundir.GTLOG_EVENTS
+FORWARDED = rundir.GTLOG_FORWARDED
 ETHERNET_HEADER_BYTES = 14
 
 
-def fnv1a64(data):
-    h = 0xCBF29CE484222325
-    for b in data:
-        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
-
-
 def read_gtlog(path):
-    """Returns (header dict, list of record dicts, trailing fragment bytes); a trailing fragment shorter than a record
-    (a killed run) is ignored."""
-    with open(path, "rb") as f:
-        blob = f.read()
-    if blob[:8] != MAGIC:
-        raise SystemExit(f"{path}: not a ground-truth log (magic {blob[:8]!r})")
-    (n,) = struct.unpack_from("<I", blob, 8)
-    header = json.loads(blob[12:12 + n].decode("utf-8"))
-    size = header.get("record_size", 64)
-    body = blob[12 + n:]
-    records = [dict(zip(RECORD_FIELDS, RECORD.unpack_from(body, off)))
-               for off in range(0, len(body) - size + 1, size)]
-    return header, records, len(body) % size
+    """Returns (header dict, list of record dicts with int fields, trailing fragment bytes), read by rtclab.rundir;
+    a trailing fragment shorter than a record (a killed run) is ignored."""
+    try:
+        log = rundir.read_gtlog(Path(path))
+    except ValueError as e:
+        raise SystemExit(f"{path}: {e}")
+    names = log.records.dtype.names
+    return log.header, [dict(zip(names, r)) for r in log.records.tolist()], log.trailing_bytes
 
 
 def read_pcap(path):
-    """Yields (t_ns, frame_len, frame bytes) from a pcap with nanosecond (a1b23c4d) or microsecond timestamps."""
-    with open(path, "rb") as f:
-        blob = f.read()
-    magic = struct.unpack_from("<I", blob, 0)[0]
-    if magic == 0xA1B23C4D:
-        scale = 1
-    elif magic == 0xA1B2C3D4:
-        scale = 1000
-    else:
-        raise SystemExit(f"{path}: not a little-endian pcap (magic {magic:#x})")
-    off = 24
-    while off + 16 <= len(blob):
-        sec, frac, incl, orig = struct.unpack_from("<IIII", blob, off)
-        off += 16
-        yield sec * 1_000_000_000 + frac * scale, orig, blob[off:off + incl]
-        off += incl
+    """Yields (t_ns, frame_len, frame bytes) of each record (rtclab.rundir.pcap_records)."""
+    try:
+        yield from rundir.pcap_records(Path(path))
+    except rundir.CaptureError as e:
+        raise SystemExit(str(e))
 
 
 def ipv4_packets(path, src=None, dst=None, dport=None, with_key=True):
     """Dicts (t, frame_len, ip_len, ip_id, proto, dport, key) of a pcap's IPv4 frames, filtered by addresses and
-    destination port. The key covers min(64, payload length) bytes: the capture's snap length must hold them."""
+    destination port; `key` is the packet key (rtclab.rundir.packet_key), which needs the capture's snap length to
+    hold 64 bytes after the IP header."""
     out = []
     for t_ns, frame_len, frame in read_pcap(path):
         if len(frame) < 34 or frame[12:14] != b"\x08\x00":
@@ -85,27 +73,32 @@ def ipv4_packets(path, src=None, dst=None, dport=None, with_key=True):
         if (src and ".".join(map(str, ip[12:16])) != src) or (dst and ".".join(map(str, ip[16:20])) != dst):
             continue
         ihl = (ip[0] & 0x0F) * 4
-        ip_len = struct.unpack_from(">H", ip, 2)[0]
+        ip_len = int.from_bytes(ip[2:4], "big")
         proto = ip[9]
         payload = ip[ihl:ip_len]
-        port = struct.unpack_from(">H", payload, 2)[0] if proto in (6, 17) and len(payload) >= 4 else None
+        port = int.from_bytes(payload[2:4], "big") if proto in (6, 17) and len(payload) >= 4 else None
         if dport is not None and port != dport:
             continue
-        out.append({"t": t_ns, "frame_len": frame_len, "ip_len": ip_len, "ip_id": struct.unpack_from(">H", ip, 4)[0],
-                    "proto": proto, "dport": port, "key": fnv1a64(payload[:64]) if with_key else None})
+        out.append({"t": t_ns, "frame_len": frame_len, "ip_len": ip_len, "ip_id": int.from_bytes(ip[4:6], "big"),
+                    "proto": proto, "dport": port, "key": rundir.packet_key(payload) if with_key else None})
     return out
 
 
+def join_keys(pkts):
+    """The analyzer's packet join key of each packet (or log record): key mixed with the IP identification."""
+    return rundir.join_keys(np.array([p["key"] for p in pkts], dtype=np.uint64),
+                            np.array([p["ip_id"] for p in pkts], dtype=np.uint16))
+
+
 def percentiles_us(values_ns):
-    if not values_ns:
+    if not len(values_ns):
         return {"n": 0}
-    v = sorted(values_ns)
 
     def p(q):
-        return round(v[min(len(v) - 1, int(q * len(v)))] / 1000, 1)
+        return round(percentile(values_ns, q) / 1000, 1)
 
-    return {"n": len(v), "p50_us": p(0.50), "p99_us": p(0.99), "p99_9_us": p(0.999),
-            "max_us": round(v[-1] / 1000, 1), "min_us": round(v[0] / 1000, 1)}
+    return {"n": len(values_ns), "p50_us": p(50), "p99_us": p(99), "p99_9_us": p(99.9),
+            "max_us": round(max(values_ns) / 1000, 1), "min_us": round(min(values_ns) / 1000, 1)}
 
 
 def cmd_lateness(args):
@@ -151,14 +144,10 @@ def cmd_path(args):
         # A saturated link: the frames after the first arrive back to back at the link rate.
         bits = sum(p["frame_len"] for p in received[1:]) * 8
         out["received_wire_kbit"] = round(bits / ((received[-1]["t"] - received[0]["t"]) / 1e9) / 1000, 2)
-    sent_at = {}
-    for p in sent:
-        sent_at.setdefault((p["key"], p["ip_id"]), p["t"])
-    owd = {}
-    for p in received:
-        k = (p["key"], p["ip_id"])
-        if k in sent_at and k not in owd:
-            owd[k] = (p["t"], p["t"] - sent_at[k])
+    sent_keys = join_keys(sent)
+    sent_match, _ = match(sent_keys, join_keys(received))
+    # One-way delay of each delivered departure: (arrival time, delay), by departure index.
+    owd = {i: (received[j]["t"], received[j]["t"] - sent[i]["t"]) for i, j in enumerate(sent_match.tolist()) if j >= 0}
     if owd:
         lo = min(d for _, d in owd.values())
         hi = max(d for _, d in owd.values())
@@ -169,19 +158,20 @@ def cmd_path(args):
         out["queuing_delay_after_skip"] = percentiles_us([d - lo for t, d in owd.values() if t >= start])
     if args.log:
         _, records, _ = read_gtlog(args.log)
-        logged = {(r["key"], r["ip_id"]): r for r in records}
-        fwd = {k: r for k, r in logged.items() if r["event"] in FORWARDED}
+        log_match, _ = match(sent_keys, join_keys(records))
+        logged = {i: records[g] for i, g in enumerate(log_match.tolist()) if g >= 0}
         # Lost outside the model: left a but never reached the bottleneck, or forwarded by it but missing at b.
-        out["sent_not_in_log"] = sum(1 for k in sent_at if k not in logged)
-        out["log_forwarded_missing_at_b"] = sum(1 for k in fwd if k in sent_at and k not in owd)
-        out["log_dropped_present_at_b"] = sum(1 for k, r in logged.items() if r["event"] >= 2 and k in owd)
+        out["sent_not_in_log"] = len(sent) - len(logged)
+        out["log_forwarded_missing_at_b"] = sum(1 for i, r in logged.items() if r["event"] in FORWARDED and i not in owd)
+        out["log_dropped_present_at_b"] = sum(1 for i, r in logged.items() if r["event"] >= 2 and i in owd)
+        fwd = {i: r for i, r in logged.items() if r["event"] in FORWARDED and i in owd}
         # Capture one-way delay minus the log's account: due - arrival = sojourn + transmission + delay (+ jitter),
         # so the difference is the release lateness plus the veth hops; release - arrival leaves only the hops.
-        diffs = [owd[k][1] - (r["due_ns"] - r["arrival_ns"]) for k, r in fwd.items() if k in owd]
+        diffs = [owd[i][1] - (r["due_ns"] - r["arrival_ns"]) for i, r in fwd.items()]
         out["owd_minus_log_due"] = percentiles_us(diffs)
         out["owd_minus_log_due"]["within_0_2_ms"] = sum(1 for d in diffs if abs(d) <= 200_000)
         out["owd_minus_log_release"] = percentiles_us(
-            [owd[k][1] - (r["release_ns"] - r["arrival_ns"]) for k, r in fwd.items() if k in owd])
+            [owd[i][1] - (r["release_ns"] - r["arrival_ns"]) for i, r in fwd.items()])
     return out
 
 

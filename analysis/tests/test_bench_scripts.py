@@ -1,0 +1,72 @@
+"""The benchmarks' scripts read run files with the analyzer's library and use its one percentile rule: gtlog.py on a
+hand-built pair of captures and ground-truth log, checked against values computed here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pcapbuild import percentile
+from runbuild import MS, T0_NS, Run, log_key, write_gtlog
+
+ROOT = Path(__file__).resolve().parents[2]
+GTLOG = ROOT / "bench" / "bottleneck" / "gtlog.py"
+
+
+@pytest.fixture(scope="module")
+def standing_queue(tmp_path_factory):
+    """300 packets through a bottleneck that holds each 100-109 ms and releases it 0-60 us late."""
+    d = tmp_path_factory.mktemp("gtlog")
+    run, log = Run(), []
+    for i in range(300):
+        t = T0_NS + i * 10 * MS
+        arrive = t + 20_000
+        dequeue = arrive + (100 + i % 10) * MS
+        due = dequeue + 1 * MS + 20 * MS
+        release = due + (i % 7) * 10_000
+        p = run.rtp(t, [] if i in (17, 18) else [release + 15_000], seq=i, ts=i * 900)
+        key, ip_len, ip_id = log_key(p.frame)
+        log.append({"arrival_ns": arrive, "dequeue_ns": dequeue, "tx_end_ns": dequeue + MS, "due_ns": due,
+                    "release_ns": release, "key": key, "ip_len": ip_len, "ip_id": ip_id,
+                    "event": 2 if i in (17, 18) else 0})
+    run.write(d, {"duration_s": 3.1})
+    write_gtlog(d / "bottleneck-forward.gtlog", log)
+    return d, run, log
+
+
+def gtlog(*args: str) -> dict:
+    r = subprocess.run([sys.executable, str(GTLOG), *args], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def us(values_ns: list[int], q: float) -> float:
+    return round(percentile(values_ns, q) / 1000, 1)
+
+
+def test_lateness_percentiles_by_the_one_rule(standing_queue):
+    d, _, log = standing_queue
+    out = gtlog("lateness", str(d / "bottleneck-forward.gtlog"))
+    late = [r["release_ns"] - r["due_ns"] for r in log if r["event"] == 0]
+    assert out["events"] == {"forwarded": 298, "dropped_tail": 2}
+    assert out["lateness"] == {"n": 298, "p50_us": us(late, 50), "p99_us": us(late, 99), "p99_9_us": us(late, 99.9),
+                               "max_us": max(late) / 1000, "min_us": min(late) / 1000}
+
+
+def test_path_joins_captures_and_log_with_the_analyzers_key(standing_queue):
+    d, run, log = standing_queue
+    out = gtlog("path", str(d / "capture-a.pcap"), str(d / "capture-b.pcap"), "--log",
+                str(d / "bottleneck-forward.gtlog"), "--skip-s", "0")
+    owd = [p.arrivals[0] - p.t_send for p in run.packets if p.arrivals]
+    assert out["sent"] == 300 and out["received"] == 298
+    assert out["one_way_delay_ms"] == {"min": round(min(owd) / 1e6, 3), "max": round(max(owd) / 1e6, 3)}
+    assert out["sent_not_in_log"] == 0 and out["log_forwarded_missing_at_b"] == 0
+    assert out["log_dropped_present_at_b"] == 0
+    # OWD - (release - arrival) is the hops written above: 20 us before the bottleneck, 15 us after.
+    assert out["owd_minus_log_release"]["p50_us"] == 35.0 and out["owd_minus_log_release"]["n"] == 298
+    queue = [x - min(owd) for x in owd]
+    assert out["queuing_delay_after_skip"]["p99_us"] == us(queue, 99)
