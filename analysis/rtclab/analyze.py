@@ -176,13 +176,6 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
         "warnings": [c["detail"] for c in checks if c["ok"] is False],
         "timings_s": timings,
     }
-    # Packets of a capture that no direction used: named, never silently dropped.
-    for side, c in caps.items():
-        left = (table.not_joined if table is not None else {}).get(f"capture_{side}") or {}
-        if c is not None and (left.get("non_ipv4") or left.get("other_addresses")):
-            run.problems.append(f"capture-{side}.pcap: {left['non_ipv4']} non-IPv4 record(s) and "
-                                f"{left['other_addresses']} IPv4 packet(s) between other addresses than "
-                                f"{run.addr_a} and {run.addr_b} left out of the join")
     if write:
         with _step(progress, "writing outputs", timings):
             (path / "metrics.json").write_text(json.dumps(result, indent=1, default=_json_default))
