@@ -91,7 +91,8 @@ def figures(table: list[dict[str, Any]]) -> list[tuple[str, dict]]:
             "y": [None if r["loss_ratio_bytes"] is None else 100 * r["loss_ratio_bytes"] for r in table]}
     lay = lambda t, y: {"title": {"text": t}, "yaxis": {"title": {"text": y}}, "height": 360,  # noqa: E731
                         "margin": {"l": 60, "r": 20, "t": 40, "b": 90}}
-    return [("queuing_box", {"data": [box], "layout": lay("Video queuing delay (box p25-p75, whiskers p5-p95)", "ms")}),
+    return [("queuing_box", {"data": [box], "layout": lay("Video queuing delay, OWD - configured propagation (box p25-p75, "
+                                                         "whiskers p5-p95)", "ms")}),
             ("rate_bars", {"data": [rate], "layout": lay("Video received rate (mean ± sd of 1 s windows)", "Mbit/s")}),
             ("loss_bars", {"data": [loss], "layout": lay("Video loss ratio l = bytes lost / bytes sent", "%")})]
 
