@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Call setup time: from `npm run call`'s process start to media flowing both ways (video decoded at a and at b),
-// with its phases, beside a bare loopback call of the same page in two Chromium instances (no namespaces, no
+// with its phases, beside a bare call of the same page in two Chromium instances on the host (no namespaces, no
 // bottleneck, no captures): what a user's own puppeteer script would take. Not a test; prints a table.
 //   node bench/call/setup-time.mjs [runs]        (as root, after scripts/setup.sh)
 import { spawnSync } from 'node:child_process';
@@ -9,7 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startSignalingServer } from '../../signaling/server.js';
-import { openPeer, removeDir } from '../../client/test-support/chromium.js';
+import { defaultRouteAddress, openPeer, removeDir } from '../../client/test-support/peers.js';
+import { scenarioCall } from '../../client/test-support/scenario.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const runs = Number(process.argv[2] ?? 3);
@@ -32,13 +33,15 @@ async function bareCall() {
   const start = Date.now();
   const server = await startSignalingServer({ host: '127.0.0.1', port: 0 });
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-bench-bare-'));
-  const call = { codec: 'VP8', red_fec: false, width: 1280, height: 720, fps: 30, max_bitrate_kbps: null,
-    degradation_preference: 'balanced', audio: true };
+  const call = scenarioCall();
+  // With the runs' flags Chromium gathers candidates on the default route's interface only, never on loopback.
+  const candidate_prefix = await defaultRouteAddress();
+  /** @type {import('../../client/test-support/peers.js').TestPeer[]} */
   const peers = [];
   try {
-    for (const role of ['caller', 'callee']) {
-      peers.push(await openPeer({ url: `${server.url}/`, clip, workDir, name: role,
-        config: { room: 'bench', role, call, getstats_interval_ms: 100, candidate_prefix: '127.' } }));
+    for (const role of /** @type {const} */ (['caller', 'callee'])) {
+      await openPeer({ url: `${server.url}/`, clip, dir: workDir, name: role, opened: peers,
+        config: { room: 'bench', role, call, getstats_interval_ms: 100, candidate_prefix } });
     }
     const decoded = (/** @type {any} */ p) => p.reports.some((r) => r.kind === 'stats' &&
       r.payload.report.some((/** @type {any} */ s) => s.type === 'inbound-rtp' && s.kind === 'video' && s.framesDecoded > 0));
@@ -48,7 +51,7 @@ async function bareCall() {
     }
     return (Date.now() - start) / 1000;
   } finally {
-    for (const p of peers) await p.browser.close();
+    for (const p of peers) await p.peer.close();
     await server.close();
     await removeDir(workDir);
   }
@@ -59,7 +62,7 @@ const bare = [];
 for (let i = 0; i < runs; i++) {
   lab.push(labCall());
   bare.push(await bareCall());
-  process.stderr.write(`run ${i + 1}/${runs}: rtclab ${lab.at(-1).total.toFixed(2)} s, bare ${bare.at(-1).toFixed(2)} s\n`);
+  process.stderr.write(`run ${i + 1}/${runs}: rtclab ${lab[i].total.toFixed(2)} s, bare ${bare[i].toFixed(2)} s\n`);
 }
 const row = (/** @type {string} */ name, /** @type {number[]} */ xs) =>
   `${name.padEnd(38)} ${median(xs).toFixed(2).padStart(6)} ${Math.min(...xs).toFixed(2).padStart(6)} ${Math.max(...xs).toFixed(2).padStart(6)}`;
@@ -68,5 +71,5 @@ console.log(row('rtclab: process start -> network up', lab.map((x) => x.network)
 console.log(row('rtclab: network up -> pages loaded', lab.map((x) => x.browsers)));
 console.log(row('rtclab: pages loaded -> media both ways', lab.map((x) => x.media)));
 console.log(row('rtclab: process start -> media (total)', lab.map((x) => x.total)));
-console.log(row('bare loopback call (2 Chromium, no lab)', bare));
+console.log(row('bare call (2 Chromium on the host)   ', bare));
 console.log(`ratio rtclab / bare (median): ${(median(lab.map((x) => x.total)) / median(bare)).toFixed(2)}`);

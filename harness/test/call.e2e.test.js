@@ -55,6 +55,7 @@ test('a 30 s call through the default scenario: captures, getStats, a valid mani
   const { code, stderr } = await runCli(['--duration', '30', '--out', out]);
   const manifest = manifestOf(out);
   assert.equal(manifest.status, 'complete', stderr);
+  assert.equal(manifest.format_version, 2);
   assert.equal(manifest.validity.valid, true, JSON.stringify(manifest.validity, null, 1));
   assert.equal(code, 0, stderr);
   assert.deepEqual(leftovers(manifest.id), []);
@@ -153,6 +154,29 @@ test('a browser killed mid-call: clear error, run incomplete with its data kept,
   const manifest = manifestOf(out);
   assert.equal(manifest.status, 'incomplete');
   assert.ok(fs.statSync(path.join(out, 'capture-a.pcap')).size > 24, 'the capture recorded before the crash is kept');
+  assert.deepEqual(leftovers(manifest.id), []);
+});
+
+test('the userspace bottleneck killed mid-call: the run\'s error is the bottleneck\'s own account, nothing left behind', { timeout: 120_000 }, async () => {
+  const out = path.join(tmp, 'bottleneck-killed');
+  const { code, stderr } = await runCli(['--out', out, '--duration', '60', '--backend', 'userspace'], {
+    during: () => {
+      const timer = setInterval(() => {
+        if (!callStarted(out)) return;
+        // The forward bottleneck is the process given this run directory's forward link.
+        const pids = execFileSync('pgrep', ['-f', '--', `--config ${path.join(out, 'bottleneck-forward.json')}`], { encoding: 'utf8' }).trim().split('\n');
+        for (const pid of pids) process.kill(Number(pid), 'SIGKILL');
+        clearInterval(timer);
+      }, 1000);
+    },
+  });
+  assert.equal(code, 1, stderr);
+  const manifest = manifestOf(out);
+  assert.equal(manifest.status, 'incomplete');
+  assert.match(manifest.error, /^the userspace bottleneck \(forward\) exited during the run \(killed by SIGKILL\)/);
+  assert.match(stderr, /the userspace bottleneck \(forward\) exited during the run/);
+  const exits = jsonl(path.join(out, 'events.jsonl')).filter((e) => e.event === 'bottleneck_exit');
+  assert.deepEqual(exits.map((e) => [e.direction, e.signal]), [['forward', 'SIGKILL']]);
   assert.deepEqual(leftovers(manifest.id), []);
 });
 
