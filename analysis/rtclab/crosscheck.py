@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _core
 from .packets import DELIVERED, FORWARD, LOST, PacketTable, join_key
-from .rundir import GTLOG_EVENTS, RunDir, join_keys, read_gtlog
+from .rundir import GTLOG_EVENTS, CaptureError, RunDir, join_keys, pcap_records, read_gtlog
 from .stats import percentile
 
 # Tolerances (documented in docs/metrics.md).
@@ -86,21 +86,17 @@ def tshark_rtp_streams(capture: Path, receiver_ip: str, sender_ip: str, ports: s
                        rtpmap: dict[int, tuple[str, int]]) -> list[dict[str, Any]]:
     """Runs `tshark -q -z rtp,streams` on the capture (with an SDP prelude naming the clock rates) and parses its
     table: one dict per stream with src, dst, ssrc, packets, lost, mean/max jitter in ms."""
+    first = next(pcap_records(capture), None)
     with capture.open("rb") as f, tempfile.TemporaryDirectory(prefix="rtclab-tshark-") as tmp:
         head = f.read(24)
-        first = f.read(16)
-        magic = struct.unpack("<I", head[:4])[0]
-        if magic != 0xA1B23C4D or len(first) < 16:
-            raise RuntimeError("tshark check needs a little-endian nanosecond pcap")
-        sec, frac = struct.unpack("<II", first[:8])
-        ts = sec * 1_000_000_000 + frac
+        if struct.unpack("<I", head[:4])[0] != 0xA1B23C4D or first is None:
+            raise RuntimeError("tshark check needs a little-endian nanosecond pcap with packets")
         merged = Path(tmp) / "with-sdp.pcap"
         with merged.open("wb") as out:
             out.write(head)
             for port in sorted(ports):
-                out.write(_sdp_record(ts, receiver_ip, sender_ip, port, rtpmap))
-            out.write(first)
-            shutil.copyfileobj(f, out, 1 << 20)
+                out.write(_sdp_record(first[0], receiver_ip, sender_ip, port, rtpmap))
+            shutil.copyfileobj(f, out, 1 << 20)  # every record after the header, as it is
         res = subprocess.run(["tshark", "-n", "-r", str(merged), "-o", "rtp.heuristic_rtp:TRUE", "-q",
                               "-z", "rtp,streams"], capture_output=True, text=True, timeout=600)
     if res.returncode != 0:
@@ -144,7 +140,7 @@ def tshark_jitter(run: RunDir, flows: list[dict[str, Any]], table: PacketTable |
         ports = {int(f["dst"].rsplit(":", 1)[1]) for f in rtp}
         try:
             streams = tshark_rtp_streams(cap, rcv_ip, snd_ip, ports, rtpmap)
-        except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+        except (RuntimeError, OSError, CaptureError, subprocess.TimeoutExpired) as e:
             out.append(_check(f"jitter_vs_tshark:{direction}", None, f"tshark could not run: {e}", ""))
             continue
         for f in rtp:

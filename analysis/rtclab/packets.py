@@ -171,10 +171,14 @@ def from_parquet(path: Path, columns: tuple[str, ...] = DASHBOARD_COLUMNS) -> Pa
     """The per-packet table back from packets.parquet (as `analyze` wrote it): names to codes, nulls to -1."""
     import pyarrow.parquet as pq
 
-    data = pq.read_table(path, columns=list(columns))
+    present = set(pq.read_schema(path).names)
+    data = pq.read_table(path, columns=[c for c in columns if c in present])
     cols: dict[str, np.ndarray] = {}
     codes = {"direction": DIRECTION_NAMES, "status": STATUS_NAMES}
     for name in columns:
+        if name not in present:  # a column of a later analyzer version: unknown
+            cols[name] = np.full(data.num_rows, -1, dtype=np.int64)
+            continue
         col = data.column(name)
         if name in codes:
             index = {v: k for k, v in codes[name].items()}

@@ -503,6 +503,22 @@ mod tests {
     }
 
     #[test]
+    fn span_covers_every_record_and_counts_non_ipv4() {
+        let mut file = pcap_header();
+        let mut arp = vec![0xffu8; 12];
+        arp.extend_from_slice(&[0x08, 0x06]);
+        arp.extend_from_slice(&[0; 28]);
+        file.extend(record(1, 5, &arp));
+        file.extend(record(2, 0, &udp_frame(&[1, 2, 3])));
+        file.extend(record(3, 7, &arp));
+        let cap = parse_bytes(&file, 3).unwrap();
+        assert_eq!(cap.cols.ts_ns, vec![2_000_000_000]);
+        assert_eq!(cap.non_ipv4, 2);
+        assert_eq!(cap.span_ns, Some((1_000_000_005, 3_000_000_007)));
+        assert_eq!(parse_bytes(&pcap_header(), 3).unwrap().span_ns, None);
+    }
+
+    #[test]
     fn classifies_rtcp_stun_dtls() {
         let mut file = pcap_header();
         let mut stun = vec![0, 1, 0, 0, 0x21, 0x12, 0xA4, 0x42];
