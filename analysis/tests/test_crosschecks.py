@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pcapbuild import Pcap, fnv1a64, ipv4_frame, rtcp_rr, rtp, tcp, udp
-from rtclab import _core, crosscheck, synth
+from rtclab import _core, crosscheck, rundir, synth
 from rtclab.analyze import analyze
 
 A, B = "10.0.1.2", "10.0.2.2"
@@ -145,17 +145,12 @@ def test_owd_and_drops_agree_with_the_ground_truth_log(tmp_path):
     run = tmp_path / "gt"
     synth.write_run(run, synth.SynthConfig(duration_s=3.0, duplicate=0.0))
     _, table = analyze(run, run_tshark=False, write=False)
-    # Keys: FNV-1a over the first 64 bytes after the IP header, from the capture file itself.
-    raw = (run / "capture-a.pcap").read_bytes()
-    keys, off = {}, 24
-    frame_no = 0
-    while off < len(raw):
-        incl = struct.unpack("<I", raw[off + 8:off + 12])[0]
-        frame = raw[off + 16:off + 16 + incl]
-        frame_no += 1
+    # Keys: the test's own FNV-1a over the first 64 bytes after the IP header, from the capture's records (read by the
+    # run-directory library's record reader, not the Rust decoder).
+    keys = {}
+    for frame_no, (_, _, frame) in enumerate(rundir.pcap_records(run / "capture-a.pcap"), start=1):
         ip_len = struct.unpack("!H", frame[16:18])[0]
         keys[frame_no] = fnv1a64(frame[34:34 + min(64, ip_len - 20)])
-        off += 16 + incl
     c = table.cols
     recs = gt_records(table)
     fwd = [i for i in range(len(table)) if c["direction"][i] == 0 and c["t_send_ns"][i] >= 0]
