@@ -1,0 +1,102 @@
+// @ts-check
+// Every consumer of a scenario reads the same thing from it. The scenario model (Node) normalises each scenario the
+// project ships, and each other consumer is handed what it is handed in a run: the userspace bottleneck (Rust) each
+// normalised link, printed back with --print-config; the page (client/config.js) the injected config; the analyzer
+// (Python) the normalised scenario as the manifest holds it, printed back as its typed view by `python -m
+// rtclab.scenario`. They must agree field by field.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadScenario, normalizeScenario } from '../model.js';
+import { readConfig } from '../../client/config.js';
+import { BOTTLENECK_BIN } from '../../netem/userspace.js';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const python = path.join(repoRoot, '.venv', 'bin', 'python');
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-conformance-'));
+
+/** Every scenario file in the project: the default, the examples, the benchmarks'. */
+function shippedScenarios() {
+  const dirs = ['scenarios', 'scenarios/examples', 'bench/bottleneck/scenarios'];
+  return dirs.flatMap((d) => fs.readdirSync(path.join(repoRoot, d)).filter((f) => f.endsWith('.yaml')).map((f) => path.join(d, f)));
+}
+
+/** Scenarios that exercise what the shipped ones may not: neutral defaults, a schedule, prio bands, sfq in ms. */
+const INLINE = {
+  'empty (neutral defaults)': {},
+  'schedule + sfq limit_ms': { network: { forward: { delay_ms: 10, jitter_ms: 2, loss_percent: 1,
+    rate: { schedule: [{ at_s: 0, kbit: 1500 }, { at_s: 20, kbit: 500 }], burst_bytes: 6000 }, qdisc: { kind: 'sfq', limit_ms: 200 } } } },
+  'prio with AQM bands': { network: { forward: { rate: { kbit: 18000 }, qdisc: { kind: 'prio', bands: [
+    { dscp: [46, 34], qdisc: { kind: 'codel', target_ms: 2 } }, { dscp: [10], qdisc: { kind: 'pie', ecn: true } },
+    { qdisc: { kind: 'fq_codel', quantum_bytes: 300 } }] } } },
+    cross_traffic: [{ kind: 'tcp', flows: 2, direction: 'reverse', start_s: 5, stop_s: 9, dscp: 8 }], duration_s: 12 },
+};
+
+/** The scenarios under test, normalised by the model. @returns {[string, any][]} */
+function cases() {
+  return [
+    ...shippedScenarios().map((f) => /** @type {[string, any]} */ ([f, loadScenario(path.join(repoRoot, f))])),
+    ...Object.entries(INLINE).map(([name, doc]) => /** @type {[string, any]} */ ([name, normalizeScenario(doc)])),
+  ];
+}
+
+/** Numbers compared as numbers (1000 and 1000.0 are one value once parsed), keys in any order. @param {any} v */
+const canonical = (v) => JSON.parse(JSON.stringify(v));
+
+/** What the bottleneck prints back for a link. @param {any} link */
+function bottleneckView(link) {
+  const file = path.join(tmp, 'link.json');
+  fs.writeFileSync(file, JSON.stringify(link));
+  const r = spawnSync(BOTTLENECK_BIN, ['--print-config', '--config', file], { encoding: 'utf8' });
+  assert.equal(r.status, 0, `rtclab-bottleneck refused ${JSON.stringify(link)}: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+/** The analyzer's typed view of a normalised scenario. @param {any} scenario */
+function analyzerView(scenario) {
+  const file = path.join(tmp, 'scenario.json');
+  fs.writeFileSync(file, JSON.stringify(scenario));
+  return JSON.parse(execFileSync(python, ['-m', 'rtclab.scenario', file], { encoding: 'utf8' }));
+}
+
+/** What the analyzer should see, derived from the model's output. @param {any} s */
+function expectedAnalyzerView(s) {
+  /** @param {any} l */
+  const link = (l) => ({
+    delay_ms: l.delay_ms, jitter_ms: l.jitter_ms, loss_percent: l.loss_percent, qdisc_kind: l.qdisc.kind,
+    rate: !l.rate ? null : l.rate.trace ? { trace: l.rate.trace }
+      : { schedule: l.rate.schedule ? l.rate.schedule.map((/** @type {any} */ st) => [st.at_s, st.kbit]) : [[0, l.rate.kbit]] },
+  });
+  return {
+    duration_s: s.duration_s, forward: link(s.network.forward), reverse: link(s.network.reverse),
+    cross_traffic: s.cross_traffic.map((/** @type {any} */ c) => ({ direction: c.direction, flows: c.flows, start_s: c.start_s,
+      stop_s: c.stop_s, congestion_control: c.congestion_control, dscp: c.dscp })),
+  };
+}
+
+test('the consumers are there to ask (built by scripts/setup.sh)', () => {
+  assert.ok(fs.existsSync(BOTTLENECK_BIN), `${BOTTLENECK_BIN} missing: run scripts/setup.sh`);
+  assert.ok(fs.existsSync(python), `${python} missing: run scripts/setup.sh`);
+  assert.ok(shippedScenarios().length >= 8, 'the shipped scenarios are found');
+});
+
+for (const [name, scenario] of cases()) {
+  test(`${name}: the bottleneck, the page and the analyzer read what the model wrote`, () => {
+    for (const direction of ['forward', 'reverse']) {
+      assert.deepEqual(canonical(bottleneckView(scenario.network[direction])), canonical(scenario.network[direction]),
+        `${direction} link as the userspace bottleneck reads it`);
+    }
+    const page = readConfig({ room: 'r1', role: 'caller', call: scenario.call, getstats_interval_ms: scenario.getstats.interval_ms,
+      candidate_prefix: '10.0.' }, '');
+    for (const used of ['audio', 'codec', 'degradation_preference', 'fps', 'height', 'max_bitrate_kbps', 'red_fec', 'width']) {
+      assert.ok(used in page.call, `the page reads call.${used}`);
+    }
+    for (const [field, value] of Object.entries(page.call)) assert.deepEqual(value, scenario.call[field], `call.${field} as the page reads it`);
+    assert.equal(page.getstats_interval_ms, scenario.getstats.interval_ms);
+    assert.deepEqual(canonical(analyzerView(scenario)), canonical(expectedAnalyzerView(scenario)), 'the analyzer\'s view');
+  });
+}
