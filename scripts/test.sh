@@ -24,8 +24,10 @@ run_suite() { # name, command...
 
 [ -f netem/bottleneck/Cargo.toml ] && run_suite bottleneck cargo test --release --locked --quiet --manifest-path netem/bottleneck/Cargo.toml
 for d in analysis/*/Cargo.toml; do [ -f "$d" ] && run_suite "$(basename "$(dirname "$d")")" cargo test --release --locked --quiet --manifest-path "$d"; done
+# TypeScript's checker over the JavaScript (tsconfig.json: checkJs); it prints nothing when every file checks.
+run_suite types npx --no-install tsc -p .
 node_dirs=()
-for d in signaling/test client/test netem/test harness/test analysis/browser-test; do [ -d "$d" ] && node_dirs+=("$d"); done
+for d in scenarios/test signaling/test client/test netem/test harness/test analysis/browser-test; do [ -d "$d" ] && node_dirs+=("$d"); done
 [ ${#node_dirs[@]} -gt 0 ] && run_suite node node --test --test-concurrency=1 "${node_dirs[@]}"
 [ -d analysis/tests ] && run_suite analyzer .venv/bin/python -m pytest analysis/tests -q
 

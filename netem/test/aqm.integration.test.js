@@ -5,8 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { withNetwork, udpFlow, execIn, SKIP_NO_BOTTLENECK } from '../testing/net.js';
-import { readPcap, readGtlog, matchOneWay, quantile } from '../testing/pcap.js';
+import { withNetwork, udpFlow, execIn, SKIP_NO_BOTTLENECK } from '../test-support/net.js';
+import { readPcap, readGtlog, matchOneWay, quantile } from '../test-support/pcap.js';
 
 const SECONDS = 8;
 

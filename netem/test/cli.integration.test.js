@@ -6,8 +6,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { newRunDir } from '../testing/net.js';
-import { leftovers, runPids } from '../testing/leftovers.js';
+import { newRunDir } from '../test-support/net.js';
+import { leftovers, runPids } from '../test-support/leftovers.js';
 
 const CLI = fileURLToPath(new URL('../cli.js', import.meta.url));
 const cli = (/** @type {string[]} */ args) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });

@@ -4,8 +4,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { withNetwork } from '../testing/net.js';
-import { readPcap } from '../testing/pcap.js';
+import { withNetwork } from '../test-support/net.js';
+import { readPcap } from '../test-support/pcap.js';
 import { planCrossTraffic } from '../cross.js';
 
 test('cross traffic plan: server in the receiver, client with -C, -P, --dscp, JSON log', () => {

@@ -4,8 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { withNetwork, udpFlow, SKIP_NO_BOTTLENECK } from '../testing/net.js';
-import { readPcap, readGtlog, matchOneWay, quantile } from '../testing/pcap.js';
+import { withNetwork, udpFlow, SKIP_NO_BOTTLENECK } from '../test-support/net.js';
+import { readPcap, readGtlog, matchOneWay, quantile } from '../test-support/pcap.js';
 
 const KBIT = 1000;
 const SECONDS = 20;

@@ -7,11 +7,11 @@ import { spawn, execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { newId } from '../names.js';
-import { newRunDir, bottleneckBuilt } from '../testing/net.js';
-import { leftovers, runPids } from '../testing/leftovers.js';
+import { newRunDir, bottleneckBuilt } from '../test-support/net.js';
+import { leftovers, runPids } from '../test-support/leftovers.js';
 
 const CLI = fileURLToPath(new URL('../cli.js', import.meta.url));
-const HARNESS_LIKE = fileURLToPath(new URL('../testing/harness-like.js', import.meta.url));
+const HARNESS_LIKE = fileURLToPath(new URL('../test-support/harness-like.js', import.meta.url));
 // Without the bottleneck binary the kernel backend (delay 0) still exercises every other kind of leftover.
 const BACKEND = bottleneckBuilt ? 'userspace' : 'kernel';
 

@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { createNetwork } from '../index.js';
-import { udpFlow, udpPaced, newRunDir, withNetwork, SKIP_NO_BOTTLENECK } from '../testing/net.js';
-import { readPcap, readGtlog, badIpChecksums } from '../testing/pcap.js';
+import { udpFlow, udpPaced, newRunDir, withNetwork, SKIP_NO_BOTTLENECK } from '../test-support/net.js';
+import { readPcap, readGtlog, badIpChecksums } from '../test-support/pcap.js';
 
 /**
  * Received wire rate at b (kbit/s) of UDP port 5301 between from_s and to_s after t0.

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createNetwork } from '../index.js';
 import { newId } from '../names.js';
-import { withNetwork, execIn, newRunDir, SKIP_NO_BOTTLENECK } from '../testing/net.js';
-import { leftovers, runPids } from '../testing/leftovers.js';
+import { withNetwork, execIn, newRunDir, SKIP_NO_BOTTLENECK } from '../test-support/net.js';
+import { leftovers, runPids } from '../test-support/leftovers.js';
 
 /** Delay 0 and a rate: runs under the kernel backend on any kernel with TBF (no bottleneck binary needed). */
 const KERNEL_OK = { network: { forward: { delay_ms: 0, rate: { kbit: 10000 }, qdisc: { kind: 'fifo', limit_ms: 100 } }, reverse: { delay_ms: 0 } } };
