@@ -271,7 +271,7 @@ GTLOG_DTYPE = np.dtype([("arrival_ns", "<u8"), ("dequeue_ns", "<u8"), ("tx_end_n
                         ("band", "u1"), ("ecn_in", "u1"), ("ip_proto", "u1"), ("queue_packets", "<u4"),
                         ("queue_bytes", "<u4")])
 GTLOG_EVENTS = {0: "forwarded", 1: "forwarded_ce", 2: "dropped_tail", 3: "dropped_aqm", 4: "dropped_loss",
-                5: "dropped_overflow"}
+                5: "dropped_shutdown"}  # the emulator's own names (netem/bottleneck)
 GTLOG_FORWARDED = (0, 1)
 
 
