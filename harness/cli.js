@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { loadScenario, ScenarioError, defaultScenarioPath } from '../scenarios/model.js';
 import { newId } from '../netem/index.js';
 import { runCall } from './run.js';
+import { makeWritableDirectory, DirectoryError } from '../netem/dirs.js';
 import { progressPrinter } from './progress.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -75,6 +76,13 @@ async function main() {
   const id = newId();
   const runDir = path.resolve(args.out ?? path.join(repoRoot, 'results', `${timestamp()}-${id}`));
   if (fs.existsSync(runDir) && fs.readdirSync(runDir).length > 0) fail(`${runDir} exists and is not empty; choose another --out`);
+  // Made first: a directory that cannot be made or written fails before anything is set up.
+  try {
+    makeWritableDirectory(runDir);
+  } catch (err) {
+    if (err instanceof DirectoryError) fail(`--out: ${err.message}`);
+    throw err;
+  }
 
   // Ctrl-C or SIGTERM stops the call; teardown still runs and the run directory keeps what was recorded.
   const controller = new AbortController();
@@ -89,7 +97,6 @@ async function main() {
     `${scenario.duration_s} s -> ${runDir}\n`);
   const progress = progressPrinter(process.stderr);
   // Every command the network runs goes to harness.log; notes and warnings are shown too.
-  fs.mkdirSync(runDir, { recursive: true });
   const harnessLog = fs.openSync(path.join(runDir, 'harness.log'), 'a');
   const log = (/** @type {string} */ line) => {
     fs.writeSync(harnessLog, `${new Date().toISOString()} ${line}\n`);

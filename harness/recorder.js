@@ -4,6 +4,7 @@
 // checks need; the full reports go to disk only.
 import fs from 'node:fs';
 import path from 'node:path';
+import { makeWritableDirectory } from '../netem/dirs.js';
 
 /** @param {any} report @param {string} type */
 const ofType = (report, type) => report.filter((/** @type {any} */ s) => s.type === type);
@@ -35,7 +36,7 @@ export class RunRecorder {
   /** @param {string} runDir */
   constructor(runDir) {
     this.runDir = runDir;
-    fs.mkdirSync(runDir, { recursive: true });
+    makeWritableDirectory(runDir);
     this.eventsFd = fs.openSync(path.join(runDir, 'events.jsonl'), 'a');
     /** @type {Record<string, number>} */
     this.statsFds = {};

@@ -2,12 +2,13 @@
 // netem's public API: bring a run's network up (topology + bottleneck per backend), capture, play schedules,
 // tear down. See docs/netem.md.
 import { EventEmitter } from 'node:events';
-import { mkdirSync, existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { names, newId, checkId, DATA, INTERFACES, mgmtAddresses } from './names.js';
 import { normalizeScenario } from '../scenarios/model.js';
 import { planTopology, applyTopology, setDefaultCongestionControl } from './topology.js';
 import { reserveMgmtSubnet } from './state.js';
+import { makeWritableDirectory } from './dirs.js';
 import { teardown } from './cleanup.js';
 import { chooseBackend } from './backend.js';
 import { KernelBackend } from './kernel-backend.js';
@@ -47,8 +48,7 @@ export async function createNetwork(o) {
   const scenario = normalizeScenario(o.scenario ?? {});
   const links = scenario.network;
   const backend = await chooseBackend(o.backend ?? scenario.backend, links);
-  const runDir = resolve(o.runDir);
-  mkdirSync(runDir, { recursive: true });
+  const runDir = makeWritableDirectory(o.runDir);
   const net = new Network({ id, scenario, links, runDir, log, backend, t0_ms: o.t0_ms ?? Date.now(), detached: !!o.detached });
   try {
     await net.up();
