@@ -55,6 +55,7 @@ def rows(runs: list[Path], progress: Callable[[str], None] | None = None) -> lis
             "video_rate_bps": thr.get("mean"), "video_rate_sd_bps": w1.get("sd"),
             "utilisation": v.get("utilisation"), "loss_ratio_bytes": v.get("loss_ratio_bytes"),
             "queuing_delay_ms": v.get("queuing_delay_ms") or {}, "owd_ms": v.get("owd_ms") or {},
+            "queuing_delay_vs_min_owd_ms": v.get("queuing_delay_vs_min_owd_ms") or {},
             "jitter_ms": (v.get("jitter_ms") or {}).get("mean"),
             "jain_index": headline_fairness(m)[1].get("jain_index"),
         })
@@ -62,11 +63,13 @@ def rows(runs: list[Path], progress: Callable[[str], None] | None = None) -> lis
 
 
 def text(table: list[dict[str, Any]]) -> str:
-    head = ["run", "valid", "video Mb/s", "sd", "U %", "loss % bytes", "queue mean", "p95", "owd p50", "jitter", "Jain"]
+    head = ["run", "valid", "video Mb/s", "sd", "U %", "loss % bytes", "queue mean", "p95", "q-minOWD", "owd p50",
+            "jitter", "Jain"]
     fmt = lambda x, s=1.0, d=2: "-" if x is None else f"{x * s:.{d}f}"  # noqa: E731
     body = [[r["label"], str(r["valid"]), fmt(r["video_rate_bps"], 1e-6), fmt(r["video_rate_sd_bps"], 1e-6),
              fmt(r["utilisation"], 100, 0), fmt(r["loss_ratio_bytes"], 100), fmt(r["queuing_delay_ms"].get("mean"), 1, 1),
-             fmt(r["queuing_delay_ms"].get("p95"), 1, 1), fmt(r["owd_ms"].get("p50"), 1, 1), fmt(r["jitter_ms"]),
+             fmt(r["queuing_delay_ms"].get("p95"), 1, 1), fmt(r["queuing_delay_vs_min_owd_ms"].get("mean"), 1, 1),
+             fmt(r["owd_ms"].get("p50"), 1, 1), fmt(r["jitter_ms"]),
              fmt(r["jain_index"], 1, 3)] for r in table]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
     line = lambda c: "  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(c, widths)))  # noqa: E731
