@@ -2,6 +2,7 @@
 // One run, from start to teardown, in named stages: prerequisites, network, signaling, captures, browsers, media
 // flowing, the call itself, stopping, and teardown that always happens (errors, Ctrl-C, a crashed browser or
 // bottleneck). The run directory is written as the run goes, so an interrupted run keeps what it recorded.
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -68,6 +69,8 @@ class CallRun {
     /** @type {number | null} seconds from the pages loaded to media flowing both ways */
     this.connectSeconds = null;
     this.versions = collectVersions(); // read while the network comes up
+    /** The signaling room: unguessable, so that nobody who finds the server's port can join the call. */
+    this.room = `${this.id}-${randomBytes(12).toString('hex')}`;
   }
 
   get timings() {
@@ -142,8 +145,11 @@ class CallRun {
     this.checkStillRunning();
   }
 
+  /** On the run's management addresses only, for the run's two browsers only. */
   async startSignaling() {
-    const server = await startSignalingServer({ host: '0.0.0.0', port: 0,
+    const mgmt = /** @type {import('../netem/index.js').Network} */ (this.net).info.mgmt;
+    const server = await startSignalingServer({ hosts: [mgmt.a.root, mgmt.b.root], port: 0,
+      allowedClients: [mgmt.a.host, mgmt.b.host],
       log: (/** @type {any} */ entry) => this.recorder.event('signaling', { entry }) });
     this.server = server;
     this.teardown.push('signaling server', () => server.close());
@@ -189,7 +195,7 @@ class CallRun {
       onExit: (reason) => this.failWith(`browser ${side} (Chromium) exited during the run: ${reason}; see ${logFile}`),
     });
     this.teardown.push(`browser ${side}`, () => peer.close());
-    await peer.open(`${origin}/`, { room: this.id, role, call: this.scenario.call,
+    await peer.open(`${origin}/`, { room: this.room, role, call: this.scenario.call,
       getstats_interval_ms: this.scenario.getstats.interval_ms, candidate_prefix: DATA_PREFIX });
     this.recorder.event('page_loaded', { side, url: `${origin}/` });
   }

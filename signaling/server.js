@@ -1,10 +1,12 @@
 // @ts-check
 /**
  * Signaling server: serves the test page (client/) and relays WebRTC signaling between the two members of a room.
- * Runs in the root namespace; browsers reach it over the management links.
+ * Runs in the root namespace; in a run it listens on the run's two management addresses only and accepts
+ * connections only from the run's two browsers' addresses (anyone else on a lab network is refused).
  * Alone: `node signaling/server.js [--host 0.0.0.0] [--port 8080]` (logs JSON lines on stdout).
  */
 import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -17,12 +19,17 @@ const CLIENT_DIR = fileURLToPath(new URL('../client/', import.meta.url));
 
 /** @typedef {(entry: Record<string, unknown>) => void} LogFn one structured log object per event */
 
+/** How often a free port common to every address is looked for before giving up. */
+const PORT_TRIES = 20;
+
 /**
- * @param {{ host?: string, port?: number, log?: LogFn }} [options] port 0 picks a free port
+ * @param {{ host?: string, hosts?: string[], port?: number, allowedClients?: string[] | null, log?: LogFn }} [options]
+ *   hosts: the addresses to listen on (one port on each; `host` is one address); port 0 picks a free port;
+ *   allowedClients: the only remote addresses whose connections are accepted (null: any)
  * @returns {Promise<{ url: string, port: number, close: () => Promise<void> }>}
- *   url is reachable from this host (0.0.0.0 is given as 127.0.0.1)
+ *   url is on the first address (0.0.0.0 is given as 127.0.0.1)
  */
-export async function startSignalingServer({ host = '0.0.0.0', port = 0, log = () => {} } = {}) {
+export async function startSignalingServer({ host = '0.0.0.0', hosts = [host], port = 0, allowedClients = null, log = () => {} } = {}) {
   /** @param {string} event @param {Record<string, unknown>} [fields] */
   const emitLog = (event, fields = {}) => log({ t: Date.now() / 1000, component: 'signaling', event, ...fields });
 
@@ -82,15 +89,24 @@ export async function startSignalingServer({ host = '0.0.0.0', port = 0, log = (
     });
   });
 
-  await new Promise((resolve, reject) => {
-    httpServer.once('error', reject);
-    httpServer.listen(port, host, () => resolve(undefined));
-  });
-  const address = httpServer.address();
-  const boundPort = typeof address === 'object' && address ? address.port : port;
-  const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  // One listening socket per address hands its connections to the one HTTP server (and so to one socket.io), which
+  // itself listens nowhere: the server is reachable on exactly these addresses.
+  const allowed = allowedClients ? new Set(allowedClients) : null;
+  /** @param {net.Socket} socket */
+  const accept = (socket) => {
+    const from = socket.remoteAddress?.replace(/^::ffff:/, '');
+    if (allowed && !allowed.has(from ?? '')) {
+      emitLog('refused', { address: from, reason: 'not one of the run\'s browsers' });
+      socket.destroy();
+      return;
+    }
+    httpServer.emit('connection', socket);
+  };
+  const listeners = await listenOnAll(hosts, port, accept);
+  const boundPort = /** @type {net.AddressInfo} */ (listeners[0].address()).port;
+  const urlHost = hosts[0] === '0.0.0.0' || hosts[0] === '::' ? '127.0.0.1' : hosts[0];
   const url = `http://${urlHost}:${boundPort}/`;
-  emitLog('listening', { host, port: boundPort, url, events: Object.keys(SCHEMAS) });
+  emitLog('listening', { hosts, port: boundPort, url, allowed_clients: allowedClients, events: Object.keys(SCHEMAS) });
 
   let closed = false;
   return {
@@ -103,10 +119,41 @@ export async function startSignalingServer({ host = '0.0.0.0', port = 0, log = (
       // io.close() also closes the HTTP server, which waits for open connections: drop the page's keep-alive ones.
       const done = new Promise((resolve) => io.close(() => resolve(undefined)));
       httpServer.closeAllConnections();
+      await Promise.all(listeners.map((l) => new Promise((resolve) => l.close(() => resolve(undefined)))));
       await done;
       emitLog('closed');
     },
   };
+}
+
+/**
+ * Listen on one port on every address: the first address picks the port (when port is 0), the others take the same;
+ * if one of them has it taken, all start again on another port.
+ * @param {string[]} hosts @param {number} port @param {(socket: net.Socket) => void} onConnection
+ * @returns {Promise<net.Server[]>}
+ */
+async function listenOnAll(hosts, port, onConnection) {
+  for (let attempt = 1; ; attempt++) {
+    /** @type {net.Server[]} */
+    const listeners = [];
+    try {
+      let chosen = port;
+      for (const h of hosts) {
+        const l = net.createServer(onConnection);
+        listeners.push(l);
+        await new Promise((resolve, reject) => {
+          l.once('error', reject);
+          l.listen(chosen, h, () => resolve(undefined));
+        });
+        chosen = /** @type {net.AddressInfo} */ (l.address()).port;
+      }
+      return listeners;
+    } catch (err) {
+      for (const l of listeners) l.close();
+      const taken = /** @type {NodeJS.ErrnoException} */ (err).code === 'EADDRINUSE';
+      if (!taken || port !== 0 || attempt >= PORT_TRIES) throw err;
+    }
+  }
 }
 
 async function main() {
