@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The userspace bottleneck's disciplines on real packets (issue 2: "an integration test through namespaces that shows
-# the behaviour on real packets"), each case in a fresh a - r - b topology.
+# the behaviour on real packets"), each case in a fresh network brought up by netem from a scenario in
+# bench/bottleneck/scenarios/ (disc-CASE.yaml, tcp-ecn.yaml, tcp-SUBCASE.yaml), under the userspace backend.
 # UDP cases: a forward link with 25 ms each way (the reverse link: 25 ms, no rate), a bulk iperf3 UDP flow at twice
 # the link rate from a to b for BULK_S seconds, and a sparse flow (ping every 250 ms, DSCP 46) beside it once the
 # queue has built up. Queuing delay = one-way delay between the captures at a-eth0 and b-eth0 minus its minimum.
@@ -21,51 +22,35 @@
 #               all with valid IP header checksums (TCP goodput and retransmits printed)
 #   tcp_all     every discipline and rate mode under a bulk TCP flow for DISC_S (6) seconds with 15 EF pings during
 #               it: fifo, codel, pie ecn, sfq (limit in ms, perturb), fq_codel, prio (the thesis' classes: EF in a
-#               fifo, the rest in fq_codel), a rate schedule, a Mahimahi trace, jitter + loss. Each bottleneck exits 0
-#               on SIGTERM with a complete log (no trailing fragment), forwards packets, and TCP gets through
-#               (goodput, ping RTT and log events printed)
+#               fifo, the rest in fq_codel), a rate schedule, a Mahimahi trace, jitter + loss. Each bottleneck ends
+#               cleanly on SIGTERM (gone, no error printed: lib.sh's stop_bottleneck) with a complete log (no
+#               trailing fragment), forwards packets, and TCP gets through (goodput, ping RTT and log events printed)
 # Prints PASS/FAIL lines with the numbers; exits 1 if any fails.
 # Usage: sudo bench/bottleneck/disciplines.sh [BULK_S]   env: BOTTLENECK=path  ONLY="codel pie"  DISC_S=6
+#   (a short run: BULK_S 8, DISC_S 3; the ecn_tcp flow always lasts 10 s)
 source "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 bench_init disc
 bulk_s=${1:-15}
 disc_s=${DISC_S:-6}
 cases=${ONLY:-"codel codel_ecn pie fq_codel sfq prio ecn_tcp tcp_all"}
-reverse25='{"delay_ms":25,"jitter_ms":0,"loss_percent":0,"rate":null,"qdisc":{"kind":"fifo","limit_packets":1000}}'
 
+# The link rate of a UDP case (its scenario's forward rate): the bulk flow offers twice as much.
 kbit_of() {
     case $1 in codel | codel_ecn | pie) echo 10000 ;; *) echo 1000 ;; esac
 }
 
-qdisc_of() {
-    case $1 in
-    codel) echo '{"kind":"codel","target_ms":5,"interval_ms":100,"limit_packets":1000,"ecn":false}' ;;
-    codel_ecn) echo '{"kind":"codel","target_ms":5,"interval_ms":100,"limit_packets":1000,"ecn":true}' ;;
-    pie) echo '{"kind":"pie","target_ms":15,"tupdate_ms":15,"alpha":2,"beta":20,"limit_packets":1000,"ecn":false}' ;;
-    fq_codel) echo '{"kind":"fq_codel","target_ms":5,"interval_ms":100,"limit_packets":10240,"quantum_bytes":1514,"flows":1024,"ecn":true}' ;;
-    sfq) echo '{"kind":"sfq","limit_packets":127,"quantum_bytes":1514,"perturb_s":0,"divisor":1024}' ;;
-    prio) echo '{"kind":"prio","bands":[{"dscp":[46],"qdisc":{"kind":"fifo","limit_packets":100}},{"qdisc":{"kind":"fifo","limit_bytes":37500}}]}' ;;
-    esac
-}
-
 # The sparse flow beside the bulk one: DSCP 46 (EF), which only prio looks at. Run by flood (lib.sh) 3 s in.
 during_flood() {
-    in_ns a ping -c $(((bulk_s - 5) * 4)) -i 0.25 -Q 0xb8 10.0.2.2 >"$1/ping.txt" 2>&1 || true
+    local n=$(((bulk_s - 5) * 4))
+    in_ns a ping -c $((n < 4 ? 4 : n)) -i 0.25 -Q 0xb8 10.0.2.2 >"$1/ping.txt" 2>&1 || true
 }
 
 udp_case() { # udp_case NAME DIR
-    local c=$1 d=$2 tos=0 fwd rev
+    local c=$1 d=$2 tos=0
     [ "$c" = codel_ecn ] && tos=2 # ECT(0)
-    ns_up
-    start_bottleneck "$d" forward \
-        "{\"delay_ms\":25,\"jitter_ms\":0,\"loss_percent\":0,\"rate\":{\"kbit\":$(kbit_of "$c"),\"burst_bytes\":3028},\"qdisc\":$(qdisc_of "$c")}"
-    fwd=$BPID
-    start_bottleneck "$d" reverse "$reverse25"
-    rev=$BPID
+    net_up "disc-$c.yaml" userspace
     flood "$d" "$((2 * $(kbit_of "$c")))K" 1472 "$bulk_s" -S "$tos"
-    stop_pid "$fwd"
-    stop_pid "$rev"
-    ns_down
+    net_down "$d"
     $GTLOG path "$d/a.pcap" "$d/b.pcap" --log "$d/bottleneck-forward.gtlog" --skip-s 4 >"$d/path.json"
     $GTLOG lateness "$d/bottleneck-forward.gtlog" >"$d/lateness.json"
     $GTLOG ecn "$d/b.pcap" >"$d/ecn.json"
@@ -110,19 +95,18 @@ EOF
 )"
 }
 
-# tcp_flow DIR FORWARD_LINK SECONDS PORT [ecn]: (with ecn: net.ipv4.tcp_ecn=1 in a and b) forward and reverse (25 ms) bottlenecks, an iperf3 TCP CUBIC flow from a to
-# b (DIR/iperf3.json), 15 EF pings 2 s in (DIR/ping.txt), a capture at b (DIR/b.pcap); exit codes in DIR/rc.
+# tcp_flow DIR SCENARIO SECONDS PORT [ecn]: netem's network of SCENARIO (with ecn: net.ipv4.tcp_ecn=1 in a and b),
+# an iperf3 TCP CUBIC flow from a to b (DIR/iperf3.json), 15 EF pings 2 s in (DIR/ping.txt), a capture at b
+# (DIR/b.pcap); then SIGTERM to both bottlenecks, each one's clean end (0, or 1 and why: lib.sh's stop_bottleneck)
+# in DIR/rc.
 tcp_flow() {
-    local d=$1 link=$2 seconds=$3 port=$4 fwd rev cb client
-    ns_up
+    local d=$1 scenario=$2 seconds=$3 port=$4 cb client
+    mkdir -p "$d"
+    net_up "$scenario" userspace
     if [ "${5:-}" = ecn ]; then
         in_ns a sysctl -qw net.ipv4.tcp_ecn=1
         in_ns b sysctl -qw net.ipv4.tcp_ecn=1
     fi
-    start_bottleneck "$d" forward "$link"
-    fwd=$BPID
-    start_bottleneck "$d" reverse "$reverse25"
-    rev=$BPID
     capture_start b "$d/b.pcap" tcp
     cb=$BG_PID
     bg b iperf3 -s -1 -p "$port" >/dev/null 2>&1
@@ -133,11 +117,11 @@ tcp_flow() {
     in_ns a ping -Q 0xb8 -c 15 -i 0.2 -q 10.0.2.2 >"$d/ping.txt" 2>&1 || true
     wait "$client" || true
     capture_stop "$cb"
-    stop_pid "$fwd"
-    echo "$STOP_RC" >"$d/rc"
-    stop_pid "$rev"
-    echo "$STOP_RC" >>"$d/rc"
-    ns_down
+    stop_bottleneck forward
+    echo "$STOP_RC $STOP_DETAIL" >"$d/rc"
+    stop_bottleneck reverse
+    echo "$STOP_RC $STOP_DETAIL" >>"$d/rc"
+    net_down "$d"
 }
 
 tcp_summary() { # tcp_summary DIR: goodput, retransmits, ping RTT, log events, exit codes as "True|False detail"
@@ -152,9 +136,11 @@ except (OSError, ValueError, KeyError):
     goodput, retr = 0, None
 m = re.search(r"= [\d.]+/([\d.]+)/", open(f"{d}/ping.txt").read())
 lat = json.load(open(f"{d}/lateness.json"))
-rcs = open(f"{d}/rc").read().split()
+stops = [line.split(" ", 1) for line in open(f"{d}/rc").read().splitlines()]
+rcs = [rc for rc, _ in stops]
 ok = rcs == ["0", "0"] and lat["trailing_fragment_bytes"] == 0 and lat["events"].get("forwarded", 0) > 0 and goodput > 0
-print(ok, f"exit codes {'/'.join(rcs)}, tcp {goodput} kbit/s, retransmits {retr}, ping(EF) avg rtt "
+ends = "ended cleanly" if rcs == ["0", "0"] else "; ".join(f"{dir}: {why}" for dir, (_, why) in zip(("forward", "reverse"), stops))
+print(ok, f"bottlenecks {ends}, tcp {goodput} kbit/s, retransmits {retr}, ping(EF) avg rtt "
           f"{m.group(1) if m else '?'} ms, events {lat['events']}, trailing fragment {lat['trailing_fragment_bytes']}")
 EOF
 }
@@ -166,7 +152,7 @@ for c in $cases; do
     case $c in
     codel | codel_ecn | pie | fq_codel | sfq | prio) udp_case "$c" "$d" ;;
     ecn_tcp)
-        tcp_flow "$d" '{"delay_ms":25,"jitter_ms":0,"loss_percent":0,"rate":{"kbit":1000,"burst_bytes":3028},"qdisc":{"kind":"codel","target_ms":5,"interval_ms":100,"limit_packets":1000,"ecn":true}}' 10 5202 ecn
+        tcp_flow "$d" tcp-ecn.yaml 10 5202 ecn
         $GTLOG ecn "$d/b.pcap" >"$d/ecn.json"
         summary=$(tcp_summary "$d")
         verdict ecn_tcp "$(python3 - "$d/ecn.json" "$summary" <<'EOF'
@@ -178,22 +164,10 @@ EOF
 )"
         ;;
     tcp_all)
-        printf '0\n1\n3\n5\n8\n10\n' >"$d/trace.txt" # 6 opportunities per 10 ms: 7.3 Mbit/s average
         port=5310
-        for sub in \
-            'fifo|{"rate":{"kbit":2000},"qdisc":{"kind":"fifo","limit_packets":50}}' \
-            'codel|{"rate":{"kbit":2000},"qdisc":{"kind":"codel"}}' \
-            'pie|{"rate":{"kbit":2000},"qdisc":{"kind":"pie","ecn":true}}' \
-            'sfq|{"rate":{"kbit":2000},"qdisc":{"kind":"sfq","limit_ms":300,"perturb_s":1}}' \
-            'fq_codel|{"rate":{"kbit":2000},"qdisc":{"kind":"fq_codel"}}' \
-            'prio|{"rate":{"kbit":2000},"qdisc":{"kind":"prio","bands":[{"dscp":[46],"qdisc":{"kind":"fifo","limit_packets":100}},{"qdisc":{"kind":"fq_codel","quantum_bytes":300,"limit_packets":800,"target_ms":2,"interval_ms":50,"ecn":false}}]}}' \
-            'schedule|{"rate":{"schedule":[{"at_s":0,"kbit":2000},{"at_s":3,"kbit":500}]},"qdisc":{"kind":"fifo","limit_ms":100}}' \
-            "trace|{\"rate\":{\"trace\":\"$d/trace.txt\"},\"qdisc\":{\"kind\":\"fifo\",\"limit_packets\":100}}" \
-            'jitter_loss|{"delay_ms":10,"jitter_ms":5,"loss_percent":1,"rate":{"kbit":2000},"qdisc":{"kind":"fifo","limit_packets":100}}'; do
-            name=${sub%%|*}
+        for name in fifo codel pie sfq fq_codel prio schedule trace jitter_loss; do
             port=$((port + 1)) # a fresh port each case: the last server may still be closing
-            mkdir -p "$d/$name"
-            tcp_flow "$d/$name" "${sub#*|}" "$disc_s" "$port"
+            tcp_flow "$d/$name" "tcp-$name.yaml" "$disc_s" "$port"
             verdict "tcp $name" "$(tcp_summary "$d/$name")"
         done
         ;;

@@ -1,172 +1,198 @@
-# Sourced by every script in bench/bottleneck/: a throwaway a - r - b topology (design.md section 3) in network
-# namespaces named PREFIX-{a,r,b} (PREFIX starts with rtclab-t-, unique per run), the bottleneck and capture
-# helpers, and an EXIT trap that stops every process started here and removes the namespaces (with them their veths,
-# qdiscs and iptables rules). Only bash, iproute2, ethtool, iptables and tcpdump; no other state is touched.
+# Sourced by every script in bench/bottleneck/. The network is netem's own (docs/netem.md): each case brings one up
+# from a scenario file (`node netem/cli.js up --scenario FILE --backend userspace|kernel`; netem picks a fresh id, so
+# the bench never collides with other runs and `npm run net -- show|clean ID` see it), runs its commands in the
+# namespaces with `node netem/cli.js exec ID a|r|b -- CMD`, and takes it down with `node netem/cli.js down ID`. The
+# EXIT trap takes down every network the script brought up, by its id (never `clean` without ids: other runs share
+# this machine), and stops every process it started.
 #
-#   bench_init NAME       checks root, the binary and the commands; sets PREFIX=rtclab-t-NAME<pid> and WORK (a new
-#                         directory under /tmp, kept for the raw data); installs the EXIT trap
-#   ns_up / ns_down       create / remove PREFIX-a, PREFIX-r, PREFIX-b (ns_down is safe to call twice)
-#   in_ns a|r|b CMD...    runs CMD in that namespace
-#   bg a|r|b CMD...       the same in the background; its pid in BG_PID, stopped on exit
-#   start_bottleneck DIR forward|reverse LINK_JSON [ARGS...]   the binary in r, then its NFQUEUE rule; pid in BPID
-#   stop_pid PID [SIGNAL] signal (TERM by default) and wait; exit code in STOP_RC
-#   capture_start a|b FILE [FILTER]   tcpdump on a-eth0 / b-eth0 (default filter: udp), nanosecond timestamps;
-#                         pid in BG_PID
-#   capture_stop PID...   SIGINT (after 1.2 s of grace) and wait;   capture_drops FILE...   packets the kernel dropped for those captures
+#   bench_init NAME       checks root, the binary and the commands; sets WORK (a new directory under /tmp, kept for
+#                         the raw data); installs the EXIT trap
+#   net_up SCENARIO userspace|kernel   brings a network up (SCENARIO: a file in bench/bottleneck/scenarios/, or a
+#                         path); its id in NET. userspace: netem starts rtclab-bottleneck in r for each direction
+#   net_down [DIR]        takes NET down and moves netem's files of the run into DIR (default WORK/net-ID):
+#                         bottleneck-<direction>.gtlog, .stats.jsonl, .json (the link it ran), .log (its output)
+#   in_ns a|r|b CMD...    runs CMD in that namespace of NET
+#   bg a|r|b CMD...       the same in the background; CMD's own pid in BG_PID (stop_pid waits for it)
+#   stop_pid PID [SIGNAL] signal a process started by bg (TERM by default) and wait; its exit code in STOP_RC
+#   wait_bg PID           wait until a process started by bg ends; returns its exit code
+#   bottleneck_pid forward|reverse   pid of NET's userspace bottleneck (from netem's state file)
+#   stop_bottleneck forward|reverse [SIGNAL]   signal it (TERM by default) and wait until it is gone (5 s); STOP_RC 0
+#                         if it ended and printed no error, else 1; STOP_DETAIL says which (see the function)
+#   capture_start a|b FILE [FILTER]   tcpdump on a-eth0 / b-eth0 (default filter: udp), nanosecond timestamps,
+#                         immediate mode; pid in BG_PID
+#   capture_stop PID...   SIGINT (after 1.2 s for packets still queued in the link) and wait
+#   capture_drops FILE... packets the kernel dropped for those captures
 #   flood DIR BITRATE UDP_PAYLOAD SECONDS [IPERF3_ARGS...]   captures DIR/a.pcap and DIR/b.pcap around an iperf3 UDP
-#                         flow from a to b (its output in DIR/iperf3.txt); a function during_flood, if defined, runs
-#                         3 s into the flow with DIR as its argument
+#                         flow from a to b (its output in DIR/iperf3.txt); functions the caller may define, each with
+#                         DIR as argument: at_flood_start (just before the flow starts), during_flood (3 s into it),
+#                         at_flood_end (as soon as it has ended)
 #   cpu_ticks PID         "user system" clock ticks the process has used
 #   verdict NAME "True|False DETAIL"   prints PASS/FAIL NAME: DETAIL; a FAIL sets FAILED=1
 #
-# Addresses: a 10.0.1.2, r 10.0.1.1 | 10.0.2.1, b 10.0.2.2. Queue 7 is a -> b ("forward"), queue 8 b -> a ("reverse").
-# GRO/GSO/TSO and transmit checksum offload are off on every veth: wire packets for the captures and the rate, and
-# with tx checksumming on a capture at a-eth0 sees UDP/TCP checksums not yet filled in, so the packet key
-# (docs/bottleneck-log.md, which covers the transport header) would differ between the captures at a and b.
+# Addresses (netem's): a 10.0.1.2, r 10.0.1.1 | 10.0.2.1, b 10.0.2.2. netem turns GRO/GSO/TSO and transmit checksum
+# offload off on every data veth: wire packets for the captures and the rate, and packet keys (docs/bottleneck-log.md)
+# that match between the captures at a and b.
 
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 BOTTLENECK=${BOTTLENECK:-$REPO/netem/bottleneck/target/release/rtclab-bottleneck}
+# netem runs the bottleneck named by RTCLAB_BOTTLENECK: BOTTLENECK=path benchmarks another binary.
+export RTCLAB_BOTTLENECK=$BOTTLENECK
+NETEM=(node "$REPO/netem/cli.js")
+STATE_DIR=/run/rtclab # netem's state files, /run/rtclab/<id>.json (with runDir: the run's files)
 GTLOG="python3 $HERE/gtlog.py"
-PREFIX=""
 WORK=""
-PIDS=()
+NET=""
+NETS=()            # every network this script brought up and has not taken down
+declare -A NET_DIR # id -> netem's run directory of that network
+declare -A JOB_OF  # bg: CMD's pid -> the pid of the job running it (node netem/cli.js exec), which bash can wait for
 FAILED=0
 
 bench_init() {
     local name=$1 c
     [ "$(id -u)" = 0 ] || { echo "$name needs root (network namespaces)" >&2; exit 1; }
-    for c in ip iptables ethtool tcpdump iperf3 python3 ping tc; do
+    for c in node ip iptables tcpdump iperf3 python3 ping tc; do
         command -v "$c" >/dev/null || { echo "missing command: $c" >&2; exit 1; }
     done
     [ -x "$BOTTLENECK" ] || {
         echo "no bottleneck binary at $BOTTLENECK: cargo build --release --locked --manifest-path netem/bottleneck/Cargo.toml" >&2
         exit 1
     }
-    PREFIX=rtclab-t-$name$$
-    WORK=${WORK_DIR:-$(mktemp -d "/tmp/rtclab-t-$name.XXXXXX")}
+    WORK=${WORK_DIR:-$(mktemp -d "/tmp/rtclab-bench-$name.XXXXXX")}
     mkdir -p "$WORK"
     trap bench_cleanup EXIT
     trap 'exit 130' INT TERM
 }
 
 bench_cleanup() {
-    local pid
+    local pid id
     # A script may define on_exit (run.sh: stop the Chromium call); it runs first.
     if declare -F on_exit >/dev/null; then on_exit || true; fi
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do
-        for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$pid" 2>/dev/null || true
+    for pid in "${!JOB_OF[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    # netem's down stops whatever still runs in the namespaces, then removes them.
+    for id in "${NETS[@]}"; do
+        NET=$id
+        net_down || echo "could not take down network $id: see node netem/cli.js show $id" >&2
     done
-    ns_down
+    for pid in "${JOB_OF[@]}"; do wait "$pid" 2>/dev/null || true; done
     [ -z "$WORK" ] || echo "raw data kept in $WORK" >&2
 }
 
+net_up() {
+    local scenario=$1 backend=$2 id
+    [[ $scenario == /* ]] || scenario=$HERE/scenarios/$scenario
+    id=$("${NETEM[@]}" up --scenario "$scenario" --backend "$backend") || { echo "netem up failed for $scenario" >&2; return 1; }
+    [[ $id =~ ^[a-z0-9]{6}$ ]] || { echo "netem up printed \"$id\", not a run id" >&2; return 1; }
+    NET=$id
+    NETS+=("$id")
+    NET_DIR[$id]=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["runDir"])' "$STATE_DIR/$id.json")
+}
+
+net_down() {
+    local dest=${1:-$WORK/net-$NET} id=$NET rest=() n run_dir
+    [ -n "$id" ] || return 0
+    run_dir=${NET_DIR[$id]:-}
+    "${NETEM[@]}" down "$id" >/dev/null
+    # down keeps the run's files in netem's run directory (on /run, a tmpfs): they are this run's data, so they
+    # move to the bench's directory.
+    mkdir -p "$dest"
+    if [ -n "$run_dir" ] && [ -d "$run_dir" ]; then
+        find "$run_dir" -mindepth 1 -maxdepth 1 -exec mv -t "$dest" {} +
+        rmdir "$run_dir"
+    fi
+    for n in "${NETS[@]}"; do [ "$n" = "$id" ] || rest+=("$n"); done
+    NETS=("${rest[@]}")
+    NET=""
+}
+
 in_ns() {
-    local name=$1
+    local host=$1
     shift
-    ip netns exec "$PREFIX-$name" "$@"
+    "${NETEM[@]}" exec "$NET" "$host" -- "$@"
 }
 
 bg() {
-    local name=$1
+    local host=$1 pidfile job i
     shift
-    ip netns exec "$PREFIX-$name" "$@" &
-    BG_PID=$!
-    PIDS+=("$BG_PID")
-}
-
-ns_up() {
-    local n dev pair
-    for n in a r b; do ip netns add "$PREFIX-$n"; done
-    # Each veth pair is created directly inside its namespaces: no name can collide in the root namespace.
-    ip link add a-eth0 netns "$PREFIX-a" type veth peer name r-eth0 netns "$PREFIX-r"
-    ip link add r-eth1 netns "$PREFIX-r" type veth peer name b-eth0 netns "$PREFIX-b"
-    in_ns a ip addr add 10.0.1.2/24 dev a-eth0
-    in_ns r ip addr add 10.0.1.1/24 dev r-eth0
-    in_ns r ip addr add 10.0.2.1/24 dev r-eth1
-    in_ns b ip addr add 10.0.2.2/24 dev b-eth0
-    for pair in a:a-eth0 r:r-eth0 r:r-eth1 b:b-eth0; do
-        n=${pair%%:*}
-        dev=${pair#*:}
-        in_ns "$n" ethtool -K "$dev" gro off gso off tso off tx off >/dev/null
-        in_ns "$n" ip link set "$dev" up
+    pidfile=$WORK/.bg-pid.$RANDOM$RANDOM
+    # sh writes its pid and becomes CMD (exec keeps the pid): that pid is the one to signal. Signalling node's
+    # would leave CMD running.
+    "${NETEM[@]}" exec "$NET" "$host" -- sh -c 'echo $$ >"$0.tmp" && mv "$0.tmp" "$0" && exec "$@"' "$pidfile" "$@" &
+    job=$!
+    for ((i = 0; i < 400; i++)); do
+        [ -s "$pidfile" ] && break
+        kill -0 "$job" 2>/dev/null || break
+        sleep 0.025
     done
-    for n in a r b; do in_ns "$n" ip link set lo up; done
-    in_ns a ip route add default via 10.0.1.1
-    in_ns b ip route add default via 10.0.2.1
-    in_ns r sysctl -qw net.ipv4.ip_forward=1
-}
-
-ns_down() {
-    [ -n "$PREFIX" ] || return 0
-    local n pid
-    for n in a r b; do
-        if ip netns list | grep -q "^$PREFIX-$n\b"; then
-            # Processes still inside (iperf3 servers, tcpdump, the bottleneck) would keep the namespace alive.
-            for pid in $(ip netns pids "$PREFIX-$n" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
-            sleep 0.2
-            for pid in $(ip netns pids "$PREFIX-$n" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
-            ip netns del "$PREFIX-$n" 2>/dev/null || true
-        fi
-    done
-}
-
-start_bottleneck() {
-    local dir=$1 direction=$2 link=$3 queue in_dev out_dev i
-    shift 3
-    case $direction in
-    forward) queue=7 in_dev=r-eth0 out_dev=r-eth1 ;;
-    reverse) queue=8 in_dev=r-eth1 out_dev=r-eth0 ;;
-    *) echo "start_bottleneck: direction forward or reverse, not $direction" >&2; return 1 ;;
-    esac
-    mkdir -p "$dir"
-    echo "$link" >"$dir/link-$direction.json"
-    bg r "$BOTTLENECK" --queue-num "$queue" --config "$dir/link-$direction.json" --direction "$direction" \
-        --log "$dir/bottleneck-$direction.gtlog" --stats "$dir/bottleneck-$direction.stats.jsonl" "$@" \
-        >"$dir/out-$direction" 2>"$dir/err-$direction"
-    BPID=$BG_PID
-    # The bottleneck prints "ready" once it is bound to its queue; only then is the rule added (no rule without a
-    # reader: packets to a queue nobody reads are dropped).
-    for ((i = 0; i < 200; i++)); do
-        grep -qx ready "$dir/out-$direction" 2>/dev/null && break
-        kill -0 "$BPID" 2>/dev/null || break
-        sleep 0.05
-    done
-    grep -qx ready "$dir/out-$direction" 2>/dev/null || {
-        echo "the bottleneck did not get ready: $(cat "$dir/err-$direction")" >&2
-        return 1
-    }
-    in_ns r iptables -t mangle -A FORWARD -i "$in_dev" -o "$out_dev" -j NFQUEUE --queue-num "$queue"
+    [ -s "$pidfile" ] || { echo "bg $host: $1 did not start" >&2; return 1; }
+    BG_PID=$(cat "$pidfile")
+    rm -f "$pidfile"
+    JOB_OF[$BG_PID]=$job
 }
 
 stop_pid() {
     kill -"${2:-TERM}" "$1" 2>/dev/null || true
     STOP_RC=0
-    wait "$1" || STOP_RC=$?
+    wait_bg "$1" || STOP_RC=$?
+}
+
+wait_bg() { # wait_bg PID: wait until a process started by bg ends; returns its exit code
+    local job=${JOB_OF[$1]:-} rc=0
+    [ -n "$job" ] || return 0
+    wait "$job" || rc=$?
+    unset "JOB_OF[$1]"
+    return $rc
+}
+
+bottleneck_pid() {
+    bottleneck_state "$1" pid
+}
+
+bottleneck_state() { # bottleneck_state forward|reverse pid|log: that field of netem's record of the process
+    python3 - "$STATE_DIR/$NET.json" "$1" "$2" <<'EOF'
+import json, sys
+state, direction, field = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+print(next(b[field] for b in state["bottlenecks"] if b["direction"] == direction))
+EOF
+}
+
+stop_bottleneck() {
+    local direction=$1 pid i out
+    pid=$(bottleneck_pid "$direction")
+    out=$(bottleneck_state "$direction" log)
+    kill -"${2:-TERM}" "$pid" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    # netem started it detached, so its exit code is nobody's to read here. It exits non-zero only after printing
+    # one sentence on stderr (docs/bottleneck.md), into its log: exited + no such line = exit code 0.
+    if kill -0 "$pid" 2>/dev/null; then
+        STOP_RC=1 STOP_DETAIL="still running 5 s after SIG${2:-TERM}"
+    elif grep -v -e '^ready$' -e '^rtclab-bottleneck: note: ' "$out" | grep -q .; then
+        STOP_RC=1 STOP_DETAIL="exited with: $(grep -v -e '^ready$' -e '^rtclab-bottleneck: note: ' "$out" | head -c 300)"
+    else
+        STOP_RC=0 STOP_DETAIL="exited, no error in its output"
+    fi
 }
 
 capture_start() {
-    local name=$1 file=$2 filter=${3:-udp} i
-    # Snap length 160 holds Ethernet + IPv4 + the 64 bytes the packet key covers.
-    bg "$name" tcpdump -i "$name-eth0" -s 160 -n -U --time-stamp-precision nano -w "$file" "$filter" 2>"$file.log"
-    for ((i = 0; i < 100; i++)); do
+    local host=$1 file=$2 filter=${3:-udp} i
+    # Snap length 160 holds Ethernet + IPv4 + the 64 bytes the packet key covers. --immediate-mode: each packet is
+    # handed to tcpdump at once, so none is left in the kernel's ring buffer when it stops; -Z root: write as root.
+    bg "$host" tcpdump -i "$host-eth0" -s 160 -n -U --immediate-mode --time-stamp-precision=nano -Z root -w "$file" "$filter" 2>"$file.log"
+    for ((i = 0; i < 200; i++)); do
         grep -q "listening on" "$file.log" 2>/dev/null && return 0
         sleep 0.05
     done
-    echo "tcpdump on $name-eth0 did not start: $(cat "$file.log")" >&2
+    echo "tcpdump on $host-eth0 did not start: $(cat "$file.log")" >&2
     return 1
 }
 
 capture_stop() {
     local pid
-    # tcpdump's kernel ring hands packets over in blocks retired after up to 1 s; on SIGINT it exits without reading
-    # a block not yet retired, so the last second's packets would be missing from the file. Wait for it first.
+    # The last packets of a flow may still be queued in the emulated link (300 ms of queue + 25 ms of delay here):
+    # let them reach b first.
     sleep 1.2
-    for pid in "$@"; do kill -INT "$pid" 2>/dev/null || true; done
-    for pid in "$@"; do wait "$pid" || true; done
+    for pid in "$@"; do stop_pid "$pid" INT; done
 }
 
 capture_drops() {
@@ -178,21 +204,27 @@ cpu_ticks() {
 }
 
 flood() {
-    local dir=$1 bitrate=$2 payload=$3 seconds=$4 ca cb client
+    local dir=$1 bitrate=$2 payload=$3 seconds=$4 ca cb server client rc=0
     shift 4
     mkdir -p "$dir"
     capture_start a "$dir/a.pcap"; ca=$BG_PID
     capture_start b "$dir/b.pcap"; cb=$BG_PID
-    bg b iperf3 -s -1 >/dev/null 2>&1
+    bg b iperf3 -s -1 >/dev/null 2>&1; server=$BG_PID
     sleep 0.3
-    in_ns a iperf3 -c 10.0.2.2 -u -b "$bitrate" -l "$payload" -t "$seconds" "$@" >"$dir/iperf3.txt" 2>"$dir/iperf3.err" &
-    client=$!
+    # bg returns once iperf3 itself runs (node's start-up, a second on a busy machine, is behind us): the load
+    # starts now.
+    bg a iperf3 -c 10.0.2.2 -u -b "$bitrate" -l "$payload" -t "$seconds" "$@" >"$dir/iperf3.txt" 2>"$dir/iperf3.err"
+    client=$BG_PID
+    if declare -F at_flood_start >/dev/null; then at_flood_start "$dir"; fi
     if declare -F during_flood >/dev/null; then
         sleep 3
         during_flood "$dir"
     fi
-    wait "$client" || true
+    wait_bg "$client" || rc=$?
+    if declare -F at_flood_end >/dev/null; then at_flood_end "$dir"; fi
+    [ "$rc" = 0 ] || echo "iperf3 client exited $rc: $(head -c 300 "$dir/iperf3.err")" >&2
     capture_stop "$ca" "$cb"
+    stop_pid "$server" # iperf3 -s -1 has usually exited by now
 }
 
 verdict() {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark of the userspace bottleneck (issue 2): release lateness and CPU at about 1k, 10k and 50k packets/s,
 # beside kernel TBF's own pacing error measured the same way on the same machine, while two Chromium peers run a
-# real call beside it (the product's own call: `node harness/cli.js`, in its own namespaces).
+# real call beside it (the product's own call: `node harness/cli.js`, in its own namespaces). Every network is
+# netem's: per rate, one scenario (written to WORK/scenarios/rate-<pkt/s>.yaml) brought up once under the userspace
+# backend and once under the kernel one (TBF + bfifo), and scenarios/plain.yaml (plain forwarding) for the floor.
 #
 # Each rate: a link just below the offered load (iperf3 UDP at 1.05 x the link rate), so the queue stays backlogged
 # and departures should be spaced exactly one frame time apart. 1500-byte IP packets up to 10k packets/s (10 and
@@ -13,8 +15,8 @@
 #  - the machine's floor (floor.py): beside the same load through plain forwarding, a loop at the bottleneck's
 #    real-time priority records when it could not run; the lateness a packet train at that rate would have had
 #    from those stalls alone is what no userspace scheduler on this machine can get under;
-#  - CPU: the bottleneck process's user + system time over the run, in % of one core (TBF runs in softirq context:
-#    no process is charged for it);
+#  - CPU: the bottleneck process's user + system time from the start to the end of the load, in % of one core (TBF
+#    runs in softirq context: no process is charged for it);
 #  - loss outside the model (the tail drops of the 5% excess are the model): userspace: packets captured leaving a
 #    that are not in the log, plus packets the log forwarded that never reached b, plus the NFQUEUE socket's kernel
 #    overruns; TBF: packets sent - received - the qdisc's own drops. Capture drops are reported apart.
@@ -24,8 +26,8 @@
 # Usage: sudo bench/bottleneck/run.sh [--no-call] [--duration S] [--rates "1000 10000 50000"]
 #   --no-call      do not start the Chromium call beside the benchmark (default: start it, wait until its
 #                  events.jsonl has "call_start", stop it with SIGINT once the measurements are done)
-#   --duration S   seconds of load per rate and backend (default 10)
-# env: BOTTLENECK=path/to/rtclab-bottleneck, BN_EXTRA_ARGS="..." (more bottleneck options), WORK_DIR=dir
+#   --duration S   seconds of load per rate and backend (default 10; a short run: --no-call --duration 3)
+# env: BOTTLENECK=path/to/rtclab-bottleneck, WORK_DIR=dir
 source "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
 call=1
@@ -74,8 +76,8 @@ if [ "$call" = 1 ]; then
 fi
 
 # --- measurements -------------------------------------------------------------------------------------------------
-ns_up
 ip_len_for() { if [ "$1" -ge 50000 ]; then echo 200; else echo 1500; fi; }
+mkdir -p "$WORK/scenarios"
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 chromium_procs=$(pgrep -c -f 'chrom(e|ium)' || true)
@@ -87,29 +89,46 @@ for pps in $rates; do
     echo "== $pps packets/s: $ip_len-byte IP packets, link $kbit kbit/s" >&2
     echo "$pps $ip_len $kbit" >"$WORK/rate-$pps.txt"
 
-    # Userspace bottleneck: rate and a fifo of 200 packets, no delay.
-    # shellcheck disable=SC2086
-    start_bottleneck "$WORK/us-$pps" forward \
-        "{\"delay_ms\":0,\"jitter_ms\":0,\"loss_percent\":0,\"rate\":{\"kbit\":$kbit,\"burst_bytes\":$burst},\"qdisc\":{\"kind\":\"fifo\",\"limit_bytes\":$limit}}" \
-        ${BN_EXTRA_ARGS:-}
-    t0=$(date +%s.%N); c0=$(cpu_ticks "$BPID")
+    # The link of this rate, a fifo of 200 frames, no delay; the reverse link plain. The same scenario runs under
+    # both backends. (Written here: the rate is the script's parameter.)
+    scenario=$WORK/scenarios/rate-$pps.yaml
+    cat >"$scenario" <<EOF
+name: bench-rate-$pps
+description: run.sh at $pps packets/s of $ip_len bytes, link $kbit kbit/s, fifo of $limit bytes
+network:
+  forward:
+    delay_ms: 0
+    rate: { kbit: $kbit, burst_bytes: $burst }
+    qdisc: { kind: fifo, limit_bytes: $limit }
+  reverse:
+    delay_ms: 0
+    rate: null
+EOF
+
+    # Userspace bottleneck. Its CPU is counted over the load itself, from the flow's start to its end (not over
+    # starting and stopping the captures around it).
+    net_up "$scenario" userspace
+    bpid=$(bottleneck_pid forward)
+    at_flood_start() { t0=$(date +%s.%N); c0=$(cpu_ticks "$bpid"); }
+    at_flood_end() { c1=$(cpu_ticks "$bpid"); t1=$(date +%s.%N); }
     flood "$WORK/us-$pps" "$((kbit * 105 / 100))K" $((ip_len - 28)) "$duration_s" --json
-    c1=$(cpu_ticks "$BPID"); t1=$(date +%s.%N)
-    stop_pid "$BPID"
-    in_ns r iptables -t mangle -F FORWARD
+    unset -f at_flood_start at_flood_end
+    net_down "$WORK/us-$pps"
     echo "$c0 $c1 $t0 $t1 $(getconf CLK_TCK)" >"$WORK/us-$pps/cpu.txt"
 
-    # Kernel TBF with a byte limit of the same size, no delay.
-    in_ns r tc qdisc replace dev r-eth1 root handle 1: tbf rate "${kbit}kbit" burst "$burst" limit "$limit"
+    # Kernel TBF with a bfifo of the same size (netem's kernel backend), no delay.
+    net_up "$scenario" kernel
     flood "$WORK/tbf-$pps" "$((kbit * 105 / 100))K" $((ip_len - 28)) "$duration_s" --json
     in_ns r tc -s -j qdisc show dev r-eth1 >"$WORK/tbf-$pps/qdisc.json"
-    in_ns r tc qdisc del dev r-eth1 root
+    net_down "$WORK/tbf-$pps"
 
     # The machine's floor under the same load (plain forwarding this time): floor.py, at the bottleneck's priority,
     # records when no such task could run, and what a packet train at this rate would have lost to it.
+    net_up plain.yaml kernel
     during_flood() { python3 "$HERE/floor.py" --seconds "$((duration_s > 5 ? duration_s - 4 : 1))" --pps "$pps" >"$1/floor.json"; }
     flood "$WORK/floor-$pps" "$((kbit * 105 / 100))K" $((ip_len - 28)) "$duration_s" --json
     unset -f during_flood
+    net_down "$WORK/floor-$pps"
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -123,7 +142,6 @@ if [ "$call" = 1 ]; then
     on_exit
     grep -h "backend\|VALID\|status" "$WORK/call.log" | head -3 >&2 || true
 fi
-ns_down
 
 # --- analysis (after the call, so that it does not load the machine during the measurements) --------------------
 echo "== analysing" >&2
