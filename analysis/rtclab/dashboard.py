@@ -12,6 +12,7 @@ import numpy as np
 
 from .fairness import headline_fairness
 from .packets import DELIVERED, LOST, PacketTable, from_parquet
+from .stats import percentiles
 
 MAX_SCATTER_POINTS = 150_000  # per-packet delay points drawn; above it every k-th packet is drawn (stated on the chart)
 MAX_SERIES_POINTS = 2_000
@@ -253,7 +254,7 @@ def _cdf(m: dict[str, Any], t: PacketTable) -> tuple[str, dict] | None:
                 continue
             q = np.linspace(0, 1, min(200, v.size))
             traces.append({"type": "scatter", "mode": "lines", "name": f"{label} {_flow_label(f)}",
-                           "x": np.quantile(v, q).round(3).tolist(), "y": q.round(4).tolist(),
+                           "x": [round(x, 3) for x in percentiles(v, q * 100) or []], "y": q.round(4).tolist(),
                            "line": {"dash": dash, "color": KIND_COLOURS.get(f["kind"])}})
     if not traces:
         return None

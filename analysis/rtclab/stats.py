@@ -17,7 +17,8 @@ def percentile(values: Iterable[float] | np.ndarray, q: float) -> float | None:
     return float(np.percentile(v, q)) if v.size else None
 
 
-def percentiles(values: Iterable[float] | np.ndarray, qs: Sequence[float]) -> list[float] | None:
+def percentiles(values: Iterable[float] | np.ndarray, qs: Sequence[float] | np.ndarray) -> list[float] | None:
+    """The percentiles `qs` (0..100) of `values` by the rule above; None when there are none."""
     v = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=float)
     return [float(x) for x in np.percentile(v, list(qs))] if v.size else None
 

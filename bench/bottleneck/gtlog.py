@@ -201,7 +201,7 @@ def cmd_codel(args):
     if above is None or not drops:
         return {"error": "no dequeue above target, or no AQM drop"}
     spacing = sorted(b - a for a, b in zip(deq_t, deq_t[1:]) if b > a)
-    out = {"dequeue_spacing_p50_ms": round(spacing[len(spacing) // 2] / 1e6, 3),
+    out = {"dequeue_spacing_p50_ms": round(percentile(spacing, 50) / 1e6, 3),
            "first_drop_after_above_target_ms": round((drops[0] - above["dequeue_ns"]) / 1e6, 3),
            "expected_ms": args.interval_ms, "drops": []}
     scheduled = drops[0] + interval_ns  # count = 1 after the first drop
