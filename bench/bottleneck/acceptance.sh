@@ -33,19 +33,19 @@ net_down "$d"
 $GTLOG path "$d/a.pcap" "$d/b.pcap" --log "$d/bottleneck-forward.gtlog" >"$d/path.json"
 $GTLOG lateness "$d/bottleneck-forward.gtlog" >"$d/lateness.json"
 cat "$d/path.json" "$d/lateness.json"
-verdict rate "$(python3 - "$d/path.json" <<'EOF'
+verdict rate "$("$PY" - "$d/path.json" <<'EOF'
 import json, sys
 k = json.load(open(sys.argv[1])).get("received_wire_kbit", 0)
 print(abs(k - 1000) <= 20, f"received wire rate {k} kbit/s (1000 +- 20)")
 EOF
 )"
-verdict "queuing delay" "$(python3 - "$d/path.json" <<'EOF'
+verdict "queuing delay" "$("$PY" - "$d/path.json" <<'EOF'
 import json, sys
 q = json.load(open(sys.argv[1])).get("queuing_delay_max_ms", 0)
 print(abs(q - 300) <= 3, f"max queuing delay {q} ms (300 +- 3)")
 EOF
 )"
-verdict "log agrees with captures" "$(python3 - "$d/path.json" <<'EOF'
+verdict "log agrees with captures" "$("$PY" - "$d/path.json" <<'EOF'
 import json, sys
 p = json.load(open(sys.argv[1]))
 a, b = p.get("log_forwarded_missing_at_b"), p.get("log_dropped_present_at_b")
@@ -68,7 +68,7 @@ flood "$d" 2M 172 "$flood_s"
 net_down "$d"
 $GTLOG path "$d/a.pcap" "$d/b.pcap" >"$d/path.json"
 cat "$d/path.json"
-verdict "kernel TBF conformance" "$(python3 - "$WORK/fifo/path.json" "$d/path.json" <<'EOF'
+verdict "kernel TBF conformance" "$("$PY" - "$WORK/fifo/path.json" "$d/path.json" <<'EOF'
 import json, sys
 us, tbf = (json.load(open(p)) for p in sys.argv[1:])
 rk, tk = us.get("received_wire_kbit", 0), tbf.get("received_wire_kbit", 1)
@@ -90,7 +90,7 @@ for rate in norate 1mbit; do
     ids+=" $NET"
     in_ns a ping -c 50 -i 0.1 10.0.2.2 >"$d/ping.txt"
     net_down "$d"
-    verdict "ping RTT" "$(python3 - "$d/ping.txt" "$label" <<'EOF'
+    verdict "ping RTT" "$("$PY" - "$d/ping.txt" "$label" <<'EOF'
 import re, sys
 text = open(sys.argv[1]).read()
 m = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms", text)
@@ -119,7 +119,7 @@ stop_bottleneck forward
 left=$(ps -o pid= -p "$bpid" || true)
 net_down "$d"
 $GTLOG lateness "$d/bottleneck-forward.gtlog" >"$d/lateness.json"
-verdict SIGTERM "$(python3 - "$d/lateness.json" "$STOP_RC" "$STOP_DETAIL" "$left" <<'EOF'
+verdict SIGTERM "$("$PY" - "$d/lateness.json" "$STOP_RC" "$STOP_DETAIL" "$left" <<'EOF'
 import json, sys
 p = json.load(open(sys.argv[1]))
 rc, detail, left = sys.argv[2:]

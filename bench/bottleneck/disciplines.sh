@@ -55,7 +55,7 @@ udp_case() { # udp_case NAME DIR
     $GTLOG lateness "$d/bottleneck-forward.gtlog" >"$d/lateness.json"
     $GTLOG ecn "$d/b.pcap" >"$d/ecn.json"
     $GTLOG codel "$d/bottleneck-forward.gtlog" >"$d/codel.json"
-    verdict "$c" "$(python3 - "$c" "$d" <<'EOF'
+    verdict "$c" "$("$PY" - "$c" "$d" <<'EOF'
 import json, re, statistics, sys
 c, d = sys.argv[1:]
 path = json.load(open(f"{d}/path.json"))
@@ -126,7 +126,7 @@ tcp_flow() {
 
 tcp_summary() { # tcp_summary DIR: goodput, retransmits, ping RTT, log events, exit codes as "True|False detail"
     $GTLOG lateness "$1/bottleneck-forward.gtlog" >"$1/lateness.json"
-    python3 - "$1" <<'EOF'
+    "$PY" - "$1" <<'EOF'
 import json, re, sys
 d = sys.argv[1]
 try:
@@ -155,7 +155,7 @@ for c in $cases; do
         tcp_flow "$d" tcp-ecn.yaml 10 5202 ecn
         $GTLOG ecn "$d/b.pcap" >"$d/ecn.json"
         summary=$(tcp_summary "$d")
-        verdict ecn_tcp "$(python3 - "$d/ecn.json" "$summary" <<'EOF'
+        verdict ecn_tcp "$("$PY" - "$d/ecn.json" "$summary" <<'EOF'
 import json, sys
 e = json.load(open(sys.argv[1]))
 ok = sys.argv[2].startswith("True") and e["ecn"]["ce"] > 0 and e["bad_ip_checksums"] == 0

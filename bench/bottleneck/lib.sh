@@ -41,7 +41,9 @@ BOTTLENECK=${BOTTLENECK:-$REPO/netem/bottleneck/target/release/rtclab-bottleneck
 export RTCLAB_BOTTLENECK=$BOTTLENECK
 NETEM=(node "$REPO/netem/cli.js")
 STATE_DIR=/run/rtclab # netem's state files, /run/rtclab/<id>.json (with runDir: the run's files)
-GTLOG="python3 $HERE/gtlog.py"
+# The analyzer's environment: gtlog.py and floor.py read captures and logs with its library (rtclab.rundir).
+PY=${RTCLAB_PYTHON:-$REPO/.venv/bin/python}
+GTLOG="$PY $HERE/gtlog.py"
 WORK=""
 NET=""
 NETS=()            # every network this script brought up and has not taken down

@@ -35,7 +35,7 @@ for c in $cases; do
         one_link "$d" loss 2M "$seconds"
         $GTLOG lateness "$d/bottleneck-forward.gtlog" >"$d/lateness.json"
         $GTLOG path "$d/a.pcap" "$d/b.pcap" --log "$d/bottleneck-forward.gtlog" >"$d/path.json"
-        verdict loss "$(python3 - "$d" <<'PY'
+        verdict loss "$("$PY" - "$d" <<'PY'
 import json, sys
 d = sys.argv[1]
 lat, path = json.load(open(f"{d}/lateness.json")), json.load(open(f"{d}/path.json"))
@@ -51,7 +51,7 @@ PY
         one_link "$d" jitter 2M "$seconds"
         $GTLOG path "$d/a.pcap" "$d/b.pcap" >"$d/path.json"
         $GTLOG order "$d/b.pcap" >"$d/order.json"
-        verdict jitter "$(python3 - "$d" "$HERE" "$seconds" <<'PY'
+        verdict jitter "$("$PY" - "$d" "$HERE" "$seconds" <<'PY'
 import json, sys
 d, seconds = sys.argv[1], float(sys.argv[3])
 sys.path.insert(0, sys.argv[2])
@@ -81,7 +81,7 @@ PY
         one_link "$d" schedule 4M 13
         unset -f at_flood_start
         $GTLOG windows "$d/b.pcap" --t0-ns "$t0" >"$d/windows.json"
-        verdict schedule "$(python3 - "$d" <<'PY'
+        verdict schedule "$("$PY" - "$d" <<'PY'
 import json, sys
 w = json.load(open(f"{sys.argv[1]}/windows.json"))["windows_kbit"]
 first, second = w[1:5], w[7:11]
@@ -93,7 +93,7 @@ PY
     trace)
         one_link "$d" trace 2M "$seconds" # scenarios/trace-12ms.txt: one opportunity every 12 ms
         $GTLOG path "$d/a.pcap" "$d/b.pcap" >"$d/path.json"
-        verdict trace "$(python3 - "$d" <<'PY'
+        verdict trace "$("$PY" - "$d" <<'PY'
 import json, sys
 k = json.load(open(f"{sys.argv[1]}/path.json")).get("received_wire_kbit", 0)
 print(abs(k - 1009.33) <= 20, f"received wire rate {k} kbit/s (1514 bytes per 12 ms = 1009.3)")
@@ -127,7 +127,7 @@ PY
         echo '{"delay_ms":10,"jitter_ms":5,"loss_percent":1.5,"rate":{"schedule":[{"at_s":0,"kbit":2000},{"at_s":3,"kbit":500}],"burst_bytes":3028},"qdisc":{"kind":"prio","bands":[{"dscp":[46],"qdisc":{"kind":"fifo","limit_packets":100}},{"qdisc":{"kind":"fq_codel","target_ms":2,"interval_ms":50,"limit_packets":800,"quantum_bytes":300,"flows":1024,"ecn":false}}]}}' >"$d/good.json"
         rc=0
         "$BOTTLENECK" --print-config --config "$d/good.json" >"$d/good.out" 2>"$d/good.err" || rc=$?
-        verdict "config --print-config" "$(python3 - "$d/good.json" "$d/good.out" "$rc" <<'PY'
+        verdict "config --print-config" "$("$PY" - "$d/good.json" "$d/good.out" "$rc" <<'PY'
 import json, sys
 given, rc = json.load(open(sys.argv[1])), sys.argv[3]
 try:

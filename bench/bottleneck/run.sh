@@ -125,7 +125,7 @@ EOF
     # The machine's floor under the same load (plain forwarding this time): floor.py, at the bottleneck's priority,
     # records when no such task could run, and what a packet train at this rate would have lost to it.
     net_up plain.yaml kernel
-    during_flood() { python3 "$HERE/floor.py" --seconds "$((duration_s > 5 ? duration_s - 4 : 1))" --pps "$pps" >"$1/floor.json"; }
+    during_flood() { "$PY" "$HERE/floor.py" --seconds "$((duration_s > 5 ? duration_s - 4 : 1))" --pps "$pps" >"$1/floor.json"; }
     flood "$WORK/floor-$pps" "$((kbit * 105 / 100))K" $((ip_len - 28)) "$duration_s" --json
     unset -f during_flood
     net_down "$WORK/floor-$pps"
@@ -157,7 +157,7 @@ for pps in $rates; do
     $GTLOG path "$tbf/a.pcap" "$tbf/b.pcap" >"$tbf/path.json"
 done
 
-python3 - "$WORK" "$rates" "$call_state" "$load_before" "$load_after" "$chromium_procs" "$(nproc)" <<'PY'
+"$PY" - "$WORK" "$rates" "$call_state" "$load_before" "$load_after" "$chromium_procs" "$(nproc)" <<'PY'
 import json, os, sys
 work, rates, call_state, load_before, load_after, chromium, ncpu = sys.argv[1:]
 def j(p): return json.load(open(os.path.join(work, p)))
