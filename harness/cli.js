@@ -99,11 +99,19 @@ async function main() {
   // Every command the network runs goes to harness.log; notes and warnings are shown too.
   const harnessLog = fs.openSync(path.join(runDir, 'harness.log'), 'a');
   const log = (/** @type {string} */ line) => {
-    fs.writeSync(harnessLog, `${new Date().toISOString()} ${line}\n`);
+    try {
+      fs.writeSync(harnessLog, `${new Date().toISOString()} ${line}\n`);
+    } catch { /* a full disk: the run itself stops on it and says so */ }
     if (/^(note|warning|error)\b|failed/i.test(line)) process.stderr.write(`rtclab call: ${line}\n`);
   };
-  const manifest = await runCall({ scenario, scenarioFile: path.resolve(scenarioFile), runDir, id, signal: controller.signal,
-    onProgress: progress, log });
+  let manifest;
+  try {
+    manifest = await runCall({ scenario, scenarioFile: path.resolve(scenarioFile), runDir, id, signal: controller.signal,
+      onProgress: progress, log });
+  } catch (err) {
+    if (err instanceof DirectoryError) fail(`--out: ${err.message}`);
+    throw err;
+  }
   fs.closeSync(harnessLog);
   progress.done();
 
@@ -115,7 +123,9 @@ async function main() {
     for (const c of v.checks) process.stderr.write(`  ${c.ok ? 'ok  ' : 'FAIL'} ${c.name}: ${c.detail}\n`);
   }
   const hasCaptures = fs.existsSync(path.join(runDir, 'capture-a.pcap'));
-  if (!args['no-analyze'] && hasCaptures && !controller.signal.aborted) analyze(runDir);
+  const diskFull = /^cannot write the run directory/.test(manifest.error ?? '');
+  if (diskFull) process.stderr.write(`rtclab call: not analysed: the run directory has no room; free some, then: rtclab analyze ${runDir}\n`);
+  else if (!args['no-analyze'] && hasCaptures && !controller.signal.aborted) analyze(runDir);
   process.stderr.write(`rtclab call: run directory ${runDir}\n`);
   if (fs.existsSync(path.join(runDir, 'dashboard.html'))) process.stderr.write(`rtclab call: dashboard ${path.join(runDir, 'dashboard.html')}\n`);
   if (manifest.status !== 'complete') return 1;

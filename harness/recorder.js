@@ -4,7 +4,7 @@
 // checks need; the full reports go to disk only.
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeWritableDirectory } from '../netem/dirs.js';
+import { makeWritableDirectory, DirectoryError } from '../netem/dirs.js';
 
 /** @param {any} report @param {string} type */
 const ofType = (report, type) => report.filter((/** @type {any} */ s) => s.type === type);
@@ -32,11 +32,30 @@ export function summarizeReport(report) {
   };
 }
 
+/** Room kept free in the run directory, given back when the disk fills so the run can still record how it ended. */
+const RESERVE_BYTES = 512 * 1024;
+
 export class RunRecorder {
-  /** @param {string} runDir */
-  constructor(runDir) {
+  /**
+   * @param {string} runDir
+   * @param {{ onWriteError?: (message: string) => void }} [o] called once, when writing into the run directory first
+   *   fails (a full disk): the run must stop
+   */
+  constructor(runDir, o = {}) {
     this.runDir = runDir;
+    this.onWriteError = o.onWriteError;
+    /** The first write that failed, as a sentence; null while every write succeeds. @type {string | null} */
+    this.writeError = null;
+    /** Files whose last line was cut short by a failed write. @type {Set<number>} */
+    this.cutLine = new Set();
     makeWritableDirectory(runDir);
+    this.reserveFile = path.join(runDir, '.rtclab-reserve');
+    try {
+      fs.writeFileSync(this.reserveFile, Buffer.alloc(RESERVE_BYTES));
+    } catch (err) {
+      fs.rmSync(this.reserveFile, { force: true });
+      throw new DirectoryError(`no room in ${runDir} (${/** @type {NodeJS.ErrnoException} */ (err).code}): a run needs more than ${RESERVE_BYTES / 1024} KiB to start`);
+    }
     this.eventsFd = fs.openSync(path.join(runDir, 'events.jsonl'), 'a');
     /** @type {Record<string, number>} */
     this.statsFds = {};
@@ -52,15 +71,53 @@ export class RunRecorder {
     this.manifest = {};
   }
 
+  /**
+   * Runs a write; the first that fails gives the reserve back (so the run can still record how it ended) and tells
+   * the run to stop. A write that fails is not retried: what was written before it stays.
+   * @param {() => void} write @returns {boolean} whether it was written
+   */
+  guard(write) {
+    try {
+      write();
+      return true;
+    } catch (err) {
+      const e = /** @type {NodeJS.ErrnoException} */ (err);
+      if (this.writeError === null) {
+        this.writeError = `cannot write the run directory ${this.runDir} (${e.code ?? e.message}); the run stopped there, keeping what was written`;
+        fs.rmSync(this.reserveFile, { force: true });
+        this.onWriteError?.(this.writeError);
+      }
+      return false;
+    }
+  }
+
+  /**
+   * Appends one JSON line. A line cut short by a full disk is ended before the next one, so one line at most is lost.
+   * @param {number} fd @param {any} record
+   */
+  appendLine(fd, record) {
+    this.guard(() => {
+      const line = Buffer.from((this.cutLine.has(fd) ? '\n' : '') + JSON.stringify(record) + '\n');
+      this.cutLine.add(fd);
+      let done = 0;
+      while (done < line.length) {
+        const n = fs.writeSync(fd, line, done);
+        if (n === 0) throw Object.assign(new Error('no room'), { code: 'ENOSPC' });
+        done += n;
+      }
+      this.cutLine.delete(fd);
+    });
+  }
+
   /** @param {string} event @param {Record<string, any>} [fields] */
   event(event, fields = {}) {
-    fs.writeSync(this.eventsFd, JSON.stringify({ t: Date.now() / 1000, event, ...fields }) + '\n');
+    this.appendLine(this.eventsFd, { t: Date.now() / 1000, event, ...fields });
   }
 
   /** @param {string} side @param {{t_ms: number, report: any[]}} sample */
   stats(side, sample) {
-    this.statsFds[side] ??= fs.openSync(path.join(this.runDir, `getstats-${side}.jsonl`), 'a');
-    fs.writeSync(this.statsFds[side], JSON.stringify({ t: sample.t_ms / 1000, side, report: sample.report }) + '\n');
+    this.guard(() => { this.statsFds[side] ??= fs.openSync(path.join(this.runDir, `getstats-${side}.jsonl`), 'a'); });
+    if (this.statsFds[side] !== undefined) this.appendLine(this.statsFds[side], { t: sample.t_ms / 1000, side, report: sample.report });
     const summary = summarizeReport(sample.report);
     const recent = (this.recent[side] ??= []);
     recent.push(summary);
@@ -94,8 +151,12 @@ export class RunRecorder {
   writeManifest(update = {}) {
     Object.assign(this.manifest, update);
     const file = path.join(this.runDir, 'manifest.json');
-    fs.writeFileSync(file + '.tmp', JSON.stringify(this.manifest, null, 2) + '\n');
-    fs.renameSync(file + '.tmp', file);
+    const write = () => {
+      fs.writeFileSync(file + '.tmp', JSON.stringify(this.manifest, null, 2) + '\n');
+      fs.renameSync(file + '.tmp', file);
+    };
+    // Once the reserve is given back there is room for the manifest again: try once more.
+    if (!this.guard(write)) this.guard(write);
   }
 
   close() {
@@ -103,5 +164,6 @@ export class RunRecorder {
       try { fs.closeSync(fd); } catch { /* already closed */ }
     }
     this.statsFds = {};
+    fs.rmSync(this.reserveFile, { force: true });
   }
 }

@@ -53,7 +53,7 @@ class CallRun {
     this.signal = signal;
     this.onProgress = onProgress;
     this.log = log;
-    this.recorder = new RunRecorder(runDir);
+    this.recorder = new RunRecorder(runDir, { onWriteError: (message) => this.failWith(message) });
     this.teardown = new TeardownStack();
     /** The first fatal problem seen while the call runs (a browser or the bottleneck died). @type {string | null} */
     this.fatal = null;

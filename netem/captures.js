@@ -14,13 +14,17 @@ export function parseTcpdumpCounts(text) {
 
 export class Capture {
   /**
-   * @param {{ nsExec: string[], dev: string, file: string, logFile: string, snaplen: number }} o
+   * @param {{ nsExec: string[], dev: string, file: string, logFile: string, snaplen: number,
+   *   onExit?: (message: string) => void }} o
+   *   onExit: tcpdump ended on its own while capturing (a full disk, a vanished interface), with its last words
    */
   constructor(o) {
     this.o = o;
     /** @type {import('node:child_process').ChildProcess | null} */
     this.proc = null;
     this.stderr = '';
+    this.stopping = false;
+    this.listening = false;
   }
 
   /** Start tcpdump and resolve once it says it is listening. */
@@ -34,13 +38,20 @@ export class Capture {
     const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
     this.proc = proc;
     const log = createWriteStream(logFile);
-    this.closed = new Promise((resolve) => proc.on('close', (code, signal) => { log.end(); resolve({ code, signal }); }));
+    this.closed = new Promise((resolve) => proc.on('close', (code, signal) => {
+      log.end();
+      if (!this.stopping && this.listening) {
+        const last = this.stderr.trim().split('\n').pop() ?? '';
+        this.o.onExit?.(`the capture on ${dev} stopped during the run (${signal ? `killed by ${signal}` : `exit code ${code}`})${last ? `: ${last}` : ''}`);
+      }
+      resolve({ code, signal });
+    }));
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`tcpdump on ${dev} did not start listening within ${timeout_ms} ms: ${this.stderr.trim()}`)), timeout_ms);
       proc.stderr?.on('data', (chunk) => {
         this.stderr += chunk;
         log.write(chunk);
-        if (/listening on/.test(this.stderr)) { clearTimeout(timer); resolve(undefined); }
+        if (!this.listening && /listening on/.test(this.stderr)) { this.listening = true; clearTimeout(timer); resolve(undefined); }
       });
       proc.on('error', (e) => { clearTimeout(timer); reject(e); });
       proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`tcpdump on ${dev} exited (${code}): ${this.stderr.trim()}`)); });
@@ -49,6 +60,7 @@ export class Capture {
 
   /** Stop (SIGINT, so tcpdump flushes and prints its counts) and return the counts. */
   async stop(timeout_ms = 5000) {
+    this.stopping = true;
     if (!this.proc) return { packets: null, dropped_by_kernel: null };
     if (this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill('SIGINT');
     const timer = setTimeout(() => this.proc?.kill('SIGKILL'), timeout_ms);

@@ -31,7 +31,8 @@ export { newId, DATA_PREFIX, MGMT_PREFIX } from './names.js';
 /**
  * Events a Network emits: 'event' for everything that happened to the network (capacity changes, cross traffic
  * started or stopped, a bottleneck that exited), as {event: name, ...fields}; 'failure' when something the run
- * depends on died while the network is up, as {component, message}: a sentence with the component's own last word.
+ * depends on died while the network is up (a bottleneck, a capture), as {component, message}: a sentence with the
+ * component's own last word.
  */
 
 /**
@@ -125,7 +126,8 @@ export class Network extends EventEmitter {
     const snaplen = o.snaplen ?? this.o.scenario.capture.snaplen;
     for (const host of /** @type {const} */ (['a', 'b'])) {
       const c = new Capture({ nsExec: this.nsExec(host), dev: INTERFACES[host], snaplen,
-        file: join(this.runDir, `capture-${host}.pcap`), logFile: join(this.runDir, `capture-${host}.log`) });
+        file: join(this.runDir, `capture-${host}.pcap`), logFile: join(this.runDir, `capture-${host}.log`),
+        onExit: (message) => { if (!this.isDown) this.emit('failure', { component: `capture ${host}`, message }); } });
       this.captures[host] = c;
     }
     await Promise.all(Object.values(this.captures).map((c) => c.start()));
