@@ -1,0 +1,151 @@
+// @ts-check
+// Property-based tests of the scenario model (fast-check): scenarios generated from the schema itself (its types,
+// bounds, enums and each discipline's parameters), then mutated (a field set to any JSON value, a field removed, an
+// unknown field added). Every one is either accepted, and then normalising it again changes nothing and the result
+// is still schema-valid, or refused with a ScenarioError whose every problem names the field; never another
+// exception. The command line answers a refused one with exit status 2 and the field.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
+import { Ajv } from 'ajv';
+import { normalizeScenario, schemaPath, ScenarioError } from '../model.js';
+
+const schema = JSON.parse(fs.readFileSync(schemaPath, 'utf8'));
+const definitions = schema.definitions;
+const strictValidate = new Ajv({ strict: false, allErrors: true }).compile(schema);
+/** Generated runs per property: enough to reach every discipline and mutation often, small enough for the suite. */
+const RUNS = 400;
+
+/** @param {any} node */
+const resolve = (node) => (node.$ref ? definitions[node.$ref.replace('#/definitions/', '')] : node);
+
+/**
+ * An arbitrary for a schema node, following its type, bounds and enums (what this schema uses).
+ * @param {any} node
+ * @returns {fc.Arbitrary<any>}
+ */
+function fromSchema(node) {
+  node = resolve(node);
+  if (node === definitions.qdisc) return qdisc(false);
+  if (node === definitions.leaf_qdisc) return qdisc(true);
+  if (node === definitions.rate) return rate();
+  if (node.enum) return fc.constantFrom(...node.enum);
+  const type = Array.isArray(node.type) ? node.type.find((/** @type {string} */ t) => t !== 'null') : node.type;
+  const nullable = Array.isArray(node.type) && node.type.includes('null');
+  const orNull = (/** @type {fc.Arbitrary<any>} */ a) => (nullable ? fc.oneof(a, fc.constant(null)) : a);
+  const min = node.minimum ?? node.exclusiveMinimum ?? 0;
+  const max = node.maximum ?? 1e6;
+  switch (type) {
+    case 'integer': return orNull(fc.integer({ min: Math.ceil(min + (node.exclusiveMinimum !== undefined ? 1 : 0)), max: Math.min(max, 2 ** 31) }));
+    case 'number': return orNull(fc.double({ min: node.exclusiveMinimum !== undefined ? min + 1e-3 : min, max, noNaN: true }));
+    case 'boolean': return orNull(fc.boolean());
+    case 'string': return orNull(node.pattern === '^--' ? fc.string().map((s) => `--${s}`) : fc.string({ minLength: node.minLength ?? 0, maxLength: node.maxLength ?? 20 }));
+    case 'array': return fc.array(fromSchema(node.items), { minLength: node.minItems ?? 0, maxLength: Math.min(node.maxItems ?? 3, 3) });
+    case 'object': {
+      /** @type {Record<string, fc.Arbitrary<any>>} */
+      const fields = {};
+      for (const [k, v] of Object.entries(node.properties ?? {})) fields[k] = fromSchema(v);
+      return fc.record(fields, { requiredKeys: node.required ?? [] });
+    }
+    default: return fc.constant(null);
+  }
+}
+
+/** A discipline: a kind from the schema's enum, then that kind's own parameters (its `then` branch). @param {boolean} leaf */
+function qdisc(leaf) {
+  const kinds = definitions.qdisc.properties.kind.enum.filter((/** @type {string} */ k) => !(leaf && k === 'prio'));
+  return fc.constantFrom(...kinds).chain((kind) => {
+    const branch = definitions.qdisc.allOf.find((/** @type {any} */ b) => b.if.properties.kind.const === kind).then;
+    /** @type {Record<string, fc.Arbitrary<any>>} */
+    const fields = {};
+    for (const [k, v] of Object.entries(branch.properties)) if (k !== 'kind') fields[k] = fromSchema(v);
+    return fc.record(fields, { requiredKeys: branch.required ?? [] }).map((params) => ({ kind, ...params }));
+  });
+}
+
+/** A rate: null, or one of kbit and schedule (a trace needs a file), with or without burst_bytes. */
+function rate() {
+  const p = definitions.rate.properties;
+  const step = fromSchema(p.schedule.items);
+  return fc.oneof(
+    fc.constant(null),
+    fc.record({ kbit: fromSchema(p.kbit), burst_bytes: fromSchema(p.burst_bytes) }, { requiredKeys: ['kbit'] }),
+    fc.record({ schedule: fc.array(step, { minLength: 1, maxLength: 3 }), burst_bytes: fromSchema(p.burst_bytes) }, { requiredKeys: ['schedule'] }),
+  );
+}
+
+/** Every path to a value inside a document, as lists of keys. @param {any} doc @returns {(string | number)[][]} */
+function paths(doc, prefix = /** @type {(string | number)[]} */ ([])) {
+  if (doc === null || typeof doc !== 'object') return [prefix];
+  const inner = Object.entries(doc).flatMap(([k, v]) => paths(v, [...prefix, Array.isArray(doc) ? Number(k) : k]));
+  return [prefix, ...inner];
+}
+
+/** @param {any} doc @param {(string | number)[]} at @param {(parent: any, key: string | number) => void} change */
+function edit(doc, at, change) {
+  if (at.length === 0) return;
+  let parent = doc;
+  for (const k of at.slice(0, -1)) parent = parent[k];
+  change(parent, at[at.length - 1]);
+}
+
+/** A generated scenario with 0-3 mutations applied. */
+const mutatedScenario = fc.tuple(fromSchema(schema), fc.array(fc.tuple(fc.nat(), fc.constantFrom('set', 'delete', 'add'), fc.anything()), { maxLength: 3 }))
+  .map(([doc, mutations]) => {
+    for (const [pick, how, value] of mutations) {
+      const all = paths(doc).filter((p) => p.length > 0);
+      if (all.length === 0) break;
+      const at = all[pick % all.length];
+      if (how === 'set') edit(doc, at, (parent, key) => { parent[key] = value; });
+      else if (how === 'delete') edit(doc, at, (parent, key) => { if (Array.isArray(parent)) parent.splice(Number(key), 1); else delete parent[key]; });
+      else edit(doc, at, (parent, key) => { const target = parent[key]; if (target && typeof target === 'object' && !Array.isArray(target)) target.unknown_field = value; });
+    }
+    return doc;
+  });
+
+/** A problem names its field: `a.b[0].c: ...`, or speaks of the whole file. */
+const NAMES_A_FIELD = /^((\w+(\[\d+\])?)(\.\w+(\[\d+\])?)*: |the scenario: |\(top level\): |the file must hold)/;
+
+test('generated and mutated scenarios are accepted (then stable and schema-valid) or refused naming the field', (t) => {
+  let accepted = 0;
+  let refused = 0;
+  fc.assert(fc.property(mutatedScenario, (doc) => {
+    let normalised;
+    try {
+      normalised = normalizeScenario(doc);
+    } catch (err) {
+      if (!(err instanceof ScenarioError)) throw err;
+      for (const p of err.problems) assert.match(p, NAMES_A_FIELD);
+      refused++;
+      return;
+    }
+    accepted++;
+    assert.ok(strictValidate(normalised), `normalised but not schema-valid: ${JSON.stringify(strictValidate.errors)}`);
+    assert.deepEqual(normalizeScenario(normalised), normalised, 'normalising again changes nothing');
+  }), { numRuns: RUNS, seed: 20261123 });
+  assert.ok(accepted > RUNS / 20 && refused > RUNS / 20, `both outcomes reached: ${accepted} accepted, ${refused} refused`);
+  t.diagnostic(`${accepted} accepted, ${refused} refused`);
+});
+
+test('the command line answers refused scenarios with exit status 2 and the field, never a crash', () => {
+  const cli = fileURLToPath(new URL('../../harness/cli.js', import.meta.url));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-fuzz-'));
+  const refusedDocs = fc.sample(mutatedScenario.filter((doc) => {
+    try { normalizeScenario(doc); return false; } catch (err) { return err instanceof ScenarioError; }
+  }), { numRuns: 8, seed: 7 });
+  for (const [i, doc] of refusedDocs.entries()) {
+    const file = path.join(dir, `s${i}.json`);
+    fs.writeFileSync(file, JSON.stringify(doc));
+    const r = spawnSync(process.execPath, [cli, '--scenario', file, '--out', path.join(dir, `run${i}`)], { encoding: 'utf8', timeout: 30_000 });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /is not valid:\n {2}- /);
+    assert.doesNotMatch(r.stderr, /at \w+ \(|TypeError|RangeError/, 'no stack trace');
+    assert.equal(fs.existsSync(path.join(dir, `run${i}`)), false, 'nothing run');
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+});
