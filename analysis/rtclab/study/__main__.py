@@ -1,0 +1,115 @@
+"""`python -m rtclab.study run FILE [--out DIR] [--dry-run] [--quick FACTOR]` and `python -m rtclab.study aggregate
+OUT`. Exit status: 0 every repetition has a valid run; 3 some has none (invalid max_attempts times); 2 a bad study
+file (nothing ran) or a study directory that cannot be used; 130 interrupted (resumable); 1 anything else."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import aggregate as agg
+from . import plan as planmod
+from . import runner, spec, state
+
+
+def _plan(args: argparse.Namespace) -> planmod.Plan:
+    study = spec.load(args.file)
+    return planmod.make(study, quick_factor=args.quick)
+
+
+def dry_run(plan: planmod.Plan, out: Path) -> str:
+    """The runs in order, with what the study directory already holds, and the total call time."""
+    lines = []
+    note = plan.quick_note()
+    if note:
+        lines.append(f"[{note}]")
+    s = plan.study
+    lines.append(f"study {s.name}: {len(s.points)} point(s) x {s.repetitions} repetition(s) = {len(plan.order)} runs, "
+                 f"{'shuffled with seed ' + str(s.seed) if s.shuffle else 'in plan order'}, up to {s.max_attempts} "
+                 f"attempt(s) each; output {out}")
+    for p in s.points:
+        what = ", ".join(f"{x.path}={json.dumps(x.value)}" for x in p.settings) or "the base as it is"
+        lines.append(f"  point {p.name}: {plan.duration_s(p.name):g} s; base {p.base_label}; {what}")
+    reps = state.scan(out, [p.name for p in s.points], s.repetitions) if (out / "plan.json").exists() else {}
+    pending_s = 0.0
+    pending = 0
+    for i, r in enumerate(plan.order, start=1):
+        rp = reps.get((r.point, r.rep))
+        st = rp.state(s.max_attempts) if rp else "pending"
+        tried = f", {len(rp.attempts)} attempt(s) so far" if rp and rp.attempts else ""
+        if st == "pending":
+            pending += 1
+            pending_s += plan.duration_s(r.point)
+        lines.append(f"  {i:4d}. {r.point} rep {r.rep}: {plan.duration_s(r.point):g} s call, {st}{tried}")
+    over = runner.DEFAULT_OVERHEAD_S
+    lines.append(f"total call time {runner.fmt_duration(plan.total_call_s)} for {len(plan.order)} runs; still to run: "
+                 f"{pending} runs, {runner.fmt_duration(pending_s)} of calls, about "
+                 f"{runner.fmt_duration(pending_s + pending * over)} with ~{over:g} s of set-up, teardown and "
+                 f"analysis each (more when runs come out invalid and are re-run)")
+    return "\n".join(lines) + "\n"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        plan = _plan(args)
+    except spec.StudyError as e:
+        print(f"rtclab study: {e}\nnothing was run", file=sys.stderr)
+        return runner.EXIT_BAD_STUDY
+    except ValueError as e:
+        print(f"rtclab study: {e}", file=sys.stderr)
+        return runner.EXIT_BAD_STUDY
+    out = Path(args.out) if args.out else runner.default_out(plan.study.name, plan.quick_factor)
+    out = out.resolve()
+    if args.dry_run:
+        print(dry_run(plan, out), end="")
+        return runner.EXIT_OK
+    try:
+        ex = runner.SerialExecutor(plan, out, extra_args=["--no-analyze"] if args.no_analyze else [])
+        code = ex.run()
+    except runner.StudyDirError as e:
+        print(f"rtclab study: {e}", file=sys.stderr)
+        return runner.EXIT_BAD_STUDY
+    if code == runner.EXIT_INTERRUPTED:
+        return code
+    doc = agg.aggregate(out)
+    print(agg.text_summary(doc), end="")
+    print(f"wrote {out / 'study.json'}, {out / 'study.parquet'}")
+    return code
+
+
+def cmd_aggregate(args: argparse.Namespace) -> int:
+    out = Path(args.out_dir)
+    if not (out / "plan.json").exists():
+        print(f"rtclab study: {out} holds no plan.json: not a study directory", file=sys.stderr)
+        return runner.EXIT_BAD_STUDY
+    doc = agg.aggregate(out, analyse_missing=not args.no_analyze)
+    print(agg.text_summary(doc), end="")
+    print(f"wrote {out / 'study.json'}, {out / 'study.parquet'}")
+    return runner.EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="rtclab study", description="Batches of real calls from a study file.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run (or resume) every point x repetition, then aggregate")
+    r.add_argument("file", help="study file (YAML), format in docs/studies.md")
+    r.add_argument("--out", help="study directory (default: results/studies/<name>[-quick<F>])")
+    r.add_argument("--dry-run", action="store_true", help="list the runs and the total call time; run nothing")
+    r.add_argument("--quick", type=float, default=1.0, metavar="FACTOR",
+                   help="scale durations and schedules by FACTOR (e.g. 0.1) for a first look; said in every output")
+    r.add_argument("--no-analyze", action="store_true",
+                   help="do not analyse each run after its call (aggregation analyses the valid ones it uses)")
+    r.set_defaults(func=cmd_run)
+    a = sub.add_parser("aggregate", help="study.parquet and study.json from a study directory's runs")
+    a.add_argument("out_dir")
+    a.add_argument("--no-analyze", action="store_true", help="leave out valid runs without metrics.json")
+    a.set_defaults(func=cmd_aggregate)
+    args = p.parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,431 @@
+"""Aggregation of a study directory: `study.parquet` (one row per valid run x flow x phase, the point's parameters as
+columns) and `study.json` (per point, flow and phase: mean, sd, 95% confidence interval and n of each metric), read
+from the runs' own metrics.json (docs/metrics.md) and nothing else. Invalid, incomplete and interrupted attempts are
+excluded and listed. Definitions in docs/studies.md.
+
+Flows are labelled the same way in every run, so that runs can be pooled: `<direction>:<kind>` (forward:video,
+reverse:audio, forward:tcp, ...), with `:2`, `:3`, ... for further flows of the same direction and kind, ranked by
+packets sent in the run; and `bottleneck`, the forward bottleneck's fairness entry of each phase (metrics.json
+`fairness[phase]`)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import __version__ as RTCLAB_VERSION
+from . import state
+from .tdist import t_quantile
+
+STUDY_JSON_FORMAT_VERSION = 1
+CONFIDENCE = 0.95
+
+Extractor = Callable[[dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    family: str  # "flow": a packet flow's entry (flows[i], flows[i].phases[p]); "bottleneck": fairness[p]
+    unit: str
+    definition: str
+
+
+def _get(d: Any, *keys: str) -> Any:
+    for k in keys:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k)
+    return d
+
+
+CATALOGUE: dict[str, Metric] = {m.name: m for m in [
+    Metric("loss_ratio_bytes", "flow", "ratio", "metrics.json flow loss_ratio_bytes: link-layer bytes lost / bytes "
+           "sent (Carlucci et al.'s l), from the two captures"),
+    Metric("loss_ratio_packets", "flow", "ratio", "flow loss_ratio: packets lost / packets sent, from the captures"),
+    Metric("utilisation", "flow", "ratio", "flow utilisation: U = throughput_bps.mean / the forward link's capacity "
+           "over the same span (forward flows)"),
+    Metric("throughput_bps", "flow", "bit/s", "flow throughput_bps.mean: goodput, link-layer bits received per second"),
+    Metric("send_rate_bps", "flow", "bit/s", "flow send_rate_bps: link-layer bits sent per second"),
+    Metric("queuing_delay_ms_mean", "flow", "ms", "flow queuing_delay_ms.mean: one-way delay from the captures minus "
+           "the configured propagation delay"),
+    Metric("queuing_delay_ms_p50", "flow", "ms", "flow queuing_delay_ms.p50 (the run's median)"),
+    Metric("queuing_delay_ms_p95", "flow", "ms", "flow queuing_delay_ms.p95 (the run's 95th percentile)"),
+    Metric("owd_ms_mean", "flow", "ms", "flow owd_ms.mean: one-way delay from the captures"),
+    Metric("jitter_ms", "flow", "ms", "flow jitter_ms.mean: RFC 3550 interarrival jitter (RTP flows)"),
+    Metric("tq_ms_mean", "flow", "ms", "getStats tq_ms.mean of the flow's SSRC: Tq = RTCP RTT - RTTm, RTTm the "
+           "configured round-trip propagation delay (Carlucci et al. 2016)"),
+    Metric("tq_ms_p95", "flow", "ms", "getStats tq_ms.p95 of the flow's SSRC"),
+    Metric("jain_index", "bottleneck", "index", "fairness[phase].jain_index over the competitors at the forward "
+           "bottleneck (the call and the scenario's forward TCP flows)"),
+    Metric("bottleneck_utilisation", "bottleneck", "ratio", "fairness[phase].utilisation: all forward bits received "
+           "at b / the link's capacity"),
+    Metric("received_bps", "bottleneck", "bit/s", "fairness[phase].received_bps: all forward bits received at b per "
+           "second"),
+    Metric("call_throughput_bps", "bottleneck", "bit/s", "fairness[phase]: the call's connections' throughput_bps, "
+           "summed"),
+    Metric("call_share_of_fair_share", "bottleneck", "ratio", "fairness[phase]: the call's share_of_fair_share "
+           "(its rate / (capacity / competitors)), summed over its connections (one with bundling)"),
+    Metric("tcp_share_of_fair_share", "bottleneck", "ratio", "fairness[phase]: mean share_of_fair_share of the TCP "
+           "competitors (a starved one counts 0)"),
+]}
+
+FIXED_COLUMNS = ["study", "quick_factor", "point", "rep", "attempt", "run_dir", "run_id", "flow", "direction", "kind",
+                 "ssrc", "phase", "phase_start_s", "phase_end_s", "phase_cross_traffic"]
+
+
+def _finite(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    return float(x) if math.isfinite(x) else None
+
+
+def _tq(m: dict[str, Any], flow: dict[str, Any], phase: str, key: str) -> Any:
+    """The getStats Tq statistic of the flow's SSRC in the phase (whole call: the stream's own tq_ms)."""
+    ssrc = flow.get("ssrc")
+    if ssrc is None:
+        return None
+    direction = _get(m, "getstats", "directions", str(flow.get("direction")))
+    if not isinstance(direction, dict):
+        return None
+    if phase == "all":
+        for s in direction.get("streams") or []:
+            if s.get("ssrc") == ssrc:
+                return _get(s, "tq_ms", key)
+        return None
+    for name, entry in (_get(direction, "phases", phase) or {}).items():
+        if str(name).rsplit(":", 1)[-1] == str(ssrc):
+            return _get(entry, "tq_ms", key)
+    return None
+
+
+def flow_values(m: dict[str, Any], flow: dict[str, Any], phase: str) -> dict[str, float | None]:
+    f = flow if phase == "all" else (_get(flow, "phases", phase) or {})
+    raw = {
+        "loss_ratio_bytes": f.get("loss_ratio_bytes"),
+        "loss_ratio_packets": f.get("loss_ratio"),
+        "utilisation": f.get("utilisation"),
+        "throughput_bps": _get(f, "throughput_bps", "mean"),
+        "send_rate_bps": f.get("send_rate_bps"),
+        "queuing_delay_ms_mean": _get(f, "queuing_delay_ms", "mean"),
+        "queuing_delay_ms_p50": _get(f, "queuing_delay_ms", "p50"),
+        "queuing_delay_ms_p95": _get(f, "queuing_delay_ms", "p95"),
+        "owd_ms_mean": _get(f, "owd_ms", "mean"),
+        "jitter_ms": _get(f, "jitter_ms", "mean"),
+        "tq_ms_mean": _tq(m, flow, phase, "mean"),
+        "tq_ms_p95": _tq(m, flow, phase, "p95"),
+    }
+    return {k: _finite(v) for k, v in raw.items()}
+
+
+def bottleneck_values(fair: dict[str, Any]) -> dict[str, float | None]:
+    conns = fair.get("connections") or []
+    call = [c for c in conns if c.get("role") == "call"]
+    tcp = [c for c in conns if c.get("role") == "tcp"]
+    shares = [_finite(c.get("share_of_fair_share")) for c in tcp]
+    call_shares = [_finite(c.get("share_of_fair_share")) for c in call]
+    raw = {
+        "jain_index": fair.get("jain_index"),
+        "bottleneck_utilisation": fair.get("utilisation"),
+        "received_bps": fair.get("received_bps"),
+        "call_throughput_bps": sum(float(c.get("throughput_bps") or 0.0) for c in call) if call else None,
+        "call_share_of_fair_share": sum(x for x in call_shares if x is not None)
+        if call and all(x is not None for x in call_shares) else None,
+        "tcp_share_of_fair_share": float(np.mean([x for x in shares if x is not None]))
+        if tcp and all(x is not None for x in shares) else None,
+    }
+    return {k: _finite(v) for k, v in raw.items()}
+
+
+def flow_labels(flows: list[dict[str, Any]]) -> list[str]:
+    """Labels that mean the same flow in every run: direction:kind, then :2, :3 ... by packets sent."""
+    labels = [""] * len(flows)
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, f in enumerate(flows):
+        groups.setdefault((str(f.get("direction")), str(f.get("kind"))), []).append(i)
+    for (direction, kind), idx in groups.items():
+        idx.sort(key=lambda i: (-(flows[i].get("packets_sent") or 0), flows[i].get("id", i)))
+        for rank, i in enumerate(idx, start=1):
+            labels[i] = f"{direction}:{kind}" + ("" if rank == 1 else f":{rank}")
+    return labels
+
+
+def run_rows(m: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per flow x phase of one run's metrics.json (and the bottleneck's per phase)."""
+    rows: list[dict[str, Any]] = []
+    phases = m.get("phases") or [{"name": "all", "start_s": 0.0, "end_s": _get(m, "run", "duration_s"),
+                                  "cross_traffic": False}]
+    flows = m.get("flows") or []
+    fairness = m.get("fairness") or {}
+    for label, flow in zip(flow_labels(flows), flows):
+        for ph in phases:
+            name = ph["name"]
+            if name != "all" and name not in (flow.get("phases") or {}):
+                continue
+            rows.append({"flow": label, "direction": flow.get("direction"), "kind": flow.get("kind"),
+                         "ssrc": flow.get("ssrc"), "phase": name, "phase_start_s": _finite(ph.get("start_s")),
+                         "phase_end_s": _finite(ph.get("end_s")), "phase_cross_traffic": bool(ph.get("cross_traffic")),
+                         **flow_values(m, flow, name)})
+    for ph in phases:
+        fair = fairness.get(ph["name"])
+        if isinstance(fair, dict):
+            rows.append({"flow": "bottleneck", "direction": "forward", "kind": "bottleneck", "ssrc": None,
+                         "phase": ph["name"], "phase_start_s": _finite(ph.get("start_s")),
+                         "phase_end_s": _finite(ph.get("end_s")), "phase_cross_traffic": bool(ph.get("cross_traffic")),
+                         **bottleneck_values(fair)})
+    return rows
+
+
+def summarise(values: list[float], confidence: float = CONFIDENCE) -> dict[str, float | int | None]:
+    """mean, sample sd (n - 1), the Student t confidence interval of the mean and n, over the runs' values."""
+    n = len(values)
+    if n == 0:
+        return {"mean": None, "sd": None, "ci95_low": None, "ci95_high": None, "ci95_half_width": None, "n": 0}
+    x = np.asarray(values, dtype=float)
+    mean = float(x.mean())
+    if n == 1:
+        return {"mean": mean, "sd": None, "ci95_low": None, "ci95_high": None, "ci95_half_width": None, "n": 1}
+    sd = float(x.std(ddof=1))
+    half = t_quantile(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n)
+    return {"mean": mean, "sd": sd, "ci95_low": mean - half, "ci95_high": mean + half, "ci95_half_width": half, "n": n}
+
+
+def _analyse(run_dir: Path) -> str | None:
+    """Runs the analyzer on a run without metrics.json; None on success, else why not."""
+    proc = subprocess.run([sys.executable, "-m", "rtclab.cli", "analyze", str(run_dir), "-q"], capture_output=True,
+                          text=True)
+    if proc.returncode != 0 or not (run_dir / "metrics.json").exists():
+        return f"the analyzer failed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}"
+    return None
+
+
+def _column_type(values: list[Any]) -> str:
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        return "bool"
+    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return "float"
+    return "string"
+
+
+def _as_string(v: Any) -> str | None:
+    if v is None:
+        return None
+    return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+
+
+def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
+    """Writes OUT/study.parquet and OUT/study.json from OUT/plan.json and the runs; returns study.json's content."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    plan = json.loads((out / "plan.json").read_text())
+    quick_factor = float(plan.get("quick_factor", 1.0))
+    points = plan["points"]
+    point_names = [p["name"] for p in points]
+    reps = state.scan(out, point_names, int(plan["repetitions"]))
+    max_attempts = int(plan["max_attempts"])
+    selected_metrics = [x for x in plan.get("metrics") or list(CATALOGUE) if x in CATALOGUE]
+    flow_patterns = list(plan.get("flows") or ["*"])
+
+    # Parameter columns: each axis by name (its label), each varied field by its path (its value).
+    varied_paths: list[str] = []
+    for ax in plan.get("axes") or []:
+        for p in ax["paths"]:
+            if p not in varied_paths:
+                varied_paths.append(p)
+    for p in points:
+        for s in p.get("settings") or []:
+            if s["path"] not in varied_paths:
+                varied_paths.append(s["path"])
+    axis_names = [ax["name"] for ax in plan.get("axes") or []]
+    reserved = set(FIXED_COLUMNS) | set(CATALOGUE)
+    axis_col = {a: (a if a not in reserved else f"param_{a}") for a in axis_names}
+    path_col = {p: (p if p not in reserved and p not in axis_col.values() else f"param_{p}") for p in varied_paths}
+    params_of: dict[str, dict[str, Any]] = {}
+    for p in points:
+        row: dict[str, Any] = {axis_col[a]: (p.get("labels") or {}).get(a) for a in axis_names}
+        values = {s["path"]: s["value"] for s in p.get("settings") or []}
+        row.update({path_col[k]: values.get(k) for k in varied_paths})
+        params_of[p["name"]] = row
+
+    runs_listed: list[dict[str, Any]] = []
+    excluded: list[dict[str, Any]] = []
+    missing: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    phase_info: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in point_names}
+    used_dirs: dict[str, list[str]] = {name: [] for name in point_names}
+    for (point, rep), r in sorted(reps.items(), key=lambda kv: (point_names.index(kv[0][0]), kv[0][1])):
+        chosen = r.valid
+        for a in r.attempts:
+            entry = a.to_json(out)
+            entry["used"] = False
+            if a is chosen:
+                mpath = a.path / "metrics.json"
+                why = None
+                if not mpath.exists():
+                    why = _analyse(a.path) if analyse_missing else "no metrics.json"
+                m: dict[str, Any] | None = None
+                if why is None:
+                    try:
+                        m = json.loads(mpath.read_text())
+                    except (OSError, ValueError) as e:
+                        why = f"metrics.json unreadable: {e}"
+                if m is None:
+                    entry["excluded_because"] = why
+                    excluded.append(entry)
+                else:
+                    entry["used"] = True
+                    used_dirs[point].append(entry["dir"])
+                    run_id = _get(m, "run", "id")
+                    for ph in m.get("phases") or []:
+                        phase_info[point].setdefault(ph["name"], {k: ph.get(k) for k in
+                                                                  ("start_s", "end_s", "cross_traffic")})
+                    for x in run_rows(m):
+                        rows.append({"study": plan["study"], "quick_factor": quick_factor, "point": point, "rep": rep,
+                                     "attempt": a.attempt, "run_dir": entry["dir"], "run_id": run_id,
+                                     **params_of[point], **x})
+            else:
+                entry["excluded_because"] = {state.INVALID: "invalid: " + "; ".join(a.failed_checks or ["?"]),
+                                             state.INCOMPLETE: f"incomplete: {a.error}",
+                                             state.INTERRUPTED: f"interrupted: {a.error}"}.get(
+                    a.status, "a later attempt of the same repetition was used")
+                excluded.append(entry)
+            runs_listed.append(entry)
+        st = r.state(max_attempts)
+        if st != "done":
+            missing.append({"point": point, "rep": rep, "state": st, "attempts": len(r.attempts),
+                            "counted_attempts": r.counted()})
+
+    # study.parquet
+    param_columns = list(dict.fromkeys([*axis_col.values(), *path_col.values()]))
+    columns: dict[str, Any] = {}
+    types: dict[str, Any] = {}
+    for c in FIXED_COLUMNS + param_columns + list(CATALOGUE):
+        vals = [x.get(c) for x in rows]
+        if c in CATALOGUE or c in ("quick_factor", "phase_start_s", "phase_end_s"):
+            columns[c], types[c] = vals, pa.float64()
+        elif c in ("rep", "attempt", "ssrc"):
+            columns[c], types[c] = vals, pa.int64()
+        elif c == "phase_cross_traffic":
+            columns[c], types[c] = vals, pa.bool_()
+        elif c in param_columns:
+            kind = _column_type(vals)
+            if kind == "float":
+                columns[c], types[c] = [None if v is None else float(v) for v in vals], pa.float64()
+            elif kind == "bool":
+                columns[c], types[c] = vals, pa.bool_()
+            else:
+                columns[c], types[c] = [_as_string(v) for v in vals], pa.string()
+        else:
+            columns[c], types[c] = [_as_string(v) for v in vals], pa.string()
+    table = pa.table({c: pa.array(columns[c], type=types[c]) for c in columns})
+    quick_note = plan.get("quick_note")
+    table = table.replace_schema_metadata({"rtclab_study": plan["study"], "quick_factor": str(quick_factor),
+                                           "quick_note": quick_note or "", "phase_column": "every row is one phase"})
+    tmp = out / "study.parquet.tmp"
+    pq.write_table(table, tmp)
+    tmp.replace(out / "study.parquet")
+
+    # study.json: per point, flow and phase.
+    import fnmatch
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    wanted: dict[str, bool] = {}
+    for x in rows:
+        label = x["flow"]
+        if label not in wanted:
+            wanted[label] = any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns)
+        if wanted[label]:
+            groups.setdefault((x["point"], label, x["phase"]), []).append(x)
+    out_points = []
+    for p in points:
+        name = p["name"]
+        flows: dict[str, dict[str, Any]] = {}
+        for (pt, flow, phase), grp in groups.items():
+            if pt != name:
+                continue
+            family = "bottleneck" if flow == "bottleneck" else "flow"
+            stats: dict[str, Any] = {}
+            for metric in selected_metrics:
+                if CATALOGUE[metric].family != family:
+                    continue
+                present = [float(v) for v in (g.get(metric) for g in grp) if v is not None]
+                stats[metric] = summarise(present)
+            flows.setdefault(flow, {})[phase] = stats
+        ordered = {f: {ph: flows[f][ph] for ph in sorted(flows[f], key=lambda ph: list(phase_info[name]).index(ph)
+                                                          if ph in phase_info[name] else 99)}
+                   for f in sorted(flows)}
+        out_points.append({"name": name, "params": p.get("params"), "labels": p.get("labels"),
+                           "settings": p.get("settings"), "scenario_file": p.get("scenario_file"),
+                           "runs_used": used_dirs[name], "n_runs": len(used_dirs[name]),
+                           "phases": [{"name": k, **v} for k, v in phase_info[name].items()],
+                           "flows": ordered})
+    counts: dict[str, int] = {}
+    for listed in runs_listed:
+        counts[listed["status"]] = counts.get(listed["status"], 0) + 1
+    doc = {
+        "study_format_version": STUDY_JSON_FORMAT_VERSION,
+        "study": plan["study"], "description": plan.get("description", ""),
+        "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "rtclab_version": RTCLAB_VERSION,
+        "quick_factor": quick_factor, "quick_note": quick_note,
+        "statistics": {
+            "over": "the valid runs of a point (one per repetition); a run where a metric is undefined (null in its "
+                    "metrics.json) is left out of that metric's n",
+            "mean": "arithmetic mean", "sd": "sample standard deviation (n - 1); null when n < 2",
+            "ci95": "mean -/+ t(0.975, n - 1) * sd / sqrt(n), Student's t; null when n < 2",
+            "n": "runs with a value", "phase": "each statistic sits under its phase: 'all' is the whole call, the "
+                                              "others as metrics.json defines phases (cross traffic)"},
+        "metrics": {k: {"family": CATALOGUE[k].family, "unit": CATALOGUE[k].unit,
+                        "definition": CATALOGUE[k].definition} for k in selected_metrics},
+        "flows_aggregated": flow_patterns,
+        "plan": {"repetitions": plan["repetitions"], "max_attempts": max_attempts, "seed": plan["seed"],
+                 "shuffle": plan["shuffle"], "points": len(points), "runs_planned": len(plan["order"]),
+                 "total_call_s": plan.get("total_call_s")},
+        "summary": {"repetitions_with_valid_run": sum(1 for r in reps.values() if r.valid is not None),
+                    "repetitions_without": len(missing), "attempts": counts, "runs_used": len(
+                        [e for e in runs_listed if e["used"]])},
+        "runs": runs_listed, "excluded": excluded, "missing": missing,
+        "points": out_points,
+    }
+    tmpj = out / "study.json.tmp"
+    tmpj.write_text(json.dumps(doc, indent=1) + "\n")
+    tmpj.replace(out / "study.json")
+    return doc
+
+
+def text_summary(doc: dict[str, Any], metrics: tuple[str, ...] = ("throughput_bps", "queuing_delay_ms_mean",
+                                                                   "loss_ratio_bytes", "tq_ms_mean")) -> str:
+    """A short table of the forward video flow over the whole call, per point (mean +- CI half-width, n)."""
+    lines = []
+    if doc.get("quick_note"):
+        lines.append(f"[{doc['quick_note']}]")
+    head = ["point", "n"] + [f"{m} (all)" for m in metrics]
+    body = []
+    for p in doc["points"]:
+        st = (p["flows"].get("forward:video") or {}).get("all") or {}
+        cells = [p["name"], str(p["n_runs"])]
+        for m in metrics:
+            s = st.get(m) or {}
+            if s.get("mean") is None:
+                cells.append("-")
+            else:
+                hw = s.get("ci95_half_width")
+                cells.append(f"{s['mean']:.4g}" + ("" if hw is None else f" ±{hw:.2g}"))
+        body.append(cells)
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)) for b in body]
+    lines.append("forward:video over the whole call; mean ±95% CI half-width (Student t) over the valid runs")
+    s = doc["summary"]
+    lines.append(f"repetitions with a valid run: {s['repetitions_with_valid_run']}, without: {s['repetitions_without']}"
+                 f"; attempts: {', '.join(f'{k} {v}' for k, v in sorted(s['attempts'].items())) or 'none'}")
+    return "\n".join(lines) + "\n"

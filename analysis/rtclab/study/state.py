@@ -1,0 +1,167 @@
+"""What a study directory holds: every attempt of every repetition, classified from its run directory's manifest
+(the run directory is the truth) and from the study's own attempt log (`attempts.jsonl`: when the study started and
+ended each attempt, and whether it interrupted it).
+
+Layout (docs/studies.md):
+    OUT/plan.json, OUT/points/<point>/scenario.json
+    OUT/runs/<point>/<rep>-<attempt>/          an ordinary run directory
+    OUT/runs/<point>/<rep>-<attempt>.log       what the harness printed
+    OUT/attempts.jsonl                         {"event": "start"|"end", "point", "rep", "attempt", ...} a line
+
+An attempt is `valid` (manifest status complete, validity.valid true), `invalid` (complete, a validity check
+failed), `incomplete` (stopped early, failed, or no manifest) or `interrupted` (incomplete because the study was
+stopped: a signal the study forwarded, or the study process died before recording its end). A repetition is done
+with its first valid attempt; otherwise every attempt but the interrupted ones counts towards max_attempts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..rundir import RunDirError, manifest_format_version
+
+ATTEMPT_DIR = re.compile(r"^([0-9]+)-([0-9]+)$")
+VALID, INVALID, INCOMPLETE, INTERRUPTED = "valid", "invalid", "incomplete", "interrupted"
+
+
+@dataclass
+class Attempt:
+    point: str
+    rep: int
+    attempt: int
+    path: Path
+    status: str  # VALID, INVALID, INCOMPLETE, INTERRUPTED
+    run_status: str | None  # manifest.json status
+    error: str | None
+    failed_checks: list[str] = field(default_factory=list)
+    exit_code: int | None = None
+    wall_s: float | None = None
+
+    @property
+    def counts(self) -> bool:
+        """Whether it uses up one of max_attempts."""
+        return self.status != INTERRUPTED and self.status != VALID
+
+    def to_json(self, root: Path) -> dict[str, Any]:
+        return {"point": self.point, "rep": self.rep, "attempt": self.attempt, "dir": _rel(self.path, root),
+                "status": self.status, "run_status": self.run_status, "error": self.error,
+                "failed_checks": self.failed_checks, "exit_code": self.exit_code, "wall_s": self.wall_s}
+
+
+@dataclass
+class Repetition:
+    point: str
+    rep: int
+    attempts: list[Attempt]
+
+    @property
+    def valid(self) -> Attempt | None:
+        return next((a for a in self.attempts if a.status == VALID), None)
+
+    def counted(self) -> int:
+        return sum(a.counts for a in self.attempts)
+
+    def next_attempt(self) -> int:
+        return max((a.attempt for a in self.attempts), default=0) + 1
+
+    def state(self, max_attempts: int) -> str:
+        if self.valid is not None:
+            return "done"
+        if self.counted() >= max_attempts:
+            return "exhausted"
+        return "pending"
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def attempt_dir(out: Path, point: str, rep: int, attempt: int) -> Path:
+    return out / "runs" / point / f"{rep}-{attempt}"
+
+
+def read_log(out: Path) -> dict[tuple[str, int, int], dict[str, Any]]:
+    """The attempt log: (point, rep, attempt) -> {"start": record, "end": record or absent}. A damaged line (a write
+    cut short) is skipped."""
+    log: dict[tuple[str, int, int], dict[str, Any]] = {}
+    path = out / "attempts.jsonl"
+    if not path.exists():
+        return log
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            rec = json.loads(line)
+            key = (str(rec["point"]), int(rec["rep"]), int(rec["attempt"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+        log.setdefault(key, {})[str(rec.get("event"))] = rec
+    return log
+
+
+def append_log(out: Path, record: dict[str, Any]) -> None:
+    with (out / "attempts.jsonl").open("a") as f:
+        f.write(json.dumps(record) + "\n")
+        f.flush()
+
+
+def classify(path: Path, point: str, rep: int, attempt: int, log: dict[str, Any] | None) -> Attempt:
+    manifest: dict[str, Any] = {}
+    mpath = path / "manifest.json"
+    error: str | None = None
+    try:
+        doc = json.loads(mpath.read_text())
+        manifest = doc if isinstance(doc, dict) else {}
+        manifest_format_version(manifest, mpath)
+    except FileNotFoundError:
+        error = "no manifest.json"
+    except (ValueError, UnicodeDecodeError) as e:
+        error = f"manifest.json unreadable: {e}"
+    except RunDirError as e:
+        error = str(e)
+        manifest = {}
+    run_status = manifest.get("status") if manifest else None
+    validity = manifest.get("validity") or {}
+    failed = [f"{c.get('name')}: {c.get('detail')}" for c in validity.get("checks") or [] if c.get("ok") is False]
+    end = (log or {}).get("end")
+    started_by_study = log is not None and "start" in log
+    if run_status == "complete" and validity.get("valid") is True:
+        status = VALID
+    elif run_status == "complete":
+        status = INVALID
+        error = error or "validity check failed"
+    else:
+        error = error or manifest.get("error") or f"run status {run_status!r}"
+        # Interrupted: the study said it stopped this run, or the study started it and never saw it end.
+        interrupted = (end is not None and end.get("interrupted")) or (started_by_study and end is None)
+        status = INTERRUPTED if interrupted else INCOMPLETE
+    return Attempt(point=point, rep=rep, attempt=attempt, path=path, status=status, run_status=run_status,
+                   error=None if status == VALID else error, failed_checks=failed,
+                   exit_code=(end or {}).get("exit_code"), wall_s=(end or {}).get("wall_s"))
+
+
+def scan(out: Path, points: list[str], repetitions: int) -> dict[tuple[str, int], Repetition]:
+    """Every planned repetition with the attempts its directory holds (attempts of repetitions outside the plan, e.g.
+    after lowering `repetitions`, are left alone and not listed)."""
+    log = read_log(out)
+    reps = {(p, r): Repetition(point=p, rep=r, attempts=[]) for p in points for r in range(1, repetitions + 1)}
+    for p in points:
+        d = out / "runs" / p
+        if not d.is_dir():
+            continue
+        for child in d.iterdir():
+            m = ATTEMPT_DIR.match(child.name)
+            if not m or not child.is_dir():
+                continue
+            rep, attempt = int(m.group(1)), int(m.group(2))
+            if (p, rep) not in reps:
+                continue
+            reps[(p, rep)].attempts.append(classify(child, p, rep, attempt, log.get((p, rep, attempt))))
+    for r in reps.values():
+        r.attempts.sort(key=lambda a: a.attempt)
+    return reps

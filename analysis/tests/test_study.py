@@ -1,0 +1,397 @@
+"""Studies without calls: the study file's checks (exit 2 naming axis, value and field, nothing run), field paths,
+the plan (order, seed, quick scaling), the state of a study directory (what counts towards max_attempts), Student's
+t quantile, and the aggregation: study.json must equal an independent computation from the runs' metrics.json
+(synthetic runs from rtclab.synth with different parameters per point)."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from rtclab import synth
+from rtclab.study import aggregate as agg
+from rtclab.study import plan as planmod
+from rtclab.study import spec, state
+from rtclab.study.tdist import t_cdf, t_quantile
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "scenarios" / "examples"
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rtclab.study", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=120)
+
+
+def write(tmp: Path, name: str, text: str) -> Path:
+    p = tmp / name
+    p.write_text(text)
+    return p
+
+
+# ---- bad study files: exit 2, the problem named, nothing run ------------------------------------------------------
+
+BAD = {
+    "unknown_path": ("axes:\n  - path: network.forward.qdisc.targt_ms\n    name: target\n    values: [5, 10]\n",
+                     ["axis target", "network.forward.qdisc.targt_ms", "no field 'targt_ms'"]),
+    "refused_value": ("axes:\n  - path: network.forward.qdisc.target_ms\n    name: target\n    values: [5, -3]\n",
+                      ["axis target = -3", "network.forward.qdisc.target_ms", "must be > 0"]),
+    "refused_kind": ("axes:\n  - path: network.forward.qdisc.kind\n    name: aqm\n    values: [codel, magic]\n",
+                     ["axis aqm = \"magic\"", "network.forward.qdisc.kind", "not one of"]),
+    "empty_axis": ("axes:\n  - path: network.forward.qdisc.target_ms\n    name: target\n    values: []\n",
+                   ["axes[0] (target: network.forward.qdisc.target_ms).values", "empty"]),
+    "duplicate_points": ("points:\n  - {name: a, set: {duration_s: 10}}\n  - {name: a, set: {duration_s: 20}}\n",
+                         ["duplicate point name 'a'"]),
+    "zip_lengths": ("axes:\n  - zip:\n      - {path: network.forward.rate.kbit, values: [1000, 2000]}\n"
+                    "      - {path: duration_s, values: [10]}\n", ["zip", "different numbers of values"]),
+    "unknown_study_field": ("repetitons: 3\n", ["repetitons"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_a_bad_study_exits_2_naming_the_problem_and_runs_nothing(tmp_path: Path, case: str) -> None:
+    body, expected = BAD[case]
+    f = write(tmp_path, f"{case}.yaml", f"name: bad\nbase: {EXAMPLES / 'codel.yaml'}\n{body}")
+    out = tmp_path / "out"
+    r = run_cli("run", str(f), "--out", str(out))
+    assert r.returncode == 2, r.stderr
+    for s in expected:
+        assert s in r.stderr, f"{s!r} not in:\n{r.stderr}"
+    assert "nothing was run" in r.stderr
+    assert not out.exists()
+
+
+def test_check_points_reports_every_point_in_one_process() -> None:
+    docs = [{"duration_s": 5}, {"network": {"forward": {"qdisc": {"kind": "codel", "target_ms": 0}}}},
+            {"scenario": {"name": "x"}, "label": "p", "base_dir": str(ROOT)}]
+    r = subprocess.run(["node", str(spec.CHECK_POINTS_JS)], input=json.dumps(docs), capture_output=True, text=True)
+    assert r.returncode == 1
+    res = json.loads(r.stdout)
+    assert [x["ok"] for x in res] == [True, False, True]
+    assert res[0]["scenario"]["duration_s"] == 5 and res[0]["scenario"]["network"]["forward"]["qdisc"]["kind"] == "fifo"
+    assert res[1]["problems"] == ["network.forward.qdisc.target_ms: must be > 0 (got 0)"]
+
+
+# ---- field paths --------------------------------------------------------------------------------------------------
+
+def test_field_paths_are_checked_against_the_scenario_schema() -> None:
+    assert spec.check_path("network.forward.qdisc.kind") is None
+    assert spec.check_path("network.forward.qdisc.target_ms") is None  # a discipline's parameter (if/then)
+    assert spec.check_path("network.forward.rate.schedule[0].kbit") is None
+    assert spec.check_path("cross_traffic[0].flows") is None
+    assert spec.check_path("call.codec") is None
+    assert "no field 'rat'" in (spec.check_path("network.forward.rat.kbit") or "")
+    assert "no field 'flow'" in (spec.check_path("cross_traffic[0].flow") or "")
+    assert "not a list" in (spec.check_path("duration_s[0]") or "")
+
+
+def test_set_path_makes_mappings_and_appends_one_list_item() -> None:
+    doc: dict[str, Any] = {"network": {"forward": {"rate": None}}}
+    spec.set_path(doc, "network.forward.rate.kbit", 2000)
+    spec.set_path(doc, "cross_traffic[0].flows", 3)
+    assert doc == {"network": {"forward": {"rate": {"kbit": 2000}}}, "cross_traffic": [{"flows": 3}]}
+    with pytest.raises(ValueError, match="cannot be made"):
+        spec.set_path(doc, "cross_traffic[2].flows", 1)
+
+
+def test_grid_zip_and_named_points(tmp_path: Path) -> None:
+    f = write(tmp_path, "s.yaml", f"""
+name: grid
+base: {EXAMPLES / 'tcp-competition.yaml'}
+axes:
+  - path: network.forward.qdisc
+    name: q
+    values: [{{kind: fifo, limit_ms: 300}}, {{kind: codel}}]
+  - zip:
+      - {{path: network.forward.rate.kbit, name: kbit, values: [2000, 5000]}}
+      - {{path: "cross_traffic[0].flows", name: n, values: [1, 4]}}
+    name: fair
+points:
+  - name: extra
+    base: {EXAMPLES / 'fifo.yaml'}
+    set: {{duration_s: 7}}
+repetitions: 2
+""")
+    study = spec.load(f)
+    names = [p.name for p in study.points]
+    assert names == ["q-fifo_fair-2000+1", "q-fifo_fair-5000+4", "q-codel_fair-2000+1", "q-codel_fair-5000+4", "extra"]
+    plan = planmod.make(study)
+    p = plan.point("q-codel_fair-5000+4")
+    assert p.scenario is not None
+    assert p.scenario["network"]["forward"]["rate"]["kbit"] == 5000
+    assert p.scenario["cross_traffic"][0]["flows"] == 4
+    assert p.scenario["network"]["forward"]["qdisc"] == {"kind": "codel", "target_ms": 5, "interval_ms": 100,
+                                                          "limit_packets": 1000, "ecn": False}
+    assert plan.point("extra").scenario["duration_s"] == 7  # type: ignore[index]
+    assert len(plan.order) == 10
+
+
+def test_plan_order_is_shuffled_by_the_seed_and_kept_without_shuffle() -> None:
+    pts = ["a", "b", "c"]
+    o1 = planmod.run_order(pts, 3, seed=5, shuffle=True)
+    assert o1 == planmod.run_order(pts, 3, seed=5, shuffle=True)
+    assert o1 != planmod.run_order(pts, 3, seed=6, shuffle=True)
+    assert sorted((r.point, r.rep) for r in o1) == sorted((p, r) for p in pts for r in (1, 2, 3))
+    kept = planmod.run_order(pts, 2, seed=5, shuffle=False)
+    assert [(r.point, r.rep) for r in kept] == [("a", 1), ("b", 1), ("c", 1), ("a", 2), ("b", 2), ("c", 2)]
+
+
+def test_quick_scales_durations_and_schedules_and_says_so(tmp_path: Path) -> None:
+    f = write(tmp_path, "q.yaml", f"""
+name: quick
+base: {EXAMPLES / 'tcp-competition.yaml'}
+points:
+  - name: sched
+    set:
+      network.forward.rate: {{schedule: [{{at_s: 0, kbit: 10000}}, {{at_s: 200, kbit: 5000}}]}}
+""")
+    plan = planmod.make(spec.load(f), quick_factor=0.1)
+    sc = plan.point("sched").scenario
+    assert sc is not None
+    assert sc["duration_s"] == pytest.approx(40)
+    assert sc["cross_traffic"][0]["start_s"] == pytest.approx(10) and sc["cross_traffic"][0]["stop_s"] == pytest.approx(30)
+    assert [s["at_s"] for s in sc["network"]["forward"]["rate"]["schedule"]] == pytest.approx([0, 20])
+    assert "QUICK" in (plan.quick_note() or "") and plan.to_json()["quick_factor"] == 0.1
+    r = run_cli("run", str(f), "--quick", "0.1", "--dry-run", "--out", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("[QUICK variant x0.1")
+    assert "sched rep 1: 40 s call, pending" in r.stdout
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_example_study_is_valid_and_its_dry_run_lists_every_run() -> None:
+    r = run_cli("run", str(ROOT / "studies" / "examples" / "aqm-quick.yaml"), "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert "5 point(s) x 3 repetition(s) = 15 runs" in r.stdout
+    assert r.stdout.count(": 30 s call, pending") + r.stdout.count(": 30 s call, done") \
+        + r.stdout.count(": 30 s call, exhausted") == 15
+    assert "total call time 7m30s" in r.stdout
+
+
+def test_metrics_enum_in_the_schema_is_the_catalogue() -> None:
+    assert spec.metric_catalogue_names() == list(agg.CATALOGUE)
+
+
+# ---- Student's t ---------------------------------------------------------------------------------------------------
+
+def test_t_quantile_matches_closed_forms_and_tables() -> None:
+    p = 0.975
+    assert t_quantile(p, 1) == pytest.approx(math.tan(math.pi * (p - 0.5)), rel=1e-10)
+    assert t_quantile(p, 2) == pytest.approx((2 * p - 1) * math.sqrt(2 / (4 * p * (1 - p))), rel=1e-10)
+    a = 4 * p * (1 - p)
+    q = math.cos(math.acos(math.sqrt(a)) / 3) / math.sqrt(a)
+    assert t_quantile(p, 4) == pytest.approx(2 * math.sqrt(q - 1), rel=1e-10)
+    # Published two-sided 95% values.
+    for df, v in [(3, 3.182446305), (5, 2.570581836), (10, 2.228138852), (30, 2.042272456), (120, 1.979930405)]:
+        assert t_quantile(p, df) == pytest.approx(v, rel=1e-9)
+    assert t_quantile(0.025, 7) == pytest.approx(-t_quantile(0.975, 7))
+    assert t_cdf(t_quantile(0.9, 3.5), 3.5) == pytest.approx(0.9, abs=1e-12)
+
+
+# ---- the state of a study directory ----------------------------------------------------------------------------------
+
+def _manifest(run: Path, status: str, valid: bool | None) -> None:
+    run.mkdir(parents=True, exist_ok=True)
+    checks = [{"name": "host_cpu_not_saturated", "ok": bool(valid), "detail": "x"}]
+    (run / "manifest.json").write_text(json.dumps({"format_version": 2, "id": run.name, "status": status,
+                                                   "error": None if status == "complete" else "stopped",
+                                                   "validity": {"valid": valid, "checks": checks}}))
+
+
+def test_what_counts_towards_max_attempts(tmp_path: Path) -> None:
+    out = tmp_path
+    _manifest(state.attempt_dir(out, "p", 1, 1), "complete", False)
+    _manifest(state.attempt_dir(out, "p", 1, 2), "incomplete", None)  # the study recorded that it interrupted it
+    state.append_log(out, {"event": "start", "point": "p", "rep": 1, "attempt": 2})
+    state.append_log(out, {"event": "end", "point": "p", "rep": 1, "attempt": 2, "interrupted": True})
+    _manifest(state.attempt_dir(out, "p", 1, 3), "running", None)  # started, never ended: the study was killed
+    state.append_log(out, {"event": "start", "point": "p", "rep": 1, "attempt": 3})
+    _manifest(state.attempt_dir(out, "p", 2, 1), "incomplete", None)  # failed by itself: counts
+    state.append_log(out, {"event": "start", "point": "p", "rep": 2, "attempt": 1})
+    state.append_log(out, {"event": "end", "point": "p", "rep": 2, "attempt": 1, "interrupted": False, "exit_code": 1})
+    _manifest(state.attempt_dir(out, "p", 2, 2), "complete", False)
+    _manifest(state.attempt_dir(out, "p", 3, 1), "complete", True)
+    reps = state.scan(out, ["p"], 3)
+    r1, r2, r3 = reps[("p", 1)], reps[("p", 2)], reps[("p", 3)]
+    assert [a.status for a in r1.attempts] == ["invalid", "interrupted", "interrupted"]
+    assert r1.counted() == 1 and r1.state(2) == "pending" and r1.next_attempt() == 4
+    assert [a.status for a in r2.attempts] == ["incomplete", "invalid"]
+    assert r2.state(2) == "exhausted" and r2.state(3) == "pending"
+    assert r3.state(1) == "done" and r3.valid is not None
+
+
+# ---- aggregation = an independent computation from metrics.json ----------------------------------------------------
+
+# point -> (SynthConfig overrides, per repetition: the attempts' outcomes)
+POINTS: dict[str, tuple[dict[str, Any], dict[int, list[str]]]] = {
+    "lowloss": ({"loss": 0.005, "queue_peak_ms": 20.0, "tcp_flows": 1},
+                {1: ["valid"], 2: ["valid"], 3: ["valid"], 4: ["valid"], 5: ["valid"]}),
+    "highloss": ({"loss": 0.03, "queue_peak_ms": 60.0, "tcp_flows": 2},
+                 {1: ["invalid", "valid"], 2: ["valid"], 3: ["incomplete"]}),
+    "tcp3": ({"loss": 0.01, "queue_peak_ms": 40.0, "tcp_flows": 3, "capacity_kbit": 8000.0},
+             {1: ["valid"], 2: ["valid"], 3: ["valid"], 4: ["invalid", "invalid"]}),
+}
+
+
+@pytest.fixture(scope="module")
+def synthetic_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("study")
+    f = write(tmp, "s.yaml", "name: synthetic-study\nbase: {duration_s: 12}\nrepetitions: 5\nmax_attempts: 2\n"
+              "points:\n" + "".join(f"  - {{name: {p}, set: {{duration_s: 12}}}}\n" for p in POINTS))
+    out = tmp / "out"
+    plan = planmod.make(spec.load(f))
+    planmod.write(plan, out)
+    seed = 10
+    for point, (overrides, reps) in POINTS.items():
+        for rep, outcomes in reps.items():
+            for attempt, outcome in enumerate(outcomes, start=1):
+                seed += 1
+                d = state.attempt_dir(out, point, rep, attempt)
+                cfg = synth.SynthConfig(duration_s=12.0, tcp_start_s=3.0, tcp_stop_s=9.0, seed=seed, **overrides)
+                synth.write_run(d, cfg)
+                m = json.loads((d / "manifest.json").read_text())
+                if outcome == "invalid":
+                    m["validity"] = {"valid": False, "checks": [{"name": "host_cpu_not_saturated", "ok": False,
+                                                                 "detail": "97% busy"}]}
+                elif outcome == "incomplete":
+                    m["status"], m["error"] = "incomplete", "interrupted by SIGTERM"
+                (d / "manifest.json").write_text(json.dumps(m))
+                if outcome == "valid":
+                    r = subprocess.run([sys.executable, "-m", "rtclab.cli", "analyze", str(d), "-q", "--no-tshark",
+                                        "--no-dashboard"], capture_output=True, text=True)
+                    assert r.returncode == 0, r.stderr
+    r = run_cli("aggregate", str(out))
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def _t975(df: int) -> float:
+    """Closed forms of the 0.975 quantile for the degrees of freedom this test needs (1, 2, 4)."""
+    p = 0.975
+    if df == 1:
+        return math.tan(math.pi * (p - 0.5))
+    if df == 2:
+        return (2 * p - 1) * math.sqrt(2 / (4 * p * (1 - p)))
+    if df == 4:
+        a = 4 * p * (1 - p)
+        q = math.cos(math.acos(math.sqrt(a)) / 3) / math.sqrt(a)
+        return 2 * math.sqrt(q - 1)
+    raise AssertionError(df)
+
+
+def _independent(values: list[float]) -> dict[str, Any]:
+    n = len(values)
+    mean = statistics.fmean(values)
+    sd = statistics.stdev(values)
+    half = _t975(n - 1) * sd / math.sqrt(n)
+    return {"mean": mean, "sd": sd, "ci95_low": mean - half, "ci95_high": mean + half, "n": n}
+
+
+def _video(m: dict[str, Any]) -> dict[str, Any]:
+    return max((f for f in m["flows"] if f["direction"] == "forward" and f["kind"] == "video"),
+               key=lambda f: f["packets_sent"])
+
+
+def _from_metrics(m: dict[str, Any], phase: str) -> dict[str, float | None]:
+    v = _video(m)
+    e = v if phase == "all" else v["phases"][phase]
+    if phase == "all":
+        stream = next(s for s in m["getstats"]["directions"]["forward"]["streams"] if s["ssrc"] == v["ssrc"])
+        tq = stream["tq_ms"]["mean"]
+    else:
+        tq = m["getstats"]["directions"]["forward"]["phases"][phase][f"video:{v['ssrc']}"]["tq_ms"]["mean"]
+    return {"loss_ratio_bytes": e["loss_ratio_bytes"], "loss_ratio_packets": e["loss_ratio"],
+            "utilisation": e["utilisation"], "throughput_bps": e["throughput_bps"]["mean"],
+            "queuing_delay_ms_mean": e["queuing_delay_ms"]["mean"], "tq_ms_mean": tq,
+            "jain_index": m["fairness"][phase]["jain_index"]}
+
+
+def test_study_json_equals_an_independent_computation_from_metrics_json(synthetic_study: Path) -> None:
+    out = synthetic_study
+    doc = json.loads((out / "study.json").read_text())
+    expected_n = {"lowloss": 5, "highloss": 2, "tcp3": 3}
+    phases = ["all", "before_cross_traffic", "cross_traffic", "after_cross_traffic"]
+    checked = 0
+    for point, n in expected_n.items():
+        # The runs used: each repetition's valid attempt, found here from the files, not from study.json.
+        used = sorted(d for d in (out / "runs" / point).glob("*-*") if d.is_dir()
+                      and json.loads((d / "manifest.json").read_text())["status"] == "complete"
+                      and json.loads((d / "manifest.json").read_text())["validity"]["valid"])
+        assert len(used) == n
+        ms = [json.loads((d / "metrics.json").read_text()) for d in used]
+        entry = next(p for p in doc["points"] if p["name"] == point)
+        assert entry["n_runs"] == n
+        for phase in phases:
+            values = [_from_metrics(m, phase) for m in ms]
+            for metric in values[0]:
+                flow = "bottleneck" if metric == "jain_index" else "forward:video"
+                got = entry["flows"][flow][phase][metric]
+                want = _independent([float(v[metric]) for v in values])  # type: ignore[arg-type]
+                for k, w in want.items():
+                    assert got[k] == pytest.approx(w, rel=1e-9, abs=1e-12), (point, phase, metric, k)
+                checked += 1
+    assert checked == 3 * 4 * 7
+
+
+def test_invalid_and_incomplete_runs_are_excluded_and_listed(synthetic_study: Path) -> None:
+    doc = json.loads((synthetic_study / "study.json").read_text())
+    excluded = {(e["point"], e["rep"], e["attempt"]): e for e in doc["excluded"]}
+    assert set(excluded) == {("highloss", 1, 1), ("highloss", 3, 1), ("tcp3", 4, 1), ("tcp3", 4, 2)}
+    assert excluded[("highloss", 1, 1)]["excluded_because"].startswith("invalid: host_cpu_not_saturated")
+    assert excluded[("highloss", 3, 1)]["status"] == "incomplete"
+    missing = {(m["point"], m["rep"]): m["state"] for m in doc["missing"]}
+    assert missing == {("highloss", 3): "pending", ("highloss", 4): "pending", ("highloss", 5): "pending",
+                       ("tcp3", 4): "exhausted", ("tcp3", 5): "pending"}
+    assert doc["summary"]["runs_used"] == 10
+
+
+def test_parquet_has_one_row_per_valid_run_flow_and_phase(synthetic_study: Path) -> None:
+    t = pq.read_table(synthetic_study / "study.parquet").to_pydict()
+    doc = json.loads((synthetic_study / "study.json").read_text())
+    used = {r["dir"] for r in doc["runs"] if r["used"]}
+    assert set(t["run_dir"]) == used
+    keys = list(zip(t["run_dir"], t["flow"], t["phase"]))
+    assert len(keys) == len(set(keys))
+    for d in used:
+        m = json.loads((synthetic_study / d / "metrics.json").read_text())
+        phases = [p["name"] for p in m["phases"]]
+        n_rows = sum(1 for k in keys if k[0] == d)
+        assert n_rows == (len(m["flows"]) + 1) * len(phases)  # every flow and the bottleneck, in every phase
+    # The point's parameters are columns (the varied field paths), quick factor too.
+    assert "duration_s" in t and set(t["duration_s"]) == {12.0}
+    assert set(t["quick_factor"]) == {1.0}
+    row = next(i for i, k in enumerate(keys) if k[1] == "forward:video" and k[2] == "cross_traffic")
+    assert t["phase_cross_traffic"][row] is True and t["phase_start_s"][row] == pytest.approx(3.0)
+
+
+def test_flow_labels_rank_flows_of_the_same_kind_by_packets() -> None:
+    flows = [{"id": 0, "direction": "forward", "kind": "tcp", "packets_sent": 10},
+             {"id": 1, "direction": "forward", "kind": "tcp", "packets_sent": 500},
+             {"id": 2, "direction": "forward", "kind": "video", "packets_sent": 5},
+             {"id": 3, "direction": "reverse", "kind": "tcp", "packets_sent": 7}]
+    assert agg.flow_labels(flows) == ["forward:tcp:2", "forward:tcp", "forward:video", "reverse:tcp"]
+
+
+def test_summarise_with_one_and_no_values() -> None:
+    assert agg.summarise([]) == {"mean": None, "sd": None, "ci95_low": None, "ci95_high": None,
+                                 "ci95_half_width": None, "n": 0}
+    one = agg.summarise([2.5])
+    assert one["mean"] == 2.5 and one["n"] == 1 and one["sd"] is None and one["ci95_low"] is None
+
+
+def test_the_aggregation_benchmark_runs(tmp_path: Path) -> None:
+    """bench/study/bench_aggregate.py at a small scale (not timed: the timing is the benchmark's, RESULTS.md)."""
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "study" / "bench_aggregate.py"), "--runs", "30",
+                        "--points", "3", "--keep", str(tmp_path / "b")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("aggregated 30 runs (")
+    doc = json.loads((tmp_path / "b" / "study" / "study.json").read_text())
+    assert [p["n_runs"] for p in doc["points"]] == [10, 10, 10]
