@@ -140,32 +140,3 @@ impl Drop for Waiter {
         }
     }
 }
-
-/// Best effort for lower wake-up latency: SCHED_FIFO, locked memory, and the CPU kept out of deep idle states
-/// (/dev/cpu_dma_latency held at 0 while we run). Returns notes on what could not be done.
-pub fn tune_for_latency(realtime: bool, hold_dma_latency: bool) -> (Option<std::fs::File>, Vec<String>) {
-    let mut notes = Vec::new();
-    if realtime {
-        unsafe {
-            let param = libc::sched_param { sched_priority: 10 };
-            if libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) != 0 {
-                notes.push(format!("SCHED_FIFO not available ({})", io::Error::last_os_error()));
-            }
-            if libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) != 0 {
-                notes.push(format!("mlockall failed ({})", io::Error::last_os_error()));
-            }
-        }
-    }
-    let mut dma = None;
-    if hold_dma_latency {
-        use std::io::Write;
-        match std::fs::OpenOptions::new().write(true).open("/dev/cpu_dma_latency") {
-            Ok(mut f) => match f.write_all(&0i32.to_ne_bytes()) {
-                Ok(()) => dma = Some(f),
-                Err(e) => notes.push(format!("cannot hold /dev/cpu_dma_latency at 0 ({e})")),
-            },
-            Err(e) => notes.push(format!("cannot open /dev/cpu_dma_latency ({e})")),
-        }
-    }
-    (dma, notes)
-}

@@ -12,7 +12,7 @@ use rand::Rng;
 use std::collections::VecDeque;
 
 /// Running totals, as the stats file reports them.
-#[derive(Debug, Default, Clone, PartialEq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct Counters {
     pub arrived: u64,
     pub enqueued: u64,

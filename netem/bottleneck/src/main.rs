@@ -10,6 +10,8 @@ mod nfq;
 mod packet;
 mod qdisc;
 mod rate;
+mod realtime;
+mod ring;
 mod runtime;
 mod stats;
 mod writer;
@@ -134,7 +136,7 @@ fn run(args: &Args, queue_num: u16, log_path: &std::path::Path, direction: &str,
     let maxlen = (cfg.qdisc.max_packets() as f64 + packets_per_s * held_s + 1024.0).clamp(4096.0, 4_000_000.0) as u32;
     let queue = nfq::Queue::open(queue_num, maxlen, 32 << 20)?;
 
-    let (_dma, notes) = clock::tune_for_latency(!args.no_realtime, !args.no_dma_latency);
+    let (_dma, notes) = realtime::tune_for_latency(!args.no_realtime, !args.no_dma_latency);
     for n in notes {
         eprintln!("rtclab-bottleneck: note: {n} (timing may be less precise).");
     }

@@ -1,6 +1,8 @@
 //! The real-time loop: NFQUEUE packets in, the link model (link.rs) deciding, verdicts out at the due times,
 //! every packet logged. One thread; waits with an absolute timerfd armed shortly before the next due time, then
-//! spins the rest, within a budget so that a SCHED_FIFO process never spins a whole core.
+//! spins the rest, within a budget so that a SCHED_FIFO process never spins a whole core. Nothing on this loop
+//! waits for the log or the stats: they go to writer threads through preallocated rings (writer.rs), and the
+//! per-iteration lists are kept and reused, so a steady loop does not allocate beyond the packets themselves.
 
 use crate::clock::{self, Waiter};
 use crate::gtlog::GroundTruthLog;
@@ -18,7 +20,8 @@ const SPIN_NS: u64 = 50_000;
 /// second. Past the budget, the timer alone wakes us.
 const SPIN_WINDOW_NS: u64 = 100_000_000;
 const SPIN_BUDGET_NS: u64 = 10_000_000;
-const LOG_FLUSH_NS: u64 = 500_000_000;
+/// How often problems (kernel overruns, lost log records, a failed writer) are looked for and reported.
+const REPORT_NS: u64 = 500_000_000;
 
 pub struct Runtime {
     pub queue: Queue,
@@ -30,12 +33,31 @@ pub struct Runtime {
     held: BTreeSet<u32>,
     kernel_overruns: u64,
     overruns_reported: u64,
+    log_lost_reported: u64,
     kernel_timestamped: u64,
+    /// Reused lists (the loop's own, kept so that it does not allocate them per iteration).
+    drops: Vec<Outcome>,
+    due: Vec<Outcome>,
+    plain_ids: Vec<u32>,
 }
 
 impl Runtime {
     pub fn new(queue: Queue, link: Link, log: GroundTruthLog, stats: Option<StatsWriter>, stats_interval_ns: u64) -> Runtime {
-        Runtime { queue, link, log, stats, stats_interval_ns, held: BTreeSet::new(), kernel_overruns: 0, overruns_reported: 0, kernel_timestamped: 0 }
+        Runtime {
+            queue,
+            link,
+            log,
+            stats,
+            stats_interval_ns,
+            held: BTreeSet::new(),
+            kernel_overruns: 0,
+            overruns_reported: 0,
+            log_lost_reported: 0,
+            kernel_timestamped: 0,
+            drops: Vec::with_capacity(4096),
+            due: Vec::with_capacity(4096),
+            plain_ids: Vec::with_capacity(4096),
+        }
     }
 
     /// Runs until SIGTERM/SIGINT, then releases what it holds and returns. SIGUSR1 restarts the rate schedule.
@@ -44,7 +66,7 @@ impl Runtime {
         let mut raw: Vec<RawPacket> = Vec::with_capacity(4096);
         let start = clock::now_ns();
         let mut next_stats = start;
-        let mut next_flush = start + LOG_FLUSH_NS;
+        let mut next_report = start + REPORT_NS;
         let (mut spin_window_start, mut spun_ns) = (start, 0u64);
         loop {
             let report = self.queue.receive(&mut raw, 4096)?;
@@ -69,24 +91,20 @@ impl Runtime {
             self.give_drop_verdicts()?;
             self.release_due(now)?;
 
-            if now >= next_flush {
-                self.log.flush()?;
-                next_flush = now + LOG_FLUSH_NS;
-                if self.kernel_overruns > self.overruns_reported {
-                    eprintln!("rtclab-bottleneck: the kernel dropped packets because the NFQUEUE socket buffer overflowed ({} overrun reports so far).", self.kernel_overruns);
-                    self.overruns_reported = self.kernel_overruns;
-                }
+            if now >= next_report {
+                next_report = now + REPORT_NS;
+                self.report()?;
             }
             if self.stats.is_some() && now >= next_stats {
-                self.write_stats(now)?;
+                self.write_stats(now);
                 next_stats += self.stats_interval_ns;
                 if next_stats <= now {
                     next_stats = now + self.stats_interval_ns;
                 }
             }
 
-            // Wait for the next thing to do.
-            let mut next = next_flush;
+            // Wait for the next thing to do (reports wait for a wake-up that happens anyway).
+            let mut next = u64::MAX;
             if self.stats.is_some() {
                 next = next.min(next_stats);
             }
@@ -113,7 +131,7 @@ impl Runtime {
                     }
                 }
             } else {
-                waiter.arm(if may_spin { next - SPIN_NS } else { next })?;
+                waiter.arm(if next == u64::MAX { 0 } else if may_spin { next - SPIN_NS } else { next })?;
                 waiter.wait(-1)?
             };
             if woken.restart_schedule {
@@ -126,76 +144,101 @@ impl Runtime {
     }
 
     fn give_drop_verdicts(&mut self) -> io::Result<()> {
-        let drops: Vec<Outcome> = self.link.take_drops().collect();
-        for o in drops {
+        let mut drops = std::mem::take(&mut self.drops);
+        drops.extend(self.link.take_drops());
+        let result = drops.iter().try_for_each(|o| {
             let release_ns = clock::now_ns();
             self.queue.drop_packet(o.packet.id)?;
             self.held.remove(&o.packet.id);
-            self.log.write(&o.packet, o.event, release_ns)?;
-        }
-        Ok(())
+            self.log.write(&o.packet, o.event, release_ns);
+            Ok(())
+        });
+        drops.clear();
+        self.drops = drops;
+        result
     }
 
     fn release_due(&mut self, now: u64) -> io::Result<()> {
-        let mut due = Vec::new();
+        let mut due = std::mem::take(&mut self.due);
         while let Some(o) = self.link.pop_due(now) {
             due.push(o);
         }
-        self.forward(due)
+        let result = self.forward(&mut due);
+        due.clear();
+        self.due = due;
+        result
     }
 
     /// Accept verdicts for forwarded packets: one batch message when they are exactly the oldest the kernel holds.
-    fn forward(&mut self, mut due: Vec<Outcome>) -> io::Result<()> {
+    fn forward(&mut self, due: &mut [Outcome]) -> io::Result<()> {
         if due.is_empty() {
             return Ok(());
         }
         // The verdict call itself re-injects the packet (it reaches b inside the call): time it before.
         let release_ns = clock::now_ns();
-        // Packets marked CE go back rewritten, one by one; the rest are "plain".
-        let mut plain: Vec<bool> = Vec::with_capacity(due.len());
+        // Packets marked CE go back rewritten, one by one; the rest ("plain") are accepted as they are.
+        self.plain_ids.clear();
         for o in due.iter_mut() {
             if o.packet.apply_ce_to_data() {
                 self.queue.accept_modified(o.packet.id, &o.packet.data)?;
                 self.held.remove(&o.packet.id);
-                plain.push(false);
             } else {
-                plain.push(true);
+                self.plain_ids.push(o.packet.id);
             }
         }
-        let mut plain_ids: Vec<u32> = due.iter().zip(&plain).filter(|(_, &p)| p).map(|(o, _)| o.packet.id).collect();
-        plain_ids.sort_unstable();
+        self.plain_ids.sort_unstable();
         let span_ok = match (self.held.first(), self.held.last()) {
             (Some(&lo), Some(&hi)) => hi - lo < (1 << 31),
             _ => false,
         };
-        if span_ok && plain_ids.len() > 1 && self.held.iter().take(plain_ids.len()).eq(plain_ids.iter()) {
-            self.queue.accept_up_to(*plain_ids.last().unwrap())?;
+        let n = self.plain_ids.len();
+        if span_ok && n > 1 && self.held.iter().take(n).eq(self.plain_ids.iter()) {
+            self.queue.accept_up_to(self.plain_ids[n - 1])?;
         } else {
-            for (o, _) in due.iter().zip(&plain).filter(|(_, &p)| p) {
-                self.queue.accept(o.packet.id)?;
+            for &id in &self.plain_ids {
+                self.queue.accept(id)?;
             }
         }
-        for id in &plain_ids {
+        for id in &self.plain_ids {
             self.held.remove(id);
         }
-        for o in &due {
-            self.log.write(&o.packet, o.event, release_ns)?;
+        for o in due.iter() {
+            self.log.write(&o.packet, o.event, release_ns);
         }
         Ok(())
     }
 
-    fn write_stats(&mut self, now: u64) -> io::Result<()> {
+    fn write_stats(&mut self, now: u64) {
         let sample = Sample {
             t_ns: now,
             queue_packets: self.link.queue_packets(),
             queue_bytes: self.link.queue_bytes(),
-            counters: &self.link.counters,
+            counters: self.link.counters,
             rate_kbit: self.link.rate_kbit_at(now),
             kernel_overruns: self.kernel_overruns,
             kernel_timestamped: self.kernel_timestamped,
+            log_records_lost: self.log.lost(),
         };
         if let Some(s) = self.stats.as_mut() {
-            s.write(&sample)?;
+            s.write(sample);
+        }
+    }
+
+    /// Says on stderr what went wrong since the last report (rare: each is a failure of the run's conditions),
+    /// and stops on a writer's error.
+    fn report(&mut self) -> io::Result<()> {
+        if self.kernel_overruns > self.overruns_reported {
+            eprintln!("rtclab-bottleneck: the kernel dropped packets because the NFQUEUE socket buffer overflowed ({} overrun reports so far).", self.kernel_overruns);
+            self.overruns_reported = self.kernel_overruns;
+        }
+        let lost = self.log.lost();
+        if lost > self.log_lost_reported {
+            eprintln!("rtclab-bottleneck: the ground-truth log lost {lost} records so far: its writer thread fell a whole ring behind (disk or CPU starved).");
+            self.log_lost_reported = lost;
+        }
+        self.log.check()?;
+        if let Some(s) = self.stats.as_mut() {
+            s.check()?;
         }
         Ok(())
     }
@@ -205,19 +248,21 @@ impl Runtime {
         let now = clock::now_ns();
         self.link.advance(now);
         let outcomes = self.link.shutdown(now);
-        let (forwarded, dropped): (Vec<Outcome>, Vec<Outcome>) = outcomes.into_iter().partition(|o| matches!(o.event, Event::Forwarded | Event::ForwardedCe));
-        self.forward(forwarded)?;
+        let (mut forwarded, dropped): (Vec<Outcome>, Vec<Outcome>) = outcomes.into_iter().partition(|o| matches!(o.event, Event::Forwarded | Event::ForwardedCe));
+        self.forward(&mut forwarded)?;
         for o in dropped {
             let release_ns = clock::now_ns();
             self.queue.drop_packet(o.packet.id)?;
             self.held.remove(&o.packet.id);
-            self.log.write(&o.packet, o.event, release_ns)?;
+            self.log.write(&o.packet, o.event, release_ns);
         }
-        if self.stats.is_some() {
-            self.write_stats(clock::now_ns())?;
-        }
+        self.write_stats(clock::now_ns());
+        self.report()?;
         if let Some(s) = self.stats.as_mut() {
             s.close()?;
+            if s.lost() > 0 {
+                eprintln!("rtclab-bottleneck: the stats file lost {} samples: its writer thread fell a whole ring behind.", s.lost());
+            }
         }
         self.log.close()
     }

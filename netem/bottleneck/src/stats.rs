@@ -1,47 +1,89 @@
-//! Periodic counters as JSON lines (docs/run-directory.md, `bottleneck-<direction>.stats.jsonl`).
+//! Periodic counters as JSON lines (docs/run-directory.md, `bottleneck-<direction>.stats.jsonl`). The real-time
+//! loop hands over a plain copy of the numbers (`Sample`); the writer thread turns it into JSON.
 
 use crate::link::Counters;
 use crate::writer::BackgroundWriter;
 use std::io;
 use std::path::Path;
 
-pub struct StatsWriter {
-    out: BackgroundWriter,
-}
-
-pub struct Sample<'a> {
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct Sample {
     pub t_ns: u64,
     pub queue_packets: usize,
     pub queue_bytes: u64,
-    pub counters: &'a Counters,
+    pub counters: Counters,
     pub rate_kbit: Option<f64>,
     /// Packets the kernel dropped because our socket buffer overflowed (ENOBUFS), never seen by us.
     pub kernel_overruns: u64,
     /// Packets whose arrival time is the kernel's timestamp (the rest: our clock when read).
     pub kernel_timestamped: u64,
+    /// Ground-truth records the writer thread could not take (its ring was full).
+    pub log_records_lost: u64,
+}
+
+/// Samples waiting for the writer thread: 100 s of them at the default interval.
+const RING_SAMPLES: usize = 1024;
+
+pub struct StatsWriter {
+    out: BackgroundWriter<Sample>,
+}
+
+pub fn encode(s: &Sample, out: &mut Vec<u8>) {
+    let c = &s.counters;
+    let line = serde_json::json!({
+        "t": s.t_ns as f64 / 1e9,
+        "queue_packets": s.queue_packets, "queue_bytes": s.queue_bytes,
+        "enqueued": c.enqueued, "forwarded": c.forwarded,
+        "dropped_tail": c.dropped_tail, "dropped_aqm": c.dropped_aqm, "dropped_loss": c.dropped_loss,
+        "ecn_marked": c.ecn_marked, "rate_kbit": s.rate_kbit,
+        "dropped_shutdown": c.dropped_shutdown, "kernel_overruns": s.kernel_overruns,
+        "kernel_timestamped": s.kernel_timestamped, "log_records_lost": s.log_records_lost,
+    });
+    out.extend_from_slice(line.to_string().as_bytes());
+    out.push(b'\n');
 }
 
 impl StatsWriter {
     pub fn create(path: &Path) -> io::Result<StatsWriter> {
-        Ok(StatsWriter { out: BackgroundWriter::create(path)? })
+        Ok(StatsWriter { out: BackgroundWriter::create(path, b"", RING_SAMPLES, Sample::default(), encode)? })
     }
 
-    pub fn write(&mut self, s: &Sample) -> io::Result<()> {
-        let c = s.counters;
-        let line = serde_json::json!({
-            "t": s.t_ns as f64 / 1e9,
-            "queue_packets": s.queue_packets, "queue_bytes": s.queue_bytes,
-            "enqueued": c.enqueued, "forwarded": c.forwarded,
-            "dropped_tail": c.dropped_tail, "dropped_aqm": c.dropped_aqm, "dropped_loss": c.dropped_loss,
-            "ecn_marked": c.ecn_marked, "rate_kbit": s.rate_kbit,
-            "dropped_shutdown": c.dropped_shutdown, "kernel_overruns": s.kernel_overruns,
-            "kernel_timestamped": s.kernel_timestamped,
-        });
-        self.out.write(format!("{line}\n").into_bytes())?;
-        self.out.flush()
+    pub fn write(&mut self, s: Sample) {
+        self.out.push(s);
+    }
+
+    /// Samples that could not be written (the writer thread fell a whole ring behind).
+    pub fn lost(&self) -> u64 {
+        self.out.lost()
+    }
+
+    pub fn check(&mut self) -> io::Result<()> {
+        self.out.check()
     }
 
     pub fn close(&mut self) -> io::Result<()> {
         self.out.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sample_is_one_json_line_with_every_field() {
+        let mut s = Sample { t_ns: 1_500_000_000, queue_packets: 3, queue_bytes: 4542, rate_kbit: Some(1000.0), log_records_lost: 2, ..Sample::default() };
+        s.counters.forwarded = 7;
+        let mut out = Vec::new();
+        encode(&s, &mut out);
+        assert_eq!(out.last(), Some(&b'\n'));
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["t"], 1.5);
+        assert_eq!((v["queue_packets"].as_u64(), v["queue_bytes"].as_u64(), v["forwarded"].as_u64()), (Some(3), Some(4542), Some(7)));
+        assert_eq!(v["rate_kbit"], 1000.0);
+        assert_eq!(v["log_records_lost"], 2);
+        for k in ["enqueued", "dropped_tail", "dropped_aqm", "dropped_loss", "ecn_marked", "dropped_shutdown", "kernel_overruns", "kernel_timestamped"] {
+            assert_eq!(v[k], 0, "{k}");
+        }
     }
 }
