@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { readPcap, rtpHeader } from '../test-support/pcap.js';
+import { readPcap } from '../../netem/test-support/pcap.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cli = path.join(repoRoot, 'harness', 'cli.js');
@@ -73,17 +73,19 @@ test('a 30 s call through the default scenario: captures, getStats, a valid mani
   // Video RTP from a to b is present at both captures (the VP8 payload type the browsers negotiated).
   const outbound = jsonl(path.join(out, 'getstats-a.jsonl')).at(-1).report
     .find((/** @type {any} */ s) => s.type === 'outbound-rtp' && s.kind === 'video');
-  const isVideo = (/** @type {any} */ p) => p.src === '10.0.1.2' && p.dst === '10.0.2.2' && rtpHeader(p.udpPayload)?.ssrc === outbound.ssrc;
-  const videoAtA = [...readPcap(path.join(out, 'capture-a.pcap'))].filter(isVideo).length;
-  const videoAtB = [...readPcap(path.join(out, 'capture-b.pcap'))].filter(isVideo).length;
+  const isVideo = (/** @type {any} */ p) => p.src === '10.0.1.2' && p.dst === '10.0.2.2' && p.rtp?.ssrc === outbound.ssrc;
+  const atB = readPcap(path.join(out, 'capture-b.pcap'));
+  const videoAtA = readPcap(path.join(out, 'capture-a.pcap')).filter(isVideo).length;
+  const videoAtB = atB.filter(isVideo).length;
   assert.ok(videoAtA > 500 && videoAtB > 500, `video RTP packets: ${videoAtA} at a, ${videoAtB} at b`);
 
   // After the first 20 s, all a -> b traffic arriving at b (wire bytes) is 70-100% of the 1 Mbit/s capacity.
   const from = manifest.timings.call_start + 20;
   const to = manifest.timings.call_end;
   let bytes = 0;
-  for (const p of readPcap(path.join(out, 'capture-b.pcap'))) {
-    if (p.src === '10.0.1.2' && p.dst === '10.0.2.2' && p.t_s >= from && p.t_s < to) bytes += p.wireLength;
+  for (const p of atB) {
+    const t_s = Number(p.t_ns) / 1e9;
+    if (p.src === '10.0.1.2' && p.dst === '10.0.2.2' && t_s >= from && t_s < to) bytes += p.frame_len;
   }
   const rate_kbps = (bytes * 8) / (to - from) / 1000;
   assert.ok(rate_kbps >= 700 && rate_kbps <= 1000, `received rate at b after 20 s: ${rate_kbps.toFixed(0)} kbit/s`);

@@ -1,115 +1,127 @@
 // @ts-check
-// Minimal readers for the tests: nanosecond pcap (tcpdump's) and the bottleneck's ground-truth log
-// (docs/bottleneck-log.md), joined on the packet key (FNV-1a 64 over the first 64 bytes after the IP header).
-import { readFileSync } from 'node:fs';
+// Captures, ground-truth logs, the packet join and percentiles for the Node tests, through the analyzer's own readers
+// (`python -m rtclab.export`, analysis/rtclab/export.py): one pcap reader, one ground-truth log reader, one packet
+// join key and one percentile rule for the whole project, so a test and the analyzer cannot disagree on them.
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 
-const FNV_OFFSET = 0xcbf29ce484222325n;
-const FNV_PRIME = 0x100000001b3n;
-const MASK = 0xffffffffffffffffn;
+const PYTHON = fileURLToPath(new URL('../../.venv/bin/python', import.meta.url));
 
-/** @param {Uint8Array} bytes */
-export function fnv1a64(bytes) {
-  let h = FNV_OFFSET;
-  for (const b of bytes) h = ((h ^ BigInt(b)) * FNV_PRIME) & MASK;
-  return h;
+/**
+ * Runs `python -m rtclab.export ...args` and parses its JSON; throws with its message when it fails.
+ * @param {string[]} args @param {string} [input] stdin
+ */
+function exportJson(args, input) {
+  const out = execFileSync(PYTHON, ['-m', 'rtclab.export', ...args], {
+    input, encoding: 'utf8', maxBuffer: 1 << 30, stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  return JSON.parse(out);
 }
 
 /**
- * @typedef {{ t_ns: bigint, frame_len: number, ip_len: number, ip_id: number, proto: number, src: string,
- *   dst: string, dscp: number, ecn: number, key: bigint, sport: number, dport: number }} Packet
+ * Columnar JSON to one object per row; columns named here (decimal strings of 64-bit integers) become BigInt.
+ * @param {Record<string, any[]>} columns @param {string[]} big
+ * @returns {any[]}
  */
-
-/**
- * IPv4 packets of a nanosecond pcap (Ethernet link type).
- * @param {string} file @returns {Packet[]}
- */
-export function readPcap(file) {
-  const buf = readFileSync(file);
-  if (buf.readUInt32LE(0) !== 0xa1b23c4d) throw new Error(`${file}: not a nanosecond pcap (magic ${buf.readUInt32LE(0).toString(16)})`);
-  /** @type {Packet[]} */
-  const out = [];
-  let off = 24;
-  while (off + 16 <= buf.length) {
-    const sec = buf.readUInt32LE(off), nsec = buf.readUInt32LE(off + 4), incl = buf.readUInt32LE(off + 8), orig = buf.readUInt32LE(off + 12);
-    const data = buf.subarray(off + 16, off + 16 + incl);
-    off += 16 + incl;
-    if (data.length < 34 || data.readUInt16BE(12) !== 0x0800) continue;
-    const ip = data.subarray(14);
-    const ihl = (ip[0] & 0x0f) * 4;
-    const ip_len = ip.readUInt16BE(2);
-    const payload = ip.subarray(ihl, ihl + Math.min(64, ip_len - ihl));
-    out.push({
-      t_ns: BigInt(sec) * 1000000000n + BigInt(nsec), frame_len: orig, ip_len, ip_id: ip.readUInt16BE(4), proto: ip[9],
-      src: ip.subarray(12, 16).join('.'), dst: ip.subarray(16, 20).join('.'), dscp: ip[1] >> 2, ecn: ip[1] & 3,
-      key: fnv1a64(payload), sport: payload.length >= 4 ? payload.readUInt16BE(0) : 0, dport: payload.length >= 4 ? payload.readUInt16BE(2) : 0,
-    });
+function rows(columns, big) {
+  const names = Object.keys(columns);
+  const n = names.length ? columns[names[0]].length : 0;
+  const bigSet = new Set(big);
+  const out = new Array(n);
+  for (let i = 0; i < n; i++) {
+    /** @type {any} */
+    const r = {};
+    for (const k of names) {
+      const v = columns[k][i];
+      r[k] = bigSet.has(k) && v !== null ? BigInt(v) : v;
+    }
+    out[i] = r;
   }
   return out;
 }
 
 /**
- * @typedef {{ arrival_ns: bigint, dequeue_ns: bigint, tx_end_ns: bigint, due_ns: bigint, release_ns: bigint,
- *   key: bigint, ip_len: number, ip_id: number, event: number, band: number, ecn_in: number, ip_proto: number,
- *   queue_packets: number, queue_bytes: number }} GtRecord
+ * @typedef {{ t_ns: bigint, frame_len: number, ip_len: number, ip_id: number, proto: number, src: string,
+ *   dst: string, dscp: number, ecn: number, sport: number, dport: number, cls: string,
+ *   rtp: { ssrc: number, seq: number, pt: number } | null, ip_checksum_ok: boolean | null }} Packet
  */
-
-/** @param {string} file @returns {{ header: any, records: GtRecord[] }} */
-export function readGtlog(file) {
-  const buf = readFileSync(file);
-  if (buf.subarray(0, 8).toString('latin1') !== 'RTCGTLG1') throw new Error(`${file}: not a ground-truth log`);
-  const n = buf.readUInt32LE(8);
-  const header = JSON.parse(buf.subarray(12, 12 + n).toString('utf8'));
-  const size = header.record_size ?? 64;
-  /** @type {GtRecord[]} */
-  const records = [];
-  for (let off = 12 + n; off + size <= buf.length; off += size) {
-    records.push({
-      arrival_ns: buf.readBigUInt64LE(off), dequeue_ns: buf.readBigUInt64LE(off + 8), tx_end_ns: buf.readBigUInt64LE(off + 16),
-      due_ns: buf.readBigUInt64LE(off + 24), release_ns: buf.readBigUInt64LE(off + 32), key: buf.readBigUInt64LE(off + 40),
-      ip_len: buf.readUInt16LE(off + 48), ip_id: buf.readUInt16LE(off + 50), event: buf[off + 52], band: buf[off + 53],
-      ecn_in: buf[off + 54], ip_proto: buf[off + 55], queue_packets: buf.readUInt32LE(off + 56), queue_bytes: buf.readUInt32LE(off + 60),
-    });
-  }
-  return { header, records };
-}
 
 /**
- * One-way delays of packets from a to b, matched on (key, ip_id): one entry per packet seen leaving a.
- * @param {Packet[]} a @param {Packet[]} b @param {(p: Packet) => boolean} filter
+ * IPv4 packets of a capture as the analyzer decodes them (frame_len: the length on the wire; rtp: the RTP header of
+ * RTP packets). A capture the analyzer reads only in part (truncated, corrupt) is an error here.
+ * @param {string} file @returns {Packet[]}
  */
-export function matchOneWay(a, b, filter) {
-  /** @type {Map<string, Packet>} */
-  const atB = new Map();
-  for (const p of b) if (filter(p)) atB.set(`${p.key}:${p.ip_id}`, p);
-  return a.filter(filter).map((p) => {
-    const q = atB.get(`${p.key}:${p.ip_id}`);
-    return { sent: p, received: q ?? null, owd_ms: q ? Number(q.t_ns - p.t_ns) / 1e6 : null };
+export function readPcap(file) {
+  const doc = exportJson(['packets', file]);
+  if (doc.error) throw new Error(`${file}: ${doc.error}`);
+  const { rtp_ssrc, rtp_seq, rtp_pt, ...columns } = doc.columns;
+  return rows(columns, ['t_ns']).map((p, i) => {
+    p.rtp = rtp_ssrc[i] >= 0 ? { ssrc: rtp_ssrc[i], seq: rtp_seq[i], pt: rtp_pt[i] } : null;
+    return p;
   });
 }
 
-/** @param {number[]} xs @param {number} p in [0, 1] */
-export function quantile(xs, p) {
-  const s = [...xs].sort((x, y) => x - y);
-  return s[Math.min(s.length - 1, Math.max(0, Math.round(p * (s.length - 1))))];
+/**
+ * @typedef {{ arrival_ns: bigint, dequeue_ns: bigint, tx_end_ns: bigint, due_ns: bigint, release_ns: bigint,
+ *   key: bigint, ip_len: number, ip_id: number, event: number, event_name: string, band: number, ecn_in: number,
+ *   ip_proto: number, queue_packets: number, queue_bytes: number }} GtRecord
+ */
+
+const GT_NS = ['arrival_ns', 'dequeue_ns', 'tx_end_ns', 'due_ns', 'release_ns', 'key'];
+
+/** The bottleneck's ground-truth log (docs/bottleneck-log.md). @param {string} file @returns {{ header: any, records: GtRecord[] }} */
+export function readGtlog(file) {
+  const doc = exportJson(['gtlog', file]);
+  return { header: doc.header, records: rows(doc.columns, GT_NS) };
 }
 
 /**
- * IPv4 header checksums of a pcap's packets: the ones that do not verify (after an ECN rewrite, say).
- * @param {string} file @returns {number} count of IPv4 packets whose header checksum is wrong
+ * @typedef {{ direction: 'forward' | 'reverse', status: 'delivered' | 'lost' | 'duplicate' | 'unmatched' | 'unknown',
+ *   t_send_ns: bigint | null, t_recv_ns: bigint | null, owd_ms: number | null, src: string, dst: string,
+ *   proto: number, sport: number, dport: number, ip_len: number, ip_id: number, dscp: number,
+ *   ecn_send: number | null, ecn_recv: number | null, cls: string, frame_send: number | null,
+ *   frame_recv: number | null, gt: number | null }} Row
+ */
+
+/**
+ * The analyzer's packet table of a call between a (10.0.1.2) and b (10.0.2.2): one row per packet that left a side
+ * (status: delivered, lost, or unknown when the other capture was not running), then one per arrival that matched
+ * none, each direction in send order. With gtlog, `gt` is the index in readGtlog(gtlog).records of a forward
+ * departure's log record (null: not in the log).
+ * @param {string} captureA @param {string} captureB @param {{ gtlog?: string }} [o] @returns {Row[]}
+ */
+export function joinCaptures(captureA, captureB, o = {}) {
+  const doc = exportJson(['join', captureA, captureB, ...(o.gtlog ? ['--gtlog', o.gtlog] : [])]);
+  for (const [name, error] of Object.entries(doc.errors)) if (error) throw new Error(`${name}: ${error}`);
+  const { owd_ns, ...columns } = doc.columns;
+  return rows(columns, ['t_send_ns', 't_recv_ns']).map((r, i) => {
+    r.owd_ms = owd_ns[i] === null ? null : owd_ns[i] / 1e6;
+    if (!('gt' in r)) r.gt = null;
+    return r;
+  });
+}
+
+/**
+ * The percentiles qs (0..100) of xs by rtclab's one rule (rtclab/stats.py: linear interpolation between closest
+ * ranks). Throws for no values: a test that has none has nothing to assert on.
+ * @param {number[]} xs @param {number[]} qs @returns {number[]}
+ */
+export function percentiles(xs, qs) {
+  const out = exportJson(['percentiles', ...qs.map(String)], JSON.stringify(xs));
+  if (out === null) throw new Error('percentiles of no values');
+  return out;
+}
+
+/** @param {number[]} xs @param {number} q 0..100 */
+export function percentile(xs, q) {
+  return percentiles(xs, [q])[0];
+}
+
+/**
+ * IPv4 packets of a capture whose header checksum does not verify (after an ECN rewrite, say); a header that cannot
+ * be checked counts as bad.
+ * @param {string} file @returns {number}
  */
 export function badIpChecksums(file) {
-  const buf = readFileSync(file);
-  let bad = 0;
-  for (let off = 24; off + 16 <= buf.length;) {
-    const incl = buf.readUInt32LE(off + 8);
-    const data = buf.subarray(off + 16, off + 16 + incl);
-    off += 16 + incl;
-    if (data.length < 34 || data.readUInt16BE(12) !== 0x0800) continue;
-    const ihl = (data[14] & 0x0f) * 4;
-    let sum = 0;
-    for (let i = 0; i < ihl; i += 2) sum += data.readUInt16BE(14 + i);
-    while (sum > 0xffff) sum = (sum & 0xffff) + (sum >> 16);
-    if (sum !== 0xffff) bad++;
-  }
-  return bad;
+  return readPcap(file).filter((p) => p.ip_checksum_ok !== true).length;
 }

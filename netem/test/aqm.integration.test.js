@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { withNetwork, udpFlow, execIn, SKIP_NO_BOTTLENECK } from '../test-support/net.js';
-import { readPcap, readGtlog, matchOneWay, quantile } from '../test-support/pcap.js';
+import { readGtlog, joinCaptures, percentiles } from '../test-support/pcap.js';
 
 const SECONDS = 8;
 
@@ -26,18 +26,21 @@ async function offer(qdisc, flows, ping) {
     await Promise.all(jobs);
     await new Promise((r) => setTimeout(r, 300));
     await net.stopCaptures();
-    const a = readPcap(join(runDir, 'capture-a.pcap'));
-    const b = readPcap(join(runDir, 'capture-b.pcap'));
     const { records } = readGtlog(join(runDir, 'bottleneck-forward.gtlog'));
-    /** @param {(p: any) => boolean} filter */
+    // The packets that left a, joined to their arrivals at b by the analyzer (rtclab.export join).
+    const departures = joinCaptures(join(runDir, 'capture-a.pcap'), join(runDir, 'capture-b.pcap'))
+      .filter((r) => r.direction === 'forward' && r.t_send_ns !== null);
+    /** @param {(r: import('../test-support/pcap.js').Row) => boolean} filter */
     const flowStats = (filter) => {
-      const m = matchOneWay(a, b, filter);
+      const m = departures.filter(filter);
       const owd = m.filter((x) => x.owd_ms !== null).map((x) => /** @type {number} */ (x.owd_ms));
       const base = Math.min(...owd);
       // Queuing delay over the second half, when the discipline has settled.
-      const half = m.length ? m[0].sent.t_ns + BigInt(SECONDS * 5e8) : 0n;
-      const late = m.filter((x) => x.owd_ms !== null && x.sent.t_ns > half).map((x) => /** @type {number} */ (x.owd_ms) - base);
-      return { sent: m.length, lost: m.filter((x) => x.owd_ms === null).length, p50_ms: quantile(late, 0.5), p95_ms: quantile(late, 0.95) };
+      const half = m.length ? /** @type {bigint} */ (m[0].t_send_ns) + BigInt(SECONDS * 5e8) : 0n;
+      const late = m.filter((x) => x.owd_ms !== null && /** @type {bigint} */ (x.t_send_ns) > half).map((x) => /** @type {number} */ (x.owd_ms) - base);
+      const [p50_ms, p95_ms] = percentiles(late, [50, 95]);
+      // lost: never seen at b, including packets sent so late that b's capture had stopped (status unknown).
+      return { sent: m.length, lost: m.filter((x) => x.owd_ms === null).length, p50_ms, p95_ms };
     };
     const udp = flows.map((_, i) => flowStats((p) => p.proto === 17 && p.dport === 5301 + i));
     const icmp = ping ? flowStats((p) => p.proto === 1 && p.dst === '10.0.2.2') : null;
