@@ -150,8 +150,14 @@ class SerialExecutor:
                                     "dir": str(run_dir.relative_to(self.out)), "t": time.time(), "command": cmd})
         t0 = time.monotonic()
         with log_path.open("ab") as log:
-            self.child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          cwd=REPO_ROOT, start_new_session=True, pass_fds=(lock_fd,))
+            try:
+                self.child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                              cwd=REPO_ROOT, start_new_session=True, pass_fds=(lock_fd,))
+            except OSError as e:
+                state.append_log(self.out, {"event": "end", "point": point, "rep": rep, "attempt": attempt,
+                                            "t": time.time(), "exit_code": None, "wall_s": 0.0,
+                                            "interrupted": True, "error": str(e)})
+                raise StudyDirError(f"the harness could not start ({' '.join(cmd[:2])}): {e}") from None
             if self.stop_signal is not None:  # a signal came while it was starting
                 os.kill(self.child.pid, self.stop_signal)
             code = self.child.wait()
