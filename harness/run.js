@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createNetwork, newId, DATA_PREFIX, MGMT_PREFIX } from '../netem/index.js';
+import { createNetwork, claimRun, releaseRun, newId, DATA_PREFIX, MGMT_PREFIX } from '../netem/index.js';
 import { startSignalingServer } from '../signaling/server.js';
 import { chromiumBinary, chromiumFlags } from './browser.js';
 import { Peer } from './peer.js';
@@ -106,6 +106,9 @@ class CallRun {
       captures: null, validity: null,
     });
     this.recorder.event('run_start', { id: this.id, scenario: this.scenario.name });
+    // From here on netem's clean finds the run even if this process is killed before its network exists.
+    claimRun(this.id, this.runDir);
+    this.teardown.push('run record', async () => releaseRun(this.id));
   }
 
   /** Stops the run at the next stage boundary when it was interrupted or something it depends on died. */

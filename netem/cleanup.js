@@ -1,10 +1,13 @@
 // @ts-check
 // Tearing a run down by its id, and cleaning up everything any earlier run left (found by naming convention,
-// like Mininet's `mn -c`): processes in the run's namespaces, the namespaces, root veths, the nft table, state.
-import { rmSync } from 'node:fs';
+// like Mininet's `mn -c`): processes in the run's namespaces, the namespaces, root veths, the nft table, state, and
+// the run's browser profiles.
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { run, sleep } from './exec.js';
-import { NS_RE, ROOT_VETH_RE, NFT_TABLE_RE, checkId, nsName, names } from './names.js';
-import { releaseMgmtSubnet, removeState, stateIds, reservationIds, cliRunDir } from './state.js';
+import { NS_RE, ROOT_VETH_RE, NFT_TABLE_RE, CHROMIUM_PROFILE_RE, checkId, nsName, names } from './names.js';
+import { releaseMgmtSubnet, removeState, stateIds, reservationIds, cliRunDir, loadState } from './state.js';
 
 /** @param {number} pid */
 function alive(pid) {
@@ -62,15 +65,47 @@ export async function teardown(id, opts = {}) {
   }
   const t = await run(['nft', 'list', 'table', 'inet', n.nftTable]);
   if (t.code === 0) await run(['nft', 'delete', 'table', 'inet', n.nftTable]);
+  markAbandonedRun(id);
   releaseMgmtSubnet(id);
   removeState(id);
+  for (const dir of chromiumProfiles()) {
+    if (CHROMIUM_PROFILE_RE.exec(dir)?.[1] === id) rmSync(join(tmpdir(), dir), { recursive: true, force: true });
+  }
   if (opts.removeLogs) rmSync(cliRunDir(id), { recursive: true, force: true });
 }
 
-/** Ids of every run that left something on this host. @returns {Promise<string[]>} */
+/**
+ * A run whose owner died without tearing it down (SIGKILL, a crash) still says "running" in its manifest: say how it
+ * ended instead. Only for another process's run whose owner is gone (the owner's own teardown writes its manifest).
+ * @param {string} id
+ */
+function markAbandonedRun(id) {
+  const state = loadState(id);
+  if (!state?.runDir || state.detached || state.owner_pid === process.pid || alive(state.owner_pid)) return;
+  const file = join(state.runDir, 'manifest.json');
+  if (!existsSync(file)) return;
+  try {
+    const manifest = JSON.parse(readFileSync(file, 'utf8'));
+    if (manifest.status !== 'running') return;
+    manifest.status = 'incomplete';
+    manifest.error = `the process that ran it (pid ${state.owner_pid}) ended without tearing it down; ` +
+      `what it left was removed by netem's clean at ${new Date().toISOString()}`;
+    manifest.ended_by = 'clean';
+    writeFileSync(file + '.tmp', JSON.stringify(manifest, null, 2) + '\n');
+    renameSync(file + '.tmp', file);
+  } catch { /* a manifest we cannot read or write stays as it is */ }
+}
+
+/** Browser profile directories of runs in the temporary directory (names only). */
+export function chromiumProfiles() {
+  return readdirSync(tmpdir()).filter((d) => CHROMIUM_PROFILE_RE.test(d));
+}
+
+/** Ids of every run that left something on this host, and whose owner is gone. @returns {Promise<string[]>} */
 export async function leftoverIds() {
   /** @type {Set<string>} */
   const ids = new Set([...stateIds(), ...reservationIds()]);
+  for (const dir of chromiumProfiles()) ids.add(/** @type {string} */ (CHROMIUM_PROFILE_RE.exec(dir)?.[1]));
   for (const ns of await listNamespaces()) {
     const m = NS_RE.exec(ns);
     if (m) ids.add(m[1]);
@@ -85,7 +120,11 @@ export async function leftoverIds() {
     const m = item.table ? NFT_TABLE_RE.exec(item.table.name) : null;
     if (m) ids.add(m[1]);
   }
-  return [...ids];
+  // A run whose owner is still running is not left behind: clean without ids leaves it alone (name it to remove it).
+  return [...ids].filter((id) => {
+    const state = loadState(id);
+    return !(state && !state.detached && state.owner_pid && state.owner_pid !== process.pid && alive(state.owner_pid));
+  });
 }
 
 /**

@@ -40,8 +40,7 @@ async function up(a) {
   const runDir = cliRunDir(id);
   const net = await createNetwork({ id, scenario, runDir, backend: a.backend, detached: true,
     log: (m) => { if (process.env.RTCLAB_VERBOSE) console.error(m); } });
-  saveState(id, { id, created: new Date().toISOString(), scenario_file: a.scenario ?? null, runDir, info: net.info,
-    bottlenecks: net.backend.processes() });
+  saveState(id, { ...loadState(id), scenario_file: a.scenario ?? null });
   console.log(id);
 }
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { names, newId, checkId, DATA, INTERFACES, mgmtAddresses } from './names.js';
 import { normalizeScenario } from '../scenarios/model.js';
 import { planTopology, applyTopology, setDefaultCongestionControl } from './topology.js';
-import { reserveMgmtSubnet } from './state.js';
+import { reserveMgmtSubnet, saveState, loadState, removeState } from './state.js';
 import { makeWritableDirectory } from './dirs.js';
 import { teardown } from './cleanup.js';
 import { chooseBackend } from './backend.js';
@@ -51,13 +51,30 @@ export async function createNetwork(o) {
   const backend = await chooseBackend(o.backend ?? scenario.backend, links);
   const runDir = makeWritableDirectory(o.runDir);
   const net = new Network({ id, scenario, links, runDir, log, backend, t0_ms: o.t0_ms ?? Date.now(), detached: !!o.detached });
+  claimRun(id, runDir, { detached: !!o.detached });
   try {
     await net.up();
   } catch (e) {
     await net.down();
     throw e;
   }
+  saveState(id, { ...loadState(id), info: net.info, bottlenecks: net.backend.processes() });
   return net;
+}
+
+/**
+ * Records who owns run `id` and where its run directory is, before anything of it exists: `show` and `clean` find
+ * it again, and a clean after its owner was killed marks the run's manifest with how it ended. `teardown(id)` (and
+ * so `down()` and `clean`) removes the record; `releaseRun` does for a run that never brought a network up.
+ * @param {string} id @param {string} runDir @param {{ detached?: boolean }} [o] detached: the network outlives its owner
+ */
+export function claimRun(id, runDir, o = {}) {
+  saveState(id, { ...loadState(id), id, created: new Date().toISOString(), runDir, owner_pid: process.pid, detached: !!o.detached });
+}
+
+/** @param {string} id */
+export function releaseRun(id) {
+  removeState(id);
 }
 
 export class Network extends EventEmitter {

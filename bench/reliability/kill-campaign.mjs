@@ -1,0 +1,171 @@
+#!/usr/bin/env node
+// @ts-check
+// The kill campaign: starts `npm run call`'s program, `npm run net -- up` and a study, kills each with SIGKILL or
+// SIGINT (to its whole process group, as a closed terminal or Ctrl-C does) at a random moment of its life (set-up,
+// the call, teardown, analysis), then runs netem's clean and takes a census of everything rtclab can leave
+// (netem/census.js). Prints every kill and the counts: leftovers, hangs (an interrupted program that did not exit
+// within 60 s), and runs whose manifest does not say how they ended. Every one of those is a bug. Not a test: a
+// benchmark of promises (the test suite runs a short version, harness/test/kill-campaign.test.js).
+//   node bench/reliability/kill-campaign.mjs [--kills 50] [--seed 1] [--targets call,net,study] [--shared-host]
+// --shared-host: clean and count only this campaign's runs (other runs may be going on); without it, netem's clean
+// removes every run's leftovers, as a user would run it, and the census counts everything.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { census, censusCount } from '../../netem/census.js';
+import { newId } from '../../netem/names.js';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const { values } = parseArgs({ options: {
+  kills: { type: 'string', default: '50' }, seed: { type: 'string', default: '1' },
+  targets: { type: 'string', default: 'call,net,study' }, 'shared-host': { type: 'boolean', default: false },
+} });
+
+/** A small deterministic generator (mulberry32), so a campaign can be replayed with its seed. @param {number} seed */
+function random(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * What each target runs, and how long its life usually is (the kill moment is drawn from it).
+ * @type {Record<string, { argv: (dir: string) => string[], life_s: number }>}
+ */
+const TARGETS = {
+  call: { argv: (dir) => [process.execPath, path.join(repo, 'harness', 'cli.js'), '--duration', '6', '--out', dir], life_s: 17 },
+  net: { argv: (dir) => [process.execPath, path.join(repo, 'netem', 'cli.js'), 'up', '--id', path.basename(dir).split('-').pop() ?? ''], life_s: 3 },
+  study: { argv: (dir) => [path.join(repo, '.venv', 'bin', 'python'), '-m', 'rtclab.study', 'run',
+    path.join(repo, 'studies', 'examples', 'aqm-quick.yaml'), '--out', dir, '--quick', '0.2'], life_s: 45 },
+};
+
+/** Run ids mentioned in a program's output and in the run directories under dir. @param {string} output @param {string} dir */
+function runIds(output, dir) {
+  // The harness says "rtclab call: run ID, ..." before it makes anything; netem's up is given its id (--id).
+  const ids = new Set([...output.matchAll(/rtclab call: run ([a-z0-9]{6}),/g)].map((m) => m[1]));
+  const given = /-([a-z0-9]{6})$/.exec(dir);
+  if (given) ids.add(given[1]);
+  const walk = (/** @type {string} */ d) => {
+    if (!fs.existsSync(d)) return;
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name === 'manifest.json') { try { ids.add(JSON.parse(fs.readFileSync(p, 'utf8')).id); } catch { /* cut */ } }
+    }
+  };
+  walk(dir);
+  return [...ids].filter((id) => /^[a-z0-9]{6}$/.test(id));
+}
+
+/** The phase a run was in, from its newest event. @param {string} dir */
+function phaseOf(dir) {
+  /** @type {string[]} */
+  const events = [];
+  const walk = (/** @type {string} */ d) => {
+    if (!fs.existsSync(d)) return;
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name === 'events.jsonl') events.push(...fs.readFileSync(p, 'utf8').split('\n').filter(Boolean).map((l) => { try { return JSON.parse(l).event; } catch { return ''; } }));
+    }
+  };
+  walk(dir);
+  if (events.includes('run_end')) return fs.existsSync(path.join(dir, 'metrics.json')) ? 'after analysis' : 'teardown/analysis';
+  if (events.includes('call_end')) return 'teardown';
+  if (events.includes('call_start')) return 'call';
+  return events.length ? 'set-up' : 'start';
+}
+
+/** Manifests under dir that still say "running". @param {string} dir */
+function stillRunning(dir) {
+  /** @type {string[]} */
+  const found = [];
+  const walk = (/** @type {string} */ d) => {
+    if (!fs.existsSync(d)) return;
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name === 'manifest.json') { try { if (JSON.parse(fs.readFileSync(p, 'utf8')).status === 'running') found.push(p); } catch { found.push(`${p} (unreadable)`); } }
+    }
+  };
+  walk(dir);
+  return found;
+}
+
+/** @param {string[]} argv @returns {Promise<{ code: number | null, output: string }>} */
+function run(argv) {
+  return new Promise((resolve) => {
+    const p = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    p.stdout.on('data', (d) => { output += d; });
+    p.stderr.on('data', (d) => { output += d; });
+    p.on('exit', (code) => resolve({ code, output }));
+  });
+}
+
+const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const rand = random(Number(values.seed));
+const targets = values.targets.split(',').filter((t) => TARGETS[t]);
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-kill-'));
+/** @type {{ n: number, target: string, signal: string, at_s: number, phase: string, hang: boolean, left: number, running: string[], details: string }[]}
+ *  left: what the census found after clean, plus (SIGINT) what the program left before clean */
+const results = [];
+
+for (let n = 1; n <= Number(values.kills); n++) {
+  const target = targets[(n - 1) % targets.length];
+  // Each target is killed with SIGKILL and SIGINT in turn, at a random moment of its life.
+  const signal = Math.floor((n - 1) / targets.length) % 2 === 0 ? 'SIGKILL' : 'SIGINT';
+  const at_s = 0.2 + rand() * TARGETS[target].life_s;
+  // A net target's directory ends with the id it is brought up with, so its id is known even if it is killed early.
+  const dir = path.join(work, target === 'net' ? `${n}-net-${newId()}` : `${n}-${target}`);
+  const child = spawn(TARGETS[target].argv(dir)[0], TARGETS[target].argv(dir).slice(1), { cwd: repo, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout?.on('data', (d) => { output += d; });
+  child.stderr?.on('data', (d) => { output += d; });
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  const finishedFirst = await Promise.race([exited.then(() => true), sleep(at_s * 1000).then(() => false)]);
+  const phase = finishedFirst ? 'finished before the kill' : phaseOf(dir);
+  let hang = false;
+  if (!finishedFirst) {
+    try { process.kill(-(/** @type {number} */ (child.pid)), signal); } catch { /* exited just now */ }
+    const inTime = await Promise.race([exited.then(() => true), sleep(60_000).then(() => false)]);
+    if (!inTime) {
+      hang = true;
+      try { process.kill(-(/** @type {number} */ (child.pid)), 'SIGKILL'); } catch { /* gone */ }
+      await exited;
+    }
+  }
+  const ids = runIds(output, dir);
+  // Interrupted (SIGINT), the harness and a study tear down by themselves: nothing of theirs may be left even before
+  // clean (a network brought up is meant to stay up: `net` is left out).
+  const selfCleaned = signal === 'SIGINT' && !finishedFirst && target !== 'net' ? censusCount(census({ only: [...ids, dir] })) : 0;
+  // On a shared host only this kill's ids are cleaned (none known: nothing was made yet); otherwise, as a user would.
+  const clean = values['shared-host'] && ids.length === 0 ? { output: 'nothing of it to clean' }
+    : await run([process.execPath, path.join(repo, 'netem', 'cli.js'), 'clean', ...(values['shared-host'] ? ids : [])]);
+  const left = census(values['shared-host'] ? { only: [...ids, dir] } : {});
+  const running = stillRunning(dir);
+  const details = Object.entries(left).filter(([, v]) => v.length).map(([k, v]) => `${k}: ${v.join(', ')}`).join('; ');
+  results.push({ n, target, signal, at_s, phase, hang, left: censusCount(left) + selfCleaned, running, details });
+  process.stdout.write(`kill ${String(n).padStart(2)}: ${target.padEnd(5)} ${signal.padEnd(7)} at ${at_s.toFixed(1).padStart(4)} s (${phase}); ` +
+    `ids ${ids.join(' ') || '-'}; ${selfCleaned ? `LEFT ${selfCleaned} before clean (SIGINT); ` : ''}clean: ${clean.output.trim().split('\n').pop()}; left ${censusCount(left)}` +
+    `${hang ? '; HANG' : ''}${running.length ? `; manifest still "running": ${running.join(', ')}` : ''}${details ? `\n    ${details}` : ''}\n`);
+}
+
+const kills = results.filter((r) => r.phase !== 'finished before the kill');
+const byPhase = Object.entries(kills.reduce((/** @type {Record<string, number>} */ m, r) => ({ ...m, [`${r.target} ${r.signal} ${r.phase}`]: (m[`${r.target} ${r.signal} ${r.phase}`] ?? 0) + 1 }), {}));
+console.log(`\nkill campaign: ${results.length} started, ${kills.length} killed (${results.length - kills.length} finished before their kill), seed ${values.seed}`);
+for (const [k, v] of byPhase.sort()) console.log(`  ${String(v).padStart(3)} x ${k}`);
+const leftovers = results.reduce((s, r) => s + r.left, 0);
+const hangs = results.filter((r) => r.hang).length;
+const unmarked = results.reduce((s, r) => s + r.running.length, 0);
+console.log(`leftovers (after clean; and before clean after a SIGINT): ${leftovers}; hangs: ${hangs}; manifests not saying how the run ended: ${unmarked}`);
+fs.rmSync(work, { recursive: true, force: true });
+process.exit(leftovers || hangs || unmarked ? 1 : 0);
