@@ -1,4 +1,4 @@
-"""REAL CALLS (marker `real_calls`, about 3-5 minutes, root, real Chromium): a study of 2 disciplines (fifo and codel
+"""REAL CALLS (marker `real_calls`, 3-11 minutes, root, real Chromium): a study of 2 disciplines (fifo and codel
 from scenarios/examples) x 2 repetitions x 15 s calls runs end to end, is interrupted once with SIGINT after its
 first run completes (while the next one is in its call), and is resumed with the same command. At the end every
 repetition is accounted for exactly once (one valid run used, or max_attempts counted attempts that were not
