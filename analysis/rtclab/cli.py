@@ -93,8 +93,13 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="rtclab", description="Analyse rtclab run directories.")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["study"]:  # its own parser: rtclab study run FILE ... | aggregate OUT (docs/studies.md)
+        from .study.__main__ import main as study_main
+        return study_main(argv[1:])
+    p = argparse.ArgumentParser(prog="rtclab", description="Analyse rtclab run directories; run and aggregate studies.")
     sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("study", help="run or aggregate a study of many runs: rtclab study run FILE | aggregate OUT (docs/studies.md)")
     a = sub.add_parser("analyze", help="report + metrics.json + packets.parquet + dashboard.html for one run")
     a.add_argument("run_dir")
     a.add_argument("--json", action="store_true", help="print the metrics as JSON instead of the report")
