@@ -143,6 +143,11 @@ for (let n = 1; n <= Number(values.kills); n++) {
       await exited;
     }
   }
+  // A study's harness runs in a session of its own: a study killed with SIGKILL leaves it to finish its run (and tear
+  // it down) as an orphan. That is its design, not a leftover: wait for it before cleaning.
+  const orphansDeadline = Date.now() + 120_000;
+  let orphans = 0;
+  while (census({ only: [dir] }).processes.length && Date.now() < orphansDeadline) { orphans = 1; await sleep(500); }
   const ids = runIds(output, dir);
   // Interrupted (SIGINT), the harness and a study tear down by themselves: nothing of theirs may be left even before
   // clean (a network brought up is meant to stay up: `net` is left out).
@@ -155,7 +160,7 @@ for (let n = 1; n <= Number(values.kills); n++) {
   const details = Object.entries(left).filter(([, v]) => v.length).map(([k, v]) => `${k}: ${v.join(', ')}`).join('; ');
   results.push({ n, target, signal, at_s, phase, hang, left: censusCount(left) + selfCleaned, running, details });
   process.stdout.write(`kill ${String(n).padStart(2)}: ${target.padEnd(5)} ${signal.padEnd(7)} at ${at_s.toFixed(1).padStart(4)} s (${phase}); ` +
-    `ids ${ids.join(' ') || '-'}; ${selfCleaned ? `LEFT ${selfCleaned} before clean (SIGINT); ` : ''}clean: ${clean.output.trim().split('\n').pop()}; left ${censusCount(left)}` +
+    `ids ${ids.join(' ') || '-'}; ${orphans ? 'waited for its orphaned harness; ' : ''}${selfCleaned ? `LEFT ${selfCleaned} before clean (SIGINT); ` : ''}clean: ${clean.output.trim().split('\n').pop()}; left ${censusCount(left)}` +
     `${hang ? '; HANG' : ''}${running.length ? `; manifest still "running": ${running.join(', ')}` : ''}${details ? `\n    ${details}` : ''}\n`);
 }
 
