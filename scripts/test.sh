@@ -27,9 +27,9 @@ for d in analysis/*/Cargo.toml; do [ -f "$d" ] && run_suite "$(basename "$(dirna
 # TypeScript's checker over the JavaScript (tsconfig.json: checkJs); it prints nothing when every file checks.
 run_suite types npx --no-install tsc -p .
 node_dirs=()
-for d in scenarios/test signaling/test client/test netem/test harness/test analysis/browser-test; do [ -d "$d" ] && node_dirs+=("$d"); done
+for d in scenarios/test signaling/test client/test netem/test harness/test analysis/test; do [ -d "$d" ] && node_dirs+=("$d"); done
 [ ${#node_dirs[@]} -gt 0 ] && run_suite node node --test --test-concurrency=1 "${node_dirs[@]}"
-[ -d analysis/tests ] && run_suite analyzer .venv/bin/python -m pytest analysis/tests -q
+[ -d analysis/test ] && run_suite analyzer .venv/bin/python -m pytest analysis/test -q
 
 echo
 if [ ${#failed_suites[@]} -gt 0 ]; then echo "failed suites: ${failed_suites[*]}"; fi

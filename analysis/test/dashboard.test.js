@@ -1,7 +1,7 @@
 // @ts-check
 // The dashboard of a synthetic 60 s run, opened in real headless Chromium: it must load with no console error, show
 // every chart with data, and be ready (all plots drawn) in under 2 s.
-// Run: node --test analysis/browser-test/   (needs .venv from the setup, and /usr/bin/chromium)
+// Run: node --test analysis/test/   (needs .venv from the setup, and /usr/bin/chromium)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
