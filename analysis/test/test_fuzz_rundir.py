@@ -84,7 +84,7 @@ def test_damaged_run_directories_are_analysed_or_refused_with_a_reason(small_run
 
 
 def test_the_command_line_never_shows_a_traceback_for_damaged_input(small_run: Path, tmp_path: Path) -> None:
-    cases = [[("cut", "capture-a.pcap", 0.3)], [("delete", "manifest.json", 0.0)], [("overwrite", "manifest.json", 0.0, b"{nope")],
+    cases: list[list[tuple]] = [[("cut", "capture-a.pcap", 0.3)], [("delete", "manifest.json", 0.0)], [("overwrite", "manifest.json", 0.0, b"{nope")],
              [("delete", "capture-a.pcap", 0.0), ("delete", "capture-b.pcap", 0.0)], [("cut", "getstats-b.jsonl", 0.5)]]
     for i, damages in enumerate(cases):
         run = tmp_path / f"run{i}"
