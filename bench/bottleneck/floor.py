@@ -93,6 +93,8 @@ def main() -> None:
     ap.add_argument("--burst-s", type=float, default=0.7)
     ap.add_argument("--pause-s", type=float, default=0.3)
     ap.add_argument("--min-gap-us", type=float, default=5.0, help="gaps up to this are the loop's own resolution")
+    ap.add_argument("--only", choices=("spinning", "sleeping"),
+                    help="measure one of the two, for all of --seconds (e.g. the sleeping floor beside the bottleneck)")
     a = ap.parse_args()
     try:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
@@ -105,16 +107,18 @@ def main() -> None:
         dma_latency.write((0).to_bytes(4, "little"))
     except OSError:
         dma_latency = None
+    spin_s = {None: a.seconds / 2, "spinning": a.seconds, "sleeping": 0.0}[a.only]
+    sleep_s = a.seconds - spin_s
     gaps: list[tuple[int, int]] = []
     spun = 0.0
-    while spun < a.seconds / 2:
-        burst = min(a.burst_s, a.seconds / 2 - spun)
+    while spun < spin_s:
+        burst = min(a.burst_s, spin_s - spun)
         gaps += spin(burst, int(a.min_gap_us * 1e3))
         spun += burst
         time.sleep(a.pause_s)
     packets = int(spun * a.pps)
     late = sorted(train_lateness(gaps, a.pps))
-    slept = sorted(sleep_until_due(a.seconds / 2, a.pps))
+    slept = sorted(sleep_until_due(sleep_s, a.pps)) if sleep_s > 0 else []
 
     def summary(values: list[float], total: int) -> dict:
         pct = {f"p{q:g}_us".replace(".", "_"): percentile(values, total, q) for q in (50, 99, 99.9)}
@@ -124,7 +128,7 @@ def main() -> None:
         "policy": policy, "pps": a.pps, "cpu_dma_latency_held": dma_latency is not None,
         "spinning": {"seconds": spun, "gaps_over_500us": sum(1 for _, n in gaps if n > 500_000),
                      "max_gap_us": max((n for _, n in gaps), default=0) / 1e3, "lateness": summary(late, packets)},
-        "sleeping": {"seconds": a.seconds / 2, "lateness": summary(slept, len(slept))},
+        "sleeping": {"seconds": sleep_s, "lateness": summary(slept, len(slept))},
     }))
 
 

@@ -19,7 +19,7 @@
 #   stop_bottleneck forward|reverse [SIGNAL]   signal it (TERM by default) and wait until it is gone (5 s); STOP_RC 0
 #                         if it ended and printed no error, else 1; STOP_DETAIL says which (see the function)
 #   capture_start a|b FILE [FILTER]   tcpdump on a-eth0 / b-eth0 (default filter: udp), nanosecond timestamps,
-#                         immediate mode; pid in BG_PID
+#                         immediate mode, 64 MiB buffer (CAPTURE_OPTS replaces -B/-U/--immediate-mode); pid in BG_PID
 #   capture_stop PID...   SIGINT (after 1.2 s for packets still queued in the link) and wait
 #   capture_drops FILE... packets the kernel dropped for those captures
 #   flood DIR BITRATE UDP_PAYLOAD SECONDS [IPERF3_ARGS...]   captures DIR/a.pcap and DIR/b.pcap around an iperf3 UDP
@@ -180,7 +180,10 @@ capture_start() {
     local host=$1 file=$2 filter=${3:-udp} i
     # Snap length 160 holds Ethernet + IPv4 + the 64 bytes the packet key covers. --immediate-mode: each packet is
     # handed to tcpdump at once, so none is left in the kernel's ring buffer when it stops; -Z root: write as root.
-    bg "$host" tcpdump -i "$host-eth0" -s 160 -n -U --immediate-mode --time-stamp-precision=nano -Z root -w "$file" "$filter" 2>"$file.log"
+    # CAPTURE_OPTS replaces the buffering options (capture.sh compares settings; default: a 64 MiB kernel buffer,
+    # which keeps every packet where tcpdump's 2 MiB default dropped thousands at 50k packets/s: RESULTS.md).
+    # shellcheck disable=SC2086 # CAPTURE_OPTS is a list of options
+    bg "$host" tcpdump -i "$host-eth0" -s 160 -n ${CAPTURE_OPTS:--B 65536 -U --immediate-mode} --time-stamp-precision=nano -Z root -w "$file" "$filter" 2>"$file.log"
     for ((i = 0; i < 200; i++)); do
         grep -q "listening on" "$file.log" 2>/dev/null && return 0
         sleep 0.05

@@ -14,14 +14,22 @@
 #    gaps of a backlogged link (gaps over 3 frame times are idle and skipped), first and last second skipped;
 #  - the machine's floor (floor.py): beside the same load through plain forwarding, a loop at the bottleneck's
 #    real-time priority records when it could not run; the lateness a packet train at that rate would have had
-#    from those stalls alone is what no userspace scheduler on this machine can get under;
+#    from those stalls alone is what no userspace scheduler on this machine can get under. Each of its two loops
+#    (spinning, sleeping until each due time) runs as long as the bottleneck's measured window (the load less its
+#    first second), so that rare stalls have the same chance to show in both;
+#  - the ratios (issue 13): the bottleneck's p99 over the spinning floor's p99, its p99.9 over the sleeping floor's
+#    p99.9, both from the same run: near 1, a miss is the machine's; well above, it is the bottleneck's;
+#  - the sleeping floor beside (floor.py --only sleeping, at min(rate, 1000) wake-ups/s, at the same time as the
+#    bottleneck's load, on the same machine): the floor's own window comes a minute later, and on a machine whose
+#    load changes from minute to minute only a floor measured at the same moment tells the two apart;
 #  - CPU: the bottleneck process's user + system time from the start to the end of the load, in % of one core (TBF
 #    runs in softirq context: no process is charged for it);
 #  - loss outside the model (the tail drops of the 5% excess are the model): userspace: packets captured leaving a
 #    that are not in the log, plus packets the log forwarded that never reached b, plus the NFQUEUE socket's kernel
 #    overruns; TBF: packets sent - received - the qdisc's own drops. Capture drops are reported apart.
-# The targets of the issue (1k and 10k packets/s: p99 < 100 us, p99.9 < 500 us, zero loss, < 50% of a core at 10k)
-# are printed beside the table, not asserted: it is a benchmark, not a timed test.
+# The targets (issue 13, 1k and 10k packets/s: p99.9 within 2 x the sleeping floor's p99.9, p99 within 1.5 x the
+# spinning floor's p99 or below 30 us, zero loss, at most 45% of a core at 10k) are printed beside the table, not
+# asserted: it is a benchmark, not a timed test. The numbers also go to WORK/summary.json.
 #
 # Usage: sudo bench/bottleneck/run.sh [--no-call] [--duration S] [--rates "1000 10000 50000"]
 #   --no-call      do not start the Chromium call beside the benchmark (default: start it, wait until its
@@ -109,8 +117,13 @@ EOF
     # starting and stopping the captures around it).
     net_up "$scenario" userspace
     bpid=$(bottleneck_pid forward)
-    at_flood_start() { t0=$(date +%s.%N); c0=$(cpu_ticks "$bpid"); }
-    at_flood_end() { c1=$(cpu_ticks "$bpid"); t1=$(date +%s.%N); }
+    at_flood_start() {
+        t0=$(date +%s.%N); c0=$(cpu_ticks "$bpid")
+        "$PY" "$HERE/floor.py" --only sleeping --seconds "$((duration_s > 2 ? duration_s - 1 : 1))" \
+            --pps "$((pps < 1000 ? pps : 1000))" >"$1/floor-beside.json" &
+        floor_pid=$!
+    }
+    at_flood_end() { c1=$(cpu_ticks "$bpid"); t1=$(date +%s.%N); wait "$floor_pid"; }
     flood "$WORK/us-$pps" "$((kbit * 105 / 100))K" $((ip_len - 28)) "$duration_s" --json
     unset -f at_flood_start at_flood_end
     net_down "$WORK/us-$pps"
@@ -124,9 +137,12 @@ EOF
 
     # The machine's floor under the same load (plain forwarding this time): floor.py, at the bottleneck's priority,
     # records when no such task could run, and what a packet train at this rate would have lost to it.
+    # Each loop as long as the bottleneck's window (the load less its first second); the spinning one pauses 0.3 s
+    # after every 0.7 s, so the load lasts 3 s (during_flood's start) + its time + the sleeping time + 2 s.
     net_up plain.yaml kernel
-    during_flood() { "$PY" "$HERE/floor.py" --seconds "$((duration_s > 5 ? duration_s - 4 : 1))" --pps "$pps" >"$1/floor.json"; }
-    flood "$WORK/floor-$pps" "$((kbit * 105 / 100))K" $((ip_len - 28)) "$duration_s" --json
+    floor_s=$((duration_s > 2 ? duration_s - 1 : 1))
+    during_flood() { "$PY" "$HERE/floor.py" --seconds "$((2 * floor_s))" --pps "$pps" >"$1/floor.json"; }
+    flood "$WORK/floor-$pps" "$((kbit * 105 / 100))K" $((ip_len - 28)) "$((3 + floor_s * 10 / 7 + 1 + floor_s + 2))" --json
     unset -f during_flood
     net_down "$WORK/floor-$pps"
 done
@@ -164,7 +180,12 @@ def j(p): return json.load(open(os.path.join(work, p)))
 def f(x):
     if x is None: return "-"
     return f"{x:.0f}" if abs(x) >= 100 else f"{x:.1f}"
-rows, notes = [], []
+def ratio(x, floor):
+    if x is None or floor is None: return None
+    return x / floor if floor > 0 else float("inf")
+def fr(r):
+    return "-" if r is None else ("inf" if r == float("inf") else f"{r:.2f}")
+rows, notes, summary = [], [], {"call": call_state, "load_before": load_before, "load_after": load_after, "rates": {}}
 for pps in rates.split():
     _, ip_len, kbit = open(f"{work}/rate-{pps}.txt").read().split()
     us_drops, tbf_drops = (int(open(f"{work}/{b}-{pps}/capture-drops.txt").read()) for b in ("us", "tbf"))
@@ -179,39 +200,47 @@ for pps in rates.split():
     lost = path["sent_not_in_log"] + path["log_forwarded_missing_at_b"] + (overruns or 0)
     lost = str(lost) if not us_drops else f"?({overruns})"
     s = sp["spacing_error"]
-    rows.append([pps, "userspace", f"{sp.get('packets_per_s', 0):.0f}", f(late.get("p50_us")), f(late.get("p99_us")),
-                 f(late.get("p99_9_us")), f(late.get("max_us")), f(s.get("p50_us")), f(s.get("p99_us")),
-                 f(s.get("p99_9_us")), f(s.get("max_us")), f"{usr + sys_:.1f} ({usr:.1f}+{sys_:.1f})", lost, str(us_drops)])
-    if int(pps) <= 10000:
-        miss = []
-        if late.get("p99_us", 1e9) >= 100: miss.append(f"p99 {late.get('p99_us')} us >= 100")
-        if late.get("p99_9_us", 1e9) >= 500: miss.append(f"p99.9 {late.get('p99_9_us')} us >= 500")
-        if lost != "0": miss.append(f"{lost} packets lost outside the model")
-        if int(pps) == 10000 and usr + sys_ >= 50: miss.append(f"CPU {usr + sys_:.1f}% >= 50% of a core")
-        notes.append(f"  {pps}/s: " + ("meets the targets" if not miss else "misses: " + "; ".join(miss)))
     # the machine's floor: what a perfect userspace scheduler would have seen under this load
     floor = j(f"floor-{pps}/floor.json")
-    for mode, label in (("spinning", "floor spin"), ("sleeping", "floor sleep")):
-        fl = floor[mode]["lateness"]
+    fs, fw = floor["spinning"]["lateness"], floor["sleeping"]["lateness"]
+    r99, r999 = ratio(late.get("p99_us"), fs["p99_us"]), ratio(late.get("p99_9_us"), fw["p99_9_us"])
+    cpu = usr + sys_
+    rows.append([pps, "userspace", f"{sp.get('packets_per_s', 0):.0f}", f(late.get("p50_us")), f(late.get("p99_us")),
+                 f(late.get("p99_9_us")), f(late.get("max_us")), fr(r99), fr(r999), f(s.get("p50_us")), f(s.get("p99_us")),
+                 f(s.get("p99_9_us")), f(s.get("max_us")), f"{cpu:.1f} ({usr:.1f}+{sys_:.1f})", lost, str(us_drops)])
+    beside = j(f"us-{pps}/floor-beside.json")["sleeping"]["lateness"]
+    for fl, label in ((fs, "floor spin"), (fw, "floor sleep"), (beside, "floor beside")):
         rows.append([pps, label, "-", f(fl["p50_us"]), f(fl["p99_us"]), f(fl["p99_9_us"]), f(fl["max_us"]),
+                     "-", fr(ratio(late.get("p99_9_us"), fl["p99_9_us"])) if label == "floor beside" else "-",
                      "-", "-", "-", "-", "-", "-", "-"])
-    if int(pps) <= 10000 and miss:
-        fs, fw = floor["spinning"]["lateness"], floor["sleeping"]["lateness"]
-        notes[-1] += (f" (this machine's floor at this load: p99.9 {f(fs['p99_9_us'])} us spinning, "
-                      f"{f(fw['p99_9_us'])} us sleeping until each due time)")
+    summary["rates"][pps] = {"lateness": late, "floor_spinning": fs, "floor_sleeping": fw, "floor_sleeping_beside": beside,
+                             "p99_9_over_beside_floor": ratio(late.get("p99_9_us"), beside["p99_9_us"]),
+                             "p99_over_spin_floor": r99,
+                             "p99_9_over_sleep_floor": r999, "cpu_percent": cpu, "lost": lost, "capture_drops": us_drops}
+    if int(pps) <= 10000:
+        miss = []
+        p99, p999 = late.get("p99_us", 1e9), late.get("p99_9_us", 1e9)
+        if not (p99 < 30 or (r99 is not None and r99 <= 1.5)):
+            miss.append(f"p99 {f(p99)} us = {fr(r99)} x the spinning floor's {f(fs['p99_us'])} (target <= 1.5 x, or < 30 us)")
+        if not (r999 is not None and r999 <= 2):
+            miss.append(f"p99.9 {f(p999)} us = {fr(r999)} x the sleeping floor's {f(fw['p99_9_us'])} (target <= 2 x)")
+        if lost != "0": miss.append(f"{lost} packets lost outside the model")
+        if int(pps) == 10000 and cpu > 45: miss.append(f"CPU {cpu:.1f}% > 45% of a core")
+        summary["rates"][pps]["misses"] = miss
+        notes.append(f"  {pps}/s: " + ("meets the targets" if not miss else "misses: " + "; ".join(miss)))
     # kernel TBF
     tp, ts = j(f"tbf-{pps}/path.json"), j(f"tbf-{pps}/spacing.json")
     q = [x for x in j(f"tbf-{pps}/qdisc.json") if x.get("kind") == "tbf"]
     qdrops = q[0].get("drops", 0) if q else 0
     s = ts["spacing_error"]
-    rows.append([pps, "kernel-tbf", f"{ts.get('packets_per_s', 0):.0f}", "-", "-", "-", "-", f(s.get("p50_us")),
+    rows.append([pps, "kernel-tbf", f"{ts.get('packets_per_s', 0):.0f}", "-", "-", "-", "-", "-", "-", f(s.get("p50_us")),
                  f(s.get("p99_us")), f(s.get("p99_9_us")), f(s.get("max_us")), "-",
                  str(tp["sent"] - tp["received"] - qdrops) if not tbf_drops else "?", str(tbf_drops)])
 print()
 print(f"Userspace bottleneck benchmark, {call_state}; {ncpu} CPUs, load average {load_before} before,")
 print(f"{load_after} after the measurements; {chromium} Chromium processes on the machine at the start.")
 print("Release lateness (log: release - due) and departure spacing error (capture at b-eth0), microseconds.")
-hdr = ["pkt/s", "backend", "pps@b", "late p50", "p99", "p99.9", "max", "| spacing p50", "p99", "p99.9", "max",
+hdr = ["pkt/s", "backend", "pps@b", "late p50", "p99", "p99.9", "max", "p99/spin", "p99.9/sleep", "| spacing p50", "p99", "p99.9", "max",
        "| cpu % (usr+sys)", "lost*", "cap.drops"]
 table = [hdr] + rows
 w = [max(len(str(r[i])) for r in table) for i in range(len(hdr))]
@@ -225,9 +254,14 @@ print("  always backlogged (the spacing error then covers fewer gaps).")
 print("cpu: the bottleneck process in % of one core; system time includes forwarding each accepted packet on to b,")
 print("work TBF does in softirq context where no process is charged for it.")
 print("floor: the lateness of a perfect userspace scheduler beside the same load (plain forwarding), at the bottleneck's")
-print("  real-time priority (floor.py): spin = never sleeping (only interrupts, softirqs and the hypervisor stop it);")
-print("  sleep = sleeping until each due time (wake-up latency included). The bottleneck sleeps, then spins the last")
-print("  50 us within a CPU budget: it sits between the two.")
-print("Targets (issue 2, 1k and 10k packets/s): lateness p99 < 100 us, p99.9 < 500 us, zero loss, < 50% of a core at 10k:")
+print("  real-time priority (floor.py), each as long as the bottleneck's window: spin = never sleeping (only interrupts,")
+print("  softirqs and the hypervisor stop it); sleep = sleeping until each due time (wake-up latency included). The")
+print("  bottleneck sleeps, then spins the last 50 us within a CPU budget: it sits between the two.")
+print("floor beside: the sleeping floor at the same time as the bottleneck's load (at most 1000 wake-ups/s); its")
+print("  p99.9/sleep column is the bottleneck's p99.9 over this floor's p99.9.")
+print("p99/spin, p99.9/sleep: the bottleneck's lateness over the floor's of this run (~1: the machine's; >> 1: the bottleneck's).")
+print("Targets (issue 13, 1k and 10k packets/s): p99.9 <= 2 x the sleeping floor, p99 <= 1.5 x the spinning floor or")
+print("  < 30 us, zero loss, <= 45% of a core at 10k:")
 print("\n".join(notes))
+json.dump(summary, open(os.path.join(work, "summary.json"), "w"), indent=1)
 PY
