@@ -54,14 +54,15 @@ export function kernelShortcomings(links, have) {
 /**
  * @param {'auto' | 'kernel' | 'userspace'} requested
  * @param {{ forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link }} links
+ * @param {string} [id] the run it is for (names the kernel probe's scratch namespace)
  * @returns {Promise<{ requested: string, used: 'kernel' | 'userspace', reason: string }>}
  */
-export async function chooseBackend(requested, links) {
+export async function chooseBackend(requested, links, id) {
   if (requested === 'userspace') {
     checkBottleneckBuilt();
     return { requested, used: 'userspace', reason: 'requested' };
   }
-  const shortcomings = kernelShortcomings(links, await probeKernel());
+  const shortcomings = kernelShortcomings(links, await probeKernel(id));
   if (requested === 'kernel') {
     if (shortcomings.length) throw new Error(`kernel backend: ${shortcomings.join('; ')}`);
     return { requested, used: 'kernel', reason: 'requested' };

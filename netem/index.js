@@ -48,7 +48,7 @@ export async function createNetwork(o) {
   const log = o.log ?? (() => {});
   const scenario = normalizeScenario(o.scenario ?? {});
   const links = scenario.network;
-  const backend = await chooseBackend(o.backend ?? scenario.backend, links);
+  const backend = await chooseBackend(o.backend ?? scenario.backend, links, id);
   const runDir = makeWritableDirectory(o.runDir);
   const net = new Network({ id, scenario, links, runDir, log, backend, t0_ms: o.t0_ms ?? Date.now(), detached: !!o.detached });
   claimRun(id, runDir, { detached: !!o.detached });

@@ -31,15 +31,17 @@ let cached = null;
 
 /**
  * The set of kernel features (see FEATURES) that work here. Probed once per process.
+ * @param {string} [id] the run the probe is for: its scratch namespace is then rtclab-<id>-p, removed with the run
+ *   if this process is killed while probing
  * @returns {Promise<Set<string>>}
  */
-export function probeKernel() {
-  if (!cached) cached = doProbe();
+export function probeKernel(id) {
+  if (!cached) cached = doProbe(id ?? newId());
   return cached;
 }
 
-async function doProbe() {
-  const id = newId();
+/** @param {string} id */
+async function doProbe(id) {
   const ns = nsName(id, 'p');
   /** @type {Set<string>} */
   const have = new Set();

@@ -147,7 +147,8 @@ for (let n = 1; n <= Number(values.kills); n++) {
   // it down) as an orphan. That is its design, not a leftover: wait for it before cleaning.
   const orphansDeadline = Date.now() + 120_000;
   let orphans = 0;
-  while (census({ only: [dir] }).processes.length && Date.now() < orphansDeadline) { orphans = 1; await sleep(500); }
+  const owners = () => census({ only: [dir] }).processes.filter((p) => /harness\/cli\.js|rtclab\.study/.test(p));
+  while (owners().length && Date.now() < orphansDeadline) { orphans = 1; await sleep(500); }
   const ids = runIds(output, dir);
   // Interrupted (SIGINT), the harness and a study tear down by themselves: nothing of theirs may be left even before
   // clean (a network brought up is meant to stay up: `net` is left out).
