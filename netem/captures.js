@@ -32,8 +32,10 @@ export class Capture {
     const { nsExec, dev, file, logFile, snaplen } = this.o;
     // -U: each packet written at once, so a killed run still has its packets; -Z root: write into root's dir.
     // --immediate-mode: packets reach tcpdump (and the file) at once, none left in the ring buffer at stop.
+    // -B 65536: a 64 MiB kernel buffer (tcpdump's default 2 MiB dropped packets at 10k packets/s under load; measured in
+    // bench/bottleneck/RESULTS.md).
     const argv = [...nsExec, 'tcpdump', '-i', dev, '-n', '-s', String(snaplen), '--time-stamp-precision=nano', '--immediate-mode',
-      '-U', '-Z', 'root', '-w', file];
+      '-B', '65536', '-U', '-Z', 'root', '-w', file];
     // Own process group: a Ctrl-C meant for the harness does not end the capture before the harness stops it.
     const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
     this.proc = proc;
