@@ -47,57 +47,40 @@ const TARGETS = {
     path.join(repo, 'studies', 'examples', 'aqm-quick.yaml'), '--out', dir, '--quick', '0.2'], life_s: 45 },
 };
 
+/** Every file called `name` under dir (a run directory, or a study's tree of them). @param {string} dir @param {string} name */
+function filesNamed(dir, name) {
+  if (!fs.existsSync(dir)) return [];
+  return fs.readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => path.basename(f) === name).map((f) => path.join(dir, f));
+}
+
+/** @param {string} file @returns {any} the JSON in it, or null when it is cut or unreadable */
+function readJson(file) {
+  try { return JSON.parse(fs.readFileSync(file, 'utf8')); } catch { return null; }
+}
+
 /** Run ids mentioned in a program's output and in the run directories under dir. @param {string} output @param {string} dir */
 function runIds(output, dir) {
   // The harness says "rtclab call: run ID, ..." before it makes anything; netem's up is given its id (--id).
   const ids = new Set([...output.matchAll(/rtclab call: run ([a-z0-9]{6}),/g)].map((m) => m[1]));
   const given = /-([a-z0-9]{6})$/.exec(dir);
   if (given) ids.add(given[1]);
-  const walk = (/** @type {string} */ d) => {
-    if (!fs.existsSync(d)) return;
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.name === 'manifest.json') { try { ids.add(JSON.parse(fs.readFileSync(p, 'utf8')).id); } catch { /* cut */ } }
-    }
-  };
-  walk(dir);
+  for (const manifest of filesNamed(dir, 'manifest.json')) ids.add(readJson(manifest)?.id);
   return [...ids].filter((id) => /^[a-z0-9]{6}$/.test(id));
 }
 
-/** The phase a run was in, from its newest event. @param {string} dir */
+/** The phase a run was in, from its newest events. @param {string} dir */
 function phaseOf(dir) {
-  /** @type {string[]} */
-  const events = [];
-  const walk = (/** @type {string} */ d) => {
-    if (!fs.existsSync(d)) return;
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.name === 'events.jsonl') events.push(...fs.readFileSync(p, 'utf8').split('\n').filter(Boolean).map((l) => { try { return JSON.parse(l).event; } catch { return ''; } }));
-    }
-  };
-  walk(dir);
+  const events = filesNamed(dir, 'events.jsonl').flatMap((f) => fs.readFileSync(f, 'utf8').split('\n').filter(Boolean)
+    .map((l) => { try { return JSON.parse(l).event; } catch { return ''; } }));
   if (events.includes('run_end')) return fs.existsSync(path.join(dir, 'metrics.json')) ? 'after analysis' : 'teardown/analysis';
   if (events.includes('call_end')) return 'teardown';
   if (events.includes('call_start')) return 'call';
   return events.length ? 'set-up' : 'start';
 }
 
-/** Manifests under dir that still say "running". @param {string} dir */
+/** Manifests under dir that still say "running" (or cannot be read). @param {string} dir */
 function stillRunning(dir) {
-  /** @type {string[]} */
-  const found = [];
-  const walk = (/** @type {string} */ d) => {
-    if (!fs.existsSync(d)) return;
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.name === 'manifest.json') { try { if (JSON.parse(fs.readFileSync(p, 'utf8')).status === 'running') found.push(p); } catch { found.push(`${p} (unreadable)`); } }
-    }
-  };
-  walk(dir);
-  return found;
+  return filesNamed(dir, 'manifest.json').filter((f) => (readJson(f)?.status ?? 'running') === 'running');
 }
 
 /** @param {string[]} argv @returns {Promise<{ code: number | null, output: string }>} */
