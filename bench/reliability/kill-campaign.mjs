@@ -41,8 +41,8 @@ function random(seed) {
  * @type {Record<string, { argv: (dir: string) => string[], life_s: number }>}
  */
 const TARGETS = {
-  call: { argv: (dir) => [process.execPath, path.join(repo, 'harness', 'cli.js'), '--duration', '6', '--out', dir], life_s: 17 },
-  net: { argv: (dir) => [process.execPath, path.join(repo, 'netem', 'cli.js'), 'up', '--id', path.basename(dir).split('-').pop() ?? ''], life_s: 3 },
+  call: { argv: (dir) => [process.execPath, path.join(repo, 'harness', 'cli.js'), '--duration', '6', '--out', dir], life_s: 12 },
+  net: { argv: (dir) => [process.execPath, path.join(repo, 'netem', 'cli.js'), 'up', '--id', path.basename(dir).split('-').pop() ?? ''], life_s: 1.5 },
   study: { argv: (dir) => [path.join(repo, '.venv', 'bin', 'python'), '-m', 'rtclab.study', 'run',
     path.join(repo, 'studies', 'examples', 'aqm-quick.yaml'), '--out', dir, '--quick', '0.2'], life_s: 45 },
 };
