@@ -1,0 +1,32 @@
+"""Every study file the project ships loads, and every point of it is accepted by the scenario model (so `rtclab
+study run` would start it), and each quick variant (`*-quick.yaml`) fits in 30 minutes of calls, set-up, teardown and
+analysis here (the per-run overhead the runner assumes before it has measured one)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rtclab.study import runner, spec
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDY_FILES = sorted(p for p in (ROOT / "studies").rglob("*.yaml"))
+
+
+def test_the_reference_studies_are_there() -> None:
+    names = {p.relative_to(ROOT / "studies").as_posix() for p in STUDY_FILES}
+    for expected in ["carlucci2016/a-single-flow.yaml", "carlucci2016/b-codel-target.yaml", "carlucci2016/b-pie-target.yaml",
+                     "carlucci2016/c-tcp-10mbps.yaml", "carlucci2016/c-fair-share.yaml", "cdc2014/grid.yaml"]:
+        assert expected in names
+        assert expected.replace(".yaml", "-quick.yaml") in names or expected == "carlucci2016/c-fair-share.yaml"
+
+
+@pytest.mark.parametrize("file", STUDY_FILES, ids=lambda p: p.relative_to(ROOT / "studies").as_posix())
+def test_a_shipped_study_is_accepted_point_by_point(file: Path) -> None:
+    study = spec.load(file)
+    spec.check_points(study)
+    assert study.points and all(pt.scenario for pt in study.points)
+    if file.name.endswith("-quick.yaml"):
+        seconds = sum(pt.scenario["duration_s"] + runner.DEFAULT_OVERHEAD_S for pt in study.points) * study.repetitions
+        assert seconds <= 30 * 60, f"{file.name}: about {seconds / 60:.0f} min"
