@@ -10,7 +10,7 @@ import { createNetwork, claimRun, releaseRun, newId, DATA_PREFIX, MGMT_PREFIX } 
 import { startSignalingServer } from '../signaling/server.js';
 import { chromiumBinary, chromiumFlags } from './browser.js';
 import { Peer } from './peer.js';
-import { busyFraction, readCpuTimes } from './hostload.js';
+import { busyFraction, cpuSetBusyFraction, pinnedCpus, readCpuTimes, readPerCpuTimes } from './hostload.js';
 import { RunRecorder } from './recorder.js';
 import { TeardownStack } from './teardown.js';
 import { validityChecks } from './validity.js';
@@ -71,6 +71,10 @@ class CallRun {
     this.versions = collectVersions(); // read while the network comes up
     /** The signaling room: unguessable, so that nobody who finds the server's port can join the call. */
     this.room = `${this.id}-${randomBytes(12).toString('hex')}`;
+    /** The CPUs this run is pinned to (a study's --parallel), null when it may use them all. */
+    this.cpuSet = pinnedCpus();
+    /** @type {number | null} share of the pinned CPUs' time that was busy during the call */
+    this.cpuSetBusy = null;
   }
 
   get timings() {
@@ -100,7 +104,7 @@ class CallRun {
     this.recorder.writeManifest({
       format_version: RUN_FORMAT_VERSION, rtclab_version: rtclabVersion(), git_commit: gitCommit(), id: this.id,
       status: 'running', error: null, scenario: this.scenario, scenario_file: this.scenarioFile, backend: null,
-      topology: null, versions: null, host: hostInfo(),
+      topology: null, versions: null, host: hostInfo(), cpu_set: this.cpuSet,
       timings: { process_start: performance.timeOrigin / 1000, started: Date.now() / 1000, network_up: null,
         browsers_launched: null, call_connected: null, media_flowing: null, call_start: null, call_end: null, ended: null },
       captures: null, validity: null,
@@ -245,6 +249,7 @@ class CallRun {
     const net = /** @type {import('../netem/index.js').Network} */ (this.net);
     this.timings.call_start = Date.now() / 1000;
     const cpuAtStart = readCpuTimes();
+    const cpuSetAtStart = this.cpuSet && readPerCpuTimes();
     this.recorder.writeManifest();
     await net.startSchedules(this.timings.call_start * 1000);
     this.recorder.event('call_start');
@@ -259,7 +264,8 @@ class CallRun {
     this.checkStillRunning();
     this.timings.call_end = Date.now() / 1000;
     const hostCpuBusy = busyFraction(cpuAtStart, readCpuTimes());
-    this.recorder.event('call_end', { host_cpu_busy_fraction: hostCpuBusy });
+    if (this.cpuSet && cpuSetAtStart) this.cpuSetBusy = cpuSetBusyFraction(cpuSetAtStart, readPerCpuTimes(), this.cpuSet);
+    this.recorder.event('call_end', { host_cpu_busy_fraction: hostCpuBusy, cpu_set_busy_fraction: this.cpuSetBusy });
     return hostCpuBusy;
   }
 
@@ -289,8 +295,10 @@ class CallRun {
       connectTimeoutS: this.scenario.call.connect_timeout_s, connectSeconds: this.connectSeconds,
       cpuLimited: this.recorder.cpuLimitedCount, samples: this.recorder.sampleCount,
       bottleneckAlive, captures, captureEnabled: this.scenario.capture.enabled, hostCpuBusy,
+      cpuSet: this.cpuSet ?? undefined, cpuSetBusy: this.cpuSetBusy ?? undefined,
     });
-    this.recorder.writeManifest({ status: 'complete', captures, host_cpu_busy_fraction: hostCpuBusy, validity });
+    this.recorder.writeManifest({ status: 'complete', captures, host_cpu_busy_fraction: hostCpuBusy,
+      cpu_set_busy_fraction: this.cpuSetBusy, validity });
   }
 
   /** @param {Error} err */

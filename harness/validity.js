@@ -6,6 +6,8 @@
 export const MAX_CPU_LIMITED_FRACTION = 0.1;
 /** Share of the host's CPU time busy over the call above which its timings (bottleneck, encoders) are suspect. */
 export const MAX_HOST_CPU_BUSY_FRACTION = 0.9;
+/** The same limit for the CPUs a pinned run was given: above it, another run (or the host) disturbed this one. */
+export const MAX_CPU_SET_BUSY_FRACTION = 0.9;
 
 /**
  * @param {string} address
@@ -24,6 +26,7 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   captures: Record<string, {packets: number, dropped_by_kernel: number}> | null,
  *   captureEnabled: boolean,
  *   hostCpuBusy?: number,
+ *   cpuSet?: number[], cpuSetBusy?: number,
  * }} o
  */
 export function validityChecks(o) {
@@ -66,7 +69,13 @@ export function validityChecks(o) {
       : 'the userspace bottleneck exited during the call');
   }
 
-  if (o.hostCpuBusy !== undefined) {
+  if (o.cpuSet && o.cpuSetBusy !== undefined) {
+    // Pinned (a study's --parallel): the run is judged by its own CPUs; the host's are shared with the other runs.
+    const host = o.hostCpuBusy === undefined ? '' : `; the host's CPUs ${(o.hostCpuBusy * 100).toFixed(0)}%`;
+    add('cpu_set_not_saturated', o.cpuSetBusy <= MAX_CPU_SET_BUSY_FRACTION,
+      `its CPUs ${o.cpuSet.join(',')} were ${(o.cpuSetBusy * 100).toFixed(0)}% busy during the call ` +
+      `(limit ${MAX_CPU_SET_BUSY_FRACTION * 100}%)${host}`);
+  } else if (o.hostCpuBusy !== undefined) {
     add('host_cpu_not_saturated', o.hostCpuBusy <= MAX_HOST_CPU_BUSY_FRACTION,
       `the host's CPUs were ${(o.hostCpuBusy * 100).toFixed(0)}% busy during the call (limit ${MAX_HOST_CPU_BUSY_FRACTION * 100}%)`);
   }
