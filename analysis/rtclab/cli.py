@@ -99,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         return study_main(argv[1:])
     p = argparse.ArgumentParser(prog="rtclab", description="Analyse rtclab run directories; run and aggregate studies.")
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("study", help="run or aggregate a study of many runs: rtclab study run FILE | aggregate OUT (docs/studies.md)")
+    sub.add_parser("study", help="studies of many runs: rtclab study run FILE | aggregate OUT | report OUT | compare A B "
+                   "(docs/studies.md)")
     a = sub.add_parser("analyze", help="report + metrics.json + packets.parquet + dashboard.html for one run")
     a.add_argument("run_dir")
     a.add_argument("--json", action="store_true", help="print the metrics as JSON instead of the report")

@@ -1,6 +1,7 @@
-"""`python -m rtclab.study run FILE [--out DIR] [--dry-run] [--quick FACTOR]` and `python -m rtclab.study aggregate
-OUT`. Exit status: 0 every repetition has a valid run; 3 some has none (invalid max_attempts times); 2 a bad study
-file (nothing ran) or a study directory that cannot be used; 130 interrupted (resumable); 1 anything else."""
+"""`python -m rtclab.study run FILE [--out DIR] [--dry-run] [--quick FACTOR]`, `python -m rtclab.study aggregate
+OUT`, `report OUT [--phase P] [--metric M]` and `compare A B [--out FILE]`. Exit status: 0 every repetition has a
+valid run; 3 some has none (invalid max_attempts times); 2 a bad study file (nothing ran) or a study directory that
+cannot be used; 130 interrupted (resumable); 1 anything else."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from . import aggregate as agg
 from . import plan as planmod
@@ -75,7 +77,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return code
     doc = agg.aggregate(out)
     print(agg.text_summary(doc), end="")
-    print(f"wrote {out / 'study.json'}, {out / 'study.parquet'}")
+    print(f"wrote {out / 'study.json'}, {out / 'study.parquet'}, {_dashboard(out, doc)}")
     return code
 
 
@@ -86,7 +88,45 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
         return runner.EXIT_BAD_STUDY
     doc = agg.aggregate(out, analyse_missing=not args.no_analyze)
     print(agg.text_summary(doc), end="")
-    print(f"wrote {out / 'study.json'}, {out / 'study.parquet'}")
+    print(f"wrote {out / 'study.json'}, {out / 'study.parquet'}, {_dashboard(out, doc)}")
+    return runner.EXIT_OK
+
+
+def _dashboard(out: Path, doc: dict[str, Any]) -> str:
+    """Writes OUT/dashboard.html; the aggregation stands without it (and says why)."""
+    from . import dashboard
+    try:
+        return str(dashboard.write(out, doc))
+    except Exception as e:  # e.g. a run's files unreadable: study.json and study.parquet are written already
+        return f"no dashboard ({type(e).__name__}: {e})"
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from . import dashboard, report
+    out = Path(args.out_dir)
+    try:
+        doc = report.load(out)
+        metrics = report.check_metrics(args.metric)
+        text = report.render(doc, args.phase, metrics)
+    except report.StudyReportError as e:
+        print(f"rtclab study: {e}", file=sys.stderr)
+        return runner.EXIT_BAD_STUDY
+    print(text, end="")
+    if not args.no_dashboard:
+        print(f"wrote {dashboard.write(out, doc)}")
+    return runner.EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from . import compare, report
+    try:
+        page, text = compare.write(Path(args.a), Path(args.b), Path(args.out) if args.out else None, args.phase,
+                                   report.check_metrics(args.metric))
+    except report.StudyReportError as e:
+        print(f"rtclab study: {e}", file=sys.stderr)
+        return runner.EXIT_BAD_STUDY
+    print(text, end="")
+    print(f"wrote {page}")
     return runner.EXIT_OK
 
 
@@ -106,6 +146,19 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("out_dir")
     a.add_argument("--no-analyze", action="store_true", help="leave out valid runs without metrics.json")
     a.set_defaults(func=cmd_aggregate)
+    rp = sub.add_parser("report", help="terminal tables per phase, point and flow, and OUT/dashboard.html")
+    rp.add_argument("out_dir")
+    rp.add_argument("--phase", help="one phase (default: the cross-traffic phase when there is one, then 'all')")
+    rp.add_argument("--metric", action="append", help="a metric of the catalogue (repeatable; default: the key ones)")
+    rp.add_argument("--no-dashboard", action="store_true", help="print the tables only")
+    rp.set_defaults(func=cmd_report)
+    c = sub.add_parser("compare", help="two aggregated studies side by side: shared points, both CIs, difference")
+    c.add_argument("a")
+    c.add_argument("b")
+    c.add_argument("--out", help="the HTML page (default: A/compare-with-<B's directory name>.html)")
+    c.add_argument("--phase", help="one phase (default: the cross-traffic phase when there is one, then 'all')")
+    c.add_argument("--metric", action="append", help="a metric of the catalogue (repeatable; default: the key ones)")
+    c.set_defaults(func=cmd_compare)
     args = p.parse_args(argv)
     code: int = args.func(args)
     return code

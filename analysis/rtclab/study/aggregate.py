@@ -11,6 +11,7 @@ packets sent in the run; and `bottleneck`, the forward bottleneck's fairness ent
 from __future__ import annotations
 
 import datetime as _dt
+import fnmatch
 import json
 import math
 import subprocess
@@ -184,6 +185,95 @@ def run_rows(m: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+# Box plots (Carlucci et al. 2016 draw queuing delay as boxes at the 25/50/75th percentiles with whiskers at the 5th and
+# 95th): per point, flow and phase, the quantiles of the samples pooled over the point's valid runs.
+BOX_PERCENTILES = (5, 25, 50, 75, 95)
+DISTRIBUTIONS = {
+    "queuing_delay_ms": "per-packet queuing delay from the captures (one-way delay - the configured propagation "
+                        "delay; packets.parquet queuing_delay_ns of the flow's delivered packets, a packet in a phase "
+                        "by its departure time), pooled over the point's valid runs",
+    "tq_ms": "Tq = RTCP RTT - RTTm, one sample per getStats report of the flow's SSRC (metrics.json getstats series "
+             "tq_ms:<kind>:<ssrc>, a sample in a phase by its time), pooled over the point's valid runs",
+}
+PACKET_COLUMNS = ["flow", "status", "t_send_ns", "queuing_delay_ns"]
+
+
+def box(samples: list[np.ndarray], runs: int) -> dict[str, float | int | None]:
+    """The quantiles of the pooled samples (numpy's linear rule, as metrics.json's percentiles), their mean, min, max,
+    n_samples and n_runs (runs that gave at least one sample) out of `runs` (the point's valid runs)."""
+    x = np.concatenate(samples) if samples else np.empty(0)
+    out: dict[str, float | int | None] = {"n_samples": int(x.size), "n_runs": sum(1 for s in samples if s.size),
+                                          "runs": runs}
+    if not x.size:
+        return {**out, "mean": None, "min": None, "max": None, **{f"p{q}": None for q in BOX_PERCENTILES}}
+    qs = np.percentile(x, BOX_PERCENTILES)
+    return {**out, "mean": float(x.mean()), "min": float(x.min()), "max": float(x.max()),
+            **{f"p{q}": float(v) for q, v in zip(BOX_PERCENTILES, qs)}}
+
+
+def run_samples(run_dir: Path, m: dict[str, Any], wanted: Callable[[str], bool]) -> dict[tuple[str, str, str],
+                                                                                           np.ndarray]:
+    """One run's samples for the boxes: {(flow label, phase, distribution): values}, for the packet flows `wanted`
+    accepts. Queuing delay needs the run's packets.parquet (left out without it), Tq its metrics.json."""
+    phases = m.get("phases") or [{"name": "all", "start_s": 0.0, "end_s": _get(m, "run", "duration_s")}]
+    flows = m.get("flows") or []
+    labels = {int(f.get("id", i)): lab for i, (lab, f) in enumerate(zip(flow_labels(flows), flows)) if wanted(lab)}
+    out: dict[tuple[str, str, str], np.ndarray] = {}
+    t0_ns = int(round(float(_get(m, "run", "call_start") or 0.0) * 1e9))
+    ppath = run_dir / "packets.parquet"
+    if labels and ppath.exists():
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+        try:
+            t = pq.read_table(ppath, columns=PACKET_COLUMNS)
+        except Exception:  # a damaged table: the boxes count this run as giving no queuing-delay sample
+            t = None
+        if t is not None:
+            keep = pc.and_(pc.equal(t["status"].cast("string"), "delivered"), pc.greater_equal(t["queuing_delay_ns"], 0))
+            t = t.filter(keep)
+            flow_ids = t["flow"].to_numpy().astype(np.int64)
+            t_send = t["t_send_ns"].to_numpy()
+            qd_ms = t["queuing_delay_ns"].to_numpy() / 1e6
+            order = np.argsort(flow_ids, kind="stable")
+            sorted_ids = flow_ids[order]
+            for fid, label in labels.items():
+                rows = order[np.searchsorted(sorted_ids, fid, "left"):np.searchsorted(sorted_ids, fid, "right")]
+                for ph in phases:
+                    if ph["name"] == "all":
+                        sel = rows
+                    else:  # as the analyzer's phases: departures in [start, end)
+                        lo = t0_ns + int(float(ph["start_s"]) * 1e9)
+                        hi = t0_ns + int(float(ph["end_s"]) * 1e9)
+                        sel = rows[(t_send[rows] >= lo) & (t_send[rows] < hi)]
+                    out[(label, ph["name"], "queuing_delay_ms")] = qd_ms[sel]
+    for fid, label in labels.items():
+        flow: dict[str, Any] = next((f for i, f in enumerate(flows) if int(f.get("id", i)) == fid), {})
+        ssrc = flow.get("ssrc")
+        series = _get(m, "getstats", "directions", str(flow.get("direction")), "series") or {}
+        pts = next((v for k, v in series.items() if k.startswith("tq_ms:") and k.rsplit(":", 1)[-1] == str(ssrc)),
+                   None) if ssrc is not None else None
+        if not pts:
+            continue
+        arr = np.asarray([p for p in pts if _finite(p[1]) is not None], dtype=float).reshape(-1, 2)
+        for ph in phases:
+            if ph["name"] == "all":
+                sel = arr[:, 1]
+            else:  # as getstats.per_phase: samples in [start, end) seconds since call start
+                sel = arr[(arr[:, 0] >= float(ph["start_s"])) & (arr[:, 0] < float(ph["end_s"])), 1]
+            out[(label, ph["name"], "tq_ms")] = sel
+    return out
+
+
+def boxes(samples_per_run: list[dict[tuple[str, str, str], np.ndarray]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """{flow: {phase: {distribution: box}}} over one point's runs."""
+    keys = sorted({k for s in samples_per_run for k in s})
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for flow, phase, dist in keys:
+        per_run = [s[(flow, phase, dist)] for s in samples_per_run if (flow, phase, dist) in s]
+        out.setdefault(flow, {}).setdefault(phase, {})[dist] = box(per_run, len(samples_per_run))
+    return out
+
+
 def summarise(values: list[float], confidence: float = CONFIDENCE) -> dict[str, float | int | None]:
     """mean, sample sd (n - 1), the Student t confidence interval of the mean and n, over the runs' values."""
     n = len(values)
@@ -263,6 +353,13 @@ def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     phase_info: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in point_names}
     used_dirs: dict[str, list[str]] = {name: [] for name in point_names}
+    # The boxes' samples are pooled one point at a time (the runs come point by point), so memory holds one point's.
+    distributions: dict[str, dict[str, Any]] = {name: {} for name in point_names}
+    point_samples: list[dict[tuple[str, str, str], np.ndarray]] = []
+    pooling: str | None = None
+
+    def pooled_flow(label: str) -> bool:
+        return label != "bottleneck" and any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns)
     for (point, rep), r in sorted(reps.items(), key=lambda kv: (point_names.index(kv[0][0]), kv[0][1])):
         chosen = r.valid
         for a in r.attempts:
@@ -285,6 +382,11 @@ def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
                 else:
                     entry["used"] = True
                     used_dirs[point].append(entry["dir"])
+                    if pooling != point:
+                        if pooling is not None:
+                            distributions[pooling] = boxes(point_samples)
+                        pooling, point_samples = point, []
+                    point_samples.append(run_samples(a.path, m, pooled_flow))
                     run_id = _get(m, "run", "id")
                     for ph in m.get("phases") or []:
                         phase_info[point].setdefault(ph["name"], {k: ph.get(k) for k in
@@ -304,6 +406,10 @@ def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
         if st != "done":
             missing.append({"point": point, "rep": rep, "state": st, "attempts": len(r.attempts),
                             "counted_attempts": r.counted()})
+
+    if pooling is not None:
+        distributions[pooling] = boxes(point_samples)
+    del point_samples
 
     # study.parquet
     param_columns = list(dict.fromkeys([*axis_col.values(), *path_col.values()]))
@@ -336,7 +442,6 @@ def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
     tmp.replace(out / "study.parquet")
 
     # study.json: per point, flow and phase.
-    import fnmatch
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     wanted: dict[str, bool] = {}
     for x in rows:
@@ -367,7 +472,7 @@ def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
                            "settings": p.get("settings"), "scenario_file": p.get("scenario_file"),
                            "runs_used": used_dirs[name], "n_runs": len(used_dirs[name]),
                            "phases": [{"name": k, **v} for k, v in phase_info[name].items()],
-                           "flows": ordered})
+                           "flows": ordered, "distributions": distributions[name]})
     counts: dict[str, int] = {}
     for listed in runs_listed:
         counts[listed["status"]] = counts.get(listed["status"], 0) + 1
@@ -384,6 +489,11 @@ def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
             "ci95": "mean -/+ t(0.975, n - 1) * sd / sqrt(n), Student's t; null when n < 2",
             "n": "runs with a value", "phase": "each statistic sits under its phase: 'all' is the whole call, the "
                                               "others as metrics.json defines phases (cross traffic)"},
+        "distributions": {"over": "the samples of the point's valid runs pooled (a run with more samples weighs more)",
+                          "quantiles": "p5, p25, p50, p75, p95: numpy.percentile (linear interpolation) of the pooled "
+                                       "samples; the box is p25-p50-p75, the whiskers p5 and p95",
+                          "n_samples": "pooled samples", "n_runs": "runs that gave a sample",
+                          "runs": "the point's valid runs", **DISTRIBUTIONS},
         "metrics": {k: {"family": CATALOGUE[k].family, "unit": CATALOGUE[k].unit,
                         "definition": CATALOGUE[k].definition} for k in selected_metrics},
         "flows_aggregated": flow_patterns,

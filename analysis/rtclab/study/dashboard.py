@@ -1,0 +1,468 @@
+"""OUT/dashboard.html: one offline page per study (plotly.js embedded), from study.json and the runs' own files
+(metrics.json, packets.parquet) only. The reference studies' figure kinds: bars with 95% CI error bars per point, boxes
+of queuing delay (p25/p50/p75, whiskers p5/p95), metrics against a swept numeric parameter, time series of chosen
+runs overlaid, and the points' runs linked. Every figure has a phase selector and says its phase (docs/studies.md)."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..dashboard import _plotly_js
+from .aggregate import CATALOGUE, flow_labels
+from .report import HEADERS, fmt, fmt_stat, phase_names, phase_title, report_phases, scale, stat
+
+VIDEO = "forward:video"
+# (flow, metric, title) of the bar charts; the fair-share chart adds the TCP competitors' mean share.
+BARS = [(VIDEO, "utilisation", "Channel utilisation U of the video flow"),
+        (VIDEO, "loss_ratio_bytes", "Loss ratio (bytes) of the video flow"),
+        (VIDEO, "queuing_delay_ms_mean", "Queuing delay of the video flow (captures: OWD - propagation)"),
+        (VIDEO, "tq_ms_mean", "Tq = RTCP RTT - RTTm of the video flow (getStats)"),
+        ("bottleneck", "call_share_of_fair_share", "Throughput against the fair share (capacity / competitors)")]
+BOXES = [("queuing_delay_ms", "Queuing delay of the video flow, per packet (captures)", "queuing delay (ms)"),
+         ("tq_ms", "Tq = RTCP RTT - RTTm of the video flow, per RTCP sample (getStats)", "Tq (ms)")]
+SWEEP_METRICS = [(VIDEO, "queuing_delay_ms_mean"), (VIDEO, "tq_ms_mean"), (VIDEO, "utilisation"),
+                 (VIDEO, "loss_ratio_bytes")]
+MAX_SERIES_RUNS = 40  # time series drawn at most (the first valid run of each point, in plan order)
+SERIES_WINDOW_S = 1.0
+COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf"]
+
+Figure = dict[str, Any]
+
+
+# ---- what the points vary ------------------------------------------------------------------------------------------
+
+def value_label(v: Any) -> str:
+    """A short label of a setting's value: a number or string as it is, a mapping by its kind, a list item by item."""
+    if isinstance(v, dict):
+        if "kind" in v:
+            n = v.get("flows")
+            return f"{v['kind']}" + (f" x{n}" if isinstance(n, int) else "")
+        return json.dumps(v, sort_keys=True)
+    if isinstance(v, list):
+        return "+".join(value_label(x) for x in v) or "none"
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _number(x: Any) -> float | None:
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, (int, float)):
+        return float(x)
+    try:
+        return float(str(x))
+    except ValueError:
+        return None
+
+
+def varied(doc: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """What tells the points apart: {parameter: {point: label}}, the axes by name (their labels), else the settings
+    of named points by path (value_label); only parameters with more than one value."""
+    points = doc["points"]
+    out: dict[str, dict[str, str]] = {}
+    axes = [a for a in (points[0].get("labels") or {})] if points else []
+    for a in axes:
+        out[a] = {p["name"]: str((p.get("labels") or {}).get(a)) for p in points}
+    if not axes:
+        paths: dict[str, None] = {}
+        for p in points:
+            for s in p.get("settings") or []:
+                paths.setdefault(s["path"], None)
+        for path in paths:
+            vals = {p["name"]: next((value_label(s["value"]) for s in p.get("settings") or [] if s["path"] == path),
+                                    "base") for p in points}
+            out[path] = vals
+    return {k: v for k, v in out.items() if len(set(v.values())) > 1}
+
+
+def numeric_parameters(doc: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """The varied parameters whose every label is a number: {parameter: {point: value}}."""
+    out: dict[str, dict[str, float]] = {}
+    seen: set[tuple[float | None, ...]] = set()
+    for name, labels in varied(doc).items():
+        nums = {pt: _number(lab) for pt, lab in labels.items()}
+        key = tuple(nums.values())
+        if all(v is not None for v in nums.values()) and key not in seen:
+            seen.add(key)
+            out[name] = {pt: float(v) for pt, v in nums.items() if v is not None}
+    return out
+
+
+def groups(doc: dict[str, Any]) -> tuple[str, list[str], dict[str, tuple[str, str]]]:
+    """How the bar charts group the points: (x axis title, x categories in order, {point: (x, trace)}): x is the first
+    varied parameter (the discipline in the reference studies), one trace per combination of the others."""
+    v = varied(doc)
+    names = [p["name"] for p in doc["points"]]
+    if not v:
+        return "point", names, {n: (n, "") for n in names}
+    first, *rest = list(v)
+    where = {n: (v[first][n], ", ".join(f"{r}={v[r][n]}" for r in rest)) for n in names}
+    xs = list(dict.fromkeys(where[n][0] for n in names))
+    return first, xs, where
+
+
+# ---- figures ---------------------------------------------------------------------------------------------------------
+
+def _phase_menu(doc: dict[str, Any], phases: list[str], trace_phase: list[str], title: str) -> dict[str, Any]:
+    """A dropdown that shows one phase's traces and retitles the figure with the phase."""
+    buttons = [{"label": phase_title(doc, ph), "method": "update",
+                "args": [{"visible": [tp == ph for tp in trace_phase]},
+                         {"title": {"text": f"{title}<br><sub>phase: {phase_title(doc, ph)}</sub>"}}]}
+               for ph in phases]
+    return {"buttons": buttons, "direction": "down", "x": 1, "xanchor": "right", "y": 1.22, "yanchor": "top",
+            "active": 0, "showactive": True}
+
+
+def _layout(doc: dict[str, Any], title: str, phase: str, xtitle: str, ytitle: str, **extra: Any) -> dict[str, Any]:
+    lay = {"title": {"text": f"{title}<br><sub>phase: {phase_title(doc, phase)}</sub>"}, "height": 400,
+           "xaxis": {"title": {"text": xtitle}}, "yaxis": {"title": {"text": ytitle}},
+           "margin": {"l": 70, "r": 20, "t": 90, "b": 60}, "legend": {"orientation": "h", "y": -0.22}}
+    lay.update(extra)
+    return lay
+
+
+def _hover(metric: str, s: dict[str, Any] | None, point: str) -> str:
+    return f"{point}: {fmt_stat(metric, s, with_n=True)} (click: its runs)"
+
+
+def bar_figure(doc: dict[str, Any], phases: list[str], flow: str, metric: str, title: str) -> Figure | None:
+    xtitle, xs, where = groups(doc)
+    series = [(flow, metric, "")]
+    if metric == "call_share_of_fair_share":
+        series.append(("bottleneck", "tcp_share_of_fair_share", "TCP competitors (mean) "))
+    data, trace_phase = [], []
+    traces = list(dict.fromkeys(t for _, t in where.values()))
+    for ph in phases:
+        for f, m, prefix in series:
+            for tr in traces:
+                pts = [p for p in doc["points"] if where[p["name"]][1] == tr]
+                stats = [stat(p, f, ph, m) for p in pts]
+                if all(s is None for s in stats):
+                    continue
+                data.append({"type": "bar", "name": (prefix or ("call " if len(series) > 1 else "")) + (tr or m),
+                             "x": [where[p["name"]][0] for p in pts],
+                             "y": [None if s is None else s["mean"] * scale(m) for s in stats],
+                             "error_y": {"type": "data", "visible": True,
+                                         "array": [None if s is None or s["ci95_half_width"] is None
+                                                   else s["ci95_half_width"] * scale(m) for s in stats]},
+                             "customdata": [p["name"] for p in pts],
+                             "hovertext": [_hover(m, s, p["name"]) for s, p in zip(stats, pts)],
+                             "hoverinfo": "text", "visible": ph == phases[0]})
+                trace_phase.append(ph)
+    if not data:
+        return None
+    unit = CATALOGUE[metric].unit
+    ytitle = HEADERS.get(metric, metric) + ("" if unit in ("bit/s", "ms") else f" ({unit})")
+    lay = _layout(doc, title, phases[0], xtitle, ytitle, barmode="group", xaxis={"title": {"text": xtitle},
+                                                                                  "categoryorder": "array",
+                                                                                  "categoryarray": xs})
+    if metric == "call_share_of_fair_share":
+        lay["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
+                          "line": {"dash": "dot", "color": "black"}}]
+    lay["updatemenus"] = [_phase_menu(doc, phases, trace_phase, title)]
+    return {"data": data, "layout": lay}
+
+
+def box_figure(doc: dict[str, Any], phases: list[str], dist: str, title: str, ytitle: str) -> Figure | None:
+    data, trace_phase = [], []
+    for ph in phases:
+        pts, boxes = [], []
+        for p in doc["points"]:
+            b = (((p.get("distributions") or {}).get(VIDEO) or {}).get(ph) or {}).get(dist)
+            if b and b.get("n_samples"):
+                pts.append(p["name"])
+                boxes.append(b)
+        if not pts:
+            continue
+        data.append({"type": "box", "name": ph, "x": pts, "q1": [b["p25"] for b in boxes],
+                     "median": [b["p50"] for b in boxes], "q3": [b["p75"] for b in boxes],
+                     "lowerfence": [b["p5"] for b in boxes], "upperfence": [b["p95"] for b in boxes],
+                     "mean": [b["mean"] for b in boxes], "customdata": pts, "boxpoints": False,
+                     "hovertext": [f"{n}: {b['n_samples']} samples from {b['n_runs']} of {b['runs']} runs"
+                                   for n, b in zip(pts, boxes)],
+                     "visible": ph == phases[0], "showlegend": False})
+        trace_phase.append(ph)
+    if not data:
+        return None
+    lay = _layout(doc, title + "; box p25/p50/p75, whiskers p5/p95, pooled over the point's runs", phases[0], "point",
+                  ytitle)
+    lay["updatemenus"] = [_phase_menu(doc, phases, trace_phase, title + "; box p25/p50/p75, whiskers p5/p95, pooled "
+                                                                        "over the point's runs")]
+    return {"data": data, "layout": lay}
+
+
+def sweep_figure(doc: dict[str, Any], phases: list[str], param: str, values: dict[str, float], flow: str,
+                 metric: str) -> Figure | None:
+    v = varied(doc)
+    others = [k for k in v if k != param]
+    line_of = {p: ", ".join(f"{o}={v[o][p]}" for o in others) for p in values}
+    data, trace_phase = [], []
+    for ph in phases:
+        for i, line in enumerate(dict.fromkeys(line_of.values())):
+            pts = sorted((p for p in doc["points"] if p["name"] in values and line_of[p["name"]] == line),
+                         key=lambda p: values[p["name"]])
+            stats = [stat(p, flow, ph, metric) for p in pts]
+            if all(s is None for s in stats):
+                continue
+            data.append({"type": "scatter", "mode": "lines+markers", "name": line or metric,
+                         "x": [values[p["name"]] for p in pts],
+                         "y": [None if s is None else s["mean"] * scale(metric) for s in stats],
+                         "error_y": {"type": "data", "visible": True,
+                                     "array": [None if s is None or s["ci95_half_width"] is None
+                                               else s["ci95_half_width"] * scale(metric) for s in stats]},
+                         "customdata": [p["name"] for p in pts],
+                         "hovertext": [_hover(metric, s, p["name"]) for s, p in zip(stats, pts)],
+                         "hoverinfo": "text", "line": {"color": COLOURS[i % len(COLOURS)]},
+                         "visible": ph == phases[0]})
+            trace_phase.append(ph)
+    if not data:
+        return None
+    title = f"{HEADERS.get(metric, metric)} of {flow} against {param}"
+    lay = _layout(doc, title, phases[0], param, HEADERS.get(metric, metric))
+    lay["updatemenus"] = [_phase_menu(doc, phases, trace_phase, title)]
+    return {"data": data, "layout": lay}
+
+
+def _run_series(run_dir: Path) -> tuple[list[float], list[float], list[float], list[float], str, list[tuple[float, float]]]:
+    """The video flow of one run: (t, received kbit/s), (t, queuing delay ms), the source, the cross-traffic spans.
+    From packets.parquet (windows of SERIES_WINDOW_S: link-layer bytes received, mean queuing delay by departure);
+    without it from getStats (received bitrate at b, Tq)."""
+    m = json.loads((run_dir / "metrics.json").read_text())
+    flows = m.get("flows") or []
+    video = next((f for lab, f in zip(flow_labels(flows), flows) if lab == VIDEO), None)
+    spans = [(float(p["start_s"]), float(p["end_s"])) for p in m.get("phases") or [] if p.get("cross_traffic")]
+    t0_ns = int(round(float((m.get("run") or {}).get("call_start") or 0.0) * 1e9))
+    ppath = run_dir / "packets.parquet"
+    if video is not None and ppath.exists():
+        import pyarrow.parquet as pq
+        t = pq.read_table(ppath, columns=["flow", "status", "t_send_ns", "t_recv_ns", "queuing_delay_ns", "ip_len"])
+        flow = t["flow"].to_numpy()
+        status = t["status"].cast("string").to_numpy(zero_copy_only=False)
+        rows = np.flatnonzero((flow == int(video["id"])) & (status == "delivered"))
+        tr = (t["t_recv_ns"].to_numpy()[rows] - t0_ns) / 1e9
+        ts = (t["t_send_ns"].to_numpy()[rows] - t0_ns) / 1e9
+        qd = t["queuing_delay_ns"].to_numpy()[rows] / 1e6
+        nbytes = t["ip_len"].to_numpy()[rows].astype(float) + 14.0
+        end = float((m.get("run") or {}).get("duration_s") or (tr.max() if tr.size else 0.0))
+        n = max(1, int(np.ceil(end / SERIES_WINDOW_S)))
+        keep = (tr >= 0) & (tr < n * SERIES_WINDOW_S)
+        rate = np.bincount((tr[keep] // SERIES_WINDOW_S).astype(np.int64), weights=nbytes[keep], minlength=n)[:n]
+        rate_kbps = rate * 8 / SERIES_WINDOW_S / 1e3
+        good = (ts >= 0) & (ts < n * SERIES_WINDOW_S) & (qd >= 0)
+        idx = (ts[good] // SERIES_WINDOW_S).astype(np.int64)
+        qsum = np.bincount(idx, weights=qd[good], minlength=n)[:n]
+        qcnt = np.bincount(idx, minlength=n)[:n]
+        mid = (np.arange(n) + 0.5) * SERIES_WINDOW_S
+        has = qcnt > 0
+        return (mid.round(3).tolist(), rate_kbps.round(2).tolist(), mid[has].round(3).tolist(),
+                (qsum[has] / qcnt[has]).round(3).tolist(), "captures", spans)
+    series = (((m.get("getstats") or {}).get("directions") or {}).get("forward") or {}).get("series") or {}
+    ssrc = None if video is None else video.get("ssrc")
+    if ssrc is None:  # no capture: the video stream getStats saw
+        ssrc = next((k.rsplit(":", 1)[-1] for k in series if k.startswith("received_bitrate_bps:video:")), None)
+    recv: list[list[float]] = next((v for k, v in series.items() if k.startswith("received_bitrate_bps:") and k.endswith(f":{ssrc}")), [])
+    tq: list[list[float]] = next((v for k, v in series.items() if k.startswith("tq_ms:") and k.endswith(f":{ssrc}")), [])
+    return ([p[0] for p in recv], [p[1] / 1e3 for p in recv], [p[0] for p in tq], [p[1] for p in tq], "getStats", spans)
+
+
+def series_figures(doc: dict[str, Any], out: Path, runs: list[tuple[str, str]]) -> tuple[list[tuple[str, Figure]],
+                                                                                         list[str]]:
+    """Received rate and queuing delay of the video flow over time, the chosen runs (point, dir) overlaid, the
+    cross-traffic intervals shaded."""
+    rate, delay, notes = [], [], []
+    spans: set[tuple[float, float]] = set()
+    sources = set()
+    for i, (point, d) in enumerate(runs):
+        try:
+            t1, kbps, t2, q, source, sp = _run_series(out / d)
+        except Exception as e:  # a run whose files cannot be read: the others are drawn, this one named
+            notes.append(f"time series of {d} left out: {type(e).__name__}: {e}")
+            continue
+        sources.add(source)
+        spans.update(sp)
+        name = f"{point} ({Path(d).name})"
+        style = {"line": {"color": COLOURS[i % len(COLOURS)], "width": 1.3}}
+        if t1:
+            rate.append({"type": "scatter", "mode": "lines", "name": name, "x": t1, "y": kbps, **style,
+                         "legendgroup": name})
+        if t2:
+            delay.append({"type": "scatter", "mode": "lines", "name": name, "x": t2, "y": q, **style,
+                          "legendgroup": name, "showlegend": False})
+    shade = [{"type": "rect", "xref": "x", "yref": "paper", "x0": lo, "x1": hi, "y0": 0, "y1": 1,
+              "fillcolor": "#d62728", "opacity": 0.08, "line": {"width": 0}, "layer": "below"}
+             for lo, hi in sorted(spans)]
+    src = " / ".join(sorted(sources))
+    what = "captures: link-layer bits received per 1 s" if src == "captures" else src
+    figs = []
+    sub = "<br><sub>the first valid run of each point; cross traffic shaded</sub>"
+    if rate:
+        figs.append(("series-rate", {"data": rate, "layout": {
+            "title": {"text": f"Received rate of the video flow over time ({what}){sub}"}, "height": 400,
+            "xaxis": {"title": {"text": "time since call start (s)"}}, "yaxis": {"title": {"text": "kbit/s"}},
+            "shapes": shade, "margin": {"l": 70, "r": 20, "t": 70, "b": 60}, "legend": {"orientation": "h", "y": -0.2}}}))
+    if delay:
+        dwhat = "captures: mean per 1 s by departure, OWD - propagation" if src == "captures" else \
+            "Tq = RTT - RTTm per getStats sample"
+        figs.append(("series-delay", {"data": delay, "layout": {
+            "title": {"text": f"Queuing delay of the video flow over time ({dwhat}){sub}"}, "height": 400,
+            "xaxis": {"title": {"text": "time since call start (s)"}}, "yaxis": {"title": {"text": "ms"}},
+            "shapes": shade, "margin": {"l": 70, "r": 20, "t": 70, "b": 60}, "showlegend": False}}))
+    return figs, notes
+
+
+def figures(doc: dict[str, Any], out: Path) -> tuple[list[tuple[str, Figure]], list[str]]:
+    """(id, figure) of every chart with data, and a sentence for each one left out and why."""
+    phases = report_phases(doc)
+    phases += [ph for ph in phase_names(doc) if ph not in phases]
+    figs: list[tuple[str, Figure]] = []
+    notes: list[str] = []
+    for flow, metric, title in BARS:
+        f = bar_figure(doc, phases, flow, metric, title)
+        if f:
+            figs.append((f"bars-{metric}", f))
+        else:
+            notes.append(f"bars of {metric} ({flow}): no point has a value")
+    for dist, title, ytitle in BOXES:
+        f = box_figure(doc, phases, dist, title, ytitle)
+        if f:
+            figs.append((f"box-{dist}", f))
+        else:
+            notes.append(f"box of {dist}: no samples ({'no packets.parquet in the runs' if dist == 'queuing_delay_ms' else 'no Tq in getStats'})")
+    params = numeric_parameters(doc)
+    if not params:
+        notes.append("metric against a parameter: no varied parameter is numeric")
+    for param, values in params.items():
+        for flow, metric in SWEEP_METRICS:
+            f = sweep_figure(doc, phases, param, values, flow, metric)
+            if f:
+                figs.append((f"sweep-{param}-{metric}", f))
+    chosen = [(p["name"], p["runs_used"][0]) for p in doc["points"] if p.get("runs_used")][:MAX_SERIES_RUNS]
+    if len([p for p in doc["points"] if p.get("runs_used")]) > MAX_SERIES_RUNS:
+        notes.append(f"time series: the first {MAX_SERIES_RUNS} points' runs only")
+    sfigs, snotes = series_figures(doc, out, chosen)
+    figs += sfigs
+    notes += snotes
+    if not sfigs:
+        notes.append("time series: no run to draw")
+    return figs, notes
+
+
+# ---- tables ----------------------------------------------------------------------------------------------------------
+
+def _link(out: Path, page: Path, run_dir: str) -> str:
+    """A link (relative to the page) to a run's dashboard, else its report, else its directory."""
+    for name in ("dashboard.html", "report.txt", ""):
+        target = out / run_dir / name
+        if target.exists():
+            rel = os.path.relpath(target, page.parent)
+            return f'<a href="{html.escape(rel)}">{html.escape(Path(run_dir).name)}</a>'
+    return html.escape(Path(run_dir).name) + " (gone)"
+
+
+def points_table(doc: dict[str, Any], out: Path, page: Path, phase: str) -> str:
+    v = varied(doc)
+    head = ["point", *v, "runs used", "queue ms", "Tq ms", "U", "loss (bytes)"]
+    rows = []
+    for p in doc["points"]:
+        cells = [html.escape(p["name"]), *(html.escape(v[k][p["name"]]) for k in v),
+                 " ".join(_link(out, page, d) for d in p.get("runs_used") or []) or "none"]
+        cells += [html.escape(fmt_stat(m, stat(p, VIDEO, phase, m), with_n=True)) for m in
+                  ("queuing_delay_ms_mean", "tq_ms_mean", "utilisation", "loss_ratio_bytes")]
+        rows.append(f'<tr id="point-{html.escape(p["name"])}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    return (f"<p>The video flow's means in phase {html.escape(phase_title(doc, phase))}, ±95% CI half-width, n runs. "
+            f"Click a bar, box or point of a chart to come here.</p><table><thead><tr>{th}</tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>")
+
+
+def excluded_table(doc: dict[str, Any], out: Path, page: Path) -> str:
+    parts = []
+    ex = doc.get("excluded") or []
+    if ex:
+        rows = "".join(f"<tr><td>{html.escape(e['point'])}</td><td>{e['rep']}</td><td>{e['attempt']}</td>"
+                       f"<td>{_link(out, page, e['dir'])}</td><td>{html.escape(str(e.get('status')))}</td>"
+                       f"<td>{html.escape(str(e.get('excluded_because') or ''))}</td></tr>" for e in ex)
+        parts.append("<h3>Excluded runs</h3><table><thead><tr><th>point</th><th>rep</th><th>attempt</th><th>run</th>"
+                     f"<th>status</th><th>why (failed checks)</th></tr></thead><tbody>{rows}</tbody></table>")
+    miss = doc.get("missing") or []
+    if miss:
+        rows = "".join(f"<tr><td>{html.escape(m['point'])}</td><td>{m['rep']}</td><td>{html.escape(m['state'])}</td>"
+                       f"<td>{m['attempts']}</td></tr>" for m in miss)
+        parts.append("<h3>Repetitions without a valid run</h3><table><thead><tr><th>point</th><th>rep</th>"
+                     f"<th>state</th><th>attempts</th></tr></thead><tbody>{rows}</tbody></table>")
+    return "".join(parts) or "<p>No run was excluded; every repetition has a valid run.</p>"
+
+
+PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>
+body{{font-family:system-ui,sans-serif;margin:16px;color:#222}} h1{{font-size:20px}}
+.quick{{background:#fff3cd;border:1px solid #e0c060;padding:8px;border-radius:6px;font-weight:600}}
+.chart{{width:100%;min-height:400px;margin-top:14px}} table{{border-collapse:collapse;font-size:12px;margin-top:8px}}
+td,th{{border:1px solid #ddd;padding:3px 6px;text-align:left}} tr:target{{background:#fff3cd}} .notes{{color:#a33}}
+</style>
+<script>{plotly}</script></head><body>
+<h1>{title}</h1>
+{quick}
+<p>{summary}</p>
+{notes}
+{divs}
+<h2>Points and their runs</h2>
+{points}
+{excluded}
+<script id="figures" type="application/json">{figures}</script>
+<script>
+(function () {{
+  var figs = JSON.parse(document.getElementById('figures').textContent);
+  var done = [];
+  figs.forEach(function (f) {{
+    var el = document.getElementById(f.id);
+    done.push(Plotly.newPlot(el, f.fig.data, f.fig.layout, {{responsive: true, displaylogo: false}}).then(function (gd) {{
+      gd.on('plotly_click', function (ev) {{
+        var p = ev.points && ev.points[0];
+        var name = p && (p.customdata !== undefined ? p.customdata : p.x);
+        if (name !== undefined && document.getElementById('point-' + name)) location.hash = 'point-' + name;
+      }});
+    }}));
+  }});
+  Promise.all(done).then(function () {{ window.rtclabReady = performance.now(); }});
+}})();
+</script>
+</body></html>
+"""
+
+
+def render(doc: dict[str, Any], out: Path, page: Path) -> str:
+    figs, notes = figures(doc, out)
+    title = f"rtclab study {doc['study']}"
+    quick = f'<div class="quick">{html.escape(doc["quick_note"])} (quick factor {doc["quick_factor"]:g})</div>' \
+        if doc.get("quick_note") else ""
+    s = doc["summary"]
+    summary = (f"{html.escape(doc.get('description') or '')} {len(doc['points'])} point(s); {s['runs_used']} valid "
+               f"run(s) used; {s['repetitions_without']} repetition(s) without a valid run. Every figure has a phase "
+               "selector (top right): the cross-traffic phase first when the study has one, then the whole call. "
+               "Error bars: 95% confidence interval of the mean over the point's runs (Student t; none when n &lt; "
+               "2). Definitions: docs/studies.md.")
+    note_html = "<ul class=notes>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>" if notes else ""
+    divs = "\n".join(f'<div class="chart" id="{fid}"></div>' for fid, _ in figs)
+    payload = json.dumps([{"id": fid, "fig": fig} for fid, fig in figs], separators=(",", ":"))
+    return PAGE.format(title=html.escape(title), plotly=_plotly_js(full=True), quick=quick, summary=summary,
+                       notes=note_html, divs=divs, points=points_table(doc, out, page, report_phases(doc)[0]),
+                       excluded=excluded_table(doc, out, page), figures=payload.replace("</", "<\\/"))
+
+
+def write(out: Path, doc: dict[str, Any], page: Path | None = None) -> Path:
+    """Writes the dashboard (default OUT/dashboard.html) and returns its path."""
+    page = (page or out / "dashboard.html").resolve()
+    out = out.resolve()
+    text = render(doc, out, page)
+    tmp = page.with_name(page.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(page)
+    return page

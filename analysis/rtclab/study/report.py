@@ -1,0 +1,216 @@
+"""The study report in the terminal: per phase, per point x flow, the key metrics as mean ± 95% CI half-width and n,
+straight from study.json (docs/studies.md, "Report"). Also what the dashboard and `compare` share: loading a study
+directory, choosing the phases (the cross-traffic phase when the study has one, then the whole call), and formatting
+a metric's value in its unit."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .aggregate import CATALOGUE
+
+# The key metrics: of each packet flow shown, and of the forward bottleneck (the call against its competitors).
+FLOW_METRICS = ["throughput_bps", "utilisation", "loss_ratio_bytes", "queuing_delay_ms_mean", "tq_ms_mean"]
+BOTTLENECK_METRICS = ["call_share_of_fair_share", "tcp_share_of_fair_share", "jain_index"]
+FLOWS_SHOWN = ["forward:video", "forward:tcp"]  # the call's video and the busiest competing TCP flow
+
+HEADERS = {"throughput_bps": "rate kbit/s", "send_rate_bps": "sent kbit/s", "received_bps": "received kbit/s",
+           "call_throughput_bps": "call kbit/s", "utilisation": "U", "loss_ratio_bytes": "loss (bytes)",
+           "loss_ratio_packets": "loss (packets)", "queuing_delay_ms_mean": "queue ms", "queuing_delay_ms_p50":
+           "queue p50 ms", "queuing_delay_ms_p95": "queue p95 ms", "owd_ms_mean": "OWD ms", "jitter_ms": "jitter ms",
+           "tq_ms_mean": "Tq ms", "tq_ms_p95": "Tq p95 ms", "jain_index": "Jain", "bottleneck_utilisation":
+           "U (all traffic)", "call_share_of_fair_share": "call / fair share",
+           "tcp_share_of_fair_share": "TCP / fair share"}
+
+
+class StudyReportError(Exception):
+    """A directory that is no aggregated study (the CLI exits 2 with this message)."""
+
+
+def load(out: Path) -> dict[str, Any]:
+    """study.json of a study directory, or StudyReportError saying what is wrong."""
+    if not out.is_dir():
+        raise StudyReportError(f"{out} is not a directory")
+    if not (out / "plan.json").exists():
+        raise StudyReportError(f"{out} holds no plan.json: not a study directory")
+    path = out / "study.json"
+    if not path.exists():
+        raise StudyReportError(f"{out} holds no study.json: run `rtclab study aggregate {out}` first")
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise StudyReportError(f"{path} unreadable: {e}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("points"), list):
+        raise StudyReportError(f"{path} is not a study.json (no points)")
+    return doc
+
+
+def check_metrics(names: list[str] | None) -> list[str] | None:
+    """The metrics asked for, or StudyReportError naming an unknown one."""
+    if not names:
+        return None
+    unknown = [n for n in names if n not in CATALOGUE]
+    if unknown:
+        raise StudyReportError(f"unknown metric(s) {', '.join(unknown)}; known: {', '.join(CATALOGUE)}")
+    return names
+
+
+def phase_names(doc: dict[str, Any]) -> list[str]:
+    """Every phase of the study's points, in the order they come."""
+    seen: dict[str, None] = {}
+    for p in doc["points"]:
+        for ph in p.get("phases") or []:
+            seen.setdefault(ph["name"], None)
+    return list(seen) or ["all"]
+
+
+def cross_traffic_phase(doc: dict[str, Any]) -> str | None:
+    """The phase where the flows compete: the cross-traffic phase most points have (None without cross traffic)."""
+    counts = Counter(ph["name"] for p in doc["points"] for ph in p.get("phases") or [] if ph.get("cross_traffic"))
+    return counts.most_common(1)[0][0] if counts else None
+
+
+def report_phases(doc: dict[str, Any], phase: str | None = None) -> list[str]:
+    """The phase asked for; else the cross-traffic phase (when there is one), then the whole call."""
+    if phase:
+        if phase not in phase_names(doc):
+            raise StudyReportError(f"no phase {phase!r} in this study; its phases: {', '.join(phase_names(doc))}")
+        return [phase]
+    cross = cross_traffic_phase(doc)
+    return ([cross] if cross else []) + ["all"]
+
+
+def phase_title(doc: dict[str, Any], phase: str) -> str:
+    """'cross_traffic (25-75 s of the call)', 'all (the whole call)'; intervals that differ between points say so."""
+    if phase == "all":
+        return "all (the whole call)"
+    spans = {(ph.get("start_s"), ph.get("end_s")) for p in doc["points"] for ph in p.get("phases") or []
+             if ph["name"] == phase}
+    if len(spans) == 1:
+        lo, hi = next(iter(spans))
+        return f"{phase} ({lo:g}-{hi:g} s of the call)"
+    return f"{phase} (its interval differs between points)"
+
+
+def stat(point: dict[str, Any], flow: str, phase: str, metric: str) -> dict[str, Any] | None:
+    s = (((point.get("flows") or {}).get(flow) or {}).get(phase) or {}).get(metric)
+    return s if isinstance(s, dict) and s.get("mean") is not None else None
+
+
+def scale(metric: str) -> float:
+    """Display scale of a metric: bit/s are shown in kbit/s."""
+    return 1e-3 if CATALOGUE[metric].unit == "bit/s" else 1.0
+
+
+def fmt(metric: str, x: float | None) -> str:
+    """A value of `metric` in its display unit (HEADERS): kbit/s and ms with one decimal, ratios with 4 digits."""
+    if x is None:
+        return "-"
+    unit = CATALOGUE[metric].unit
+    if unit in ("bit/s", "ms"):
+        return f"{x * scale(metric):.1f}"
+    return f"{x:.4g}"
+
+
+def fmt_stat(metric: str, s: dict[str, Any] | None, with_n: bool = False) -> str:
+    """'mean ±half-width' (no ± with n < 2), and ' n=k' when asked."""
+    if s is None:
+        return "-"
+    text = fmt(metric, s["mean"])
+    if s.get("ci95_half_width") is not None:
+        text += " ±" + fmt(metric, s["ci95_half_width"])
+    return text + (f" n={s['n']}" if with_n else "")
+
+
+@dataclass
+class Table:
+    title: str
+    head: list[str]
+    rows: list[list[str]]
+    note: str = ""
+
+    def render(self) -> str:
+        widths = [max(len(h), *(len(r[i]) for r in self.rows)) if self.rows else len(h) for i, h in enumerate(self.head)]
+        lines = [self.title, "  ".join(h.ljust(w) for h, w in zip(self.head, widths)),
+                 "  ".join("-" * w for w in widths)]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in self.rows]
+        if self.note:
+            lines.append(self.note)
+        return "\n".join(lines) + "\n"
+
+
+def shown_flows(doc: dict[str, Any]) -> list[str]:
+    """The packet flows the report shows, those the study has."""
+    present = {f for p in doc["points"] for f in p.get("flows") or {}}
+    return [f for f in FLOWS_SHOWN if f in present]
+
+
+def tables(doc: dict[str, Any], phase: str, metrics: list[str] | None = None) -> list[Table]:
+    """The report's tables for one phase: the packet flows (point x flow) and the bottleneck (per point)."""
+    title = f"phase {phase_title(doc, phase)}"
+    flow_metrics = [m for m in (metrics or FLOW_METRICS) if CATALOGUE[m].family == "flow"]
+    neck_metrics = [m for m in (metrics or BOTTLENECK_METRICS) if CATALOGUE[m].family == "bottleneck"]
+    out = []
+    if flow_metrics and shown_flows(doc):
+        rows = []
+        for p in doc["points"]:
+            for flow in shown_flows(doc):
+                cells = [stat(p, flow, phase, m) for m in flow_metrics]
+                if all(c is None for c in cells) and flow != "forward:video":
+                    continue
+                ns = {c["n"] for c in cells if c is not None}
+                n = str(max(ns)) if ns else "0"
+                rows.append([p["name"], flow, n] + [fmt_stat(m, c, with_n=len(ns) > 1)
+                                                    for m, c in zip(flow_metrics, cells)])
+        out.append(Table(f"{title}: flows", ["point", "flow", "n"] + [HEADERS.get(m, m) for m in flow_metrics], rows))
+    if neck_metrics:
+        rows = []
+        for p in doc["points"]:
+            cells = [stat(p, "bottleneck", phase, m) for m in neck_metrics]
+            ns = {c["n"] for c in cells if c is not None}
+            rows.append([p["name"], str(max(ns)) if ns else "0"] + [fmt_stat(m, c, with_n=len(ns) > 1)
+                                                                    for m, c in zip(neck_metrics, cells)])
+        out.append(Table(f"{title}: forward bottleneck", ["point", "n"] + [HEADERS.get(m, m) for m in neck_metrics],
+                         rows))
+    return out
+
+
+def render(doc: dict[str, Any], phase: str | None = None, metrics: list[str] | None = None) -> str:
+    """The whole terminal report."""
+    lines = [f"study {doc['study']}: {len(doc['points'])} point(s), {doc['summary']['runs_used']} valid run(s) used"]
+    if doc.get("quick_note"):
+        lines.insert(0, f"[{doc['quick_note']}]")
+    text = "\n".join(lines) + "\n"
+    for ph in report_phases(doc, phase):
+        for t in tables(doc, ph, metrics):
+            text += "\n" + t.render()
+    text += ("\nmean ±95% CI half-width (Student t) over each point's valid runs; n = runs with a value (n=k in a cell "
+             "where it differs); no ± when n < 2. rate = goodput, link-layer bits received; U = rate / capacity; loss "
+             "= bytes lost / sent; queue = one-way delay - propagation delay (captures); Tq = RTCP RTT - RTTm "
+             "(getStats); fair share = capacity / competitors (docs/studies.md)\n")
+    s = doc["summary"]
+    text += (f"repetitions with a valid run: {s['repetitions_with_valid_run']}, without: {s['repetitions_without']}; "
+             f"attempts: {', '.join(f'{k} {v}' for k, v in sorted(s['attempts'].items())) or 'none'}\n")
+    return text
+
+
+def chromium_versions(out: Path, doc: dict[str, Any]) -> list[str]:
+    """The Chromium versions of the runs used (manifest.json `versions.chromium`, the version number only)."""
+    found: dict[str, None] = {}
+    for r in doc.get("runs") or []:
+        if not r.get("used"):
+            continue
+        try:
+            v = json.loads((out / r["dir"] / "manifest.json").read_text()).get("versions") or {}
+        except (OSError, ValueError):
+            continue
+        text = str(v.get("chromium") or "")
+        if text:
+            m = re.search(r"\d+(\.\d+){2,3}", text)
+            found.setdefault(m.group(0) if m else text, None)
+    return list(found)
