@@ -251,7 +251,7 @@ def test_every_figure_of_the_dashboard_has_data(studies: dict[str, Path], which:
     out = studies[which]
     doc = doc_of(out)
     figs = figures_of(out / "dashboard.html")
-    param = "kbit" if which == "cross" else "network.forward.rate.kbit"
+    param = "kbit"
     expected = {"bars-utilisation", "bars-loss_ratio_bytes", "bars-queuing_delay_ms_mean", "bars-tq_ms_mean",
                 "bars-call_share_of_fair_share", "box-queuing_delay_ms", "box-tq_ms", "series-rate", "series-delay"}
     expected |= {f"sweep-{param}-{m}" for m in ("queuing_delay_ms_mean", "tq_ms_mean", "utilisation",
@@ -263,8 +263,13 @@ def test_every_figure_of_the_dashboard_has_data(studies: dict[str, Path], which:
         assert visible and all(_has_data(tr) for tr in visible), fid
         if not fid.startswith("series"):
             assert f"phase: {first}" in fig["layout"]["title"]["text"], fid
-            labels = [b["label"] for b in fig["layout"]["updatemenus"][0]["buttons"]]
-            assert labels[0].startswith(first) and any(lab.startswith("all") for lab in labels), fid
+            buttons = fig["layout"]["updatemenus"][0]["buttons"]
+            assert buttons[0]["label"].startswith(first) and any(b["label"].startswith("all") for b in buttons), fid
+            for b in buttons:  # each phase's button shows that phase's traces (each trace's meta) and says so
+                phase = b["label"].split(" ")[0]
+                assert b["args"][0]["visible"] == [tr["meta"] == phase for tr in fig["data"]], (fid, phase)
+                assert f"phase: {b['label']}" in b["args"][1]["title"]["text"]
+                assert any(tr["meta"] == phase for tr in fig["data"]) or phase != first, (fid, phase)
     # Bars: the means and CI half-widths of study.json, grouped by the first axis.
     bars = figs["bars-queuing_delay_ms_mean"]["data"]
     for p in doc["points"]:

@@ -26,6 +26,7 @@ BARS = [(VIDEO, "utilisation", "Channel utilisation U of the video flow"),
         ("bottleneck", "call_share_of_fair_share", "Throughput against the fair share (capacity / competitors)")]
 BOXES = [("queuing_delay_ms", "Queuing delay of the video flow, per packet (captures)", "queuing delay (ms)"),
          ("tq_ms", "Tq = RTCP RTT - RTTm of the video flow, per RTCP sample (getStats)", "Tq (ms)")]
+METRIC_TITLES = {m: t for _, m, t in BARS}
 SWEEP_METRICS = [(VIDEO, "queuing_delay_ms_mean"), (VIDEO, "tq_ms_mean"), (VIDEO, "utilisation"),
                  (VIDEO, "loss_ratio_bytes")]
 MAX_SERIES_RUNS = 40  # time series drawn at most (the first valid run of each point, in plan order)
@@ -38,15 +39,19 @@ Figure = dict[str, Any]
 
 # ---- what the points vary ------------------------------------------------------------------------------------------
 
-def value_label(v: Any) -> str:
-    """A short label of a setting's value: a number or string as it is, a mapping by its kind, a list item by item."""
+def value_label(v: Any, detail: bool = False) -> str:
+    """A short label of a setting's value: a number or string as it is, a mapping by its kind (with its other fields
+    when `detail`), a list item by item."""
     if isinstance(v, dict):
         if "kind" in v:
             n = v.get("flows")
-            return f"{v['kind']}" + (f" x{n}" if isinstance(n, int) else "")
+            text = f"{v['kind']}" + (f" x{n}" if isinstance(n, int) else "")
+            if detail:
+                text += "".join(f" {k}={v[k]}" for k in sorted(v) if k not in ("kind", "flows"))
+            return text
         return json.dumps(v, sort_keys=True)
     if isinstance(v, list):
-        return "+".join(value_label(x) for x in v) or "none"
+        return "+".join(value_label(x, detail) for x in v) or "none"
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
@@ -61,47 +66,81 @@ def _number(x: Any) -> float | None:
         return None
 
 
+def _short_names(paths: list[str]) -> dict[str, str]:
+    """A field path's last name (network.forward.rate.kbit -> kbit) where that is unambiguous, else the path."""
+    last = {p: p.split(".")[-1].split("[")[0] for p in paths}
+    return {p: (n if list(last.values()).count(n) == 1 else p) for p, n in last.items()}
+
+
+def _settings_by_path(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """{field path: {point: value}} of every field a point sets (axes' and named points' settings)."""
+    out: dict[str, dict[str, Any]] = {}
+    for p in doc["points"]:
+        for st in p.get("settings") or []:
+            out.setdefault(st["path"], {})[p["name"]] = st["value"]
+    return out
+
+
 def varied(doc: dict[str, Any]) -> dict[str, dict[str, str]]:
-    """What tells the points apart: {parameter: {point: label}}, the axes by name (their labels), else the settings
-    of named points by path (value_label); only parameters with more than one value."""
+    """What tells the points apart: {parameter: {point: label}}: the axes by name (their labels), else the fields the
+    named points set, by short name (a mapping by its kind, its other fields too where the kinds alone would not
+    tell two points apart); only parameters with more than one value."""
     points = doc["points"]
-    out: dict[str, dict[str, str]] = {}
-    axes = [a for a in (points[0].get("labels") or {})] if points else []
-    for a in axes:
-        out[a] = {p["name"]: str((p.get("labels") or {}).get(a)) for p in points}
-    if not axes:
-        paths: dict[str, None] = {}
-        for p in points:
-            for s in p.get("settings") or []:
-                paths.setdefault(s["path"], None)
-        for path in paths:
-            vals = {p["name"]: next((value_label(s["value"]) for s in p.get("settings") or [] if s["path"] == path),
-                                    "base") for p in points}
-            out[path] = vals
+    names = [p["name"] for p in points]
+    axes = list(points[0].get("labels") or {}) if points else []
+    if axes:
+        out = {a: {p["name"]: str((p.get("labels") or {}).get(a)) for p in points} for a in axes}
+    else:
+        by_path = _settings_by_path(doc)
+        short = _short_names(list(by_path))
+
+        def labels(detail: bool) -> dict[str, dict[str, str]]:
+            return {short[path]: {n: value_label(vals[n], detail) if n in vals else "base" for n in names}
+                    for path, vals in by_path.items()}
+        out = labels(False)
+        if len({tuple(v[n] for v in out.values()) for n in names}) < len(names):
+            out = labels(True)
     return {k: v for k, v in out.items() if len(set(v.values())) > 1}
 
 
 def numeric_parameters(doc: dict[str, Any]) -> dict[str, dict[str, float]]:
-    """The varied parameters whose every label is a number: {parameter: {point: value}}."""
+    """The varied parameters with a number for every point, {parameter: {point: value}}: the varied parameters whose
+    labels are numbers, and the fields every point sets to a number (e.g. a zip axis' capacity)."""
+    candidates = {name: {pt: _number(lab) for pt, lab in labels.items()} for name, labels in varied(doc).items()}
+    by_path = _settings_by_path(doc)
+    short = _short_names(list(by_path))
+    for path, vals in by_path.items():
+        if len(vals) == len(doc["points"]):
+            candidates.setdefault(short[path], {pt: None if isinstance(v, str) else _number(v) for pt, v in vals.items()})
     out: dict[str, dict[str, float]] = {}
-    seen: set[tuple[float | None, ...]] = set()
-    for name, labels in varied(doc).items():
-        nums = {pt: _number(lab) for pt, lab in labels.items()}
-        key = tuple(nums.values())
-        if all(v is not None for v in nums.values()) and key not in seen:
-            seen.add(key)
-            out[name] = {pt: float(v) for pt, v in nums.items() if v is not None}
+    seen: set[tuple[float, ...]] = set()
+    for name, nums in candidates.items():
+        values = [v for v in nums.values() if v is not None]
+        if len(values) < len(nums) or len(set(values)) < 2 or tuple(values) in seen:
+            continue
+        seen.add(tuple(values))
+        out[name] = {pt: float(v) for pt, v in nums.items() if v is not None}
     return out
+
+
+def _same_partition(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two parameters split the points the same way (a zip axis' label and one of its fields)."""
+    pairs = {(a[k], b[k]) for k in a if k in b}
+    return len(pairs) == len(set(a.values())) == len(set(b.values()))
 
 
 def groups(doc: dict[str, Any]) -> tuple[str, list[str], dict[str, tuple[str, str]]]:
     """How the bar charts group the points: (x axis title, x categories in order, {point: (x, trace)}): x is the first
-    varied parameter (the discipline in the reference studies), one trace per combination of the others."""
+    axis (the discipline in the reference studies; for named points the first varied field that is not a number),
+    one trace per combination of the others."""
     v = varied(doc)
     names = [p["name"] for p in doc["points"]]
     if not v:
         return "point", names, {n: (n, "") for n in names}
-    first, *rest = list(v)
+    order = list(v)
+    if not (doc["points"][0].get("labels") or {}):
+        order.sort(key=lambda k: all(_number(x) is not None for x in v[k].values()))
+    first, *rest = order
     where = {n: (v[first][n], ", ".join(f"{r}={v[r][n]}" for r in rest)) for n in names}
     xs = list(dict.fromkeys(where[n][0] for n in names))
     return first, xs, where
@@ -109,20 +148,28 @@ def groups(doc: dict[str, Any]) -> tuple[str, list[str], dict[str, tuple[str, st
 
 # ---- figures ---------------------------------------------------------------------------------------------------------
 
-def _phase_menu(doc: dict[str, Any], phases: list[str], trace_phase: list[str], title: str) -> dict[str, Any]:
-    """A dropdown that shows one phase's traces and retitles the figure with the phase."""
+def _title(doc: dict[str, Any], title: str, phase: str, note: str = "") -> dict[str, Any]:
+    sub = f"phase: {phase_title(doc, phase)}" + (f"; {note}" if note else "")
+    return {"text": f"{title}<br><sub>{sub}</sub>", "x": 0.01, "xanchor": "left"}
+
+
+def _phase_menu(doc: dict[str, Any], phases: list[str], trace_phase: list[str], title: str,
+                note: str = "") -> dict[str, Any]:
+    """A dropdown (above the plot's top right corner) that shows one phase's traces and retitles the figure."""
     buttons = [{"label": phase_title(doc, ph), "method": "update",
-                "args": [{"visible": [tp == ph for tp in trace_phase]},
-                         {"title": {"text": f"{title}<br><sub>phase: {phase_title(doc, ph)}</sub>"}}]}
+                "args": [{"visible": [tp == ph for tp in trace_phase]}, {"title": _title(doc, title, ph, note)}]}
                for ph in phases]
-    return {"buttons": buttons, "direction": "down", "x": 1, "xanchor": "right", "y": 1.22, "yanchor": "top",
+    return {"buttons": buttons, "direction": "down", "x": 1, "xanchor": "right", "y": 1.01, "yanchor": "bottom",
             "active": 0, "showactive": True}
 
 
-def _layout(doc: dict[str, Any], title: str, phase: str, xtitle: str, ytitle: str, **extra: Any) -> dict[str, Any]:
-    lay = {"title": {"text": f"{title}<br><sub>phase: {phase_title(doc, phase)}</sub>"}, "height": 400,
+def _layout(doc: dict[str, Any], title: str, phases: list[str], trace_phase: list[str], xtitle: str, ytitle: str,
+            note: str = "", **extra: Any) -> dict[str, Any]:
+    """The layout of a figure with a phase selector; the first phase shown."""
+    lay = {"title": _title(doc, title, phases[0], note), "height": 430,
            "xaxis": {"title": {"text": xtitle}}, "yaxis": {"title": {"text": ytitle}},
-           "margin": {"l": 70, "r": 20, "t": 90, "b": 60}, "legend": {"orientation": "h", "y": -0.22}}
+           "margin": {"l": 70, "r": 20, "t": 105, "b": 60}, "legend": {"orientation": "h", "y": -0.22},
+           "updatemenus": [_phase_menu(doc, phases, trace_phase, title, note)]}
     lay.update(extra)
     return lay
 
@@ -153,19 +200,15 @@ def bar_figure(doc: dict[str, Any], phases: list[str], flow: str, metric: str, t
                                                    else s["ci95_half_width"] * scale(m) for s in stats]},
                              "customdata": [p["name"] for p in pts],
                              "hovertext": [_hover(m, s, p["name"]) for s, p in zip(stats, pts)],
-                             "hoverinfo": "text", "visible": ph == phases[0]})
+                             "hoverinfo": "text", "visible": ph == phases[0], "meta": ph})
                 trace_phase.append(ph)
     if not data:
         return None
-    unit = CATALOGUE[metric].unit
-    ytitle = HEADERS.get(metric, metric) + ("" if unit in ("bit/s", "ms") else f" ({unit})")
-    lay = _layout(doc, title, phases[0], xtitle, ytitle, barmode="group", xaxis={"title": {"text": xtitle},
-                                                                                  "categoryorder": "array",
-                                                                                  "categoryarray": xs})
+    lay = _layout(doc, title, phases, trace_phase, xtitle, HEADERS.get(metric, metric), barmode="group",
+                  xaxis={"title": {"text": xtitle}, "categoryorder": "array", "categoryarray": xs})
     if metric == "call_share_of_fair_share":
         lay["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
                           "line": {"dash": "dot", "color": "black"}}]
-    lay["updatemenus"] = [_phase_menu(doc, phases, trace_phase, title)]
     return {"data": data, "layout": lay}
 
 
@@ -186,21 +229,19 @@ def box_figure(doc: dict[str, Any], phases: list[str], dist: str, title: str, yt
                      "mean": [b["mean"] for b in boxes], "customdata": pts, "boxpoints": False,
                      "hovertext": [f"{n}: {b['n_samples']} samples from {b['n_runs']} of {b['runs']} runs"
                                    for n, b in zip(pts, boxes)],
-                     "visible": ph == phases[0], "showlegend": False})
+                     "visible": ph == phases[0], "meta": ph, "showlegend": False})
         trace_phase.append(ph)
     if not data:
         return None
-    lay = _layout(doc, title + "; box p25/p50/p75, whiskers p5/p95, pooled over the point's runs", phases[0], "point",
-                  ytitle)
-    lay["updatemenus"] = [_phase_menu(doc, phases, trace_phase, title + "; box p25/p50/p75, whiskers p5/p95, pooled "
-                                                                        "over the point's runs")]
+    lay = _layout(doc, title, phases, trace_phase, "point", ytitle,
+                  note="box p25/p50/p75, whiskers p5/p95, the samples of the point's runs pooled")
     return {"data": data, "layout": lay}
 
 
 def sweep_figure(doc: dict[str, Any], phases: list[str], param: str, values: dict[str, float], flow: str,
                  metric: str) -> Figure | None:
     v = varied(doc)
-    others = [k for k in v if k != param]
+    others = [k for k in v if k != param and not _same_partition(v[k], values)]
     line_of = {p: ", ".join(f"{o}={v[o][p]}" for o in others) for p in values}
     data, trace_phase = [], []
     for ph in phases:
@@ -219,13 +260,13 @@ def sweep_figure(doc: dict[str, Any], phases: list[str], param: str, values: dic
                          "customdata": [p["name"] for p in pts],
                          "hovertext": [_hover(metric, s, p["name"]) for s, p in zip(stats, pts)],
                          "hoverinfo": "text", "line": {"color": COLOURS[i % len(COLOURS)]},
-                         "visible": ph == phases[0]})
+                         "visible": ph == phases[0], "meta": ph})
             trace_phase.append(ph)
     if not data:
         return None
-    title = f"{HEADERS.get(metric, metric)} of {flow} against {param}"
-    lay = _layout(doc, title, phases[0], param, HEADERS.get(metric, metric))
-    lay["updatemenus"] = [_phase_menu(doc, phases, trace_phase, title)]
+    title = f"{METRIC_TITLES.get(metric, metric)} against {param}"
+    lay = _layout(doc, title, phases, trace_phase, param, HEADERS.get(metric, metric),
+                  note="mean ±95% CI over the point's runs")
     return {"data": data, "layout": lay}
 
 
@@ -444,7 +485,7 @@ def render(doc: dict[str, Any], out: Path, page: Path) -> str:
     quick = f'<div class="quick">{html.escape(doc["quick_note"])} (quick factor {doc["quick_factor"]:g})</div>' \
         if doc.get("quick_note") else ""
     s = doc["summary"]
-    summary = (f"{html.escape(doc.get('description') or '')} {len(doc['points'])} point(s); {s['runs_used']} valid "
+    summary = (f"{html.escape((doc.get('description') or '').rstrip('.'))}. {len(doc['points'])} point(s); {s['runs_used']} valid "
                f"run(s) used; {s['repetitions_without']} repetition(s) without a valid run. Every figure has a phase "
                "selector (top right): the cross-traffic phase first when the study has one, then the whole call. "
                "Error bars: 95% confidence interval of the mean over the point's runs (Student t; none when n &lt; "
