@@ -205,7 +205,7 @@ def gtlog_owd(run: RunDir, table: PacketTable | None) -> tuple[list[dict[str, An
     ok = (p99 is not None and p99 <= GTLOG_OWD_TOLERANCE_MS and drop_but_delivered == 0 and fwd_but_lost == 0)
     counts = {GTLOG_EVENTS.get(int(e), str(int(e))): int(n) for e, n in zip(*np.unique(rec["event"], return_counts=True))}
     summary: dict[str, Any] = {
-        "records": int(rec.size), "joined": int(has.sum()), "events": counts,
+        "records": int(rec.size), "departures": int(dep.size), "joined": int(has.sum()), "events": counts,
         "drops_confirmed_by_capture": agree_drop, "dropped_but_captured_at_b": drop_but_delivered,
         "forwarded_but_lost_in_capture": fwd_but_lost,
         "owd_minus_time_in_router_ms": {"median": percentile(residual_ms, 50), "p99_abs": p99}}
