@@ -13,7 +13,7 @@ from typing import Any
 
 from . import aggregate as agg
 from . import plan as planmod
-from . import runner, spec, state
+from . import executors, runner, spec, state
 
 
 def _plan(args: argparse.Namespace) -> planmod.Plan:
@@ -53,6 +53,21 @@ def dry_run(plan: planmod.Plan, out: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def make_executor(args: argparse.Namespace, out: Path) -> executors.Executor:
+    """Serial (default), --parallel N, or --ray ADDRESS (executors.py, ray_executor.py)."""
+    extra = ["--no-analyze"] if args.no_analyze else []
+    if args.gather_captures and not args.ray:
+        raise executors.ExecutorError("--gather-captures is for --ray (local runs keep their captures anyway)")
+    if args.ray:
+        if args.no_analyze and not args.gather_captures:
+            raise executors.ExecutorError("--ray with --no-analyze needs --gather-captures: the driver can only "
+                                          "analyse runs whose captures it has")
+        from .ray_executor import RayExecutor
+        return RayExecutor(args.ray, out, repo=Path(args.ray_repo) if args.ray_repo else spec.REPO_ROOT,
+                           extra_args=extra, gather_captures=args.gather_captures)
+    return executors.LocalExecutor(parallel=args.parallel, extra_args=extra)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     try:
         plan = _plan(args)
@@ -68,8 +83,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(dry_run(plan, out), end="")
         return runner.EXIT_OK
     try:
-        ex = runner.SerialExecutor(plan, out, extra_args=["--no-analyze"] if args.no_analyze else [])
-        code = ex.run()
+        code = runner.StudyRunner(plan, out, make_executor(args, out)).run()
+    except executors.ExecutorError as e:
+        print(f"rtclab study: {e}\nnothing was run" if not (out / "attempts.jsonl").exists() else f"rtclab study: {e}",
+              file=sys.stderr)
+        return runner.EXIT_BAD_STUDY
     except runner.StudyDirError as e:
         print(f"rtclab study: {e}", file=sys.stderr)
         return runner.EXIT_BAD_STUDY
@@ -141,6 +159,17 @@ def main(argv: list[str] | None = None) -> int:
                    help="scale durations and schedules by FACTOR (e.g. 0.1) for a first look; said in every output")
     r.add_argument("--no-analyze", action="store_true",
                    help="do not analyse each run after its call (aggregation analyses the valid ones it uses)")
+    where = r.add_mutually_exclusive_group()
+    where.add_argument("--parallel", type=int, metavar="N",
+                       help="N runs at once on this machine, each pinned to its own group of CPUs (at most one "
+                            "run per CPU); a run whose CPUs were over 90%% busy during its call is invalid")
+    where.add_argument("--ray", metavar="ADDRESS",
+                       help="run on a Ray cluster (auto, or the head's host:port): one run per rtclab_slot, each "
+                            "analysed on its node, the small files gathered here (docs/studies.md, Executors)")
+    r.add_argument("--ray-repo", metavar="PATH",
+                   help="the rtclab repository on every Ray node (default: this one's path)")
+    r.add_argument("--gather-captures", action="store_true",
+                   help="with --ray: bring every file of each run here, captures and packets.parquet included")
     r.set_defaults(func=cmd_run)
     a = sub.add_parser("aggregate", help="study.parquet and study.json from a study directory's runs")
     a.add_argument("out_dir")

@@ -1,12 +1,14 @@
-"""The serial executor: runs a plan's pending repetitions one after the other, each as an ordinary run
-(`node harness/cli.js --scenario OUT/points/<point>/scenario.json --out OUT/runs/<point>/<rep>-<attempt>`), and
-keeps the study directory resumable at every moment:
+"""The study runner: runs a plan's pending repetitions through an executor (executors.py: one after the other by
+default, N at once pinned to their CPUs, or on a Ray cluster), each as an ordinary run (`node harness/cli.js
+--scenario OUT/points/<point>/scenario.json --out OUT/runs/<point>/<rep>-<attempt>`), and keeps the study directory
+resumable at every moment:
 
 - what is done is read from the run directories (state.scan), never from memory: running the same command again
   keeps valid runs, re-runs the rest; an attempt directory is never reused, so no run is overwritten or duplicated;
-- SIGINT/SIGTERM/SIGHUP are forwarded to the harness (started in its own session, so a terminal's Ctrl-C reaches it
-  only through the study), which tears the run down and writes its run directory; the attempt is logged as
-  interrupted (it does not count towards max_attempts) and the study stops;
+- SIGINT/SIGTERM/SIGHUP are forwarded to every running harness (started in its own session, so a terminal's Ctrl-C
+  reaches it only through the study), which tears the run down and writes its run directory; the attempts are
+  logged as interrupted (they do not count towards max_attempts), no other starts, and the study stops;
+- an attempt lost with its machine (a Ray node) is logged as interrupted too, and made again as a new attempt;
 - one study process per directory: OUT/.lock is held (flock) by the study and inherited by the harness, so a run that
   outlives a killed study still holds it.
 
@@ -17,9 +19,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-import shutil
 import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -27,11 +27,10 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
+from . import executors
 from . import plan as planmod
 from . import state
 from .spec import REPO_ROOT
-
-HARNESS = REPO_ROOT / "harness" / "cli.js"
 DEFAULT_OVERHEAD_S = 25.0  # set-up, teardown and analysis of one run, before any was measured (bench/call)
 EXIT_OK, EXIT_FAILED, EXIT_BAD_STUDY, EXIT_SOME_MISSING, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -82,6 +81,7 @@ def check_out(plan: planmod.Plan, out: Path) -> None:
 class Progress:
     plan: planmod.Plan
     stream: IO[str]
+    slots: int = 1  # attempts at once: the ETA divides the remaining time by it
     started: float = field(default_factory=time.monotonic)
     overheads: list[float] = field(default_factory=list)
 
@@ -96,7 +96,7 @@ class Progress:
     def eta_s(self, reps: dict[tuple[str, int], state.Repetition]) -> float:
         over = sum(self.overheads) / len(self.overheads) if self.overheads else DEFAULT_OVERHEAD_S
         return sum(self.plan.duration_s(p) + over for (p, _), r in reps.items()
-                   if r.state(self.plan.study.max_attempts) == "pending")
+                   if r.state(self.plan.study.max_attempts) == "pending") / self.slots
 
     def line(self, reps: dict[tuple[str, int], state.Repetition], now_doing: str) -> None:
         total = len(reps)
@@ -110,20 +110,19 @@ class Progress:
                  f"ETA {fmt_duration(self.eta_s(reps))}")
 
 
-class SerialExecutor:
-    """Runs attempts one at a time; `stop_signal` is set by a signal and forwarded to the running harness."""
+class StudyRunner:
+    """Runs a plan's pending attempts through an executor (serial by default; executors.py) and keeps the books:
+    the attempt log, the classification of every ended attempt, retries, max_attempts, and signals. `stop_signal` is
+    set by a signal and forwarded to the running attempts."""
 
-    def __init__(self, plan: planmod.Plan, out: Path, stream: IO[str] = sys.stderr, node: str | None = None,
-                 harness: Path = HARNESS, extra_args: list[str] | None = None):
+    def __init__(self, plan: planmod.Plan, out: Path, executor: executors.Executor | None = None,
+                 stream: IO[str] = sys.stderr):
         self.plan = plan
         self.out = out
         self.stream = stream
-        self.node = node or shutil.which("node") or "node"
-        self.harness = harness
-        self.extra_args = extra_args or []
-        self.child: subprocess.Popen[bytes] | None = None
+        self.executor: executors.Executor = executor or executors.LocalExecutor()
         self.stop_signal: int | None = None
-        self.progress = Progress(plan, stream)
+        self.progress = Progress(plan, stream, slots=self.executor.slots)
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         first = self.stop_signal is None
@@ -131,43 +130,39 @@ class SerialExecutor:
         if first:
             self.progress.say(f"{signal.Signals(signum).name}: stopping after the current run's teardown; run the "
                               f"same command again to resume")
-        child = self.child
-        if child is not None and child.poll() is None:
-            try:
-                os.kill(child.pid, signum)
-            except ProcessLookupError:
-                pass
+        self.executor.forward(signum)
 
-    def run_attempt(self, point: str, rep: int, attempt: int, lock_fd: int) -> dict[str, Any]:
+    def start_attempt(self, point: str, rep: int, attempt: int, lock_fd: int) -> executors.Job:
         run_dir = state.attempt_dir(self.out, point, rep, attempt)
         run_dir.parent.mkdir(parents=True, exist_ok=True)
-        if run_dir.exists():  # never reuse an attempt's directory
-            raise StudyDirError(f"{run_dir} exists already; the study directory was changed by hand")
-        scenario = self.out / "points" / point / "scenario.json"
-        log_path = run_dir.parent / f"{rep}-{attempt}.log"
-        cmd = [self.node, str(self.harness), "--scenario", str(scenario), "--out", str(run_dir), *self.extra_args]
-        state.append_log(self.out, {"event": "start", "point": point, "rep": rep, "attempt": attempt,
-                                    "dir": str(run_dir.relative_to(self.out)), "t": time.time(), "command": cmd})
-        t0 = time.monotonic()
-        with log_path.open("ab") as log:
-            try:
-                self.child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                              cwd=REPO_ROOT, start_new_session=True, pass_fds=(lock_fd,))
-            except OSError as e:
-                state.append_log(self.out, {"event": "end", "point": point, "rep": rep, "attempt": attempt,
-                                            "t": time.time(), "exit_code": None, "wall_s": 0.0,
-                                            "interrupted": True, "error": str(e)})
-                raise StudyDirError(f"the harness could not start ({' '.join(cmd[:2])}): {e}") from None
-            if self.stop_signal is not None:  # a signal came while it was starting
-                os.kill(self.child.pid, self.stop_signal)
-            code = self.child.wait()
-            self.child = None
-        wall = time.monotonic() - t0
-        end = {"event": "end", "point": point, "rep": rep, "attempt": attempt, "t": time.time(), "exit_code": code,
-               "wall_s": round(wall, 3), "interrupted": self.stop_signal is not None}
+        try:  # made here, empty, so that the attempt's number is taken whatever happens to it
+            run_dir.mkdir()
+        except FileExistsError:
+            raise StudyDirError(f"{run_dir} exists already; the study directory was changed by hand") from None
+        job = executors.Job(point=point, rep=rep, attempt=attempt, scenario=self.out / "points" / point / "scenario.json",
+                            run_dir=run_dir, log_path=run_dir.parent / f"{rep}-{attempt}.log")
+        record: dict[str, Any] = {"event": "start", "point": point, "rep": rep, "attempt": attempt,
+                                  "dir": str(run_dir.relative_to(self.out)), "t": time.time(),
+                                  "executor": self.executor.name}
+        state.append_log(self.out, record)
+        try:
+            info = self.executor.start(job, lock_fd)
+        except executors.ExecutorError as e:
+            self.end_attempt(job, {"exit_code": None, "wall_s": 0.0, "lost": True, "error": str(e)})
+            raise StudyDirError(str(e)) from None
+        if info:  # what the executor did (the command, the CPUs), in a record of its own
+            state.append_log(self.out, {"event": "started", "point": point, "rep": rep, "attempt": attempt, **info})
+        if self.stop_signal is not None:  # a signal came while it was starting
+            self.executor.forward(self.stop_signal)
+        return job
+
+    def end_attempt(self, job: executors.Job, result: dict[str, Any]) -> dict[str, Any]:
+        lost = bool(result.pop("lost", False))
+        end = {"event": "end", "point": job.point, "rep": job.rep, "attempt": job.attempt, "t": time.time(),
+               **result, "interrupted": self.stop_signal is not None or lost}
         state.append_log(self.out, end)
-        if self.stop_signal is None and code in (0, 3):
-            self.progress.overheads.append(max(0.0, wall - self.plan.duration_s(point)))
+        if self.stop_signal is None and end.get("exit_code") in (0, 3) and end.get("wall_s") is not None:
+            self.progress.overheads.append(max(0.0, float(end["wall_s"]) - self.plan.duration_s(job.point)))
         return end
 
     def run(self) -> int:
@@ -185,9 +180,20 @@ class SerialExecutor:
         try:
             return self._loop(lock_fd)
         finally:
-            for s, h in old.items():
-                signal.signal(s, h)
-            os.close(lock_fd)
+            try:
+                self.executor.close()
+            finally:
+                for s, h in old.items():
+                    signal.signal(s, h)
+                os.close(lock_fd)
+
+    def _next(self, reps: dict[tuple[str, int], state.Repetition],
+              busy: set[tuple[str, int]]) -> planmod.PlannedRun | None:
+        """Fewest counted attempts first, then plan order: a retry waits for the first attempts still to make."""
+        max_attempts = self.plan.study.max_attempts
+        todo = [r for r in self.plan.order
+                if (r.point, r.rep) not in busy and reps[(r.point, r.rep)].state(max_attempts) == "pending"]
+        return min(todo, key=lambda r: reps[(r.point, r.rep)].counted(), default=None)
 
     def _loop(self, lock_fd: int) -> int:
         plan, out = self.plan, self.out
@@ -202,34 +208,31 @@ class SerialExecutor:
             self.progress.say(note)
         self.progress.say(f"{len(plan.order)} runs planned ({len(names)} points x {plan.study.repetitions} "
                           f"repetitions, {'shuffled with seed ' + str(plan.study.seed) if plan.study.shuffle else 'in order'}"
-                          f"), {already} already done in {out}")
+                          f"), {already} already done in {out}; executor: {self.executor.name}")
+        running: dict[tuple[str, int], executors.Job] = {}
         while True:
-            # Fewest attempts first, then plan order: a retry waits for the first attempts still to make.
-            todo = sorted((r for r in plan.order if reps[(r.point, r.rep)].state(max_attempts) == "pending"),
-                          key=lambda r: reps[(r.point, r.rep)].counted())
-            if not todo:
-                break
-            for pr in todo:
-                rep = reps[(pr.point, pr.rep)]
-                if rep.state(max_attempts) != "pending":
-                    continue
-                if self.stop_signal is not None:  # a signal between two runs: start no other
-                    self.progress.say(f"interrupted: {out} is resumable; run the same command again")
-                    return EXIT_INTERRUPTED
-                attempt = rep.next_attempt()
+            while self.stop_signal is None and len(running) < self.executor.slots:
+                pr = self._next(reps, set(running))
+                if pr is None:
+                    break
+                attempt = reps[(pr.point, pr.rep)].next_attempt()
                 self.progress.line(reps, f"now {pr.point} rep {pr.rep} attempt {attempt}/{max_attempts} "
                                          f"({plan.duration_s(pr.point):g} s call)")
-                end = self.run_attempt(pr.point, pr.rep, attempt, lock_fd)
-                a = state.classify(state.attempt_dir(out, pr.point, pr.rep, attempt), pr.point, pr.rep, attempt,
-                                   {"start": {}, "end": end})
-                rep.attempts.append(a)
+                running[(pr.point, pr.rep)] = self.start_attempt(pr.point, pr.rep, attempt, lock_fd)
+            if not running:
+                break
+            for job, result in self.executor.wait(1.0):
+                del running[(job.point, job.rep)]
+                end = self.end_attempt(job, result)
+                a = state.classify(job.run_dir, job.point, job.rep, job.attempt, {"start": {}, "end": end})
+                reps[(job.point, job.rep)].attempts.append(a)
                 detail = a.status + (f" ({'; '.join(a.failed_checks) or a.error})" if a.status != state.VALID else "")
-                self.progress.say(f"{pr.point} rep {pr.rep} attempt {attempt}: {detail} "
-                                  f"[{fmt_duration(end['wall_s'])}, exit {end['exit_code']}, "
+                self.progress.say(f"{job.point} rep {job.rep} attempt {job.attempt}: {detail} "
+                                  f"[{fmt_duration(end.get('wall_s'))}, exit {end.get('exit_code')}, "
                                   f"{a.path.relative_to(out)}]")
-                if self.stop_signal is not None:
-                    self.progress.line(reps, "interrupted")
-                    self.progress.say(f"interrupted: {out} is resumable; run the same command again")
-                    return EXIT_INTERRUPTED
+        if self.stop_signal is not None:
+            self.progress.line(reps, "interrupted")
+            self.progress.say(f"interrupted: {out} is resumable; run the same command again")
+            return EXIT_INTERRUPTED
         self.progress.line(reps, "all runs done")
         return EXIT_OK if all(r.valid is not None for r in reps.values()) else EXIT_SOME_MISSING

@@ -1,0 +1,238 @@
+"""The Ray executor (`rtclab study run FILE --ray ADDRESS`): each attempt is a Ray task needing one `rtclab_slot`, a
+custom resource every node declares (`ray start ... --resources='{"rtclab_slot": 1}'`), so the scheduler places one
+run per node (more with more slots). On its node the task runs the same command as the serial executor, from the
+rtclab repository there (which must be at the driver's commit: checked on every node before anything runs, and again
+by every task), analyses it there, and returns the run's small files; the driver writes them into the study
+directory as the attempt's run directory, and notes the node in its manifest (`executor`). Captures and
+packets.parquet stay on the node (its path is in the manifest) unless `--gather-captures`.
+
+A node lost while it runs an attempt (its raylet or machine died): Ray reports the task's failure, the attempt is
+logged as interrupted (`lost`), and the runner makes the repetition again, under a new attempt number, wherever a
+slot is free. Ray's own task retries are off (max_retries=0): a retry would reuse the attempt's directory."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from .executors import ExecutorError, Job
+from .spec import REPO_ROOT
+
+SLOT = "rtclab_slot"
+# What a node returns of a run directory; the rest (captures, getStats series, packets.parquet) stays on the node.
+SMALL_FILES = ("manifest.json", "metrics.json", "report.txt", "dashboard.html", "events.jsonl", "harness.log")
+NODE_RUNS = Path("results") / "ray-runs"  # under the node's repository
+
+
+class NodeSetupError(Exception):
+    """A node that cannot run rtclab as this driver would (another commit, no repository, not root)."""
+
+
+def repo_commit(repo: Path) -> str | None:
+    try:
+        r = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def check_node(repo: Path, commit: str) -> str | None:
+    """What keeps this machine from running the driver's rtclab, in a sentence; None when nothing does."""
+    host = socket.gethostname()
+    if not (repo / "harness" / "cli.js").is_file():
+        return f"node {host}: {repo} holds no rtclab repository (harness/cli.js); clone it there and run scripts/setup.sh"
+    here = repo_commit(repo)
+    if here != commit:
+        return (f"node {host}: {repo} is at commit {here or '(not a git checkout)'}, the driver at {commit}: check out "
+                f"the same commit on every node (git -C {repo} checkout {commit[:12]}) and run scripts/setup.sh")
+    if os.geteuid() != 0:
+        return f"node {host}: Ray runs as uid {os.geteuid()}; rtclab needs root: start ray as root on that node"
+    if shutil.which("node") is None:
+        return f"node {host}: node (>= 20) not found; run scripts/setup.sh there"
+    return None
+
+
+def node_identity() -> dict[str, Any]:
+    import ray
+    return {"hostname": socket.gethostname(), "node_id": ray.get_runtime_context().get_node_id(),
+            "node_ip": ray.util.get_node_ip_address()}
+
+
+def check_node_task(repo: str, commit: str) -> dict[str, Any]:
+    return {**node_identity(), "problem": check_node(Path(repo), commit)}
+
+
+def run_on_node(spec: dict[str, Any]) -> dict[str, Any]:
+    """One attempt on this node (a Ray task): the harness with the point's scenario, into a run directory of the
+    node's repository; returns the files the driver gathers."""
+    repo = Path(spec["repo"])
+    problem = check_node(repo, spec["commit"])
+    if problem:
+        raise NodeSetupError(problem)
+    me = node_identity()
+    run_dir = repo / NODE_RUNS / spec["study_key"] / spec["point"] / spec["name"]
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    scenario = run_dir.parent / f"{spec['name']}.scenario.json"
+    scenario.write_text(spec["scenario"])
+    # Where this attempt runs, before it starts: a test (or a user) can find it on its node.
+    (run_dir.parent / f"{spec['name']}.node.json").write_text(json.dumps({**me, "run_dir": str(run_dir)}))
+    log_path = run_dir.parent / f"{spec['name']}.log"
+    cmd = [shutil.which("node") or "node", str(repo / "harness" / "cli.js"), "--scenario", str(scenario),
+           "--out", str(run_dir), *spec["extra_args"]]
+    t0 = time.monotonic()
+    with log_path.open("ab") as log:
+        child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=repo,
+                                 start_new_session=True)
+        try:
+            while True:  # a short wait in a loop: Ray's cancel arrives as KeyboardInterrupt between two waits
+                try:
+                    code = child.wait(timeout=0.5)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        except BaseException:
+            # The study was interrupted (ray.cancel): the harness tears its run down, which stays on this node.
+            os.kill(child.pid, signal.SIGINT)
+            child.wait()
+            raise
+    wall_s = time.monotonic() - t0
+    names = (sorted(str(p.relative_to(run_dir)) for p in run_dir.rglob("*") if p.is_file())
+             if spec["gather_captures"] else [n for n in SMALL_FILES if (run_dir / n).is_file()])
+    return {"exit_code": code, "wall_s": round(wall_s, 3), "node": {**me, "run_dir": str(run_dir)},
+            "files": {n: (run_dir / n).read_bytes() for n in names}, "log": log_path.read_bytes(), "command": cmd}
+
+
+class RayExecutor:
+    """Attempts as Ray tasks needing one rtclab_slot each; as many at once as the cluster has slots."""
+
+    def __init__(self, address: str, out: Path, repo: Path = REPO_ROOT, extra_args: list[str] | None = None,
+                 gather_captures: bool = False):
+        try:
+            import ray
+        except ImportError:
+            raise ExecutorError("--ray needs the ray package: run scripts/setup.sh (it installs requirements.lock)")
+        self.ray = ray
+        commit = repo_commit(REPO_ROOT)
+        if commit is None:
+            raise ExecutorError(f"--ray: {REPO_ROOT} is not a git checkout, so the nodes' rtclab cannot be checked "
+                                f"against it")
+        self.commit = commit
+        self.repo = repo
+        self.extra_args = extra_args or []
+        self.gather_captures = gather_captures
+        self.study_key = f"{out.name}-{hashlib.sha1(f'{socket.gethostname()}:{out}'.encode()).hexdigest()[:8]}"
+        try:
+            ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False, configure_logging=True)
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            raise ExecutorError(f"--ray {address}: cannot connect to a Ray cluster: {e}") from None
+        self.address = address
+        self.slots = self._slots()
+        if self.slots < 1:
+            ray.shutdown()
+            raise ExecutorError(f"--ray {address}: no node of this cluster has the {SLOT} resource; start every node "
+                                f"with ray start ... --resources='{{\"{SLOT}\": 1}}' (docs/studies.md, Executors)")
+        self._check_nodes()
+        self._run = ray.remote(run_on_node).options(resources={SLOT: 1}, num_cpus=0, max_retries=0)
+        self.name = f"ray {address} ({self.slots} {SLOT}(s))"
+        self.running: dict[Any, tuple[Job, float]] = {}  # ObjectRef -> job, submitted at
+        self._slots_checked = time.monotonic()
+
+    def _slots(self) -> int:
+        return int(self.ray.cluster_resources().get(SLOT, 0))
+
+    def _check_nodes(self) -> None:
+        """Every node with a slot is at the driver's commit, as root, with rtclab set up: asked before anything runs."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        check = self.ray.remote(check_node_task)
+        nodes = [n for n in self.ray.nodes() if n.get("Alive") and n.get("Resources", {}).get(SLOT, 0) > 0]
+        refs = [check.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))
+                .remote(str(self.repo), self.commit) for n in nodes]
+        try:
+            answers = self.ray.get(refs, timeout=120)
+        except self.ray.exceptions.GetTimeoutError:
+            self.ray.shutdown()
+            raise ExecutorError("--ray: the nodes did not answer the set-up check within 120 s") from None
+        problems = [a["problem"] for a in answers if a["problem"]]
+        if problems:
+            self.ray.shutdown()
+            raise ExecutorError("--ray: " + "; ".join(problems))
+
+    def start(self, job: Job, lock_fd: int) -> dict[str, Any]:
+        spec = {"repo": str(self.repo), "commit": self.commit, "study_key": self.study_key, "point": job.point,
+                "name": job.run_dir.name, "scenario": job.scenario.read_text(), "extra_args": self.extra_args,
+                "gather_captures": self.gather_captures}
+        ref = self._run.remote(spec)
+        self.running[ref] = (job, time.monotonic())
+        return {"ray_task": ref.task_id().hex()}
+
+    def wait(self, timeout_s: float) -> list[tuple[Job, dict[str, Any]]]:
+        if not self.running:
+            return []
+        ready, _ = self.ray.wait(list(self.running), num_returns=len(self.running), timeout=timeout_s)
+        ended = []
+        for ref in ready:
+            job, t0 = self.running.pop(ref)
+            ended.append((job, self._gather(ref, job, t0)))
+        if time.monotonic() - self._slots_checked > 10:
+            self._slots_checked = time.monotonic()
+            if self.running and self._slots() < 1:
+                raise ExecutorError(f"--ray {self.address}: no node with a {SLOT} is left in the cluster; the "
+                                    f"attempts still queued cannot run (resume once nodes are back)")
+        return ended
+
+    def _gather(self, ref: Any, job: Job, t0: float) -> dict[str, Any]:
+        exc = self.ray.exceptions
+        wall_s = round(time.monotonic() - t0, 3)
+        try:
+            res: dict[str, Any] = self.ray.get(ref)
+        except exc.TaskCancelledError:
+            return {"exit_code": None, "wall_s": wall_s, "error": "cancelled by the study's interrupt; what it "
+                    "recorded stays on its node"}
+        except exc.RayTaskError as e:
+            if isinstance(e.cause, NodeSetupError):
+                raise ExecutorError(f"--ray: {e.cause}") from None
+            return {"exit_code": None, "wall_s": wall_s, "error": f"the task failed on its node: {e.cause!r}"}
+        except exc.RayError as e:  # the worker or its node died: the attempt is made again elsewhere
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            return {"exit_code": None, "wall_s": wall_s, "lost": True,
+                    "error": f"lost with its Ray node ({type(e).__name__}: {first})"}
+        for name, data in res["files"].items():
+            path = job.run_dir / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        job.log_path.write_bytes(res["log"])
+        self._note_node(job.run_dir, res["node"], sorted(res["files"]))
+        return {"exit_code": res["exit_code"], "wall_s": res["wall_s"], "node": res["node"]}
+
+    def _note_node(self, run_dir: Path, node: dict[str, Any], gathered: list[str]) -> None:
+        mpath = run_dir / "manifest.json"
+        try:
+            manifest = json.loads(mpath.read_text())
+        except (OSError, ValueError):
+            return  # no manifest: the attempt is incomplete, and the end record names the node
+        manifest["executor"] = {"kind": "ray", **node, "gathered": gathered,
+                                "captures_on_node": not self.gather_captures}
+        tmp = mpath.with_suffix(".tmp")
+        tmp.write_text(json.dumps(manifest, indent=2))
+        tmp.replace(mpath)
+
+    def forward(self, signum: int) -> None:
+        for ref in self.running:
+            self.ray.cancel(ref, force=False)
+
+    def close(self) -> None:
+        """After an interrupt: waits (up to 2 min) for the cancelled tasks to tear their runs down on their nodes."""
+        if self.running:
+            refs = list(self.running)
+            self.ray.wait(refs, num_returns=len(refs), timeout=120)
+            self.running.clear()
+        self.ray.shutdown()
