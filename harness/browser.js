@@ -25,11 +25,13 @@ export function chromiumBinary() {
 /**
  * The command-line flags of one call browser: fake camera from the clip, no background traffic, no DNS, and ICE
  * candidates on every interface so media cannot silently move to the management link.
- * @param {{ clip: string, origin: string, mgmtPrefix: string, call: { field_trials: string, chrome_flags: string[] } }} o
+ * @param {{ clip: string, origin: string, mgmtPrefix: string, call: { field_trials: string, chrome_flags: string[] },
+ *   eventLogDir?: string | null }} o
  *   origin: the page's origin (treated as secure, else navigator.mediaDevices is undefined); mgmtPrefix: names are
- *   never resolved, except addresses starting with it; call: the scenario's call object (complete)
+ *   never resolved, except addresses starting with it; call: the scenario's call object (complete); eventLogDir: where
+ *   Chrome writes the RTC event log of each peer connection (event_log_<date>_<time>_<renderer>_<pc>.log), if at all
  */
-export function chromiumFlags({ clip, origin, mgmtPrefix, call }) {
+export function chromiumFlags({ clip, origin, mgmtPrefix, call, eventLogDir = null }) {
   const flags = [
     '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage',
     '--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream',
@@ -43,6 +45,8 @@ export function chromiumFlags({ clip, origin, mgmtPrefix, call }) {
     '--disable-background-timer-throttling', '--disable-renderer-backgrounding',
     '--disable-backgrounding-occluded-windows',
   ];
+  // Local event logging: starts with every peer connection, no chrome://webrtc-internals needed (docs/eventlog.md).
+  if (eventLogDir) flags.push(`--webrtc-event-logging=${eventLogDir}`);
   if (call.field_trials) flags.push(`--force-fieldtrials=${call.field_trials}`);
   flags.push(...call.chrome_flags);
   return flags;

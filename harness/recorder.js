@@ -167,3 +167,75 @@ export class RunRecorder {
     fs.rmSync(this.reserveFile, { force: true });
   }
 }
+
+/**
+ * @typedef {{ file: string, bytes: number, complete_bytes: number, begins_with_log_start: boolean }} EventLogFile
+ *   complete_bytes: the bytes up to the last whole top-level protobuf field (less than bytes: cut off mid-write)
+ */
+
+/**
+ * Reads a varint at `pos`; null when the buffer ends inside it. @param {Buffer} buf @param {number} pos
+ * @returns {[number, number] | null} [value, next position]
+ */
+function readVarint(buf, pos) {
+  let value = 0;
+  for (let shift = 0; pos < buf.length && shift < 64; shift += 7) {
+    const byte = buf[pos++];
+    value += (byte & 0x7f) * 2 ** shift;
+    if (!(byte & 0x80)) return [value, pos];
+  }
+  return null;
+}
+
+/**
+ * The framing of an RTC event log (a sequence of protobuf fields of Chrome's EventStream): how many bytes form whole
+ * fields, and whether the first is the v2 log-start event (field 16). The analyzer parses the content.
+ * @param {Buffer} buf
+ */
+export function scanEventLog(buf) {
+  let pos = 0;
+  let complete = 0;
+  while (pos < buf.length) {
+    const key = readVarint(buf, pos);
+    if (!key) break;
+    const wire = key[0] % 8;
+    let next = key[1];
+    if (wire === 2 || wire === 0) {
+      const v = readVarint(buf, next);
+      if (!v) break;
+      next = wire === 2 ? v[1] + v[0] : v[1];
+    } else if (wire === 1) next += 8;
+    else if (wire === 5) next += 4;
+    else break; // not protobuf: nothing after this is whole
+    if (next > buf.length) break;
+    pos = complete = next;
+  }
+  const first = readVarint(buf, 0);
+  return { complete_bytes: complete, begins_with_log_start: first !== null && Math.floor(first[0] / 8) === 16 };
+}
+
+/**
+ * Moves one browser's RTC event logs from the directory Chrome wrote them to into the run directory:
+ * eventlog-<side>.log for its first peer connection, eventlog-<side>.2.log, ... for further ones (in Chrome's
+ * numbering, event_log_<date>_<time>_<renderer>_<connection>.log). The emptied directory is removed.
+ * @param {string} runDir @param {string} side @param {string} fromDir
+ * @returns {EventLogFile[]}
+ */
+export function collectEventLogs(runDir, side, fromDir) {
+  if (!fs.existsSync(fromDir)) return [];
+  const numbers = (/** @type {string} */ name) => (name.match(/\d+/g) ?? []).map(Number);
+  const names = fs.readdirSync(fromDir).filter((n) => /^event_log_.*\.log$/.test(n)).sort((x, y) => {
+    const [a, b] = [numbers(x), numbers(y)];
+    for (let i = 0; i < Math.max(a.length, b.length); i++) if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) - (b[i] ?? 0);
+    return 0;
+  });
+  const files = names.map((name, i) => {
+    const file = i === 0 ? `eventlog-${side}.log` : `eventlog-${side}.${i + 1}.log`;
+    fs.renameSync(path.join(fromDir, name), path.join(runDir, file));
+    fs.chmodSync(path.join(runDir, file), 0o644); // Chrome creates it private; the run directory is shared
+    const buf = fs.readFileSync(path.join(runDir, file));
+    return { file, bytes: buf.length, ...scanEventLog(buf) };
+  });
+  fs.rmSync(fromDir, { recursive: true, force: true });
+  return files;
+}

@@ -11,7 +11,7 @@ import { startSignalingServer } from '../signaling/server.js';
 import { chromiumBinary, chromiumFlags } from './browser.js';
 import { Peer } from './peer.js';
 import { busyFraction, cpuSetBusyFraction, pinnedCpus, readCpuTimes, readPerCpuTimes } from './hostload.js';
-import { RunRecorder } from './recorder.js';
+import { RunRecorder, collectEventLogs } from './recorder.js';
 import { TeardownStack } from './teardown.js';
 import { validityChecks } from './validity.js';
 import { collectVersions, gitCommit, hostInfo, rtclabVersion } from './versions.js';
@@ -197,7 +197,8 @@ class CallRun {
     const logFile = path.join(this.runDir, `browser-${side}.log`);
     const peer = new Peer({
       name: side, nsExec: net.nsExec(side), logFile,
-      flags: chromiumFlags({ clip: /** @type {string} */ (this.clip), origin, mgmtPrefix: MGMT_PREFIX, call: this.scenario.call }),
+      flags: chromiumFlags({ clip: /** @type {string} */ (this.clip), origin, mgmtPrefix: MGMT_PREFIX, call: this.scenario.call,
+        eventLogDir: this.eventLogDir(side) }),
       onReport: (kind, payload) => this.pageReport(side, kind, payload),
       onExit: (reason) => this.failWith(`browser ${side} (Chromium) exited during the run: ${reason}; see ${logFile}`),
     });
@@ -279,6 +280,37 @@ class CallRun {
   }
 
   /**
+   * Where a side's browser writes its RTC event logs (created here), or null when the scenario does not record them:
+   * a hidden directory of the run directory, emptied into it by collectEventLogs() once the browser is closed.
+   * @param {string} side
+   */
+  eventLogDir(side) {
+    if (!this.scenario.call.event_log) return null;
+    const dir = path.join(this.runDir, `.eventlog-${side}`);
+    fs.mkdirSync(dir, { recursive: true });
+    return dir;
+  }
+
+  /**
+   * Moves both browsers' event logs into the run directory (closed browsers only: Chrome writes its last piece when
+   * it closes) and names them in the manifest. Safe to call again: a second call finds nothing new.
+   * @returns {Record<string, import('./recorder.js').EventLogFile[]> | null} null when the scenario does not record them
+   */
+  collectEventLogs() {
+    if (!this.scenario.call.event_log) return null;
+    const logs = /** @type {Record<string, import('./recorder.js').EventLogFile[]>} */ (this.recorder.manifest.event_logs ?? {});
+    for (const side of ['a', 'b']) {
+      try {
+        logs[side] = [...(logs[side] ?? []), ...collectEventLogs(this.runDir, side, path.join(this.runDir, `.eventlog-${side}`))];
+      } catch (err) {
+        this.recorder.event('event_log_error', { side, message: /** @type {Error} */ (err).message });
+      }
+    }
+    this.recorder.writeManifest({ event_logs: logs });
+    return logs;
+  }
+
+  /**
    * Browsers first, so the captures hold the call's last packets; then the captures and their counts, then the
    * checks that decide whether the run measured what it claims to.
    * @param {number} hostCpuBusy
@@ -289,13 +321,14 @@ class CallRun {
     this.stopping = true;
     const bottleneckAlive = net.info.backend.used === 'userspace' ? net.bottleneckAlive() : null;
     await this.teardown.undo('browser', (name, err) => this.teardownFailed(name, err));
+    const eventLogs = this.collectEventLogs();
     const captures = await this.stopCaptures();
     const validity = validityChecks({
       dataPrefix: DATA_PREFIX, selectedPairs: this.recorder.selectedPairs, framesDecoded: this.framesDecoded,
       connectTimeoutS: this.scenario.call.connect_timeout_s, connectSeconds: this.connectSeconds,
       cpuLimited: this.recorder.cpuLimitedCount, samples: this.recorder.sampleCount,
       bottleneckAlive, captures, captureEnabled: this.scenario.capture.enabled, hostCpuBusy,
-      cpuSet: this.cpuSet ?? undefined, cpuSetBusy: this.cpuSetBusy ?? undefined,
+      cpuSet: this.cpuSet ?? undefined, cpuSetBusy: this.cpuSetBusy ?? undefined, eventLogs,
     });
     this.recorder.writeManifest({ status: 'complete', captures, host_cpu_busy_fraction: hostCpuBusy,
       cpu_set_busy_fraction: this.cpuSetBusy, validity });
@@ -320,6 +353,7 @@ class CallRun {
     this.stopping = true;
     this.onProgress({ phase: 'teardown' });
     await this.teardown.undoAll((name, err) => this.teardownFailed(name, err));
+    this.collectEventLogs(); // an interrupted run keeps the logs its browsers wrote
     this.recorder.manifest.versions ??= await this.versions;
     this.timings.ended = Date.now() / 1000;
     this.recorder.event('run_end', { status: this.recorder.manifest.status });
