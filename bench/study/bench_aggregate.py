@@ -5,7 +5,9 @@ of each copy perturbed so that no two runs are the same, and the aggregation is 
 
     .venv/bin/python bench/study/bench_aggregate.py [--runs 1000] [--points 10] [--keep DIR]
 
-Prints one line: runs, flows x phases rows, seconds, runs per second. Results: bench/study/RESULTS.md."""
+Prints a line for the aggregation (runs, flows x phases rows, seconds, runs per second), then one for the study
+dashboard written from it (OUT/dashboard.html: the runs carry no packets.parquet here, so the boxes hold Tq only
+and the time series come from getStats). Results: bench/study/RESULTS.md."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from typing import Any
 
 from rtclab import synth
 from rtclab.study import aggregate as agg
+from rtclab.study import dashboard
 from rtclab.study import plan as planmod
 from rtclab.study import spec, state
 
@@ -86,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"aggregated {used} runs ({rows} run x flow x phase rows, {args.points} points) in {t_agg:.2f} s ({c_agg:.2f} s of CPU): "
               f"{used / t_agg:.0f} runs/s; study.json {(out / 'study.json').stat().st_size / 1e6:.1f} MB, "
               f"study.parquet {(out / 'study.parquet').stat().st_size / 1e6:.1f} MB (set-up {t_build:.1f} s)")
+        t2, c2 = time.perf_counter(), time.process_time()
+        page = dashboard.write(out, doc)
+        t_dash, c_dash = time.perf_counter() - t2, time.process_time() - c2
+        print(f"dashboard of {used} runs in {t_dash:.2f} s ({c_dash:.2f} s of CPU): {page.stat().st_size / 1e6:.1f} MB")
         return 0 if used == args.runs else 1
     finally:
         if not args.keep:

@@ -226,7 +226,7 @@ def box_figure(doc: dict[str, Any], phases: list[str], dist: str, title: str, yt
         data.append({"type": "box", "name": ph, "x": pts, "q1": [b["p25"] for b in boxes],
                      "median": [b["p50"] for b in boxes], "q3": [b["p75"] for b in boxes],
                      "lowerfence": [b["p5"] for b in boxes], "upperfence": [b["p95"] for b in boxes],
-                     "mean": [b["mean"] for b in boxes], "customdata": pts, "boxpoints": False,
+                     "mean": [b["mean"] for b in boxes], "boxmean": True, "customdata": pts, "boxpoints": False,
                      "hovertext": [f"{n}: {b['n_samples']} samples from {b['n_runs']} of {b['runs']} runs"
                                    for n, b in zip(pts, boxes)],
                      "visible": ph == phases[0], "meta": ph, "showlegend": False})
