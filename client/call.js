@@ -4,7 +4,7 @@
  * Each stage gets what it needs as arguments; the end of the call is one AbortSignal that every loop watches.
  */
 import { CallState } from './call-state.js';
-import { createConnection } from './connection.js';
+import { createConnection, setSending } from './connection.js';
 import { acquireMedia } from './media.js';
 import { mediaFlowing, runStatsLoop, SelectedPairWatcher } from './monitor.js';
 import { Negotiation } from './negotiation.js';
@@ -21,13 +21,14 @@ import { liveNumbers } from './stats.js';
  * @param {import('socket.io-client').Socket} socket connected or connecting to the signaling server
  * @param {CallView} view
  * @returns {Promise<{ pc: RTCPeerConnection, readonly role: 'caller' | 'callee' | null,
- *   hangup: (reason?: string) => Promise<void> }>}
+ *   hangup: (reason?: string) => Promise<void>, setSending: (on: boolean) => Promise<void> }>}
  */
 export async function startCall(config, socket, view) {
-  const stream = await acquireMedia(config.call);
+  const media = await acquireMedia(config.call);
+  const { stream } = media;
   view.onLocalStream(stream);
 
-  const pc = createConnection(stream);
+  const pc = createConnection(media);
   const ended = new AbortController();
   const state = new CallState(pc, view.onStatus, config.role);
   const pairs = new SelectedPairWatcher(pc);
@@ -37,7 +38,7 @@ export async function startCall(config, socket, view) {
   pc.addEventListener('track', (event) => view.onRemoteStream(event.streams[0] ?? new MediaStream([event.track])));
 
   const negotiation = new Negotiation({
-    pc, socket, config, state, signal: ended.signal, onBye: (reason) => endCall(reason),
+    pc, socket, config, state, video: media.video, signal: ended.signal, onBye: (reason) => endCall(reason),
   });
   /** Ends the call once: stops every loop, closes the connection and the tracks, reports `closed`. */
   const endCall = async (/** @type {string} */ reason) => {
@@ -63,6 +64,11 @@ export async function startCall(config, socket, view) {
   return {
     pc,
     get role() { return state.role; },
+    /** A call joining (true) or leaving (false): every encoding switched on or off, then a `sending` state. */
+    setSending: async (on) => {
+      await setSending(pc, on);
+      await state.report('sending', { on });
+    },
     hangup: async (reason = 'hangup') => {
       if (!ended.signal.aborted) socket.emit('bye', { reason });
       await endCall(reason);

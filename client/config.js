@@ -19,6 +19,17 @@ export const CALL_FIELDS = Object.freeze({
   max_bitrate_kbps: { type: ['number', 'null'], exclusiveMinimum: 0 },
   degradation_preference: { enum: ['balanced', 'maintain-framerate', 'maintain-resolution'] },
   audio: { type: 'boolean' },
+  priority: { enum: ['very-low', 'low', 'medium', 'high'] },
+  network_priority: { enum: ['very-low', 'low', 'medium', 'high'] },
+  start_s: { type: 'number', minimum: 0 },
+});
+
+/** The schema's constraints on each (normalised, complete) item of `call.tracks`. */
+export const TRACK_FIELDS = Object.freeze({
+  id: { type: 'string' },
+  priority: { enum: ['very-low', 'low', 'medium', 'high'] },
+  network_priority: { enum: ['very-low', 'low', 'medium', 'high'] },
+  max_bitrate_kbps: { type: ['number', 'null'], exclusiveMinimum: 0 },
 });
 
 /** The schema's `getstats.interval_ms`. */
@@ -66,7 +77,11 @@ function breaks(value, rule) {
 
 /**
  * @typedef {{ codec: string, red_fec: boolean, width: number, height: number, fps: number,
- *   max_bitrate_kbps: number | null, degradation_preference: RTCDegradationPreference | string, audio: boolean }} CallSettings
+ *   max_bitrate_kbps: number | null, degradation_preference: RTCDegradationPreference | string, audio: boolean,
+ *   priority: RTCPriorityType, network_priority: RTCPriorityType, tracks: TrackSettings[], start_s: number }} CallSettings
+ *   start_s: above 0, the call's media starts switched off (a call that joins later)
+ * @typedef {{ id: string, priority: RTCPriorityType, network_priority: RTCPriorityType,
+ *   max_bitrate_kbps: number | null }} TrackSettings
  * @typedef {{ room: string, role: 'caller' | 'callee' | null, call: CallSettings & Record<string, unknown>,
  *   getstats_interval_ms: number, candidate_prefix: string | null }} PageConfig
  */
@@ -104,6 +119,11 @@ export function readConfig(injected, search) {
   check('role', raw.role, [null, 'caller', 'callee'].includes(raw.role) ? null : '"caller", "callee" or null');
   check('call', raw.call, isObject(raw.call) ? null : 'an object');
   for (const [field, rule] of Object.entries(CALL_FIELDS)) check(`call.${field}`, raw.call[field], breaks(raw.call[field], rule));
+  const tracks = raw.call.tracks;
+  check('call.tracks', tracks, Array.isArray(tracks) && tracks.length > 0 && tracks.every(isObject) ? null : 'a non-empty list of objects');
+  tracks.forEach((/** @type {any} */ track, /** @type {number} */ i) => {
+    for (const [field, rule] of Object.entries(TRACK_FIELDS)) check(`call.tracks[${i}].${field}`, track[field], breaks(track[field], rule));
+  });
   check('getstats_interval_ms', raw.getstats_interval_ms, breaks(raw.getstats_interval_ms, GETSTATS_INTERVAL_MS));
   check('candidate_prefix', raw.candidate_prefix,
     raw.candidate_prefix === null || typeof raw.candidate_prefix === 'string' ? null : 'a string or null');

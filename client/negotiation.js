@@ -4,7 +4,7 @@
  * Signaling messages are handled one at a time, in arrival order: a candidate never meets a missing description.
  */
 import { isCandidateAllowed } from './candidates.js';
-import { applySendParameters, negotiatedCodecs, setCodecPreferences } from './connection.js';
+import { applySendParameters, negotiatedCodecs, setCodecPreferences, ssrcsByMid } from './connection.js';
 import { reportError } from './report.js';
 
 /**
@@ -57,11 +57,13 @@ export class Negotiation {
   /**
    * @param {{ pc: RTCPeerConnection, socket: import('socket.io-client').Socket,
    *   config: import('./config.js').PageConfig, state: import('./call-state.js').CallState,
-   *   signal: AbortSignal, onBye: (reason: string) => void }} o
+   *   video: { id: string, track: MediaStreamTrack }[], signal: AbortSignal, onBye: (reason: string) => void }} o
+   *   video: the video tracks with their scenario ids
    *   state: its role is set here once the server assigns it; signal: aborted when the call ends (messages after
    *   that are ignored); onBye: the peer hung up
    */
-  constructor({ pc, socket, config, state, signal, onBye }) {
+  constructor({ pc, socket, config, state, video, signal, onBye }) {
+    this.video = video;
     this.pc = pc;
     this.socket = socket;
     this.config = config;
@@ -140,8 +142,11 @@ export class Negotiation {
   }
 
   async #applySendParameters() {
-    const applied = await applySendParameters(this.pc, this.config.call);
-    if (applied) await this.state.report('send-parameters', applied);
+    const applied = await applySendParameters(this.pc, this.config.call, this.video, this.config.call.start_s === 0);
+    const ssrcs = ssrcsByMid(this.pc.localDescription?.sdp ?? '');
+    // Each track's SSRCs (media, RTX) from our description: how the harness and the analyzer find its packets.
+    const tracks = applied.tracks.map((t) => ({ ...t, ssrcs: t.mid === null ? [] : (ssrcs[t.mid] ?? []) }));
+    await this.state.report('send-parameters', { ...applied, tracks });
   }
 
   /** @param {RTCIceCandidateInit} message */

@@ -2,6 +2,7 @@
 // One run, from start to teardown, in named stages: prerequisites, network, signaling, captures, browsers, media
 // flowing, the call itself, stopping, and teardown that always happens (errors, Ctrl-C, a crashed browser or
 // bottleneck). The run directory is written as the run goes, so an interrupted run keeps what it recorded.
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,7 +12,7 @@ import { startSignalingServer } from '../signaling/server.js';
 import { chromiumBinary, chromiumFlags } from './browser.js';
 import { Peer } from './peer.js';
 import { busyFraction, cpuSetBusyFraction, pinnedCpus, readCpuTimes, readPerCpuTimes } from './hostload.js';
-import { RunRecorder, collectEventLogs } from './recorder.js';
+import { RunRecorder } from './recorder.js';
 import { TeardownStack } from './teardown.js';
 import { validityChecks } from './validity.js';
 import { collectVersions, gitCommit, hostInfo, rtclabVersion } from './versions.js';
@@ -19,10 +20,19 @@ import { collectVersions, gitCommit, hostInfo, rtclabVersion } from './versions.
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const defaultClip = path.join(repoRoot, 'media', 'default.y4m');
 
-/** The run directory's format (docs/run-directory.md); the analyzer refuses a newer one than it knows. */
-export const RUN_FORMAT_VERSION = 2;
+/**
+ * The run directory's format (docs/run-directory.md); the analyzer refuses a newer one than it knows. 3: several
+ * calls (manifest `calls`: each call's files, tracks with their SSRCs, selected pairs and DSCP marking).
+ */
+export const RUN_FORMAT_VERSION = 3;
 
 export class RunError extends Error {}
+
+/**
+ * RTCLAB_DSCP_MARKING=off leaves every packet as Chrome sent it (DSCP 0): to see what a scenario's DSCP buys, and
+ * to show that the analyzer's dscp_marked check fails a run whose packets lack the DSCP it asked for.
+ */
+const DSCP_MARKING = process.env.RTCLAB_DSCP_MARKING !== 'off';
 
 const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -42,6 +52,15 @@ const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(
 export async function runCall(o) {
   return new CallRun(o).run();
 }
+
+/**
+ * One call of the scenario while the run goes: its browsers, what they reported, its files.
+ * @typedef {{ call: any, index: number, room: string, files: { a: string, b: string },
+ *   framesDecoded: { a: number, b: number }, pairs: { a: any, b: any }, tracks: { a: any[] | null, b: any[] | null },
+ *   peers: { a: Peer | null, b: Peer | null }, marks: { a: any[], b: any[] }, marked: Set<string> }} CallState
+ *   files: the key of each side's files (getstats-<key>.jsonl, browser-<key>.log): a, b for the first call (the
+ *   names of a single-call run), <id>-a, <id>-b for the others
+ */
 
 class CallRun {
   /** @param {RunOptions} o */
@@ -64,13 +83,20 @@ class CallRun {
     /** @type {Awaited<ReturnType<typeof startSignalingServer>> | null} */
     this.server = null;
     this.capturesRunning = false;
-    /** Video frames decoded so far, per side (from the page's reports). @type {Record<string, number>} */
-    this.framesDecoded = {};
+    /** @type {CallState[]} */
+    this.calls = scenario.calls.map((/** @type {any} */ call, /** @type {number} */ index) => ({
+      call, index,
+      // Unguessable, so that nobody who finds the server's port can join a call.
+      room: `${id}-${call.id}-${randomBytes(12).toString('hex')}`,
+      files: index === 0 ? { a: 'a', b: 'b' } : { a: `${call.id}-a`, b: `${call.id}-b` },
+      framesDecoded: { a: 0, b: 0 }, pairs: { a: null, b: null }, tracks: { a: null, b: null },
+      peers: { a: null, b: null }, marks: { a: [], b: [] }, marked: new Set(),
+    }));
+    /** Timers of calls joining and leaving during the run. @type {NodeJS.Timeout[]} */
+    this.timers = [];
     /** @type {number | null} seconds from the pages loaded to media flowing both ways */
     this.connectSeconds = null;
     this.versions = collectVersions(); // read while the network comes up
-    /** The signaling room: unguessable, so that nobody who finds the server's port can join the call. */
-    this.room = `${this.id}-${randomBytes(12).toString('hex')}`;
     /** The CPUs this run is pinned to (a study's --parallel), null when it may use them all. */
     this.cpuSet = pinnedCpus();
     /** @type {number | null} share of the pinned CPUs' time that was busy during the call */
@@ -107,7 +133,7 @@ class CallRun {
       topology: null, versions: null, host: hostInfo(), cpu_set: this.cpuSet,
       timings: { process_start: performance.timeOrigin / 1000, started: Date.now() / 1000, network_up: null,
         browsers_launched: null, call_connected: null, media_flowing: null, call_start: null, call_end: null, ended: null },
-      captures: null, validity: null,
+      captures: null, validity: null, calls: this.callsManifest(), dscp_marking: DSCP_MARKING ? 'nftables' : 'off',
     });
     this.recorder.event('run_start', { id: this.id, scenario: this.scenario.name });
     // From here on netem's clean finds the run even if this process is killed before its network exists.
@@ -128,13 +154,25 @@ class CallRun {
 
   /** A missing clip or browser fails before anything is set up. */
   checkPrerequisites() {
-    const chosen = this.scenario.call.video_clip;
-    this.clip = chosen ?? defaultClip;
-    if (!fs.existsSync(this.clip)) {
-      throw new RunError(`video clip ${this.clip} does not exist` +
-        (chosen ? ' (call.video_clip in the scenario)' : '; run scripts/setup.sh to generate it'));
+    for (const c of this.calls) {
+      const chosen = c.call.video_clip;
+      const clip = chosen ?? defaultClip;
+      if (!fs.existsSync(clip)) {
+        throw new RunError(`video clip ${clip} does not exist` + (chosen ? (this.calls.length > 1
+          ? ` (video_clip of call ${c.call.id} in the scenario)` : ' (call.video_clip in the scenario)') : '; run scripts/setup.sh to generate it'));
+      }
     }
     chromiumBinary();
+  }
+
+  /** The manifest's `calls`: per call its files and what its browsers reported (docs/run-directory.md). */
+  callsManifest() {
+    return this.calls.map((c) => ({
+      id: c.call.id, start_s: c.call.start_s, stop_s: c.call.stop_s, dscp: c.call.dscp,
+      getstats: { a: `getstats-${c.files.a}.jsonl`, b: `getstats-${c.files.b}.jsonl` },
+      browser_logs: { a: `browser-${c.files.a}.log`, b: `browser-${c.files.b}.log` },
+      selected_pairs: c.pairs, tracks: c.tracks, dscp_marking: c.marks,
+    }));
   }
 
   async bringUpNetwork() {
@@ -152,7 +190,7 @@ class CallRun {
     this.checkStillRunning();
   }
 
-  /** On the run's management addresses only, for the run's two browsers only. */
+  /** On the run's management addresses only, for the run's browsers only (one room per call). */
   async startSignaling() {
     const mgmt = /** @type {import('../netem/index.js').Network} */ (this.net).info.mgmt;
     const server = await startSignalingServer({ hosts: [mgmt.a.root, mgmt.b.root], port: 0,
@@ -179,66 +217,138 @@ class CallRun {
     return /** @type {import('../netem/index.js').Network} */ (this.net).stopCaptures();
   }
 
-  /** Both browsers start at once: launching is most of the call's setup time. */
+  /** Every browser starts at once: launching is most of a call's setup time. */
   async openBrowsers() {
     this.onProgress({ phase: 'browsers' });
-    await Promise.all([this.openPeer('a', 'caller'), this.openPeer('b', 'callee')]);
+    await Promise.all(this.calls.flatMap((c) => [this.openPeer(c, 'a', 'caller'), this.openPeer(c, 'b', 'callee')]));
     this.timings.browsers_launched = Date.now() / 1000;
     this.recorder.writeManifest();
   }
 
   /**
-   * One browser in its host's namespace, with the page loaded and its reports going to the recorder.
-   * @param {'a' | 'b'} side @param {'caller' | 'callee'} role
+   * One browser of a call in its host's namespace (every caller in a, every callee in b), with the page loaded and
+   * its reports going to the recorder.
+   * @param {CallState} c @param {'a' | 'b'} side @param {'caller' | 'callee'} role
    */
-  async openPeer(side, role) {
+  async openPeer(c, side, role) {
     const net = /** @type {import('../netem/index.js').Network} */ (this.net);
     const origin = `http://${net.info.mgmt[side].root}:${this.server?.port}`;
-    const logFile = path.join(this.runDir, `browser-${side}.log`);
+    const key = c.files[side];
+    const logFile = path.join(this.runDir, `browser-${key}.log`);
     const peer = new Peer({
-      name: side, nsExec: net.nsExec(side), logFile,
-      flags: chromiumFlags({ clip: /** @type {string} */ (this.clip), origin, mgmtPrefix: MGMT_PREFIX, call: this.scenario.call,
-        eventLogDir: this.eventLogDir(side) }),
-      onReport: (kind, payload) => this.pageReport(side, kind, payload),
-      onExit: (reason) => this.failWith(`browser ${side} (Chromium) exited during the run: ${reason}; see ${logFile}`),
+      name: key, nsExec: net.nsExec(side), logFile,
+      flags: chromiumFlags({ clip: c.call.video_clip ?? defaultClip, origin, mgmtPrefix: MGMT_PREFIX, call: c.call }),
+      onReport: (kind, payload) => this.pageReport(c, side, kind, payload),
+      onExit: (reason) => this.failWith(`browser ${key} (Chromium) exited during the run: ${reason}; see ${logFile}`),
     });
-    this.teardown.push(`browser ${side}`, () => peer.close());
-    await peer.open(`${origin}/`, { room: this.room, role, call: this.scenario.call,
+    c.peers[side] = peer;
+    this.teardown.push(`browser ${key}`, () => peer.close());
+    await peer.open(`${origin}/`, { room: c.room, role, call: c.call,
       getstats_interval_ms: this.scenario.getstats.interval_ms, candidate_prefix: DATA_PREFIX });
-    this.recorder.event('page_loaded', { side, url: `${origin}/` });
+    this.recorder.event('page_loaded', { side, call: c.call.id, url: `${origin}/` });
   }
 
-  /** What a page reports (docs/client.md): stats samples, the selected candidate pair, state changes. @param {string} side @param {string} kind @param {any} payload */
-  pageReport(side, kind, payload) {
+  /**
+   * What a page reports (docs/client.md): stats samples, the selected candidate pair, state changes.
+   * @param {CallState} c @param {'a' | 'b'} side @param {string} kind @param {any} payload
+   */
+  pageReport(c, side, kind, payload) {
+    const key = c.files[side];
     if (kind === 'stats') {
-      this.recorder.stats(side, payload);
-      this.framesDecoded[side] = this.recorder.latest(side)?.frames_decoded ?? 0;
+      this.recorder.stats(key, payload);
+      c.framesDecoded[side] = Math.max(c.framesDecoded[side], this.recorder.latest(key)?.frames_decoded ?? 0);
     } else if (kind === 'selected-pair') {
-      this.recorder.selectedPair(side, payload);
+      this.recorder.selectedPair(key, payload);
+      c.pairs[side] = { local: payload.local, remote: payload.remote };
+      this.markCall(c, side);
     } else {
-      this.recorder.event(`page_${kind}`, { side, page: payload });
+      this.recorder.event(`page_${kind}`, this.calls.length > 1 ? { side, call: c.call.id, page: payload } : { side, page: payload });
     }
     if (kind === 'state' && payload?.event === 'media-flowing') {
-      this.framesDecoded[side] = Math.max(this.framesDecoded[side] ?? 0, payload.framesDecoded);
+      c.framesDecoded[side] = Math.max(c.framesDecoded[side], payload.framesDecoded);
+    }
+    if (kind === 'state' && payload?.event === 'send-parameters') {
+      c.tracks[side] = payload.tracks;
+      this.markCall(c, side);
     }
   }
 
-  /** Connected = video decoded on both sides: media really flows through the bottleneck both ways. */
+  /**
+   * The call's DSCP on its packets leaving `side`, once ICE has selected its pair: the call's value on its 5-tuple,
+   * a track's own value on its SSRCs. Nothing when the call asks for 0 everywhere (packets leave Chrome with 0).
+   * @param {CallState} c @param {'a' | 'b'} side
+   */
+  markCall(c, side) {
+    const pair = c.pairs[side];
+    const net = this.net;
+    if (!pair?.local?.address || !pair.remote?.address || !net || !DSCP_MARKING) return;
+    const flow = { src: pair.local.address, sport: pair.local.port, dst: pair.remote.address, dport: pair.remote.port };
+    /** @type {(import('../netem/marking.js').MarkRule & { track: string | null })[]} */
+    const wanted = [];
+    if (c.call.dscp !== 0) wanted.push({ ...flow, dscp: c.call.dscp, track: null });
+    for (const track of c.call.tracks) {
+      const reported = (c.tracks[side] ?? []).find((/** @type {any} */ t) => t.id === track.id);
+      if (track.dscp !== c.call.dscp && reported?.ssrcs?.length) wanted.push({ ...flow, dscp: track.dscp, ssrcs: reported.ssrcs, track: track.id });
+    }
+    for (const { track, ...rule } of wanted) {
+      const key = JSON.stringify(rule);
+      if (c.marked.has(key)) continue;
+      c.marked.add(key);
+      const t = Date.now() / 1000;
+      net.markFlow(side, rule).then(() => {
+        c.marks[side].push({ t, track, ...rule });
+        this.recorder.event('dscp_marking', { call: c.call.id, side, track, ...rule });
+      }, (/** @type {Error} */ err) => this.failWith(`DSCP marking of call ${c.call.id} (${side}) failed: ${err.message}`));
+    }
+  }
+
+  /**
+   * Connected = every call ready: video decoded on both sides for a call that sends from the start (media really
+   * flows through the bottleneck both ways), a selected candidate pair on both sides for a call that joins later.
+   */
   async waitForMedia() {
     this.onProgress({ phase: 'connecting' });
-    const timeout_s = this.scenario.call.connect_timeout_s;
+    const timeout_s = Math.max(...this.calls.map((c) => c.call.connect_timeout_s));
     const deadline = Date.now() + timeout_s * 1000;
-    while (!((this.framesDecoded.a ?? 0) > 0 && (this.framesDecoded.b ?? 0) > 0)) {
+    const ready = (/** @type {CallState} */ c) => (c.call.start_s === 0
+      ? c.framesDecoded.a > 0 && c.framesDecoded.b > 0 : c.pairs.a !== null && c.pairs.b !== null);
+    while (!this.calls.every(ready)) {
       this.checkStillRunning();
       if (Date.now() > deadline) {
-        throw new RunError(`the call did not connect within ${timeout_s} s (video frames decoded: a ${this.framesDecoded.a ?? 0}, ` +
-          `b ${this.framesDecoded.b ?? 0}); see browser-a.log, browser-b.log, events.jsonl`);
+        const late = this.calls.filter((c) => !ready(c)).map((c) => `${this.calls.length > 1 ? `call ${c.call.id}` : 'the call'} did not ` +
+          `connect within ${timeout_s} s (video frames decoded: a ${c.framesDecoded.a}, b ${c.framesDecoded.b}); ` +
+          `see browser-${c.files.a}.log, browser-${c.files.b}.log, events.jsonl`);
+        throw new RunError(late.join('; '));
       }
       await sleep(10);
     }
     this.timings.media_flowing = this.timings.call_connected = Date.now() / 1000;
     this.connectSeconds = this.timings.media_flowing - this.timings.browsers_launched;
     this.recorder.event('call_connected', { seconds_after_pages_loaded: this.connectSeconds });
+    this.recorder.writeManifest({ calls: this.callsManifest() });
+  }
+
+  /**
+   * Calls that join or leave during the run: their senders switched on at start_s and off at stop_s (both sides),
+   * counted from t = 0 (start_ms).
+   * @param {number} start_ms
+   */
+  scheduleJoinsAndLeaves(start_ms) {
+    for (const c of this.calls) {
+      const moments = [];
+      if (c.call.start_s > 0) moments.push({ at_s: c.call.start_s, on: true });
+      if (c.call.stop_s !== null && c.call.stop_s < this.scenario.duration_s) moments.push({ at_s: c.call.stop_s, on: false });
+      for (const { at_s, on } of moments) {
+        this.timers.push(setTimeout(() => {
+          this.recorder.event(on ? 'call_join' : 'call_leave', { call: c.call.id, at_s });
+          for (const peer of [c.peers.a, c.peers.b]) {
+            peer?.page.evaluate((/** @type {boolean} */ v) => /** @type {any} */ (window).rtclab.call.setSending(v), on)
+              .catch((/** @type {Error} */ err) => this.failWith(`call ${c.call.id} could not ${on ? 'join' : 'leave'} at ${at_s} s: ${err.message}`));
+          }
+        }, Math.max(0, start_ms + at_s * 1000 - Date.now())));
+      }
+    }
+    this.teardown.push('join and leave timers', async () => { for (const t of this.timers) clearTimeout(t); });
   }
 
   /**
@@ -253,6 +363,7 @@ class CallRun {
     const cpuSetAtStart = this.cpuSet && readPerCpuTimes();
     this.recorder.writeManifest();
     await net.startSchedules(this.timings.call_start * 1000);
+    this.scheduleJoinsAndLeaves(this.timings.call_start * 1000);
     this.recorder.event('call_start');
 
     const duration_ms = this.scenario.duration_s * 1000;
@@ -280,37 +391,6 @@ class CallRun {
   }
 
   /**
-   * Where a side's browser writes its RTC event logs (created here), or null when the scenario does not record them:
-   * a hidden directory of the run directory, emptied into it by collectEventLogs() once the browser is closed.
-   * @param {string} side
-   */
-  eventLogDir(side) {
-    if (!this.scenario.call.event_log) return null;
-    const dir = path.join(this.runDir, `.eventlog-${side}`);
-    fs.mkdirSync(dir, { recursive: true });
-    return dir;
-  }
-
-  /**
-   * Moves both browsers' event logs into the run directory (closed browsers only: Chrome writes its last piece when
-   * it closes) and names them in the manifest. Safe to call again: a second call finds nothing new.
-   * @returns {Record<string, import('./recorder.js').EventLogFile[]> | null} null when the scenario does not record them
-   */
-  collectEventLogs() {
-    if (!this.scenario.call.event_log) return null;
-    const logs = /** @type {Record<string, import('./recorder.js').EventLogFile[]>} */ (this.recorder.manifest.event_logs ?? {});
-    for (const side of ['a', 'b']) {
-      try {
-        logs[side] = [...(logs[side] ?? []), ...collectEventLogs(this.runDir, side, path.join(this.runDir, `.eventlog-${side}`))];
-      } catch (err) {
-        this.recorder.event('event_log_error', { side, message: /** @type {Error} */ (err).message });
-      }
-    }
-    this.recorder.writeManifest({ event_logs: logs });
-    return logs;
-  }
-
-  /**
    * Browsers first, so the captures hold the call's last packets; then the captures and their counts, then the
    * checks that decide whether the run measured what it claims to.
    * @param {number} hostCpuBusy
@@ -320,18 +400,50 @@ class CallRun {
     this.onProgress({ phase: 'stopping' });
     this.stopping = true;
     const bottleneckAlive = net.info.backend.used === 'userspace' ? net.bottleneckAlive() : null;
+    await this.teardown.undo('join and leave timers', (name, err) => this.teardownFailed(name, err));
     await this.teardown.undo('browser', (name, err) => this.teardownFailed(name, err));
-    const eventLogs = this.collectEventLogs();
     const captures = await this.stopCaptures();
+    await this.recordMarkCounters();
     const validity = validityChecks({
-      dataPrefix: DATA_PREFIX, selectedPairs: this.recorder.selectedPairs, framesDecoded: this.framesDecoded,
-      connectTimeoutS: this.scenario.call.connect_timeout_s, connectSeconds: this.connectSeconds,
+      dataPrefix: DATA_PREFIX, selectedPairs: this.recorder.selectedPairs,
+      calls: this.calls.map((c) => ({ id: c.call.id, files: c.files, framesDecoded: c.framesDecoded })),
+      connectTimeoutS: Math.max(...this.calls.map((c) => c.call.connect_timeout_s)), connectSeconds: this.connectSeconds,
       cpuLimited: this.recorder.cpuLimitedCount, samples: this.recorder.sampleCount,
       bottleneckAlive, captures, captureEnabled: this.scenario.capture.enabled, hostCpuBusy,
-      cpuSet: this.cpuSet ?? undefined, cpuSetBusy: this.cpuSetBusy ?? undefined, eventLogs,
+      cpuSet: this.cpuSet ?? undefined, cpuSetBusy: this.cpuSetBusy ?? undefined,
     });
+    const marked = this.dscpOnTheWire();
+    if (marked) {
+      validity.checks.push(marked);
+      validity.valid &&= marked.ok;
+    }
     this.recorder.writeManifest({ status: 'complete', captures, host_cpu_busy_fraction: hostCpuBusy,
       cpu_set_busy_fraction: this.cpuSetBusy, validity });
+  }
+
+  /**
+   * The validity check dscp_marked (docs/multiflow.md): whether the packets at capture-a carry the DSCP each call and
+   * track asked for, by the analyzer's own reading of the capture; null when the scenario asks for none.
+   * @returns {{ name: string, ok: boolean, detail: string } | null}
+   */
+  dscpOnTheWire() {
+    if (!this.calls.some((c) => c.call.dscp !== 0 || c.call.tracks.some((/** @type {any} */ t) => t.dscp !== 0))) return null;
+    if (!this.scenario.capture.enabled) return { name: 'dscp_marked', ok: false, detail: 'captures are off: the DSCP on the wire is unknown' };
+    this.recorder.writeManifest({ calls: this.callsManifest() });
+    const python = path.join(repoRoot, '.venv', 'bin', 'python');
+    const r = spawnSync(fs.existsSync(python) ? python : 'python3', ['-m', 'rtclab.multiflow', 'dscp-check', this.runDir], { encoding: 'utf8', timeout: 120_000 });
+    try {
+      if (r.status === 0) return JSON.parse(r.stdout);
+    } catch { /* reported below */ }
+    return { name: 'dscp_marked', ok: false, detail: `the analyzer could not read capture-a (${(r.stderr || r.error?.message || '').trim().split('\n').pop()}); run scripts/setup.sh` };
+  }
+
+  /** What each host's marking rules marked (events.jsonl), for a run whose calls asked for DSCP. */
+  async recordMarkCounters() {
+    const net = /** @type {import('../netem/index.js').Network} */ (this.net);
+    for (const side of /** @type {const} */ (['a', 'b'])) {
+      if (this.calls.some((c) => c.marks[side].length)) this.recorder.event('dscp_marking_counters', { side, rules: await net.markCounters(side) });
+    }
   }
 
   /** @param {Error} err */
@@ -353,8 +465,8 @@ class CallRun {
     this.stopping = true;
     this.onProgress({ phase: 'teardown' });
     await this.teardown.undoAll((name, err) => this.teardownFailed(name, err));
-    this.collectEventLogs(); // an interrupted run keeps the logs its browsers wrote
     this.recorder.manifest.versions ??= await this.versions;
+    this.recorder.manifest.calls = this.callsManifest();
     this.timings.ended = Date.now() / 1000;
     this.recorder.event('run_end', { status: this.recorder.manifest.status });
     this.recorder.writeManifest();

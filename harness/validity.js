@@ -19,7 +19,8 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  * @param {{
  *   dataPrefix: string,
  *   selectedPairs: {side: string, local: any, remote: any}[],
- *   framesDecoded: Record<string, number>,
+ *   framesDecoded?: Record<string, number>,
+ *   calls?: {id: string, files: {a: string, b: string}, framesDecoded: {a: number, b: number}}[],
  *   connectTimeoutS: number, connectSeconds: number | null,
  *   cpuLimited: Record<string, number>, samples: Record<string, number>,
  *   bottleneckAlive: boolean | null,
@@ -27,9 +28,10 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   captureEnabled: boolean,
  *   hostCpuBusy?: number,
  *   cpuSet?: number[], cpuSetBusy?: number,
- *   eventLogs?: Record<string, {file: string, bytes: number, complete_bytes: number, begins_with_log_start: boolean}[]> | null,
  * }} o
- *   eventLogs: each side's RTC event logs (harness/recorder.js collectEventLogs) when the scenario records them
+ *   calls: each call's id, the keys of its sides in selectedPairs, samples and cpuLimited (a, b for the first call,
+ *   <id>-a, <id>-b for the others), and its decoded frames; absent: one call, sides a and b, framesDecoded.
+ *   With several calls each call-level check is made per call, named <check>_<call id>.
  */
 export function validityChecks(o) {
   /** @type {{name: string, ok: boolean, detail: string}[]} */
@@ -40,30 +42,37 @@ export function validityChecks(o) {
   add('call_connected_in_time', connected, o.connectSeconds === null ? `no decoded video within ${o.connectTimeoutS} s`
     : `media flowing ${o.connectSeconds.toFixed(1)} s after the browsers loaded the page (limit ${o.connectTimeoutS} s)`);
 
-  // Chrome hides a peer-reflexive remote address (address ""); the other side's own local address covers it.
-  const offPath = o.selectedPairs.filter((p) => !onDataPath(p.local?.address, o.dataPrefix) ||
-    (p.remote?.address !== '' && !onDataPath(p.remote?.address, o.dataPrefix)));
-  const sides = new Set(o.selectedPairs.map((p) => p.side));
-  if (!sides.has('a') || !sides.has('b')) {
-    add('ice_pair_on_data_path', false, `no selected ICE candidate pair was reported by ${['a', 'b'].filter((s) => !sides.has(s)).join(' and ')}`);
-  } else if (offPath.length) {
-    const p = offPath[0];
-    add('ice_pair_on_data_path', false, `side ${p.side} selected ${p.local?.address} <-> ${p.remote?.address}, off the data path ${o.dataPrefix}*`);
-  } else {
-    const p = o.selectedPairs[o.selectedPairs.length - 1];
-    add('ice_pair_on_data_path', true, `${p.local.address} <-> ${p.remote.address || '(peer-reflexive)'} for the whole call (${o.selectedPairs.length} pair report(s))`);
-  }
+  const calls = o.calls ?? [{ id: '', files: { a: 'a', b: 'b' }, framesDecoded: { a: o.framesDecoded?.a ?? 0, b: o.framesDecoded?.b ?? 0 } }];
+  for (const call of calls) {
+    const suffix = calls.length > 1 ? `_${call.id}` : '';
+    const keys = new Set([call.files.a, call.files.b]);
+    const pairs = o.selectedPairs.filter((p) => keys.has(p.side));
+    // Chrome hides a peer-reflexive remote address (address ""); the other side's own local address covers it.
+    const offPath = pairs.filter((p) => !onDataPath(p.local?.address, o.dataPrefix) ||
+      (p.remote?.address !== '' && !onDataPath(p.remote?.address, o.dataPrefix)));
+    const sides = new Set(pairs.map((p) => p.side));
+    if (!sides.has(call.files.a) || !sides.has(call.files.b)) {
+      add(`ice_pair_on_data_path${suffix}`, false, `no selected ICE candidate pair was reported by ${[call.files.a, call.files.b].filter((s) => !sides.has(s)).join(' and ')}`);
+    } else if (offPath.length) {
+      const p = offPath[0];
+      add(`ice_pair_on_data_path${suffix}`, false, `side ${p.side} selected ${p.local?.address} <-> ${p.remote?.address}, off the data path ${o.dataPrefix}*`);
+    } else {
+      const p = pairs[pairs.length - 1];
+      add(`ice_pair_on_data_path${suffix}`, true, `${p.local.address} <-> ${p.remote.address || '(peer-reflexive)'} for the whole call (${pairs.length} pair report(s))`);
+    }
 
-  for (const side of ['a', 'b']) {
-    const frames = o.framesDecoded[side] ?? 0;
-    add(`video_decoded_${side}`, frames > 0, `${side} decoded ${frames} video frames`);
-  }
+    for (const side of /** @type {const} */ (['a', 'b'])) {
+      const frames = call.framesDecoded[side] ?? 0;
+      add(`video_decoded_${side}${suffix}`, frames > 0, `${call.files[side]} decoded ${frames} video frames`);
+    }
 
-  for (const side of ['a', 'b']) {
-    const n = o.samples[side] ?? 0;
-    const fraction = n ? (o.cpuLimited[side] ?? 0) / n : 0;
-    add(`cpu_limited_${side}`, fraction <= MAX_CPU_LIMITED_FRACTION,
-      `qualityLimitationReason was "cpu" in ${(fraction * 100).toFixed(0)}% of ${n} samples (limit ${MAX_CPU_LIMITED_FRACTION * 100}%)`);
+    for (const side of /** @type {const} */ (['a', 'b'])) {
+      const key = call.files[side];
+      const n = o.samples[key] ?? 0;
+      const fraction = n ? (o.cpuLimited[key] ?? 0) / n : 0;
+      add(`cpu_limited_${side}${suffix}`, fraction <= MAX_CPU_LIMITED_FRACTION,
+        `qualityLimitationReason was "cpu" in ${(fraction * 100).toFixed(0)}% of ${n} samples (limit ${MAX_CPU_LIMITED_FRACTION * 100}%)`);
+    }
   }
 
   if (o.bottleneckAlive !== null) {
@@ -89,22 +98,6 @@ export function validityChecks(o) {
       const ok = Object.values(o.captures).every((c) => c.dropped_by_kernel === 0 && c.packets > 0);
       add('captures_complete', ok, drops.join('; '));
     }
-  }
-  if (o.eventLogs) {
-    // Chrome writes the log in pieces; a browser killed mid-write leaves a piece cut short.
-    const problems = [];
-    const found = [];
-    for (const side of ['a', 'b']) {
-      const files = o.eventLogs[side] ?? [];
-      if (!files.length) problems.push(`${side} wrote no RTC event log`);
-      for (const f of files) {
-        if (f.bytes === 0) problems.push(`${f.file} is empty`);
-        else if (!f.begins_with_log_start) problems.push(`${f.file} does not start with the log's start event`);
-        else if (f.complete_bytes < f.bytes) problems.push(`${f.file} is cut short: ${f.bytes - f.complete_bytes} of its ${f.bytes} bytes end mid-record`);
-        found.push(`${f.file} ${f.bytes} bytes`);
-      }
-    }
-    add('event_log_complete', problems.length === 0, problems.length ? problems.join('; ') : found.join(', '));
   }
   return { valid: checks.every((c) => c.ok), checks };
 }

@@ -15,6 +15,8 @@ import { KernelBackend } from './kernel-backend.js';
 import { UserspaceBackend } from './userspace.js';
 import { Capture } from './captures.js';
 import { CrossTraffic } from './cross.js';
+import { markRuleLine, markTableRuleset, ruleCounters, MARK_TABLE } from './marking.js';
+import { run, runChecked } from './exec.js';
 
 export { cleanAll, teardown } from './cleanup.js';
 export { chooseBackend } from './backend.js';
@@ -170,6 +172,25 @@ export class Network extends EventEmitter {
         nsExec: (h) => this.nsExec(h), onEvent: (e) => { if (!this.isDown) this.emit('event', e); } });
       await this.cross.start(t0_ms);
     }
+  }
+
+  /**
+   * Sets the DSCP of a UDP flow's packets as they leave host a or b (nftables in its namespace, docs/netem.md).
+   * @param {'a' | 'b'} host @param {import('./marking.js').MarkRule} rule
+   */
+  async markFlow(host, rule) {
+    if (this.isDown) return;
+    // `add` of an existing table or chain changes nothing: every batch can carry them.
+    await runChecked([...this.nsExec(host), 'nft', '-f', '-'], { input: markTableRuleset() + markRuleLine(rule) });
+  }
+
+  /**
+   * What each marking rule of a host has marked so far (empty when the host has none).
+   * @param {'a' | 'b'} host
+   */
+  async markCounters(host) {
+    const r = await run([...this.nsExec(host), 'nft', '-j', 'list', 'table', 'ip', MARK_TABLE]);
+    return r.code === 0 ? ruleCounters(r.stdout) : [];
   }
 
   /** False once a process the bottleneck needs has died (traffic in its direction has stopped). */

@@ -103,7 +103,9 @@ export function validateScenario(scenario, label = 'scenario') {
  * @returns {any} the normalised scenario
  */
 export function normalizeScenario(doc, { label = 'scenario', baseDir = process.cwd() } = {}) {
-  const scenario = validateScenario(structuredClone(doc), label);
+  const scenario = validateScenario(withCallsList(structuredClone(doc)), label);
+  const problems = normalizeCalls(scenario);
+  if (problems.length) throw new ScenarioError(label, problems);
   try {
     for (const direction of /** @type {const} */ (['forward', 'reverse'])) {
       scenario.network[direction] = normalizeLink(scenario.network[direction], `network.${direction}`, baseDir);
@@ -112,10 +114,75 @@ export function normalizeScenario(doc, { label = 'scenario', baseDir = process.c
     if (err instanceof LinkError) throw new ScenarioError(label, [err.message]);
     throw err;
   }
-  if (scenario.call.video_clip && !path.isAbsolute(scenario.call.video_clip)) {
-    scenario.call.video_clip = path.resolve(baseDir, scenario.call.video_clip);
+  for (const call of [scenario.call, ...scenario.calls]) {
+    if (call.video_clip && !path.isAbsolute(call.video_clip)) call.video_clip = path.resolve(baseDir, call.video_clip);
   }
   return scenario;
+}
+
+/**
+ * Gives every scenario the list of its calls, before the schema fills in defaults: a scenario without `calls` has
+ * the one call of `call`; each item of `calls` takes the fields it leaves out from `call` (then from the schema).
+ * A normalised scenario passes through unchanged (its items are complete).
+ * @param {any} doc
+ */
+function withCallsList(doc) {
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return doc;
+  const template = doc.call && typeof doc.call === 'object' && !Array.isArray(doc.call) ? doc.call : {};
+  if (doc.calls === undefined) doc.calls = [structuredClone(template)];
+  else if (Array.isArray(doc.calls)) {
+    doc.calls = doc.calls.map((/** @type {any} */ item) =>
+      (item && typeof item === 'object' && !Array.isArray(item) ? { ...structuredClone(template), ...item } : item));
+  }
+  return doc;
+}
+
+/**
+ * What the schema cannot say about calls: ids (derived where null, unique), start and stop inside the run, and each
+ * track complete (a field left null takes its call's value).
+ * @param {any} scenario validated, defaults filled in
+ * @returns {string[]} problems, one sentence each
+ */
+function normalizeCalls(scenario) {
+  const problems = [];
+  /** @type {Set<string>} */
+  const ids = new Set();
+  scenario.call.tracks = completeTracks(scenario.call, 'call', problems);
+  scenario.calls.forEach((/** @type {any} */ call, /** @type {number} */ i) => {
+    const where = `calls[${i}]`;
+    call.id ??= `c${i + 1}`;
+    if (ids.has(call.id)) problems.push(`${where}.id: "${call.id}" names two calls (each call needs its own id)`);
+    ids.add(call.id);
+    if (call.start_s >= scenario.duration_s) {
+      problems.push(`${where}.start_s: ${call.start_s} is not before the end of the run (duration_s ${scenario.duration_s})`);
+    }
+    if (call.stop_s !== null && call.stop_s <= call.start_s) {
+      problems.push(`${where}.stop_s: ${call.stop_s} must be after start_s (${call.start_s})`);
+    }
+    call.tracks = completeTracks(call, where, problems);
+  });
+  return problems;
+}
+
+/**
+ * A call's tracks, each complete: ids derived where null (v1, v2, ...), the call's values where a field is null.
+ * @param {any} call @param {string} where @param {string[]} problems
+ */
+function completeTracks(call, where, problems) {
+  /** @type {Set<string>} */
+  const ids = new Set();
+  return call.tracks.map((/** @type {any} */ track, /** @type {number} */ k) => {
+    const full = {
+      id: track.id ?? `v${k + 1}`,
+      priority: track.priority ?? call.priority,
+      network_priority: track.network_priority ?? call.network_priority,
+      max_bitrate_kbps: track.max_bitrate_kbps ?? call.max_bitrate_kbps,
+      dscp: track.dscp ?? call.dscp,
+    };
+    if (ids.has(full.id)) problems.push(`${where}.tracks[${k}].id: "${full.id}" names two tracks of the call`);
+    ids.add(full.id);
+    return full;
+  });
 }
 
 /**

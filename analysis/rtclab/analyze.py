@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import __version__, crosscheck, fairness, getstats, metrics, packets, queue, rundir, scenario
+from . import __version__, crosscheck, fairness, getstats, metrics, multiflow, packets, queue, rundir, scenario
 
 # 2: queuing_delay_ms and getStats' tq_ms are measured from the configured propagation delay (their earlier
 # baselines are queuing_delay_vs_min_owd_ms and tq_vs_min_rtt_ms); throughput spans arrivals; fairness counts the
@@ -108,6 +108,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
 
     getstats.per_phase(gs, [(p.name, p.start_s, p.end_s) for p in phase_list if p.name != "all"])
     ssrc_kinds, pt_kinds, clocks = getstats.kinds(sides)
+    ssrc_kinds = multiflow.recorded_kinds(run) | ssrc_kinds  # every call's streams, getStats' word first
     table = None
     flows: list[dict[str, Any]] = []
     fair: dict[str, Any] = {}
@@ -131,6 +132,23 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
                                          forward_arrivals_seen=caps["b"] is not None),
                     capacity_bps=cap_bps, start_s=p.start_s, end_s=p.end_s)
 
+    multi: dict[str, Any] | None = None
+    validity = run.manifest.get("validity") or {"valid": None, "checks": [], "note": "no validity in the manifest"}
+    if table is not None:
+        with _step(progress, "calls and tracks", timings):
+            multi = multiflow.analyse(run, table, t0_ns, duration_s, ssrc_kinds,
+                                      capacity(0.0, duration_s) if capacity and duration_s else None)
+            owner = multi.pop("owner")
+            for f in flows:
+                call_track = owner.get(str(f.get("ssrc"))) if f["direction"] == "forward" else None
+                f["call"], f["track"] = call_track if call_track else (None, None)
+    # The analyzer's own validity check: the DSCP the scenario asked for, on the wire.
+    marked = multiflow.dscp_marked(run, caps["a"], t0_ns)
+    if marked is not None:
+        checks_v = [c for c in validity.get("checks", []) if c.get("name") != "dscp_marked"] + [marked]
+        validity = dict(validity, checks=checks_v,
+                        valid=bool(validity.get("valid", True) is not False and all(c.get("ok") for c in checks_v)))
+
     checks: list[dict[str, Any]] = []
     with _step(progress, "cross-checks", timings):
         checks += crosscheck.getstats_loss(flows, gs)
@@ -151,7 +169,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
             "error": run.manifest.get("error"), "scenario": run.scenario_doc.get("name"),
             "backend": (run.manifest.get("backend") or {}).get("used"), "call_start": t0, "duration_s": duration_s,
         },
-        "validity": run.manifest.get("validity") or {"valid": None, "checks": [], "note": "no validity in the manifest"},
+        "validity": validity,
         "inputs": {
             f"capture_{s}": ({"packets": c.packets, "records": c.records, "error": c.error,
                               "not_joined": (table.not_joined if table is not None else {}).get(f"capture_{s}")}
@@ -168,6 +186,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
         "capacity_bps": capacity(0.0, duration_s) if capacity and duration_s else None,
         "flows": flows,
         "fairness": fair,
+        "multiflow": multi,
         "getstats": gs,
         "cross_traffic": rundir.iperf3_summaries(run),
         "bottleneck_queue": queue.analyse(run, t0),

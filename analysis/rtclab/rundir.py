@@ -23,8 +23,9 @@ DEFAULT_A = "10.0.1.2"
 DEFAULT_B = "10.0.2.2"
 FORWARD_DEV = "r-eth1"  # the router's interface towards b: where the forward bottleneck sits (kernel backend)
 
-# manifest.json's format_version: absent is 1 (runs before the field existed); 2 adds the field itself.
-MANIFEST_FORMAT_VERSIONS = (1, 2)
+# manifest.json's format_version: absent is 1 (runs before the field existed); 2 adds the field itself; 3 adds
+# `calls` (several calls, their tracks' SSRCs, selected pairs and DSCP marking; docs/run-directory.md).
+MANIFEST_FORMAT_VERSIONS = (1, 2, 3)
 
 
 class RunDirError(Exception):

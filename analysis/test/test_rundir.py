@@ -29,8 +29,8 @@ def small_run(path: Path, **manifest_extra) -> None:
     run.write(path, scenario(1.6, {"delay_ms": 20, "rate": {"kbit": 5000}}), manifest_extra=manifest_extra)
 
 
-@pytest.mark.parametrize("version", [None, 1, 2])
-def test_format_versions_1_and_2_are_read(tmp_path, version):
+@pytest.mark.parametrize("version", [None, 1, 2, 3])
+def test_format_versions_1_to_3_are_read(tmp_path, version):
     small_run(tmp_path, **({} if version is None else {"format_version": version}))
     r = rtclab("analyze", str(tmp_path), "--no-tshark", "--no-dashboard", "-q")
     assert r.returncode == 0, r.stderr
@@ -38,10 +38,10 @@ def test_format_versions_1_and_2_are_read(tmp_path, version):
 
 
 def test_a_newer_format_is_refused_naming_the_file_and_versions(tmp_path):
-    small_run(tmp_path, format_version=3)
+    small_run(tmp_path, format_version=4)
     r = rtclab("analyze", str(tmp_path), "--no-tshark", "-q")
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert f"{tmp_path / 'manifest.json'}: format_version 3" in r.stderr and "reads 1, 2" in r.stderr
+    assert f"{tmp_path / 'manifest.json'}: format_version 4" in r.stderr and "reads 1, 2, 3" in r.stderr
 
 
 def test_an_invalid_scenario_is_named_and_not_used(tmp_path):

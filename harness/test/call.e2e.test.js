@@ -55,7 +55,7 @@ test('a 30 s call through the default scenario: captures, getStats, a valid mani
   const { code, stderr } = await runCli(['--duration', '30', '--out', out]);
   const manifest = manifestOf(out);
   assert.equal(manifest.status, 'complete', stderr);
-  assert.equal(manifest.format_version, 2);
+  assert.equal(manifest.format_version, 3);
   assert.equal(manifest.validity.valid, true, JSON.stringify(manifest.validity, null, 1));
   assert.equal(code, 0, stderr);
   assert.deepEqual(leftovers(manifest.id), []);

@@ -22,7 +22,11 @@ const strictValidate = new Ajv({ strict: false, allErrors: true }).compile(schem
 const RUNS = 400;
 
 /** @param {any} node */
-const resolve = (node) => (node.$ref ? definitions[node.$ref.replace('#/definitions/', '')] : node);
+const resolve = (node) => {
+  if (!node.$ref) return node;
+  if (node.$ref.startsWith('#/properties/')) return schema.properties[node.$ref.replace('#/properties/', '')];
+  return definitions[node.$ref.replace('#/definitions/', '')];
+};
 
 /**
  * An arbitrary for a schema node, following its type, bounds and enums (what this schema uses).
@@ -44,7 +48,8 @@ function fromSchema(node) {
     case 'integer': return orNull(fc.integer({ min: Math.ceil(min + (node.exclusiveMinimum !== undefined ? 1 : 0)), max: Math.min(max, 2 ** 31) }));
     case 'number': return orNull(fc.double({ min: node.exclusiveMinimum !== undefined ? min + 1e-3 : min, max, noNaN: true }));
     case 'boolean': return orNull(fc.boolean());
-    case 'string': return orNull(node.pattern === '^--' ? fc.string().map((s) => `--${s}`) : fc.string({ minLength: node.minLength ?? 0, maxLength: node.maxLength ?? 20 }));
+    case 'string': if (node.pattern?.startsWith('^[a-z]')) return orNull(fc.constantFrom('c1', 'v2', 'x', 'call_two'));
+      return orNull(node.pattern === '^--' ? fc.string().map((s) => `--${s}`) : fc.string({ minLength: node.minLength ?? 0, maxLength: node.maxLength ?? 20 }));
     case 'array': return fc.array(fromSchema(node.items), { minLength: node.minItems ?? 0, maxLength: Math.min(node.maxItems ?? 3, 3) });
     case 'object': {
       /** @type {Record<string, fc.Arbitrary<any>>} */

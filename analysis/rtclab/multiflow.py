@@ -1,0 +1,335 @@
+"""Several media flows through one bottleneck (docs/multiflow.md): each forward RTP stream attributed to its call and
+track, metrics per track and per call (rates at 0.15 s and 1 s windows, loss, one-way and queuing delay, frame rate
+and resolution, time to converge after the flow joins, rate oscillation), and across the video flows Jain's index,
+each flow's share against the share its priority asks for, and the aggregate's queue. Also the `dscp_marked`
+validity check: the fraction of each call's (and track's) packets at capture-a that carry the DSCP it asked for.
+
+A call's packets are found by its forward 5-tuple (the caller's selected ICE candidate pair); a track's by the SSRCs
+its sender announced (media and RTX, from the caller's local description, manifest `calls[].tracks.a`). Runs of
+format 1-2 (one call) have one call c1 whose video is track v1."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import getstats, rundir
+from .fairness import ETHERNET_HEADER_BYTES, jain_index
+from .metrics import windowed_rate
+from .packets import CLS_RTP, DELIVERED, FORWARD, LOST, UNMATCHED, PacketTable
+from .rundir import Capture, RunDir, ip_to_int
+from .stats import distribution
+
+# Chrome's bitrate_priority for RTCRtpEncodingParameters.priority (webrtc/api/rtp_parameters.h: kDefaultBitratePriority
+# 1.0 for "low"; PriorityToBitratePriority in Chromium's RTCRtpSender): how its allocator weighs tracks of one
+# connection against each other.
+BITRATE_PRIORITY = {"very-low": 0.5, "low": 1.0, "medium": 2.0, "high": 4.0}
+CONVERGED_FRACTION = 0.8  # a flow has converged once a 1 s window reaches this fraction of its steady rate
+MARKED_FRACTION_MIN = 0.99  # dscp_marked: at least this share of a flow's packets must carry the asked DSCP
+SHARED_PERIOD_MIN_S = 2.0  # shares and Jain's index need the flows to overlap at least this long
+WINDOWS_S = (0.15, 1.0)
+
+
+@dataclass
+class Track:
+    id: str
+    kind: str  # video or audio
+    priority: str
+    dscp: int
+    ssrcs: list[int] = field(default_factory=list)  # media then RTX; empty when the run did not record them
+
+
+@dataclass
+class Call:
+    id: str
+    start_s: float
+    stop_s: float | None
+    dscp: int
+    tracks: list[Track]
+    files: dict[str, str]  # getstats file per side
+    five_tuple: tuple[int, int, int, int] | None  # forward (src ip, sport, dst ip, dport) as numbers
+
+
+def _pair_tuple(pair_a: Any, pair_b: Any) -> tuple[int, int, int, int] | None:
+    """The forward 5-tuple from the caller's selected pair; a peer-reflexive remote (address "") from the callee's own
+    local candidate."""
+    if not isinstance(pair_a, dict):
+        return None
+    local, remote = pair_a.get("local") or {}, pair_a.get("remote") or {}
+    if not remote.get("address") and isinstance(pair_b, dict):
+        remote = pair_b.get("local") or {}
+    try:
+        return (ip_to_int(local["address"]), int(local["port"]), ip_to_int(remote["address"]), int(remote["port"]))
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+def calls(run: RunDir) -> list[Call]:
+    """The run's calls: from the manifest's `calls` (format 3), else the one call of a format 1-2 run."""
+    doc = run.scenario_doc
+    recorded = run.manifest.get("calls") if isinstance(run.manifest.get("calls"), list) else None
+    listed = doc.get("calls")
+    scenario_calls: list[Any] = listed if isinstance(listed, list) else [doc.get("call") or {}]
+    out: list[Call] = []
+    for i, sc in enumerate(scenario_calls):
+        rec = recorded[i] if recorded and i < len(recorded) and isinstance(recorded[i], dict) else {}
+        cid = sc.get("id") or f"c{i + 1}"
+        pairs = rec.get("selected_pairs") or {}
+        if not rec:  # format 1-2: the caller's first selected pair from events.jsonl
+            for side in ("a", "b"):
+                pairs[side] = next(({"local": e.get("local"), "remote": e.get("remote")} for e in run.events
+                                    if e.get("event") == "selected_pair" and e.get("side") == side), None)
+        reported = {t.get("id"): t for t in ((rec.get("tracks") or {}).get("a") or []) if isinstance(t, dict)}
+        dscp = int(sc.get("dscp", 0) or 0)
+        tracks = [Track(id=t.get("id") or f"v{k + 1}", kind="video", priority=t.get("priority") or "low",
+                        dscp=dscp if t.get("dscp") is None else int(t["dscp"]),
+                        ssrcs=[int(s) for s in (reported.get(t.get("id") or f"v{k + 1}") or {}).get("ssrcs") or []])
+                  for k, t in enumerate(sc.get("tracks") or [{}])]
+        if sc.get("audio", True):
+            tracks.append(Track(id="audio", kind="audio", priority=sc.get("priority") or "low", dscp=dscp,
+                                ssrcs=[int(s) for s in (reported.get("audio") or {}).get("ssrcs") or []]))
+        files = rec.get("getstats") or {"a": "getstats-a.jsonl", "b": "getstats-b.jsonl"}
+        out.append(Call(id=cid, start_s=float(sc.get("start_s", 0) or 0), stop_s=sc.get("stop_s"), dscp=dscp,
+                        tracks=tracks, files=files, five_tuple=_pair_tuple(pairs.get("a"), pairs.get("b"))))
+    return out
+
+
+def recorded_kinds(run: RunDir) -> dict[int, str]:
+    """Kinds of the SSRCs each call's caller announced (media, then RTX): what names the streams of calls whose
+    getStats the single-call reader does not read."""
+    out: dict[int, str] = {}
+    for call in calls(run):
+        for tr in call.tracks:
+            for i, ssrc in enumerate(tr.ssrcs):
+                out[ssrc] = tr.kind if i == 0 else "rtx"
+    return out
+
+
+def _call_rows(t: PacketTable, call: Call) -> np.ndarray:
+    """Forward rows of the call's 5-tuple (every class: RTP, RTCP, STUN, DTLS)."""
+    if call.five_tuple is None:
+        return np.zeros(0, np.int64)
+    c = t.cols
+    src, sport, dst, dport = call.five_tuple
+    return np.flatnonzero((c["direction"] == FORWARD) & (c["ip_src"] == src) & (c["sport"] == sport) &
+                          (c["ip_dst"] == dst) & (c["dport"] == dport))
+
+
+def _fill_ssrcs(t: PacketTable, call: Call, rows: np.ndarray, ssrc_kinds: dict[int, str]) -> None:
+    """A run that did not record its tracks' SSRCs (format 1-2, one video track): the call's RTP streams by kind."""
+    if any(tr.ssrcs for tr in call.tracks):
+        return
+    rtp = rows[t.cols["cls"][rows] == CLS_RTP]
+    for ssrc in (int(s) for s in np.unique(t.cols["ssrc"][rtp])):
+        # Without getStats an SSRC's kind is unknown: it counts as the one video track's.
+        kind = "audio" if ssrc_kinds.get(ssrc) == "audio" else "video"
+        target = next((tr for tr in call.tracks if tr.kind == kind), None)
+        if target is not None:
+            target.ssrcs.append(ssrc)
+
+
+def _active(call: Call, duration_s: float) -> tuple[float, float]:
+    stop = duration_s if call.stop_s is None else min(float(call.stop_s), duration_s)
+    return call.start_s, stop
+
+
+def _rates(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int, window_s: float) -> np.ndarray:
+    """Received link-layer bit rate of `rows` in consecutive windows over [lo, hi)."""
+    c = t.cols
+    arrived = rows[((c["status"][rows] == DELIVERED) | (c["status"][rows] == UNMATCHED))]
+    tr = c["t_recv_ns"][arrived]
+    keep = (tr >= lo_ns) & (tr < hi_ns)
+    order = np.argsort(tr[keep], kind="stable")
+    return windowed_rate(tr[keep][order], (c["ip_len"][arrived][keep][order].astype(np.int64) + ETHERNET_HEADER_BYTES),
+                         lo_ns, hi_ns, window_s)
+
+
+def convergence(rates_1s: np.ndarray) -> tuple[float | None, float | None, float | None]:
+    """(time to converge s, steady rate, coefficient of variation): the steady rate is the mean of the 1 s windows of
+    the second half of the flow's active period; it has converged at the end of the first window that reaches
+    CONVERGED_FRACTION of it; the CV is sd / mean of those second-half windows."""
+    if rates_1s.size < 2:
+        return None, None, None
+    steady = rates_1s[rates_1s.size // 2:]
+    mean = float(steady.mean())
+    if mean <= 0:
+        return None, 0.0, None
+    reached = np.flatnonzero(rates_1s >= CONVERGED_FRACTION * mean)
+    return (float(reached[0] + 1) if reached.size else None), mean, float(steady.std() / mean)
+
+
+def _frames(side: getstats.SideStats | None, ssrc: int | None, lo_s: float, hi_s: float, t0_s: float) -> dict[str, Any]:
+    """The receiver's frames per second and resolution for one video SSRC over [lo_s, hi_s) since call start (t0_s,
+    epoch seconds)."""
+    objs = [] if side is None or ssrc is None else \
+        [o for o in side.inbound.get(ssrc, []) if lo_s <= o["_t"] - t0_s < hi_s]
+    fps = np.array([o["framesPerSecond"] for o in objs if isinstance(o.get("framesPerSecond"), (int, float))], float)
+    heights = np.array([o["frameHeight"] for o in objs if isinstance(o.get("frameHeight"), (int, float))], float)
+    widths = np.array([o["frameWidth"] for o in objs if isinstance(o.get("frameWidth"), (int, float))], float)
+    return {"fps_mean": float(fps.mean()) if fps.size else None,
+            "frame_height_median": float(np.median(heights)) if heights.size else None,
+            "frame_width_median": float(np.median(widths)) if widths.size else None}
+
+
+def _track_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int) -> dict[str, Any]:
+    c = t.cols
+    t_send = c["t_send_ns"][rows]
+    sent = rows[(t_send >= lo_ns) & (t_send < hi_ns) & ((c["status"][rows] == DELIVERED) | (c["status"][rows] == LOST))]
+    lost = int((c["status"][sent] == LOST).sum())
+    got = sent[c["status"][sent] == DELIVERED]
+    qd = c["queuing_delay_ns"][got]
+    out: dict[str, Any] = {"packets_sent": int(sent.size), "packets_lost": lost,
+                           "loss_ratio": (lost / sent.size) if sent.size else None,
+                           "owd_ms": distribution(c["owd_ns"][got] / 1e6),
+                           "queuing_delay_ms": distribution(qd[qd >= 0] / 1e6), "rate_windows": {}}
+    for w in WINDOWS_S:
+        r = _rates(t, rows, lo_ns, hi_ns, w)
+        mean = float(r.mean()) if r.size else None
+        out["rate_windows"][f"{w:g}s"] = {"mean_bps": mean, "sd_bps": float(r.std()) if r.size else None,
+                                          "cv": (float(r.std()) / mean) if mean else None, "count": int(r.size)}
+    dur_s = (hi_ns - lo_ns) / 1e9
+    arrived = rows[(c["status"][rows] == DELIVERED) | (c["status"][rows] == UNMATCHED)]
+    tr = c["t_recv_ns"][arrived]
+    inside = arrived[(tr >= lo_ns) & (tr < hi_ns)]
+    out["rate_bps"] = (float((c["ip_len"][inside].astype(np.int64) + ETHERNET_HEADER_BYTES).sum()) * 8 / dur_s) if dur_s > 0 else None
+    return out
+
+
+def analyse(run: RunDir, t: PacketTable, t0_ns: int, duration_s: float, ssrc_kinds: dict[int, str],
+            capacity_bps: float | None) -> dict[str, Any]:
+    """Per call and track metrics, the flows' shares and the aggregate; `flow_owner` maps ssrc -> (call, track)."""
+    out_calls: list[dict[str, Any]] = []
+    video: list[tuple[Call, Track, np.ndarray]] = []
+    owner: dict[int, tuple[str, str]] = {}
+    all_media = []
+    for call in calls(run):
+        rows = _call_rows(t, call)
+        _fill_ssrcs(t, call, rows, ssrc_kinds)
+        lo_s, hi_s = _active(call, duration_s)
+        lo_ns, hi_ns = t0_ns + int(lo_s * 1e9), t0_ns + int(hi_s * 1e9)
+        callee = getstats.read_side(run.file(call.files.get("b", "")), []) if call.files.get("b") else None
+        tracks_out = []
+        for tr in call.tracks:
+            trows = rows[np.isin(t.cols["ssrc"][rows], np.array(tr.ssrcs, dtype=np.int64)) &
+                         (t.cols["cls"][rows] == CLS_RTP)] if tr.ssrcs else np.zeros(0, np.int64)
+            for s in tr.ssrcs:
+                owner[s] = (call.id, tr.id)
+            m = _track_metrics(t, trows, lo_ns, hi_ns)
+            conv, steady, cv = convergence(_rates(t, trows, lo_ns, hi_ns, 1.0))
+            entry = {"id": tr.id, "kind": tr.kind, "priority": tr.priority, "bitrate_priority": BITRATE_PRIORITY.get(tr.priority),
+                     "dscp": tr.dscp, "ssrcs": tr.ssrcs, **m, "steady_rate_bps": steady,
+                     "convergence_s": conv, "rate_cv": cv}
+            if tr.kind == "video":
+                entry.update(_frames(callee, tr.ssrcs[0] if tr.ssrcs else None, lo_s, hi_s, t0_ns / 1e9))
+                video.append((call, tr, trows))
+            tracks_out.append(entry)
+            all_media.append(trows)
+        call_m = _track_metrics(t, rows, lo_ns, hi_ns)
+        out_calls.append({"id": call.id, "start_s": lo_s, "stop_s": hi_s, "dscp": call.dscp,
+                          "five_tuple_found": call.five_tuple is not None, **call_m, "tracks": tracks_out})
+    return {"calls": out_calls, "shares": shares(t, video, t0_ns, duration_s),
+            "aggregate": _aggregate(t, all_media, t0_ns, duration_s, capacity_bps),
+            "owner": {str(k): list(v) for k, v in owner.items()}}
+
+
+def shares(t: PacketTable, video: list[tuple[Call, Track, np.ndarray]], t0_ns: int, duration_s: float) -> dict[str, Any]:
+    """Over the period every video flow is active: each flow's rate, the share its priority asks for (its bitrate
+    priority over the sum of all flows'), the share it got (its rate over the sum of rates), their ratio, and Jain's
+    index over the flows' rates."""
+    if not video:
+        return {"start_s": None, "end_s": None, "flows": [], "jain_index": None}
+    lo_s = max(_active(c, duration_s)[0] for c, _, _ in video)
+    hi_s = min(_active(c, duration_s)[1] for c, _, _ in video)
+    if hi_s - lo_s < SHARED_PERIOD_MIN_S:
+        return {"start_s": lo_s, "end_s": hi_s, "flows": [], "jain_index": None,
+                "note": f"the video flows overlap for less than {SHARED_PERIOD_MIN_S:g} s"}
+    lo_ns, hi_ns = t0_ns + int(lo_s * 1e9), t0_ns + int(hi_s * 1e9)
+    rates = [_track_metrics(t, rows, lo_ns, hi_ns)["rate_bps"] or 0.0 for _, _, rows in video]
+    weights = [BITRATE_PRIORITY.get(tr.priority, 1.0) for _, tr, _ in video]
+    total_rate, total_weight = sum(rates), sum(weights)
+    flows = []
+    for (call, tr, _), rate, w in zip(video, rates, weights):
+        asked = w / total_weight
+        got = rate / total_rate if total_rate > 0 else None
+        flows.append({"call": call.id, "track": tr.id, "priority": tr.priority, "rate_bps": rate,
+                      "asked_share": asked, "achieved_share": got,
+                      "achieved_over_asked": (got / asked) if got is not None else None})
+    return {"start_s": lo_s, "end_s": hi_s, "flows": flows, "jain_index": jain_index(rates)}
+
+
+def _aggregate(t: PacketTable, media: list[np.ndarray], t0_ns: int, duration_s: float,
+               capacity_bps: float | None) -> dict[str, Any]:
+    """Every attributed media packet of every call over the whole call: its queue, loss and rate."""
+    rows = np.concatenate(media) if media else np.zeros(0, np.int64)
+    m = _track_metrics(t, rows, t0_ns, t0_ns + int(duration_s * 1e9))
+    m["utilisation"] = (m["rate_bps"] / capacity_bps) if capacity_bps and m["rate_bps"] is not None else None
+    return m
+
+
+def dscp_marked(run: RunDir, cap_a: Capture | None, t0_ns: int) -> dict[str, Any] | None:
+    """The validity check `dscp_marked`: of each call's packets that left a after call start (capture-a, the call's
+    forward 5-tuple), the fraction with the call's DSCP (the RTP packets of a track with its own DSCP: with that
+    one). None when every call and track asks for DSCP 0 (nothing to mark)."""
+    cs = calls(run)
+    if not any(c.dscp or any(tr.dscp for tr in c.tracks) for c in cs):
+        return None
+    if cap_a is None:
+        return {"name": "dscp_marked", "ok": False, "detail": "capture-a unreadable: the DSCP on the wire is unknown"}
+    c = cap_a.cols
+    dscp = c["tos"] >> 2
+    parts, ok = [], True
+    for call in cs:
+        if call.five_tuple is None:
+            parts.append(f"{call.id}: no selected candidate pair recorded, its packets cannot be found")
+            ok = False
+            continue
+        src, sport, dst, dport = call.five_tuple
+        rows = np.flatnonzero((c["ip_src"] == src) & (c["sport"] == sport) & (c["ip_dst"] == dst) &
+                              (c["dport"] == dport) & (c["ts_ns"] >= t0_ns))
+        own = [tr for tr in call.tracks if tr.dscp != call.dscp]
+        own_ssrcs = np.array([s for tr in own for s in tr.ssrcs], np.int64)
+        is_rtp = c["cls"][rows] == CLS_RTP
+        groups = [(call.id, call.dscp, rows[~(is_rtp & np.isin(c["ssrc"][rows], own_ssrcs))])]
+        for tr in own:
+            groups.append((f"{call.id}/{tr.id}", tr.dscp, rows[is_rtp & np.isin(c["ssrc"][rows], np.array(tr.ssrcs, np.int64))]))
+        for name, want, g in groups:
+            n = int(g.size)
+            marked = int((dscp[g] == want).sum())
+            frac = marked / n if n else 0.0
+            ok &= n > 0 and frac >= MARKED_FRACTION_MIN
+            parts.append(f"{name}: {marked}/{n} packets ({frac * 100:.1f}%) carried DSCP {want}")
+    return {"name": "dscp_marked", "ok": bool(ok),
+            "detail": "; ".join(parts) + f" (at least {MARKED_FRACTION_MIN * 100:g}% needed, at capture-a after call start)"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m rtclab.multiflow dscp-check RUN_DIR`: prints the dscp_marked check as JSON (null when the scenario
+    asks for no DSCP); the harness adds it to the run's validity."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2 or args[0] != "dscp-check":
+        print("usage: python -m rtclab.multiflow dscp-check RUN_DIR", file=sys.stderr)
+        return 2
+    if not Path(args[1]).is_dir():
+        print(f"{args[1]} is not a run directory", file=sys.stderr)
+        return 2
+    try:
+        run = rundir.load(Path(args[1]))
+    except rundir.RunDirError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    try:
+        cap: Capture | None = rundir.read_capture(run.file("capture-a.pcap"))
+    except rundir.CaptureError:
+        cap = None
+    t0_s = run.call_start_s
+    print(json.dumps(dscp_marked(run, cap, int(round((t0_s or 0) * 1e9)))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
