@@ -87,9 +87,9 @@ def varied(doc: dict[str, Any]) -> dict[str, dict[str, str]]:
     tell two points apart); only parameters with more than one value."""
     points = doc["points"]
     names = [p["name"] for p in points]
-    axes = list(points[0].get("labels") or {}) if points else []
-    if axes:
-        out = {a: {p["name"]: str((p.get("labels") or {}).get(a)) for p in points} for a in axes}
+    axes = list(dict.fromkeys(a for p in points for a in p.get("labels") or {}))
+    if axes:  # a named point beside the axes has no label on them: "-"
+        out = {a: {p["name"]: str((p.get("labels") or {}).get(a, "-")) for p in points} for a in axes}
     else:
         by_path = _settings_by_path(doc)
         short = _short_names(list(by_path))
@@ -138,7 +138,7 @@ def groups(doc: dict[str, Any]) -> tuple[str, list[str], dict[str, tuple[str, st
     if not v:
         return "point", names, {n: (n, "") for n in names}
     order = list(v)
-    if not (doc["points"][0].get("labels") or {}):
+    if not any(p.get("labels") for p in doc["points"]):
         order.sort(key=lambda k: all(_number(x) is not None for x in v[k].values()))
     first, *rest = order
     where = {n: (v[first][n], ", ".join(f"{r}={v[r][n]}" for r in rest)) for n in names}
@@ -374,7 +374,9 @@ def figures(doc: dict[str, Any], out: Path) -> tuple[list[tuple[str, Figure]], l
         if f:
             figs.append((f"box-{dist}", f))
         else:
-            notes.append(f"box of {dist}: no samples ({'no packets.parquet in the runs' if dist == 'queuing_delay_ms' else 'no Tq in getStats'})")
+            why = "the runs have no packets.parquet" if dist == "queuing_delay_ms" else "no Tq sample in getStats"
+            notes.append(f"box of {dist}: no samples in study.json ({why}, or study.json is older than the boxes: "
+                         "run `rtclab study aggregate` again)")
     params = numeric_parameters(doc)
     if not params:
         notes.append("metric against a parameter: no varied parameter is numeric")
