@@ -12,7 +12,7 @@ import { startSignalingServer } from '../signaling/server.js';
 import { chromiumBinary, chromiumFlags } from './browser.js';
 import { Peer } from './peer.js';
 import { busyFraction, cpuSetBusyFraction, pinnedCpus, readCpuTimes, readPerCpuTimes } from './hostload.js';
-import { RunRecorder } from './recorder.js';
+import { RunRecorder, collectEventLogs } from './recorder.js';
 import { TeardownStack } from './teardown.js';
 import { validityChecks } from './validity.js';
 import { collectVersions, gitCommit, hostInfo, rtclabVersion } from './versions.js';
@@ -237,7 +237,9 @@ class CallRun {
     const logFile = path.join(this.runDir, `browser-${key}.log`);
     const peer = new Peer({
       name: key, nsExec: net.nsExec(side), logFile,
-      flags: chromiumFlags({ clip: c.call.video_clip ?? defaultClip, origin, mgmtPrefix: MGMT_PREFIX, call: c.call }),
+      // RTC event logs: the first call's browsers only (collectEventLogs knows sides a and b).
+      flags: chromiumFlags({ clip: c.call.video_clip ?? defaultClip, origin, mgmtPrefix: MGMT_PREFIX, call: c.call,
+        eventLogDir: c.index === 0 ? this.eventLogDir(side) : null }),
       onReport: (kind, payload) => this.pageReport(c, side, kind, payload),
       onExit: (reason) => this.failWith(`browser ${key} (Chromium) exited during the run: ${reason}; see ${logFile}`),
     });
@@ -391,6 +393,37 @@ class CallRun {
   }
 
   /**
+   * Where a side's browser writes its RTC event logs (created here), or null when the scenario does not record them:
+   * a hidden directory of the run directory, emptied into it by collectEventLogs() once the browser is closed.
+   * @param {string} side
+   */
+  eventLogDir(side) {
+    if (!this.scenario.call.event_log) return null;
+    const dir = path.join(this.runDir, `.eventlog-${side}`);
+    fs.mkdirSync(dir, { recursive: true });
+    return dir;
+  }
+
+  /**
+   * Moves both browsers' event logs into the run directory (closed browsers only: Chrome writes its last piece when
+   * it closes) and names them in the manifest. Safe to call again: a second call finds nothing new.
+   * @returns {Record<string, import('./recorder.js').EventLogFile[]> | null} null when the scenario does not record them
+   */
+  collectEventLogs() {
+    if (!this.scenario.call.event_log) return null;
+    const logs = /** @type {Record<string, import('./recorder.js').EventLogFile[]>} */ (this.recorder.manifest.event_logs ?? {});
+    for (const side of ['a', 'b']) {
+      try {
+        logs[side] = [...(logs[side] ?? []), ...collectEventLogs(this.runDir, side, path.join(this.runDir, `.eventlog-${side}`))];
+      } catch (err) {
+        this.recorder.event('event_log_error', { side, message: /** @type {Error} */ (err).message });
+      }
+    }
+    this.recorder.writeManifest({ event_logs: logs });
+    return logs;
+  }
+
+  /**
    * Browsers first, so the captures hold the call's last packets; then the captures and their counts, then the
    * checks that decide whether the run measured what it claims to.
    * @param {number} hostCpuBusy
@@ -402,6 +435,7 @@ class CallRun {
     const bottleneckAlive = net.info.backend.used === 'userspace' ? net.bottleneckAlive() : null;
     await this.teardown.undo('join and leave timers', (name, err) => this.teardownFailed(name, err));
     await this.teardown.undo('browser', (name, err) => this.teardownFailed(name, err));
+    const eventLogs = this.collectEventLogs();
     const captures = await this.stopCaptures();
     await this.recordMarkCounters();
     const validity = validityChecks({
@@ -410,7 +444,7 @@ class CallRun {
       connectTimeoutS: Math.max(...this.calls.map((c) => c.call.connect_timeout_s)), connectSeconds: this.connectSeconds,
       cpuLimited: this.recorder.cpuLimitedCount, samples: this.recorder.sampleCount,
       bottleneckAlive, captures, captureEnabled: this.scenario.capture.enabled, hostCpuBusy,
-      cpuSet: this.cpuSet ?? undefined, cpuSetBusy: this.cpuSetBusy ?? undefined,
+      cpuSet: this.cpuSet ?? undefined, cpuSetBusy: this.cpuSetBusy ?? undefined, eventLogs,
     });
     const marked = this.dscpOnTheWire();
     if (marked) {
@@ -465,6 +499,7 @@ class CallRun {
     this.stopping = true;
     this.onProgress({ phase: 'teardown' });
     await this.teardown.undoAll((name, err) => this.teardownFailed(name, err));
+    this.collectEventLogs(); // an interrupted run keeps the logs its browsers wrote
     this.recorder.manifest.versions ??= await this.versions;
     this.recorder.manifest.calls = this.callsManifest();
     this.timings.ended = Date.now() / 1000;

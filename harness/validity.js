@@ -28,10 +28,12 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   captureEnabled: boolean,
  *   hostCpuBusy?: number,
  *   cpuSet?: number[], cpuSetBusy?: number,
+ *   eventLogs?: Record<string, {file: string, bytes: number, complete_bytes: number, begins_with_log_start: boolean}[]> | null,
  * }} o
  *   calls: each call's id, the keys of its sides in selectedPairs, samples and cpuLimited (a, b for the first call,
  *   <id>-a, <id>-b for the others), and its decoded frames; absent: one call, sides a and b, framesDecoded.
  *   With several calls each call-level check is made per call, named <check>_<call id>.
+ *   eventLogs: each side's RTC event logs (harness/recorder.js collectEventLogs) when the scenario records them
  */
 export function validityChecks(o) {
   /** @type {{name: string, ok: boolean, detail: string}[]} */
@@ -98,6 +100,22 @@ export function validityChecks(o) {
       const ok = Object.values(o.captures).every((c) => c.dropped_by_kernel === 0 && c.packets > 0);
       add('captures_complete', ok, drops.join('; '));
     }
+  }
+  if (o.eventLogs) {
+    // Chrome writes the log in pieces; a browser killed mid-write leaves a piece cut short.
+    const problems = [];
+    const found = [];
+    for (const side of ['a', 'b']) {
+      const files = o.eventLogs[side] ?? [];
+      if (!files.length) problems.push(`${side} wrote no RTC event log`);
+      for (const f of files) {
+        if (f.bytes === 0) problems.push(`${f.file} is empty`);
+        else if (!f.begins_with_log_start) problems.push(`${f.file} does not start with the log's start event`);
+        else if (f.complete_bytes < f.bytes) problems.push(`${f.file} is cut short: ${f.bytes - f.complete_bytes} of its ${f.bytes} bytes end mid-record`);
+        found.push(`${f.file} ${f.bytes} bytes`);
+      }
+    }
+    add('event_log_complete', problems.length === 0, problems.length ? problems.join('; ') : found.join(', '));
   }
   return { valid: checks.every((c) => c.ok), checks };
 }
