@@ -461,7 +461,8 @@ class CallRun {
    * @returns {{ name: string, ok: boolean, detail: string } | null}
    */
   dscpOnTheWire() {
-    if (!this.calls.some((c) => c.call.dscp !== 0 || c.call.tracks.some((/** @type {any} */ t) => t.dscp !== 0))) return null;
+    const asks = (/** @type {any} */ t) => t.dscp !== 0 || t.network_priority !== 'low';
+    if (!this.calls.some((c) => asks(c.call) || c.call.tracks.some(asks))) return null;
     if (!this.scenario.capture.enabled) return { name: 'dscp_marked', ok: false, detail: 'captures are off: the DSCP on the wire is unknown' };
     this.recorder.writeManifest({ calls: this.callsManifest() });
     const python = path.join(repoRoot, '.venv', 'bin', 'python');

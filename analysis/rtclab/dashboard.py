@@ -34,7 +34,31 @@ def _plotly_js(full: bool = False) -> str:
 
 def _flow_label(f: dict[str, Any]) -> str:
     ssrc = f" {f['ssrc']:08x}" if f.get("ssrc") is not None else ""
-    return f"{f['kind']}{ssrc} {f['src']}→{f['dst']}"
+    owner = f"{f['call']}/{f['track']} " if f.get("call") else ""  # several calls or tracks (docs/multiflow.md)
+    return f"{owner}{f['kind']}{ssrc} {f['src']}→{f['dst']}"
+
+
+# One colour per call/track when several media flows share the bottleneck, so their rates overlay legibly.
+FLOW_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
+
+
+def _flow_colour(m: dict[str, Any], f: dict[str, Any]) -> str | None:
+    owners = sorted({(x["call"], x["track"]) for x in m["flows"] if x.get("call")})
+    if len(owners) < 2 or not f.get("call"):
+        return KIND_COLOURS.get(f["kind"])
+    return FLOW_PALETTE[owners.index((f["call"], f["track"])) % len(FLOW_PALETTE)]
+
+
+def _join_leave_shapes(m: dict[str, Any]) -> list[dict[str, Any]]:
+    """Vertical lines where a call joins (green) or leaves (red) during the run."""
+    shapes = []
+    duration_s = m["run"].get("duration_s") or 0.0
+    for c in (m.get("multiflow") or {}).get("calls") or []:
+        for x, colour in ((c["start_s"], "#2ca02c"), (c["stop_s"], "#d62728")):
+            if x is not None and 0 < x < duration_s - 1e-3:
+                shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
+                               "line": {"dash": "dot", "color": colour, "width": 1.5}})
+    return shapes
 
 
 def _cross_shapes(m: dict[str, Any]) -> list[dict[str, Any]]:
@@ -45,7 +69,7 @@ def _cross_shapes(m: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": p["start_s"], "x1": p["start_s"],
                        "y0": 0, "y1": 1, "line": {"dash": "dash", "color": "#555", "width": 1}})
-    return shapes
+    return shapes + _join_leave_shapes(m)
 
 
 def _layout(m: dict[str, Any], title: str, ytitle: str, xtitle: str = "time since call start (s)", **extra: Any) -> dict:
@@ -76,7 +100,7 @@ def _rate_traces(m: dict[str, Any], t: PacketTable, t0_ns: int, duration_s: floa
                            minlength=n_bins)[:n_bins] * 8 / w / 1e6
         traces.append({"type": "scatter", "mode": "lines", "name": f"received {_flow_label(f)}",
                        "x": (np.arange(n_bins) * w + w / 2).round(3).tolist(), "y": rate.round(4).tolist(),
-                       "line": {"color": KIND_COLOURS.get(f["kind"]), "width": 1.5}})
+                       "line": {"color": _flow_colour(m, f), "width": 1.5}})
     # Everything a sent towards b, by departure time at a: the offered load the capacity line is compared with.
     fwd = np.flatnonzero((c["direction"] == 0) & (c["t_send_ns"] >= 0))
     ts = (c["t_send_ns"][fwd] - t0_ns) / 1e9
@@ -166,6 +190,12 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
     if q:
         panels.append((f"Forward bottleneck queue, in ms at the link rate ({m['bottleneck_queue']['source']})", "ms",
                        [_line("queue (emulator counters)", q, line={"color": "#444"})]))
+    controller = _controller_panels(m)
+    if controller:
+        panels += controller
+    elif m.get("congestion_controller") is None:
+        omitted.append("GCC's state from the RTC event log: the run has no eventlog-a.log (call.event_log off, or a "
+                       "run from before it was recorded)")
     if t is not None and have_packets:
         loss = _loss_traces(m, t, t0_ns, duration_s)
         if loss:
@@ -317,6 +347,36 @@ def _flow_table(m: dict[str, Any]) -> str:
     return f'<table class="flows"><thead><tr>{th}</tr></thead><tbody>{tr}</tbody></table>'
 
 
+def _multiflow_table(m: dict[str, Any]) -> str:
+    """Per call and track (docs/multiflow.md), then each video flow's share against the share its priority asks
+    for; empty for a run with one call of one video track."""
+    mf = m.get("multiflow") or {}
+    tracks = [(c, t) for c in mf.get("calls") or [] for t in c["tracks"]]
+    if len([t for _, t in tracks if t["kind"] == "video"]) < 2:
+        return ""
+    fmt = lambda x, d=1, k=1.0: "-" if x is None else f"{x * k:.{d}f}"  # noqa: E731
+    head = ["call/track", "active s", "priority", "DSCP", "rate Mbit/s", "steady Mbit/s", "converged after s",
+            "CV (1 s)", "loss %", "queue mean ms", "queue p95 ms", "fps", "height"]
+    rows = [[f"{c['id']}/{t['id']}", f"{c['start_s']:g}-{c['stop_s']:g}", t["priority"], t["dscp"],
+             fmt(t["rate_bps"], 3, 1e-6), fmt(t["steady_rate_bps"], 3, 1e-6), fmt(t["convergence_s"], 0),
+             fmt(t["rate_cv"], 2), fmt(t["loss_ratio"], 2, 100), fmt(t["queuing_delay_ms"]["mean"]),
+             fmt(t["queuing_delay_ms"]["p95"]), fmt(t.get("fps_mean")), fmt(t.get("frame_height_median"), 0)]
+            for c, t in tracks]
+    sh = mf.get("shares") or {}
+    share_head = ["call/track", "priority", "rate Mbit/s", "asked share", "achieved share", "achieved / asked"]
+    share_rows = [[f"{x['call']}/{x['track']}", x["priority"], fmt(x["rate_bps"], 3, 1e-6), fmt(x["asked_share"], 2),
+                   fmt(x["achieved_share"], 2), fmt(x["achieved_over_asked"], 2)] for x in sh.get("flows") or []]
+
+    def table(h: list[str], r: list[list[Any]]) -> str:
+        th = "".join(f"<th>{html.escape(x)}</th>" for x in h)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in row) + "</tr>" for row in r)
+        return f'<table class="flows"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
+    period = (f"while every video flow is active, {sh['start_s']:.1f}-{sh['end_s']:.1f} s; Jain's index "
+              f"{fmt(sh.get('jain_index'), 3)}" if sh.get("flows") else html.escape(sh.get("note") or "no shared period"))
+    return (f"<h2>Calls and tracks</h2>{table(head, rows)}<h2>Priority shares ({period})</h2>"
+            f"{table(share_head, share_rows)}")
+
+
 def _notes(m: dict[str, Any], omitted: list[str]) -> str:
     items = [("gap", g) for g in m.get("gaps", [])] + [("problem", p) for p in m.get("problems", [])] + \
         [("warning", w) for w in m.get("warnings", [])] + [("omitted", o) for o in omitted]
@@ -368,7 +428,7 @@ def render(m: dict[str, Any], t: PacketTable | None) -> str:
     divs = "\n".join(f'<div class="chart" id="{fid}"></div>' for fid, _ in figs)
     payload = json.dumps([{"id": fid, "fig": fig} for fid, fig in figs], separators=(",", ":"))
     return PAGE.format(title=html.escape(title), plotly=_plotly_js(), cards=_cards(m), notes=_notes(m, omitted),
-                       divs=divs, table=_flow_table(m), figures=payload.replace("</", "<\\/"))
+                       divs=divs, table=_multiflow_table(m) + _flow_table(m), figures=payload.replace("</", "<\\/"))
 
 
 def write(run_dir: Path, m: dict[str, Any], t: PacketTable | None) -> Path:
@@ -399,3 +459,58 @@ def rebuild(run_dir: Path) -> Path:
         except Exception as e:  # pyarrow raises several kinds for a damaged file; the dashboard stands without it
             raise DashboardError(f"{ppath} unreadable: {type(e).__name__}: {e}") from None
     return write(run_dir, m, table)
+
+
+STATE_COLOURS = {"overusing": "rgba(214, 39, 40, 0.25)", "underusing": "rgba(31, 119, 180, 0.2)"}
+
+
+def _bands_trace(bands: list[list[Any]], state: str, lo: float, hi: float) -> dict[str, Any] | None:
+    """The logged detector state as shaded bands: one filled polygon per interval, in one trace per state."""
+    x: list[float | None] = []
+    y: list[float | None] = []
+    for start, end, s in bands:
+        if s == state:
+            x += [start, start, end, end, start, None]
+            y += [lo, hi, hi, lo, lo, None]
+    if not x:
+        return None
+    return {"type": "scatter", "mode": "lines", "fill": "toself", "name": f"logged: {state}", "x": x, "y": y,
+            "line": {"width": 0}, "fillcolor": STATE_COLOURS[state], "hoverinfo": "name"}
+
+
+def _controller_panels(m: dict[str, Any]) -> list[tuple[str, str, list[dict]]]:
+    """GCC at a from its RTC event log: the estimates and probes; the replayed trend m(t) against +-gamma(t) over
+    the detector state Chrome logged (docs/eventlog.md)."""
+    a = ((m.get("congestion_controller") or {}).get("sides") or {}).get("a") or {}
+    ser = a.get("series")
+    if not ser:
+        return []
+    rates = [_line("target (lower of the two)", ser["target_bps"], 1e-6, line={"shape": "hv", "color": "black"}),
+             _line("delay-based estimate", ser["delay_based_bps"], 1e-6, line={"shape": "hv", "color": "#d62728"}),
+             _line("loss-based estimate", ser["loss_based_bps"], 1e-6, line={"shape": "hv", "color": "#2ca02c", "dash": "dot"})]
+    rates = [r for r in rates if r["x"]]
+    for name, key, symbol in (("probe cluster", "probe_clusters_bps", "triangle-up"),
+                              ("probe result", "probe_results_bps", "circle-open")):
+        pts = ser.get(key) or []
+        if pts:
+            rates.append({"type": "scatter", "mode": "markers", "name": name, "x": [p[0] for p in pts],
+                          "y": [p[1] * 1e-6 for p in pts], "marker": {"symbol": symbol, "size": 7}})
+    if m.get("capacity_bps"):
+        rates.append({"type": "scatter", "mode": "lines", "name": "capacity", "x": [0, m["run"].get("duration_s") or 0],
+                      "y": [m["capacity_bps"] / 1e6] * 2, "line": {"color": "black", "dash": "dot"}})
+    out = [("GCC at a (RTC event log): target, delay-based and loss-based estimates, probes", "Mbit/s", rates)]
+    m_pts, g_pts = ser.get("replay_m_ms") or [], ser.get("replay_gamma_ms") or []
+    if m_pts:
+        values = [p[1] for p in m_pts if p[1] == p[1]] + [p[1] for p in g_pts] + [-p[1] for p in g_pts]
+        lo, hi = (min(values), max(values)) if values else (-1.0, 1.0)
+        traces = [b for b in (_bands_trace(ser.get("detector_bands") or [], s, lo, hi) for s in STATE_COLOURS) if b]
+        traces += [_line("m(t), replayed trend", m_pts, line={"color": "#444"}),
+                   _line("+gamma(t)", g_pts, line={"color": "#d62728", "dash": "dash"}),
+                   _line("-gamma(t)", [[p[0], -p[1]] for p in g_pts], line={"color": "#1f77b4", "dash": "dash"})]
+        rep = a.get("replay") or {}
+        agree = rep.get("update_agreement")
+        title = "Over-use detector at a: replayed m(t) and gamma(t); bands: the state Chrome logged"
+        if agree is not None:
+            title += f" (agreement {agree * 100:.1f}% of {rep.get('updates')} logged updates)"
+        out.append((title, "ms", traces))
+    return out

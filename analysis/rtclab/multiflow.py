@@ -29,6 +29,11 @@ from .stats import distribution
 # 1.0 for "low"; PriorityToBitratePriority in Chromium's RTCRtpSender): how its allocator weighs tracks of one
 # connection against each other.
 BITRATE_PRIORITY = {"very-low": 0.5, "low": 1.0, "medium": 2.0, "high": 4.0}
+# The DSCP Chromium 156 puts on a stream's packets for its RTCRtpEncodingParameters.networkPriority, as measured
+# here on Linux (docs/multiflow.md; the mapping of the W3C webrtc-priority spec and RFC 8837): video very-low CS1,
+# low default, medium AF42, high AF41; audio very-low CS1, low default, medium and high EF.
+CHROME_DSCP = {"video": {"very-low": 8, "low": 0, "medium": 36, "high": 34},
+               "audio": {"very-low": 8, "low": 0, "medium": 46, "high": 46}}
 CONVERGED_FRACTION = 0.8  # a flow has converged once a 1 s window reaches this fraction of its steady rate
 MARKED_FRACTION_MIN = 0.99  # dscp_marked: at least this share of a flow's packets must carry the asked DSCP
 SHARED_PERIOD_MIN_S = 2.0  # shares and Jain's index need the flows to overlap at least this long
@@ -40,8 +45,14 @@ class Track:
     id: str
     kind: str  # video or audio
     priority: str
-    dscp: int
+    dscp: int  # set by nftables when not 0
+    network_priority: str = "low"  # Chrome's own marking (CHROME_DSCP) when dscp is 0
     ssrcs: list[int] = field(default_factory=list)  # media then RTX; empty when the run did not record them
+
+    @property
+    def wanted_dscp(self) -> int:
+        """The DSCP its RTP packets should carry: the scenario's dscp, else the one Chrome sets."""
+        return self.dscp or CHROME_DSCP[self.kind].get(self.network_priority, 0)
 
 
 @dataclass
@@ -88,10 +99,12 @@ def calls(run: RunDir) -> list[Call]:
         dscp = int(sc.get("dscp", 0) or 0)
         tracks = [Track(id=t.get("id") or f"v{k + 1}", kind="video", priority=t.get("priority") or "low",
                         dscp=dscp if t.get("dscp") is None else int(t["dscp"]),
+                        network_priority=t.get("network_priority") or sc.get("network_priority") or "low",
                         ssrcs=[int(s) for s in (reported.get(t.get("id") or f"v{k + 1}") or {}).get("ssrcs") or []])
                   for k, t in enumerate(sc.get("tracks") or [{}])]
         if sc.get("audio", True):
             tracks.append(Track(id="audio", kind="audio", priority=sc.get("priority") or "low", dscp=dscp,
+                                network_priority=sc.get("network_priority") or "low",
                                 ssrcs=[int(s) for s in (reported.get("audio") or {}).get("ssrcs") or []]))
         files = rec.get("getstats") or {"a": "getstats-a.jsonl", "b": "getstats-b.jsonl"}
         out.append(Call(id=cid, start_s=float(sc.get("start_s", 0) or 0), stop_s=sc.get("stop_s"), dscp=dscp,
@@ -272,37 +285,47 @@ def _aggregate(t: PacketTable, media: list[np.ndarray], t0_ns: int, duration_s: 
 
 
 def dscp_marked(run: RunDir, cap_a: Capture | None, t0_ns: int) -> dict[str, Any] | None:
-    """The validity check `dscp_marked`: of each call's packets that left a after call start (capture-a, the call's
-    forward 5-tuple), the fraction with the call's DSCP (the RTP packets of a track with its own DSCP: with that
-    one). None when every call and track asks for DSCP 0 (nothing to mark)."""
+    """The validity check `dscp_marked`: of the packets that left a after call start (capture-a) the fraction with
+    the DSCP the scenario asked for: every packet of a call's forward 5-tuple for a call with a `dscp` (nftables),
+    the RTP packets of a track for a track whose DSCP differs from its call's (its own `dscp`, or the one Chrome sets
+    for its `network_priority`). None when nothing asks for a DSCP other than 0."""
     cs = calls(run)
-    if not any(c.dscp or any(tr.dscp for tr in c.tracks) for c in cs):
+    wanted: list[tuple[Call, str, int, list[int] | None]] = []  # (call, name, dscp, SSRCs or None: the whole call)
+    for call in cs:
+        if call.dscp:
+            wanted.append((call, call.id, call.dscp, None))
+        for tr in call.tracks:
+            if tr.wanted_dscp != call.dscp:
+                wanted.append((call, f"{call.id}/{tr.id}", tr.wanted_dscp, tr.ssrcs))
+    if not wanted:
         return None
     if cap_a is None:
         return {"name": "dscp_marked", "ok": False, "detail": "capture-a unreadable: the DSCP on the wire is unknown"}
     c = cap_a.cols
     dscp = c["tos"] >> 2
     parts, ok = [], True
-    for call in cs:
+    for call, name, want, ssrcs in wanted:
         if call.five_tuple is None:
-            parts.append(f"{call.id}: no selected candidate pair recorded, its packets cannot be found")
+            parts.append(f"{name}: no selected candidate pair recorded, its packets cannot be found")
             ok = False
             continue
         src, sport, dst, dport = call.five_tuple
         rows = np.flatnonzero((c["ip_src"] == src) & (c["sport"] == sport) & (c["ip_dst"] == dst) &
                               (c["dport"] == dport) & (c["ts_ns"] >= t0_ns))
-        own = [tr for tr in call.tracks if tr.dscp != call.dscp]
-        own_ssrcs = np.array([s for tr in own for s in tr.ssrcs], np.int64)
         is_rtp = c["cls"][rows] == CLS_RTP
-        groups = [(call.id, call.dscp, rows[~(is_rtp & np.isin(c["ssrc"][rows], own_ssrcs))])]
-        for tr in own:
-            groups.append((f"{call.id}/{tr.id}", tr.dscp, rows[is_rtp & np.isin(c["ssrc"][rows], np.array(tr.ssrcs, np.int64))]))
-        for name, want, g in groups:
-            n = int(g.size)
-            marked = int((dscp[g] == want).sum())
-            frac = marked / n if n else 0.0
-            ok &= n > 0 and frac >= MARKED_FRACTION_MIN
-            parts.append(f"{name}: {marked}/{n} packets ({frac * 100:.1f}%) carried DSCP {want}")
+        if ssrcs is None:  # the whole call but the RTP of tracks asking for another DSCP
+            others = np.array([s for tr in call.tracks if tr.wanted_dscp != call.dscp for s in tr.ssrcs], np.int64)
+            g = rows[~(is_rtp & np.isin(c["ssrc"][rows], others))]
+        else:
+            g = rows[is_rtp & np.isin(c["ssrc"][rows], np.array(ssrcs, np.int64))]
+        n = int(g.size)
+        if n == 0 and ssrcs is None and any(w[0] is call and w[3] is not None for w in wanted):
+            parts.append(f"{name}: no packets besides its tracks' own")  # all of them checked per track
+            continue
+        marked = int((dscp[g] == want).sum())
+        frac = marked / n if n else 0.0
+        ok &= n > 0 and frac >= MARKED_FRACTION_MIN
+        parts.append(f"{name}: {marked}/{n} packets ({frac * 100:.1f}%) carried DSCP {want}")
     return {"name": "dscp_marked", "ok": bool(ok),
             "detail": "; ".join(parts) + f" (at least {MARKED_FRACTION_MIN * 100:g}% needed, at capture-a after call start)"}
 

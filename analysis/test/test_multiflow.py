@@ -138,3 +138,37 @@ def test_a_single_call_run_of_format_2_reads_as_call_c1_without_a_dscp_check(tmp
     assert not any(c["name"] == "dscp_marked" for c in m["validity"]["checks"])
     assert rundir.load(tmp_path).format_version == 2
     assert multiflow.calls(rundir.load(tmp_path))[0].five_tuple is not None
+
+
+def one_call_run(path: Path, *, track: dict, call_dscp: int, wire_dscp: int, ssrc: int = 0x4444) -> None:
+    run = Run()
+    flow(run, sport=40000, dport=50000, ssrc=ssrc, t_from_s=0, t_to_s=3, per_s=100, size=800, dscp=wire_dscp)
+    scen = scenario(3, {"delay_ms": 5})
+    scen["calls"] = [{"id": "c1", "dscp": call_dscp, "audio": False, "network_priority": "low",
+                      "tracks": [{"id": "v1", "priority": "low", "max_bitrate_kbps": None, **track}]}]
+    calls = [{"id": "c1", "selected_pairs": pair(40000, 50000),
+              "tracks": {"a": [{"id": "v1", "kind": "video", "ssrcs": [ssrc, ssrc + 1]}]}}]
+    run.write(path, scen, manifest_extra={"format_version": 3, "calls": calls})
+
+
+@pytest.mark.parametrize("network_priority, wire, ok", [("high", 34, True), ("medium", 36, True),
+                                                         ("very-low", 8, True), ("high", 0, False)])
+def test_dscp_marked_expects_chromes_own_marking_for_network_priority(tmp_path, network_priority, wire, ok):
+    """Chromium 156's mapping as measured here (docs/multiflow.md): video high AF41 34, medium AF42 36, very-low CS1 8."""
+    one_call_run(tmp_path, track={"network_priority": network_priority, "dscp": 0}, call_dscp=0, wire_dscp=wire)
+    m, _ = analyze.analyze(tmp_path, run_tshark=False, write=False)
+    check = next(c for c in m["validity"]["checks"] if c["name"] == "dscp_marked")
+    want = multiflow.CHROME_DSCP["video"][network_priority]
+    assert check["ok"] is ok and f"c1/v1: {300 if ok else 0}/300 packets" in check["detail"] and f"DSCP {want}" in check["detail"]
+
+
+def test_a_track_with_its_own_dscp_is_checked_on_its_ssrcs(tmp_path):
+    one_call_run(tmp_path, track={"network_priority": "low", "dscp": 10}, call_dscp=46, wire_dscp=10)
+    m, _ = analyze.analyze(tmp_path, run_tshark=False, write=False)
+    check = next(c for c in m["validity"]["checks"] if c["name"] == "dscp_marked")
+    assert "c1/v1: 300/300 packets (100.0%) carried DSCP 10" in check["detail"]
+    assert "c1: no packets besides its tracks' own" in check["detail"] and check["ok"] is True
+    one_call_run(tmp_path, track={"network_priority": "low", "dscp": 10}, call_dscp=46, wire_dscp=46)
+    m, _ = analyze.analyze(tmp_path, run_tshark=False, write=False)
+    check = next(c for c in m["validity"]["checks"] if c["name"] == "dscp_marked")
+    assert "c1/v1: 0/300 packets (0.0%) carried DSCP 10" in check["detail"] and check["ok"] is False
