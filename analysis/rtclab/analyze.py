@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from . import __version__, crosscheck, fairness, getstats, metrics, multiflow, packets, queue, rundir, scenario
+from .eventlog import analysis as eventlog_analysis
 
 # 2: queuing_delay_ms and getStats' tq_ms are measured from the configured propagation delay (their earlier
 # baselines are queuing_delay_vs_min_owd_ms and tq_vs_min_rtt_ms); throughput spans arrivals; fairness counts the
@@ -34,14 +35,16 @@ def _step(progress: Callable[[str], None] | None, what: str, timings: dict[str, 
 
 
 def twcc_ext_id(run: rundir.RunDir) -> int:
-    """The transport-wide-cc extension id, when the run recorded its SDP; Chrome's offer uses 3."""
+    """The transport-wide-cc extension id: from the run's SDP when it recorded one, else from the sender's RTC event
+    log (its stream configs name it; Chromium 156 offers 4), else 3."""
     for e in run.events:
         sdp = e.get("sdp") if isinstance(e.get("sdp"), str) else None
         if sdp:
             for line in sdp.splitlines():
                 if "transport-wide-cc" in line and line.startswith("a=extmap:"):
                     return int(line.split(":", 1)[1].split()[0].split("/")[0])
-    return 3
+    from_log = eventlog_analysis.transport_cc_id(run.path)
+    return from_log if from_log is not None else 3
 
 
 def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
@@ -160,6 +163,8 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
             checks += crosscheck.tshark_jitter(run, flows, table, clocks, pt_names)
         gt_checks, gt_summary = crosscheck.gtlog_owd(run, table)
         checks += gt_checks
+    with _step(progress, "event logs", timings):
+        controller = eventlog_analysis.analyse(path, table, run.call_start_s, run.call_end_s, run.problems)
 
     result: dict[str, Any] = {
         "schema_version": METRICS_SCHEMA_VERSION,
@@ -191,6 +196,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
         "cross_traffic": rundir.iperf3_summaries(run),
         "bottleneck_queue": queue.analyse(run, t0),
         "ground_truth": gt_summary,
+        "congestion_controller": controller,
         "crosschecks": checks,
         "warnings": [c["detail"] for c in checks if c["ok"] is False],
         "timings_s": timings,

@@ -135,6 +135,7 @@ def render(m: dict[str, Any]) -> str:
                    f"max {_f(bq['queue_delay_ms']['max'])} ms at the link rate; max {_f(bq['queue_packets']['max'], '.0f')} packets")
     for c in m.get("cross_traffic", []):
         out.append(f"cross traffic {c['file']}: {_rate(c.get('throughput_bps'))}, mean RTT {_f(c.get('mean_rtt_ms'))} ms")
+    out += _controller_lines(m.get("congestion_controller"))
     checks = m.get("crosschecks", [])
     if checks:
         out.append("")
@@ -143,3 +144,25 @@ def render(m: dict[str, Any]) -> str:
             mark = {True: "agree ", False: "WARN  ", None: "skip  "}[c["ok"]]
             out.append(f"  {mark}{c['detail']}" + (f" [tolerance: {c['tolerance']}]" if c.get("tolerance") else ""))
     return "\n".join(out) + "\n"
+
+
+def _controller_lines(cc: dict[str, Any] | None) -> list[str]:
+    """GCC at the forward sender, from its RTC event log (docs/metrics.md, "Congestion controller")."""
+    a = (cc or {}).get("sides", {}).get("a")
+    if not a:
+        return []
+    ctrl, join, rep = a["controller"], a.get("join") or {}, a.get("replay") or {}
+    share = ctrl.get("detector_state_fraction") or {}
+    pct = lambda v: "-" if v is None else f"{v * 100:.1f}%"  # noqa: E731
+    lines = [f"congestion controller at a ({a['file']}, format v{a['format_version']}): n_dd {ctrl['n_dd']} "
+             f"delay-based decreases, {ctrl['overuse_events']} over-use events in {_f(ctrl['window_s'])} s; detector "
+             f"normal {pct(share.get('normal'))}, overusing {pct(share.get('overusing'))}, "
+             f"underusing {pct(share.get('underusing'))}; probes {ctrl['probes_succeeded']} ok, {ctrl['probes_failed']} failed"]
+    if join:
+        lines.append(f"  log joined with capture-a: {join['matched']} of {join['logged_rtp']} logged RTP packets "
+                     f"({pct(join['join_rate'])}); send to wire median {_f((join.get('send_to_wire_ms') or {}).get('median'), '.2f')} ms")
+    if rep.get("update_agreement") is not None:
+        wire = (a.get("replay_wire_send_times") or {}).get("update_agreement")
+        lines.append(f"  trendline replay agrees with the logged detector state at {rep['agreeing_updates']} of "
+                     f"{rep['updates']} updates ({pct(rep['update_agreement'])}; {pct(wire)} with capture send times)")
+    return lines
