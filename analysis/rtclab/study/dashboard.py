@@ -270,7 +270,10 @@ def sweep_figure(doc: dict[str, Any], phases: list[str], param: str, values: dic
     return {"data": data, "layout": lay}
 
 
-def _run_series(run_dir: Path) -> tuple[list[float], list[float], list[float], list[float], str, list[tuple[float, float]]]:
+Series = tuple[list[float], list[float], list[float], list[float], str, list[tuple[float, float]]]
+
+
+def _run_series(run_dir: Path) -> Series:
     """The video flow of one run: (t, received kbit/s), (t, queuing delay ms), the source, the cross-traffic spans.
     From packets.parquet (windows of SERIES_WINDOW_S: link-layer bytes received, mean queuing delay by departure);
     without it from getStats (received bitrate at b, Tq)."""
@@ -307,8 +310,9 @@ def _run_series(run_dir: Path) -> tuple[list[float], list[float], list[float], l
     ssrc = None if video is None else video.get("ssrc")
     if ssrc is None:  # no capture: the video stream getStats saw
         ssrc = next((k.rsplit(":", 1)[-1] for k in series if k.startswith("received_bitrate_bps:video:")), None)
-    recv: list[list[float]] = next((v for k, v in series.items() if k.startswith("received_bitrate_bps:") and k.endswith(f":{ssrc}")), [])
-    tq: list[list[float]] = next((v for k, v in series.items() if k.startswith("tq_ms:") and k.endswith(f":{ssrc}")), [])
+    def named(prefix: str) -> list[list[float]]:
+        return next((v for k, v in series.items() if k.startswith(prefix) and k.endswith(f":{ssrc}")), [])
+    recv, tq = named("received_bitrate_bps:"), named("tq_ms:")
     return ([p[0] for p in recv], [p[1] / 1e3 for p in recv], [p[0] for p in tq], [p[1] for p in tq], "getStats", spans)
 
 
@@ -344,14 +348,16 @@ def series_figures(doc: dict[str, Any], out: Path, runs: list[tuple[str, str]]) 
     sub = "<br><sub>the first valid run of each point; cross traffic shaded</sub>"
     if rate:
         figs.append(("series-rate", {"data": rate, "layout": {
-            "title": {"text": f"Received rate of the video flow over time ({what}){sub}"}, "height": 400,
+            "title": {"text": f"Received rate of the video flow over time ({what}){sub}", "x": 0.01, "xanchor": "left"},
+            "height": 400,
             "xaxis": {"title": {"text": "time since call start (s)"}}, "yaxis": {"title": {"text": "kbit/s"}},
             "shapes": shade, "margin": {"l": 70, "r": 20, "t": 70, "b": 60}, "legend": {"orientation": "h", "y": -0.2}}}))
     if delay:
         dwhat = "captures: mean per 1 s by departure, OWD - propagation" if src == "captures" else \
             "Tq = RTT - RTTm per getStats sample"
         figs.append(("series-delay", {"data": delay, "layout": {
-            "title": {"text": f"Queuing delay of the video flow over time ({dwhat}){sub}"}, "height": 400,
+            "title": {"text": f"Queuing delay of the video flow over time ({dwhat}){sub}", "x": 0.01, "xanchor": "left"},
+            "height": 400,
             "xaxis": {"title": {"text": "time since call start (s)"}}, "yaxis": {"title": {"text": "ms"}},
             "shapes": shade, "margin": {"l": 70, "r": 20, "t": 70, "b": 60}, "showlegend": False}}))
     return figs, notes
@@ -487,8 +493,8 @@ def render(doc: dict[str, Any], out: Path, page: Path) -> str:
     quick = f'<div class="quick">{html.escape(doc["quick_note"])} (quick factor {doc["quick_factor"]:g})</div>' \
         if doc.get("quick_note") else ""
     s = doc["summary"]
-    summary = (f"{html.escape((doc.get('description') or '').rstrip('.'))}. {len(doc['points'])} point(s); {s['runs_used']} valid "
-               f"run(s) used; {s['repetitions_without']} repetition(s) without a valid run. Every figure has a phase "
+    description = html.escape((doc.get("description") or "").rstrip("."))
+    summary = (f"{description}. {len(doc['points'])} point(s); {s['runs_used']} valid run(s) used; {s['repetitions_without']} repetition(s) without a valid run. Every figure has a phase "
                "selector (top right): the cross-traffic phase first when the study has one, then the whole call. "
                "Error bars: 95% confidence interval of the mean over the point's runs (Student t; none when n &lt; "
                "2). Definitions: docs/studies.md.")
