@@ -349,9 +349,11 @@ console.log(JSON.stringify(result));
 def test_the_dashboards_load_in_chromium_without_errors(studies: dict[str, Path], tmp_path: Path) -> None:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} missing: the setup installs Debian's chromium")
-    # One page (its full plotly.js takes seconds to start on this 2-core machine): the other study's dashboard and
-    # the compare page are built the same way, their figures checked as JSON.
-    pages = [str(studies["cross"] / "dashboard.html")]
+    # The cross study's dashboard and a compare page (the full plotly.js takes seconds to start on this 2-core
+    # machine): the other study's dashboard is built the same way, its figures checked as JSON above.
+    from rtclab.study import compare
+    page, _ = compare.write(studies["cross"], studies["alone"], tmp_path / "compare.html")
+    pages = [str(studies["cross"] / "dashboard.html"), str(page)]
     # Run from the repository so that puppeteer-core resolves from its node_modules.
     p = subprocess.run(["node", "--input-type=module", "-e", CHROMIUM_CHECK, CHROMIUM, *pages], capture_output=True,
                        text=True, timeout=120, cwd=ROOT)
