@@ -1,0 +1,54 @@
+"""REAL CALL (marker `real_calls`, about 40 s, root, real Chromium): one 15 s call of scenarios/default.yaml records
+both browsers' RTC event logs, the manifest names them, event_log_complete passes, and the analysis joins side a's
+logged RTP packets with capture-a (at least 99.9%, the issue's bar; 100% measured), finds every packet the
+transport feedback reports received delivered in capture-b, replays the trendline filter and draws GCC's panels.
+Run it under the machine-wide lock: flock /tmp/rtclab-realcalls.lock .venv/bin/python -m pytest analysis/test/test_eventlog_real.py"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from rtclab import analyze, dashboard
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [
+    pytest.mark.real_calls,
+    pytest.mark.skipif(os.geteuid() != 0, reason="real calls need root (network namespaces, tc, captures)"),
+    pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed"),
+]
+
+
+def test_a_real_call_records_and_joins_its_event_logs(tmp_path):
+    run = tmp_path / "run"
+    proc = subprocess.run(["node", str(ROOT / "harness" / "cli.js"), "--duration", "15", "--out", str(run), "--no-analyze"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=240)
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "complete", proc.stdout + proc.stderr
+    assert [f["file"] for f in manifest["event_logs"]["a"]] == ["eventlog-a.log"]
+    assert [f["file"] for f in manifest["event_logs"]["b"]] == ["eventlog-b.log"]
+    check = next(c for c in manifest["validity"]["checks"] if c["name"] == "event_log_complete")
+    assert check["ok"], check
+    assert not (run / ".eventlog-a").exists() and not (run / ".eventlog-b").exists()
+
+    m, table = analyze.analyze(run, run_tshark=False)
+    cc = m["congestion_controller"]
+    a = cc["sides"]["a"]
+    assert a["format_version"] == 2 and a["truncated_bytes"] == 0
+    assert a["join"]["join_rate"] >= 0.999, a["join"]
+    assert cc["sides"]["b"]["join"]["join_rate"] >= 0.999
+    fb = a["feedback"]
+    assert fb["messages"] > 0 and fb["received_not_delivered"] == 0, fb
+    assert a["controller"]["delay_based_updates"] > 0
+    assert sum(a["controller"]["detector_state_s"].values()) > 5
+    assert isinstance(cc["n_dd"], int)
+    # Measured 97.6% (log send times) on this machine; far below it the replay no longer follows Chrome's filter.
+    assert a["replay"]["update_agreement"] >= 0.8, a["replay"]
+    page = dashboard.render(m, table)
+    assert "GCC at a (RTC event log)" in page and "Over-use detector at a" in page
