@@ -24,7 +24,9 @@ import { liveNumbers } from './stats.js';
  *   hangup: (reason?: string) => Promise<void>, setSending: (on: boolean) => Promise<void> }>}
  */
 export async function startCall(config, socket, view) {
-  const media = await acquireMedia(config.call);
+  // The callee sends its first video track only: the tracks under study go caller -> callee, and every extra track
+  // the callee sent back would cost an encoder and a decoder on this machine's CPUs (docs/multiflow.md).
+  const media = await acquireMedia(config.role === 'callee' ? { ...config.call, tracks: config.call.tracks.slice(0, 1) } : config.call);
   const { stream } = media;
   view.onLocalStream(stream);
 

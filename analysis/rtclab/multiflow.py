@@ -330,13 +330,87 @@ def dscp_marked(run: RunDir, cap_a: Capture | None, t0_ns: int) -> dict[str, Any
             "detail": "; ".join(parts) + f" (at least {MARKED_FRACTION_MIN * 100:g}% needed, at capture-a after call start)"}
 
 
+def study_shares(out: Path) -> list[dict[str, Any]]:
+    """Each study point's priority shares (a study directory: runs/<point>/<rep>-<attempt>/metrics.json): per flow
+    (call/track) its asked share and its achieved share averaged over the point's valid runs (all its analysed runs
+    when none is valid, said so)."""
+    points = []
+    for point_dir in sorted(p for p in (out / "runs").glob("*") if p.is_dir()):
+        runs: list[tuple[bool, dict[str, Any]]] = []  # (valid, shares) per analysed run
+        for mpath in sorted(point_dir.glob("*/metrics.json")):
+            try:
+                m = json.loads(mpath.read_text().replace("NaN", "null"))
+            except (OSError, ValueError):
+                continue
+            sh = (m.get("multiflow") or {}).get("shares") or {}
+            if sh.get("flows"):
+                runs.append(((m.get("validity") or {}).get("valid") is True, sh))
+        chosen = [sh for valid, sh in runs if valid] or [sh for _, sh in runs]
+        flows: dict[str, dict[str, Any]] = {}
+        for sh in chosen:
+            for f in sh["flows"]:
+                e = flows.setdefault(f"{f['call']}/{f['track']}", {"priority": f["priority"], "asked_share": f["asked_share"],
+                                                                   "achieved": []})
+                if f["achieved_share"] is not None:
+                    e["achieved"].append(f["achieved_share"])
+        jains = [sh["jain_index"] for sh in chosen if sh.get("jain_index") is not None]
+        points.append({"point": point_dir.name, "runs": len(chosen), "valid_runs": sum(valid for valid, _ in runs),
+                       "jain_index": float(np.mean(jains)) if jains else None,
+                       "flows": [{"flow": k, "priority": v["priority"], "asked_share": v["asked_share"],
+                                  "achieved_share": float(np.mean(v["achieved"])) if v["achieved"] else None}
+                                 for k, v in flows.items()]})
+    return points
+
+
+def shares_page(points: list[dict[str, Any]], title: str) -> str:
+    """An HTML page: asked against achieved share per flow and point (grouped bars) and the table."""
+    from html import escape
+
+    from .dashboard import _plotly_js
+    x = [f"{p['point']} {f['flow']}" for p in points for f in p["flows"]]
+    fig = {"data": [{"type": "bar", "name": "asked (priority)", "x": x,
+                     "y": [f["asked_share"] for p in points for f in p["flows"]]},
+                    {"type": "bar", "name": "achieved", "x": x,
+                     "y": [f["achieved_share"] for p in points for f in p["flows"]]}],
+           "layout": {"barmode": "group", "height": 460, "yaxis": {"title": {"text": "share of the flows' rate"}},
+                      "margin": {"b": 160}, "title": {"text": title}}}
+    def num(v: float | None, digits: int) -> str:
+        return "-" if v is None else f"{v:.{digits}f}"
+    rows = "".join(f"<tr><td>{escape(p['point'])}</td><td>{escape(f['flow'])}</td><td>{escape(f['priority'])}</td>"
+                   f"<td>{num(f['asked_share'], 2)}</td><td>{num(f['achieved_share'], 2)}</td>"
+                   f"<td>{p['valid_runs']}/{p['runs']}</td><td>{num(p['jain_index'], 3)}</td></tr>"
+                   for p in points for f in p["flows"])
+    return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{escape(title)}</title>"
+            f"<script>{_plotly_js()}</script></head><body><h1>{escape(title)}</h1>"
+            "<p>Each flow's share of the video flows' summed rate while all are active, against the share its "
+            "RTCRtpEncodingParameters.priority asks for (docs/multiflow.md), averaged over each point's valid runs.</p>"
+            "<div id=shares></div><table border=1 cellpadding=3><tr><th>point</th><th>flow</th><th>priority</th>"
+            f"<th>asked</th><th>achieved</th><th>valid runs</th><th>Jain's index</th></tr>{rows}</table>"
+            f"<script>Plotly.newPlot('shares', {json.dumps(fig)}.data, {json.dumps(fig)}.layout)</script></body></html>")
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m rtclab.multiflow dscp-check RUN_DIR`: prints the dscp_marked check as JSON (null when the scenario
-    asks for no DSCP); the harness adds it to the run's validity."""
+    asks for no DSCP); the harness adds it to the run's validity. `shares STUDY_DIR`: each point's asked and achieved
+    priority shares, printed and written to STUDY_DIR/shares.html."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2 or args[0] != "dscp-check":
-        print("usage: python -m rtclab.multiflow dscp-check RUN_DIR", file=sys.stderr)
+    if len(args) != 2 or args[0] not in ("dscp-check", "shares"):
+        print("usage: python -m rtclab.multiflow dscp-check RUN_DIR | shares STUDY_DIR", file=sys.stderr)
         return 2
+    if args[0] == "shares":
+        out = Path(args[1])
+        if not (out / "runs").is_dir():
+            print(f"{out} is not a study directory (no runs/ in it)", file=sys.stderr)
+            return 2
+        points = study_shares(out)
+        for p in points:
+            for f in p["flows"]:
+                got = "-" if f["achieved_share"] is None else f"{f['achieved_share']:.2f}"
+                print(f"{p['point']:32s} {f['flow']:10s} {f['priority']:9s} asked {f['asked_share']:.2f} "
+                      f"achieved {got}  ({p['valid_runs']}/{p['runs']} valid)")
+        (out / "shares.html").write_text(shares_page(points, f"priority shares: {out.name}"), encoding="utf-8")
+        print(f"wrote {out / 'shares.html'}")
+        return 0
     if not Path(args[1]).is_dir():
         print(f"{args[1]} is not a run directory", file=sys.stderr)
         return 2

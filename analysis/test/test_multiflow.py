@@ -172,3 +172,26 @@ def test_a_track_with_its_own_dscp_is_checked_on_its_ssrcs(tmp_path):
     m, _ = analyze.analyze(tmp_path, run_tshark=False, write=False)
     check = next(c for c in m["validity"]["checks"] if c["name"] == "dscp_marked")
     assert "c1/v1: 0/300 packets (0.0%) carried DSCP 10" in check["detail"] and check["ok"] is False
+
+
+def test_study_shares_average_the_valid_runs_of_each_point_and_write_a_page(tmp_path):
+    def metrics(point: str, run: str, valid: bool, achieved: tuple[float, float]) -> None:
+        d = tmp_path / "runs" / point / run
+        d.mkdir(parents=True)
+        flows = [{"call": "c1", "track": t, "priority": p, "rate_bps": 1.0, "asked_share": a, "achieved_share": g,
+                  "achieved_over_asked": g / a} for t, p, a, g in (("v1", "low", 0.2, achieved[0]),
+                                                                    ("v2", "high", 0.8, achieved[1]))]
+        (d / "metrics.json").write_text(json.dumps({"validity": {"valid": valid},
+                                                    "multiflow": {"shares": {"flows": flows, "jain_index": 0.9}}}))
+    metrics("coupled", "1-1", True, (0.3, 0.7))
+    metrics("coupled", "2-1", True, (0.2, 0.8))
+    metrics("coupled", "3-1", False, (0.9, 0.1))  # an invalid run is left out while valid ones exist
+    metrics("uncoupled", "1-1", False, (0.5, 0.5))  # no valid run: the invalid ones, said so by valid_runs 0
+    points = {p["point"]: p for p in multiflow.study_shares(tmp_path)}
+    coupled = {f["flow"]: f for f in points["coupled"]["flows"]}
+    assert coupled["c1/v1"]["achieved_share"] == pytest.approx(0.25) and coupled["c1/v2"]["asked_share"] == 0.8
+    assert (points["coupled"]["runs"], points["coupled"]["valid_runs"]) == (2, 2)
+    assert (points["uncoupled"]["runs"], points["uncoupled"]["valid_runs"]) == (1, 0)
+    assert multiflow.main(["shares", str(tmp_path)]) == 0
+    assert "Plotly.newPlot('shares'" in (tmp_path / "shares.html").read_text()
+    assert multiflow.main(["shares", str(tmp_path / "runs")]) == 2

@@ -71,6 +71,8 @@ test('one call, two video tracks at priority low and high: both attributed, one 
   const tracks = manifest.calls[0].tracks.a;
   assert.deepEqual(tracks.map((/** @type {any} */ t) => [t.id, t.priority]), [['low', 'low'], ['high', 'high']], 'Chrome kept each priority');
   for (const t of tracks) assert.ok(t.ssrcs.length >= 1, `track ${t.id} announced its SSRCs`);
+  assert.deepEqual(manifest.calls[0].tracks.b.filter((/** @type {any} */ t) => t.kind === 'video').map((/** @type {any} */ t) => t.id), ['low'],
+    'the callee sends its first video track only');
   for (const id of ['low', 'high']) assert.ok(forwardFlows(metrics, 'c1', id).some((/** @type {any} */ f) => f.kind === 'video'), `track ${id} found in the captures`);
   const shares = metrics.multiflow.shares.flows;
   assert.deepEqual(shares.map((/** @type {any} */ s) => [s.track, s.asked_share]), [['low', 0.2], ['high', 0.8]]);
