@@ -357,7 +357,7 @@ def _multiflow_table(m: dict[str, Any]) -> str:
     fmt = lambda x, d=1, k=1.0: "-" if x is None else f"{x * k:.{d}f}"  # noqa: E731
     head = ["call/track", "active s", "priority", "DSCP", "rate Mbit/s", "steady Mbit/s", "converged after s",
             "CV (1 s)", "loss %", "queue mean ms", "queue p95 ms", "fps", "height"]
-    rows = [[f"{c['id']}/{t['id']}", f"{c['start_s']:g}-{c['stop_s']:g}", t["priority"], t["dscp"],
+    rows = [[f"{c['id']}/{t['id']}", f"{c['start_s']:g}-{c['stop_s']:.1f}", t["priority"], t["dscp"],
              fmt(t["rate_bps"], 3, 1e-6), fmt(t["steady_rate_bps"], 3, 1e-6), fmt(t["convergence_s"], 0),
              fmt(t["rate_cv"], 2), fmt(t["loss_ratio"], 2, 100), fmt(t["queuing_delay_ms"]["mean"]),
              fmt(t["queuing_delay_ms"]["p95"]), fmt(t.get("fps_mean")), fmt(t.get("frame_height_median"), 0)]

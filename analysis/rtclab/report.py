@@ -65,6 +65,7 @@ def render(m: dict[str, Any]) -> str:
             qm = f.get("queuing_delay_vs_min_owd_ms") or {}
             j = f.get("jitter_ms") or {}
             rows.append([
+                (f"{f['call']}/{f['track']} " if f.get("call") else "") +
                 f"{f['kind']}{' ' + format(f['ssrc'], '08x') if f.get('ssrc') is not None else ''}",
                 f"{f['src']}>{f['dst']}", str(f["packets_sent"]), str(f["packets_received"]),
                 _f(None if f["loss_ratio"] is None else 100 * f["loss_ratio"], ".2f", "%"),
@@ -78,6 +79,7 @@ def render(m: dict[str, Any]) -> str:
         out.append("  (delays in ms; queue = OWD - configured propagation delay, time at the bottleneck; q-minOWD = "
                    "OWD - the flow's smallest OWD; rate = received link-layer bits/s; U = rate / forward capacity "
                    "over the same span)")
+    out += _multiflow_lines(m.get("multiflow"))
     phases = [p for p in m.get("phases", []) if p["name"] != "all"]
     if phases:
         out.append("")
@@ -144,6 +146,32 @@ def render(m: dict[str, Any]) -> str:
             mark = {True: "agree ", False: "WARN  ", None: "skip  "}[c["ok"]]
             out.append(f"  {mark}{c['detail']}" + (f" [tolerance: {c['tolerance']}]" if c.get("tolerance") else ""))
     return "\n".join(out) + "\n"
+
+
+def _multiflow_lines(mf: dict[str, Any] | None) -> list[str]:
+    """Per call and track, and the priority shares (docs/metrics.md, "Several flows"), when there are several video
+    tracks."""
+    tracks = [(c, t) for c in (mf or {}).get("calls") or [] for t in c["tracks"] if t["kind"] == "video"]
+    if len(tracks) < 2:
+        return []
+    rows = [[f"{c['id']}/{t['id']}", f"{c['start_s']:g}-{c['stop_s']:.1f} s", t["priority"], str(t["dscp"]),
+             _rate(t["rate_bps"]), _rate(t["steady_rate_bps"]), _f(t["convergence_s"], ".0f"), _f(t["rate_cv"], ".2f"),
+             _f(None if t["loss_ratio"] is None else 100 * t["loss_ratio"], ".2f", "%"),
+             _f(t["queuing_delay_ms"]["mean"]), _f(t["queuing_delay_ms"]["p95"]), _f(t.get("fps_mean")),
+             _f(t.get("frame_height_median"), ".0f")] for c, t in tracks]
+    out = ["", "calls and tracks (forward video):"]
+    out += _table(["call/track", "active", "priority", "dscp", "rate", "steady", "converged s", "cv", "loss",
+                   "queue mean", "p95", "fps", "height"], rows)
+    sh = (mf or {}).get("shares") or {}
+    if sh.get("flows"):
+        out.append(f"priority shares while every video flow is active ({sh['start_s']:.1f}-{sh['end_s']:.1f} s), "
+                   f"Jain's index {_f(sh.get('jain_index'), '.3f')}:")
+        out += _table(["call/track", "priority", "rate", "asked", "achieved", "achieved/asked"],
+                      [[f"{x['call']}/{x['track']}", x["priority"], _rate(x["rate_bps"]), _f(x["asked_share"], ".2f"),
+                        _f(x["achieved_share"], ".2f"), _f(x["achieved_over_asked"], ".2f")] for x in sh["flows"]])
+    elif sh.get("note"):
+        out.append(f"priority shares: {sh['note']}")
+    return out
 
 
 def _controller_lines(cc: dict[str, Any] | None) -> list[str]:

@@ -195,3 +195,16 @@ def test_study_shares_average_the_valid_runs_of_each_point_and_write_a_page(tmp_
     assert multiflow.main(["shares", str(tmp_path)]) == 0
     assert "Plotly.newPlot('shares'" in (tmp_path / "shares.html").read_text()
     assert multiflow.main(["shares", str(tmp_path / "runs")]) == 2
+
+
+def test_the_report_and_dashboard_print_the_shares_as_computed(tmp_path):
+    sent = two_call_run(tmp_path)
+    m, table = analyze.analyze(tmp_path, run_tshark=False, write=False)
+    from rtclab import dashboard, report
+    text = report.render(m)
+    r1, r2 = rate_bps(sent["c1"], 4, 10), rate_bps(sent["c2_slow"] + sent["c2_fast"], 4, 10)
+    line = next(x for x in text.splitlines() if x.startswith("c2/v1") and "0.80" in x)
+    assert f"{r2 / (r1 + r2):.2f}" in line.split()
+    assert "priority shares while every video flow is active (4.0-10.0 s)" in text
+    page = dashboard.render(m, table)
+    assert "Priority shares" in page and f"<td>{r2 / (r1 + r2):.2f}</td>" in page
