@@ -135,11 +135,12 @@ class _Trendline:
             self.history.popleft()
         trend = self.prev_trend
         if len(self.history) == WINDOW:
-            x = np.array([h[0] for h in self.history])
-            y = np.array([h[1] for h in self.history])
-            denominator = float(((x - x.mean()) ** 2).sum())
+            # Least squares over 20 points: plain floats (numpy's per-call cost exceeds the arithmetic here).
+            x_mean = sum(h[0] for h in self.history) / WINDOW
+            y_mean = sum(h[1] for h in self.history) / WINDOW
+            denominator = sum((h[0] - x_mean) ** 2 for h in self.history)
             if denominator != 0:
-                trend = float(((x - x.mean()) * (y - y.mean())).sum()) / denominator
+                trend = sum((h[0] - x_mean) * (h[1] - y_mean) for h in self.history) / denominator
         self._detect(trend, send_delta, arrival)
 
     def _detect(self, trend: float, send_delta: float, now: float) -> None:
