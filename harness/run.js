@@ -262,7 +262,10 @@ class CallRun {
     } else if (kind === 'selected-pair') {
       this.recorder.selectedPair(key, payload);
       c.pairs[side] = { local: payload.local, remote: payload.remote };
-      this.markCall(c, side);
+      // Both sides: a side whose remote is peer-reflexive (address hidden) is marked once the other side's own
+      // address is known.
+      this.markCall(c, 'a');
+      this.markCall(c, 'b');
     } else {
       this.recorder.event(`page_${kind}`, this.calls.length > 1 ? { side, call: c.call.id, page: payload } : { side, page: payload });
     }
@@ -283,8 +286,10 @@ class CallRun {
   markCall(c, side) {
     const pair = c.pairs[side];
     const net = this.net;
-    if (!pair?.local?.address || !pair.remote?.address || !net || !DSCP_MARKING) return;
-    const flow = { src: pair.local.address, sport: pair.local.port, dst: pair.remote.address, dport: pair.remote.port };
+    // Chrome hides a peer-reflexive remote's address (""): the other side's own local candidate is that address.
+    const remote = pair?.remote?.address ? pair.remote : c.pairs[side === 'a' ? 'b' : 'a']?.local;
+    if (!pair?.local?.address || !remote?.address || !net || !DSCP_MARKING) return;
+    const flow = { src: pair.local.address, sport: pair.local.port, dst: remote.address, dport: remote.port };
     /** @type {(import('../netem/marking.js').MarkRule & { track: string | null })[]} */
     const wanted = [];
     if (c.call.dscp !== 0) wanted.push({ ...flow, dscp: c.call.dscp, track: null });
