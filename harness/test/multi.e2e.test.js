@@ -11,10 +11,13 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { leftovers } from '../../netem/test-support/leftovers.js';
+import { readPcap } from '../../netem/test-support/pcap.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cli = path.join(repoRoot, 'harness', 'cli.js');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-multi-'));
+/** @type {string[]} */
+const runDirs = [];
 
 /**
  * Runs the call CLI with its analysis (the analyzer's exit status is the CLI's: 3 for an invalid run).
@@ -23,6 +26,7 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-multi-'));
  */
 function runCli(args, env = {}) {
   const out = path.join(tmp, `run-${fs.readdirSync(tmp).length}`);
+  runDirs.push(out);
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [cli, ...args, '--out', out], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -60,6 +64,9 @@ test('two calls through one bottleneck: each its own browsers and room, every fl
   // Before it joined, the second call sent no media: its video's first packet at capture-a is after 4 s.
   const video = forwardFlows(metrics, 'second', 'v1').find((/** @type {any} */ f) => f.kind === 'video');
   assert.ok(video.packets_sent > 0);
+  const firstVideo = readPcap(path.join(runDirs[runDirs.length - 1], 'capture-a.pcap')).find((p) => p.rtp?.ssrc === video.ssrc);
+  const joinedAt_s = Number(firstVideo?.t_ns) / 1e9 - manifest.timings.call_start;
+  assert.ok(joinedAt_s >= 3.9 && joinedAt_s < 6, `the second call's first video packet ${joinedAt_s.toFixed(2)} s after t = 0`);
   assert.equal(metrics.multiflow.shares.flows.length, 2);
   assert.ok(metrics.multiflow.shares.jain_index > 0.5 && metrics.multiflow.shares.jain_index <= 1);
   assert.deepEqual(leftovers(manifest.id), []);
