@@ -132,7 +132,8 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
                 cap_bps = capacity(p.start_s, p.end_s) if capacity else None
                 fair[p.name] = dict(
                     fairness.connections(table, lo, hi, cap_bps, fairness.expected_tcp_flows(scen, p.start_s, p.end_s),
-                                         forward_arrivals_seen=caps["b"] is not None),
+                                         forward_arrivals_seen=caps["b"] is not None,
+                                         calls=multiflow.calls_active(run, p.start_s, p.end_s, duration_s)),
                     capacity_bps=cap_bps, start_s=p.start_s, end_s=p.end_s)
 
     multi: dict[str, Any] | None = None
@@ -245,6 +246,8 @@ def write_parquet(table: packets.PacketTable, path: Path) -> None:
                  "ssrc", "rtp_seq", "rtp_ts", "rtp_pt", "rtp_marker", "twcc_seq", "tcp_seq", "key",
                  "frame_send", "frame_recv"):
         arrays[name] = pa.array(c[name])
+    if "chrome_send_ns" in c:  # from the RTC event logs (rtclab/eventlog/analysis.py)
+        arrays["chrome_send_ns"] = opt("chrome_send_ns")
     # Uncompressed, no statistics, dictionaries only for the three categorical columns: a third of the time of
     # pyarrow's defaults (which dominated the whole analysis on large captures), files about 35 bytes a packet.
     pq.write_table(pa.table(arrays), path, compression="none", write_statistics=False,

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from rtclab import analyze, dashboard
@@ -50,5 +51,8 @@ def test_a_real_call_records_and_joins_its_event_logs(tmp_path):
     assert isinstance(cc["n_dd"], int)
     # Measured 97.6% (log send times) on this machine; far below it the replay no longer follows Chrome's filter.
     assert a["replay"]["update_agreement"] >= 0.8, a["replay"]
+    # Every joined packet carries Chrome's send time in packets.parquet.
+    sent = pq.read_table(run / "packets.parquet", columns=["chrome_send_ns"]).column("chrome_send_ns")
+    assert len(sent) - sent.null_count == a["join"]["matched"] + cc["sides"]["b"]["join"]["matched"]
     page = dashboard.render(m, table)
     assert "GCC at a (RTC event log)" in page and "Over-use detector at a" in page

@@ -50,6 +50,11 @@ def side(path: Path, table: packets.PacketTable | None, direction: int, call_sta
     if offset_ms is None and joined is not None and joined.matched.any():
         offset_ms = float(np.median(joined.t_wire_send_ns[joined.matched] / 1e6 - joined.log_time_ms[joined.matched]))
     out["log_to_unix_offset_ms"] = offset_ms
+    if joined is not None and table is not None and offset_ms is not None:
+        # Chrome's send time on each packet the log holds, in the packet table (packets.parquet `chrome_send_ns`).
+        col = table.cols.setdefault("chrome_send_ns", np.full(len(table), -1, dtype=np.int64))
+        hit = joined.matched
+        col[joined.row[hit]] = np.round((joined.log_time_ms[hit] + offset_ms) * 1e6).astype(np.int64)
     start_ms, end_ms = -np.inf, None
     if offset_ms is not None and call_start_s is not None:
         start_ms = call_start_s * 1000 - offset_ms
