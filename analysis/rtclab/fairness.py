@@ -36,10 +36,11 @@ def expected_tcp_flows(scenario: Scenario | None, lo_s: float, hi_s: float) -> i
 
 
 def connections(t: PacketTable, lo_ns: int, hi_ns: int, capacity_bps: float | None, tcp_flows: int | None,
-                forward_arrivals_seen: bool) -> dict[str, Any]:
+                forward_arrivals_seen: bool, calls: int = 1) -> dict[str, Any]:
     """Fairness over [lo, hi). `tcp_flows`: forward TCP competitors the scenario runs (None: every forward TCP
     connection carrying data). `forward_arrivals_seen`: whether capture-b could be read (else every rate is
-    unknown, not zero)."""
+    unknown, not zero). `calls`: the calls the scenario runs during the phase (each call's forward media is one
+    competitor, its 5-tuple)."""
     dur_s = (hi_ns - lo_ns) / 1e9
     unknown: dict[str, Any] = {"connections": [], "jain_index": None, "utilisation": None, "received_bps": None,
                "competitors_expected": None}
@@ -75,7 +76,7 @@ def connections(t: PacketTable, lo_ns: int, hi_ns: int, capacity_bps: float | No
                           "protocol": PROTOCOL_NAMES.get(int(c["proto"][r]), str(int(c["proto"][r]))),
                           "throughput_bps": float(rates[i])})
     # Competitors the scenario runs but the capture never saw deliver in this phase: starved to zero.
-    missing = [] if tcp_flows is None else [("call", 1 - len(call)), ("tcp", tcp_flows - len(tcp))]
+    missing = [] if tcp_flows is None else [("call", calls - len(call)), ("tcp", tcp_flows - len(tcp))]
     for role, n_missing in missing:
         conns += [{"role": role, "src": None, "dst": None, "protocol": None, "throughput_bps": 0.0,
                    "not_seen": True} for _ in range(max(0, n_missing))]
@@ -84,7 +85,7 @@ def connections(t: PacketTable, lo_ns: int, hi_ns: int, capacity_bps: float | No
         x["share_of_fair_share"] = (x["throughput_bps"] / (capacity_bps / n)) if capacity_bps and n else None
     total = float(rates.sum())
     return {"connections": conns, "jain_index": jain_index([x["throughput_bps"] for x in conns]),
-            "competitors_expected": None if tcp_flows is None else 1 + tcp_flows,
+            "competitors_expected": None if tcp_flows is None else calls + tcp_flows,
             "received_bps": total, "utilisation": (total / capacity_bps) if capacity_bps else None}
 
 

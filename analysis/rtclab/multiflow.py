@@ -112,6 +112,11 @@ def calls(run: RunDir) -> list[Call]:
     return out
 
 
+def calls_active(run: RunDir, lo_s: float, hi_s: float, duration_s: float) -> int:
+    """How many of the run's calls send during any part of [lo_s, hi_s) (the fairness competitors among calls)."""
+    return sum(1 for c in calls(run) if _active(c, duration_s)[0] < hi_s and _active(c, duration_s)[1] > lo_s)
+
+
 def recorded_kinds(run: RunDir) -> dict[int, str]:
     """Kinds of the SSRCs each call's caller announced (media, then RTX): what names the streams of calls whose
     getStats the single-call reader does not read."""

@@ -208,3 +208,14 @@ def test_the_report_and_dashboard_print_the_shares_as_computed(tmp_path):
     assert "priority shares while every video flow is active (4.0-10.0 s)" in text
     page = dashboard.render(m, table)
     assert "Priority shares" in page and f"<td>{r2 / (r1 + r2):.2f}</td>" in page
+
+
+def test_fairness_counts_every_call_of_the_scenario_as_a_competitor(tmp_path):
+    sent = two_call_run(tmp_path)
+    m, _ = analyze.analyze(tmp_path, run_tshark=False, write=False)
+    fair = m["fairness"]["all"]
+    assert fair["competitors_expected"] == 2
+    rates = sorted(c["throughput_bps"] for c in fair["connections"] if c["role"] == "call")
+    # each call's forward 5-tuple over the whole 10 s: link-layer bits of its arrivals / 10 s
+    assert rates == pytest.approx(sorted([rate_bps(sent["c1"], 0, 10), rate_bps(sent["c2_slow"] + sent["c2_fast"], 0, 10)]))
+    assert fair["jain_index"] == pytest.approx(sum(rates) ** 2 / (2 * sum(r * r for r in rates)))
