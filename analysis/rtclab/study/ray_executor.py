@@ -2,7 +2,8 @@
 custom resource every node declares (`ray start ... --resources='{"rtclab_slot": 1}'`), so the scheduler places one
 run per node (more with more slots). On its node the task runs the same command as the serial executor, from the
 rtclab repository there (which must be at the driver's commit: checked on every node before anything runs, and again
-by every task), analyses it there, and returns the run's small files; the driver writes them into the study
+by every task; a node whose checkout is the driver's own, on the driver's machine, shares its files and is not
+compared), analyses it there, and returns the run's small files; the driver writes them into the study
 directory as the attempt's run directory, and notes the node in its manifest (`executor`). Captures and
 packets.parquet stay on the node (its path is in the manifest) unless `--gather-captures`.
 
@@ -16,6 +17,7 @@ import hashlib
 import json
 import logging
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -45,13 +47,23 @@ def repo_commit(repo: Path) -> str | None:
     return r.stdout.strip() if r.returncode == 0 else None
 
 
-def check_node(repo: Path, commit: str) -> str | None:
+def checkout_id(repo: Path) -> str:
+    """This machine and the repository's real path: a node whose checkout is the driver's own (a node started on
+    the driver's machine) shares its files, whatever commit other people move it to meanwhile."""
+    try:
+        machine = Path("/etc/machine-id").read_text().strip()
+    except OSError:
+        machine = socket.gethostname()
+    return f"{machine}:{repo.resolve()}"
+
+
+def check_node(repo: Path, commit: str, driver_checkout: str | None = None) -> str | None:
     """What keeps this machine from running the driver's rtclab, in a sentence; None when nothing does."""
     host = socket.gethostname()
     if not (repo / "harness" / "cli.js").is_file():
         return f"node {host}: {repo} holds no rtclab repository (harness/cli.js); clone it there and run scripts/setup.sh"
     here = repo_commit(repo)
-    if here != commit:
+    if here != commit and checkout_id(repo) != driver_checkout:
         return (f"node {host}: {repo} is at commit {here or '(not a git checkout)'}, the driver at {commit}: check out "
                 f"the same commit on every node (git -C {repo} checkout {commit[:12]}) and run scripts/setup.sh")
     if os.geteuid() != 0:
@@ -67,15 +79,15 @@ def node_identity() -> dict[str, Any]:
             "node_ip": ray.util.get_node_ip_address()}
 
 
-def check_node_task(repo: str, commit: str) -> dict[str, Any]:
-    return {**node_identity(), "problem": check_node(Path(repo), commit)}
+def check_node_task(repo: str, commit: str, driver_checkout: str) -> dict[str, Any]:
+    return {**node_identity(), "problem": check_node(Path(repo), commit, driver_checkout)}
 
 
 def run_on_node(spec: dict[str, Any]) -> dict[str, Any]:
     """One attempt on this node (a Ray task): the harness with the point's scenario, into a run directory of the
     node's repository; returns the files the driver gathers."""
     repo = Path(spec["repo"])
-    problem = check_node(repo, spec["commit"])
+    problem = check_node(repo, spec["commit"], spec["driver_checkout"])
     if problem:
         raise NodeSetupError(problem)
     me = node_identity()
@@ -89,21 +101,15 @@ def run_on_node(spec: dict[str, Any]) -> dict[str, Any]:
     cmd = [shutil.which("node") or "node", str(repo / "harness" / "cli.js"), "--scenario", str(scenario),
            "--out", str(run_dir), *spec["extra_args"]]
     t0 = time.monotonic()
-    with log_path.open("ab") as log:
-        child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=repo,
-                                 start_new_session=True)
-        try:
-            while True:  # a short wait in a loop: Ray's cancel arrives as KeyboardInterrupt between two waits
-                try:
-                    code = child.wait(timeout=0.5)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-        except BaseException:
-            # The study was interrupted (ray.cancel): the harness tears its run down, which stays on this node.
-            os.kill(child.pid, signal.SIGINT)
-            child.wait()
-            raise
+    pid, code_file = _start_detached(cmd, repo, log_path, run_dir.parent / spec["name"])
+    try:
+        while _alive(pid):  # short sleeps: Ray's cancel arrives as KeyboardInterrupt between two of them
+            time.sleep(0.5)
+    except BaseException:
+        # The study was interrupted (ray.cancel): the harness tears its run down, which stays on this node.
+        os.kill(pid, signal.SIGTERM)
+        raise
+    code = _exit_code(code_file)
     wall_s = time.monotonic() - t0
     names = (sorted(str(p.relative_to(run_dir)) for p in run_dir.rglob("*") if p.is_file())
              if spec["gather_captures"] else [n for n in SMALL_FILES if (run_dir / n).is_file()])
@@ -111,11 +117,73 @@ def run_on_node(spec: dict[str, Any]) -> dict[str, Any]:
             "files": {n: (run_dir / n).read_bytes() for n in names}, "log": log_path.read_bytes(), "command": cmd}
 
 
+def study_key(out: Path) -> str:
+    """The directory of a study's runs under each node's results/ray-runs: named after the study directory and
+    the driver's host, so two studies never share it."""
+    return f"{out.name}-{hashlib.sha1(f'{socket.gethostname()}:{out}'.encode()).hexdigest()[:8]}"
+
+
+def _probe(address: str, timeout_s: float = 5.0) -> None:
+    """A host:port with nothing listening: said at once (ray.init would keep retrying for minutes)."""
+    if address == "auto" or address.startswith("ray://"):
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ExecutorError(f"--ray {address}: expected auto or the head's HOST:PORT (ray start --head prints it)")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        raise ExecutorError(f"--ray {address}: no Ray head answers there ({e}); start one with ray start --head "
+                            f"--resources='{{\"{SLOT}\": 1}}', or check the address") from None
+
+
+def _start_detached(cmd: list[str], repo: Path, log_path: Path, stem: Path) -> tuple[int, Path]:
+    """Starts the harness outside this Ray worker's process tree (setsid -f: its parent is init): a worker that dies
+    with its raylet kills its children (Ray's kill_child_processes_on_worker_exit) with SIGKILL, which would leave
+    the run's namespaces behind; a detached harness finishes its call and tears it down by itself. Returns the
+    harness's pid and the file its exit status is written to."""
+    pid_file, code_file = stem.with_suffix(".pid"), stem.with_suffix(".exit")
+    for f in (pid_file, code_file):
+        f.unlink(missing_ok=True)
+    # The harness runs in the background of a shell that waits for it: SIGINT is ignored in a non-interactive
+    # shell's background jobs, so a stop is sent as SIGTERM, which the harness handles the same way.
+    script = (f"cd {shlex.quote(str(repo))} && {shlex.join(cmd)} </dev/null >>{shlex.quote(str(log_path))} 2>&1 & "
+              f"echo $! > {shlex.quote(str(pid_file))}; wait $!; echo $? > {shlex.quote(str(code_file))}.tmp; "
+              f"mv {shlex.quote(str(code_file))}.tmp {shlex.quote(str(code_file))}")
+    subprocess.run(["setsid", "-f", "bash", "-c", script], check=True, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the harness did not start within 30 s ({' '.join(cmd[:2])})")
+        time.sleep(0.05)
+    return int(pid_file.read_text()), code_file
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _exit_code(code_file: Path, wait_s: float = 10.0) -> int | None:
+    """The harness's exit status, written by its shell once it is gone."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            return int(code_file.read_text())
+        except (OSError, ValueError):
+            time.sleep(0.05)
+    return None
+
+
 class RayExecutor:
     """Attempts as Ray tasks needing one rtclab_slot each; as many at once as the cluster has slots."""
 
     def __init__(self, address: str, out: Path, repo: Path = REPO_ROOT, extra_args: list[str] | None = None,
                  gather_captures: bool = False):
+        _probe(address)
         try:
             import ray
         except ImportError:
@@ -129,7 +197,7 @@ class RayExecutor:
         self.repo = repo
         self.extra_args = extra_args or []
         self.gather_captures = gather_captures
-        self.study_key = f"{out.name}-{hashlib.sha1(f'{socket.gethostname()}:{out}'.encode()).hexdigest()[:8]}"
+        self.study_key = study_key(out)
         try:
             ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False, configure_logging=True)
         except (ConnectionError, RuntimeError, ValueError) as e:
@@ -155,7 +223,7 @@ class RayExecutor:
         check = self.ray.remote(check_node_task)
         nodes = [n for n in self.ray.nodes() if n.get("Alive") and n.get("Resources", {}).get(SLOT, 0) > 0]
         refs = [check.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))
-                .remote(str(self.repo), self.commit) for n in nodes]
+                .remote(str(self.repo), self.commit, checkout_id(REPO_ROOT)) for n in nodes]
         try:
             answers = self.ray.get(refs, timeout=120)
         except self.ray.exceptions.GetTimeoutError:
@@ -167,7 +235,7 @@ class RayExecutor:
             raise ExecutorError("--ray: " + "; ".join(problems))
 
     def start(self, job: Job, lock_fd: int) -> dict[str, Any]:
-        spec = {"repo": str(self.repo), "commit": self.commit, "study_key": self.study_key, "point": job.point,
+        spec = {"repo": str(self.repo), "commit": self.commit, "driver_checkout": checkout_id(REPO_ROOT), "study_key": self.study_key, "point": job.point,
                 "name": job.run_dir.name, "scenario": job.scenario.read_text(), "extra_args": self.extra_args,
                 "gather_captures": self.gather_captures}
         ref = self._run.remote(spec)
