@@ -78,6 +78,12 @@ export function kernelNeeds(link) {
   const unsupported = [];
   if (link.rate) needs.add('tbf');
   if (link.rate?.trace) unsupported.push('a rate trace (tc has no trace player; use the userspace backend)');
+  if (link.qdisc.kind === 'prio') {
+    // The thesis' meters (demote for a time, CE-mark for a time or a controlled fraction) have no tc action, and
+    // a band's rate cap would need HTB classes under the prio: only the userspace bottleneck implements them.
+    if (link.qdisc.meters?.length) unsupported.push('prio meters (rate meters with demote/CE actions have no tc equivalent; use the userspace backend)');
+    if (link.qdisc.bands.some((/** @type {any} */ b) => b.rate_cap)) unsupported.push('a prio band rate_cap (use the userspace backend)');
+  }
   if (link.jitter_ms > 0) unsupported.push('jitter_ms > 0 (netem jitter reorders packets; the userspace backend keeps their order)');
   if (link.delay_ms > 0 || link.loss_percent > 0) ['netem', 'ifb', 'ingress', 'u32', 'mirred'].forEach((k) => needs.add(k));
   // Without a rate limit nothing ever queues: the discipline is not installed (as under the userspace backend).

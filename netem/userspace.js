@@ -52,6 +52,8 @@ export class UserspaceBottleneck extends EventEmitter {
     this.gtlog = join(o.runDir, `bottleneck-${o.direction}.gtlog`);
     this.stats = join(o.runDir, `bottleneck-${o.direction}.stats.jsonl`);
     this.logFile = join(o.runDir, `bottleneck-${o.direction}.log`);
+    /** The meters' action log (docs/bottleneck-log.md), only when the link has meters. */
+    this.actions = o.link.qdisc.kind === 'prio' && o.link.qdisc.meters?.length ? join(o.runDir, `bottleneck-${o.direction}.actions.jsonl`) : null;
     /** @type {number | null} */
     this.pid = null;
     this.exited = false;
@@ -70,7 +72,8 @@ export class UserspaceBottleneck extends EventEmitter {
     writeFileSync(this.config, JSON.stringify(link, null, 2) + '\n');
     const argv = [...nsExec, BOTTLENECK_BIN, '--queue-num', String(DIRECTIONS[direction].queue_num),
       '--config', this.config, '--log', this.gtlog, '--stats', this.stats,
-      '--stats-interval-ms', String(this.o.stats_interval_ms ?? 100), '--t0-ns', String(t0_ns)];
+      '--stats-interval-ms', String(this.o.stats_interval_ms ?? 100), '--t0-ns', String(t0_ns),
+      ...(this.actions ? ['--actions', this.actions] : [])];
     // stdout+stderr to a file: works the same when the process outlives us (CLI), and keeps its messages.
     const fd = openSync(this.logFile, 'w');
     // Own process group: a Ctrl-C meant for the harness does not stop the bottleneck before the teardown does.

@@ -72,13 +72,32 @@ function normalizeQdisc(q, field, kbit) {
     if (q.kind === 'fifo') out.limit_bytes = Math.max(1, Math.round(bytes));
     else out.limit_packets = Math.max(2, Math.round(bytes / FRAME_BYTES)); // sfq
   }
-  if (q.kind === 'prio') out.bands = normalizeBands(q.bands, `${field}.bands`, kbit);
+  if (q.kind === 'prio') {
+    out.bands = normalizeBands(q.bands, `${field}.bands`, kbit);
+    out.meters = normalizeMeters(q.meters, `${field}.meters`, q.bands.length);
+  }
   return out;
 }
 
 /**
+ * Rate meters (docs/bottleneck.md "Meters"): every field written out; a demote goes to the last band unless it says.
+ * @param {any[]} meters schema-valid @param {string} field @param {number} nBands
+ */
+function normalizeMeters(meters, field, nBands) {
+  return meters.map((m, i) => {
+    const action = { ...m.action };
+    if (action.kind === 'demote') {
+      action.to_band ??= nBands - 1;
+      if (action.to_band >= nBands) fail(`${field}[${i}].action.to_band`, `is ${action.to_band}, but the prio has bands 0 to ${nBands - 1}`);
+    }
+    return { dscp: [...m.dscp], per: m.per, window_ms: m.window_ms, limit_kbit: m.limit_kbit, action };
+  });
+}
+
+/**
  * Strict-priority bands: each band but the last lists the DSCPs it takes; the last takes the rest.
- * @param {{dscp?: number[], qdisc: Qdisc}[]} bands @param {string} field @param {number | null} kbit
+ * @param {{dscp?: number[], qdisc: Qdisc, rate_cap?: {kbit: number, burst_bytes?: number} | null}[]} bands
+ * @param {string} field @param {number | null} kbit
  */
 function normalizeBands(bands, field, kbit) {
   /** @type {Map<number, number>} */
@@ -93,7 +112,8 @@ function normalizeBands(bands, field, kbit) {
       bandOf.set(d, i);
     }
     const qdisc = normalizeQdisc(band.qdisc, `${f}.qdisc`, kbit);
-    return band.dscp ? { dscp: [...band.dscp], qdisc } : { qdisc };
+    const rate_cap = band.rate_cap ? { ...band.rate_cap } : null;
+    return band.dscp ? { dscp: [...band.dscp], qdisc, rate_cap } : { qdisc, rate_cap };
   });
 }
 

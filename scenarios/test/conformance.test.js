@@ -34,6 +34,11 @@ const INLINE = {
     { dscp: [46, 34], qdisc: { kind: 'codel', target_ms: 2 } }, { dscp: [10], qdisc: { kind: 'pie', ecn: true } },
     { qdisc: { kind: 'fq_codel', quantum_bytes: 300 } }] } } },
     cross_traffic: [{ kind: 'tcp', flows: 2, direction: 'reverse', start_s: 5, stop_s: 9, dscp: 8 }], duration_s: 12 },
+  'prio with a rate cap and meters': { network: { forward: { rate: { kbit: 18000 }, qdisc: { kind: 'prio', bands: [
+    { dscp: [46], qdisc: { kind: 'fifo' }, rate_cap: { kbit: 2000 } }, { dscp: [34], qdisc: { kind: 'fifo' } }, { qdisc: { kind: 'fq_codel' } }],
+  meters: [{ dscp: [46], limit_kbit: 2000, action: { kind: 'ce_fraction' } },
+    { dscp: [46, 34], per: 'class', window_ms: 100, limit_kbit: 2500.5, action: { kind: 'demote' } },
+    { dscp: [34], limit_kbit: 1000, action: { kind: 'ce_all', hold_ms: 1500 } }] } } } },
 };
 
 /** The scenarios under test, normalised by the model. @returns {[string, any][]} */

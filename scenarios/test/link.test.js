@@ -74,3 +74,23 @@ test('prio: only the last band without dscp, no DSCP twice, no prio inside prio'
   assert.deepEqual(qdiscKinds(ok.qdisc), ['prio', 'fifo', 'fq_codel']);
   assert.deepEqual(ok.qdisc.bands[1].qdisc, { kind: 'fq_codel', target_ms: 2, interval_ms: 50, limit_packets: 800, quantum_bytes: 300, flows: 1024, ecn: false });
 });
+
+test('prio meters and band rate caps: the schema fills them in, a demote goes to the last band unless it says', () => {
+  const prio = (/** @type {any} */ q) => forward({ rate: { kbit: 18000 }, qdisc: { kind: 'prio', ...q } });
+  const bands = [{ dscp: [46], qdisc: { kind: 'fifo' }, rate_cap: { kbit: 2000 } }, { qdisc: { kind: 'fifo' } }];
+  const plain = prio({ bands: [{ dscp: [46], qdisc: { kind: 'fifo' } }, { qdisc: { kind: 'fifo' } }] });
+  assert.deepEqual(plain.qdisc.meters, []);
+  assert.deepEqual(plain.qdisc.bands.map((/** @type {any} */ b) => b.rate_cap), [null, null]);
+  const q = prio({ bands, meters: [
+    { dscp: [46], limit_kbit: 2000, action: { kind: 'ce_fraction' } },
+    { dscp: [46], limit_kbit: 2000, action: { kind: 'demote' } },
+    { dscp: [46], per: 'class', window_ms: 100, limit_kbit: 1000, action: { kind: 'ce_all', hold_ms: 500 } }] }).qdisc;
+  assert.deepEqual(q.bands[0].rate_cap, { kbit: 2000, burst_bytes: 3028 });
+  assert.deepEqual(q.meters, [
+    { dscp: [46], per: 'flow', window_ms: 150, limit_kbit: 2000, action: { kind: 'ce_fraction', gain: 0.5, initial_fraction: 0 } },
+    { dscp: [46], per: 'flow', window_ms: 150, limit_kbit: 2000, action: { kind: 'demote', to_band: 1, hold_ms: 2000 } },
+    { dscp: [46], per: 'class', window_ms: 100, limit_kbit: 1000, action: { kind: 'ce_all', hold_ms: 500 } }]);
+  assert.throws(() => prio({ bands, meters: [{ dscp: [46], limit_kbit: 2000, action: { kind: 'demote', to_band: 2 } }] }), /meters\[0\]\.action\.to_band: is 2, but the prio has bands 0 to 1/);
+  assert.throws(() => prio({ bands, meters: [{ dscp: [46], limit_kbit: 2000, action: { kind: 'ce_all', gain: 1 } }] }), /meters\/0\/action|meters\[0\]\.action/);
+  assert.throws(() => prio({ bands, meters: [{ dscp: [46], action: { kind: 'ce_all' } }] }), /limit_kbit/);
+});

@@ -77,7 +77,7 @@ pub enum QdiscConfig {
     Pie { target_ms: f64, tupdate_ms: f64, alpha: u32, beta: u32, limit_packets: u64, ecn: bool },
     Sfq { limit_packets: u64, quantum_bytes: u64, perturb_s: f64, divisor: u32 },
     FqCodel { target_ms: f64, interval_ms: f64, limit_packets: u64, quantum_bytes: u64, flows: u32, ecn: bool },
-    Prio { bands: Vec<PrioBand> },
+    Prio { bands: Vec<PrioBand>, meters: Vec<MeterConfig> },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -85,6 +85,44 @@ pub struct PrioBand {
     /// Empty for the last band, which takes every DSCP the others do not list.
     pub dscp: Vec<u8>,
     pub qdisc: QdiscConfig,
+    /// A token bucket on the band (the thesis' HTB baseline): None for no cap.
+    pub rate_cap: Option<RateCapConfig>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateCapConfig {
+    pub bits_per_s: u64,
+    pub burst_bytes: u64,
+}
+
+/// A rate meter on a prio discipline and its action (meter.rs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeterConfig {
+    pub dscp: Vec<u8>,
+    /// One meter per 5-tuple flow (true) or one for all packets of these DSCPs.
+    pub per_flow: bool,
+    pub window_ms: f64,
+    pub limit_kbit: f64,
+    pub action: MeterActionConfig,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum MeterActionConfig {
+    Demote { to_band: usize, hold_ms: f64 },
+    CeAll { hold_ms: f64 },
+    CeFraction { gain: f64, initial_fraction: f64 },
+}
+
+impl MeterConfig {
+    fn to_json(&self) -> Value {
+        let action = match &self.action {
+            MeterActionConfig::Demote { to_band, hold_ms } => json!({"kind": "demote", "to_band": to_band, "hold_ms": num(*hold_ms)}),
+            MeterActionConfig::CeAll { hold_ms } => json!({"kind": "ce_all", "hold_ms": num(*hold_ms)}),
+            MeterActionConfig::CeFraction { gain, initial_fraction } => json!({"kind": "ce_fraction", "gain": num(*gain), "initial_fraction": num(*initial_fraction)}),
+        };
+        json!({"dscp": self.dscp, "per": if self.per_flow { "flow" } else { "class" }, "window_ms": num(self.window_ms),
+               "limit_kbit": num(self.limit_kbit), "action": action})
+    }
 }
 
 impl QdiscConfig {
@@ -97,7 +135,7 @@ impl QdiscConfig {
             | QdiscConfig::Pie { limit_packets, .. }
             | QdiscConfig::Sfq { limit_packets, .. }
             | QdiscConfig::FqCodel { limit_packets, .. } => *limit_packets,
-            QdiscConfig::Prio { bands } => bands.iter().map(|b| b.qdisc.max_packets()).sum(),
+            QdiscConfig::Prio { bands, .. } => bands.iter().map(|b| b.qdisc.max_packets()).sum(),
         }
     }
 
@@ -116,18 +154,27 @@ impl QdiscConfig {
             QdiscConfig::FqCodel { target_ms, interval_ms, limit_packets, quantum_bytes, flows, ecn } => json!({"kind": "fq_codel",
                 "target_ms": num(*target_ms), "interval_ms": num(*interval_ms), "limit_packets": limit_packets,
                 "quantum_bytes": quantum_bytes, "flows": flows, "ecn": ecn}),
-            QdiscConfig::Prio { bands } => {
+            QdiscConfig::Prio { bands, meters } => {
                 let bands: Vec<Value> = bands
                     .iter()
-                    .map(|b| if b.dscp.is_empty() { json!({"qdisc": b.qdisc.to_json()}) } else { json!({"dscp": b.dscp, "qdisc": b.qdisc.to_json()}) })
+                    .map(|b| {
+                        let cap = b.rate_cap.map_or(Value::Null, |c| json!({"kbit": kbit_value(c.bits_per_s), "burst_bytes": c.burst_bytes}));
+                        if b.dscp.is_empty() { json!({"qdisc": b.qdisc.to_json(), "rate_cap": cap}) } else { json!({"dscp": b.dscp, "qdisc": b.qdisc.to_json(), "rate_cap": cap}) }
+                    })
                     .collect();
-                json!({"kind": "prio", "bands": bands})
+                let meters: Vec<Value> = meters.iter().map(|m| m.to_json()).collect();
+                json!({"kind": "prio", "bands": bands, "meters": meters})
             }
         }
     }
 }
 
 impl LinkConfig {
+    /// Whether the discipline carries rate meters (they need an action log).
+    pub fn has_meters(&self) -> bool {
+        matches!(&self.qdisc, QdiscConfig::Prio { meters, .. } if !meters.is_empty())
+    }
+
     /// The link in the normalised form it was read from: what `--print-config` prints.
     pub fn to_json(&self) -> Value {
         let rate = match &self.rate {
@@ -341,7 +388,7 @@ fn parse_qdisc(v: &Value, field: &str, prio_allowed: bool) -> Result<QdiscConfig
             })
         }
         "prio" if prio_allowed => {
-            check_keys(obj, &p, &["kind", "bands"])?;
+            check_keys(obj, &p, &["kind", "bands", "meters"])?;
             let arr = required(obj, "bands", &f("bands"))?.as_array().ok_or_else(|| err(&f("bands"), "must be an array of {dscp, qdisc}"))?;
             if arr.len() < 2 || arr.len() > 16 {
                 return Err(err(&f("bands"), format!("must have 2 to 16 bands (got {})", arr.len())));
@@ -350,7 +397,7 @@ fn parse_qdisc(v: &Value, field: &str, prio_allowed: bool) -> Result<QdiscConfig
             for (i, b) in arr.iter().enumerate() {
                 let bf = format!("{field}.bands[{i}]");
                 let bo = b.as_object().ok_or_else(|| err(&bf, "must be an object {dscp, qdisc}"))?;
-                check_keys(bo, &format!("{bf}."), &["dscp", "qdisc"])?;
+                check_keys(bo, &format!("{bf}."), &["dscp", "qdisc", "rate_cap"])?;
                 let last = i + 1 == arr.len();
                 let dscp = match bo.get("dscp") {
                     None if last => Vec::new(),
@@ -373,13 +420,78 @@ fn parse_qdisc(v: &Value, field: &str, prio_allowed: bool) -> Result<QdiscConfig
                     return Err(err(&format!("{bf}.dscp"), format!("holds {d}, which an earlier band already lists")));
                 }
                 let q = required(bo, "qdisc", &format!("{bf}.qdisc"))?;
-                bands.push(PrioBand { dscp, qdisc: parse_qdisc(q, &format!("{bf}.qdisc"), false)? });
+                let qdisc = parse_qdisc(q, &format!("{bf}.qdisc"), false)?;
+                let rate_cap = parse_rate_cap(required(bo, "rate_cap", &format!("{bf}.rate_cap"))?, &format!("{bf}.rate_cap"))?;
+                bands.push(PrioBand { dscp, qdisc, rate_cap });
             }
-            Ok(QdiscConfig::Prio { bands })
+            let marr = required(obj, "meters", &f("meters"))?.as_array().ok_or_else(|| err(&f("meters"), "must be an array of meters"))?;
+            if marr.len() > 255 {
+                return Err(err(&f("meters"), format!("must have at most 255 meters (got {})", marr.len())));
+            }
+            let meters = marr.iter().enumerate().map(|(i, m)| parse_meter(m, &format!("{field}.meters[{i}]"), bands.len())).collect::<Result<Vec<_>, _>>()?;
+            Ok(QdiscConfig::Prio { bands, meters })
         }
         "prio" => Err(err(&f("kind"), "cannot be prio inside a prio band (allowed: fifo, codel, pie, sfq, fq_codel)")),
         other => Err(err(&f("kind"), format!("is {other:?}, allowed: {KINDS}"))),
     }
+}
+
+fn dscp_list(v: &Value, field: &str) -> Result<Vec<u8>, ConfigError> {
+    let list = v.as_array().filter(|l| !l.is_empty()).ok_or_else(|| err(field, "must be a non-empty array of integers 0-63"))?;
+    list.iter()
+        .map(|x| match x.as_u64() {
+            Some(n) if n <= 63 => Ok(n as u8),
+            _ => Err(err(field, format!("holds {x}, not an integer 0-63"))),
+        })
+        .collect()
+}
+
+fn parse_rate_cap(v: &Value, field: &str) -> Result<Option<RateCapConfig>, ConfigError> {
+    if v.is_null() {
+        return Ok(None);
+    }
+    let obj = v.as_object().ok_or_else(|| err(field, "must be null or an object {kbit, burst_bytes}"))?;
+    check_keys(obj, &format!("{field}."), &["kbit", "burst_bytes"])?;
+    let bits_per_s = bits_per_s(obj, &format!("{field}.kbit"))?;
+    let burst_bytes = integer(obj, "burst_bytes", &format!("{field}.burst_bytes"), 1514, u32::MAX as u64)?;
+    Ok(Some(RateCapConfig { bits_per_s, burst_bytes }))
+}
+
+fn parse_meter(v: &Value, field: &str, n_bands: usize) -> Result<MeterConfig, ConfigError> {
+    let obj = v.as_object().ok_or_else(|| err(field, "must be an object {dscp, per, window_ms, limit_kbit, action}"))?;
+    check_keys(obj, &format!("{field}."), &["dscp", "per", "window_ms", "limit_kbit", "action"])?;
+    let f = |k: &str| format!("{field}.{k}");
+    let dscp = dscp_list(required(obj, "dscp", &f("dscp"))?, &f("dscp"))?;
+    let per_flow = match required(obj, "per", &f("per"))?.as_str() {
+        Some("flow") => true,
+        Some("class") => false,
+        _ => return Err(err(&f("per"), "must be \"flow\" or \"class\"")),
+    };
+    let window_ms = number(obj, "window_ms", &f("window_ms"), 0.0, 1e6, true)?;
+    let limit_kbit = number(obj, "limit_kbit", &f("limit_kbit"), 0.0, 10_000_000.0, true)?;
+    let a = required(obj, "action", &f("action"))?.as_object().ok_or_else(|| err(&f("action"), "must be an object with a kind"))?;
+    let af = |k: &str| format!("{field}.action.{k}");
+    let ap = format!("{field}.action.");
+    let action = match a.get("kind").and_then(|k| k.as_str()) {
+        Some("demote") => {
+            check_keys(a, &ap, &["kind", "to_band", "hold_ms"])?;
+            let to_band = integer(a, "to_band", &af("to_band"), 0, 15)? as usize;
+            if to_band >= n_bands {
+                return Err(err(&af("to_band"), format!("is {to_band}, but the prio has bands 0 to {}", n_bands - 1)));
+            }
+            MeterActionConfig::Demote { to_band, hold_ms: number(a, "hold_ms", &af("hold_ms"), 0.0, 1e7, true)? }
+        }
+        Some("ce_all") => {
+            check_keys(a, &ap, &["kind", "hold_ms"])?;
+            MeterActionConfig::CeAll { hold_ms: number(a, "hold_ms", &af("hold_ms"), 0.0, 1e7, true)? }
+        }
+        Some("ce_fraction") => {
+            check_keys(a, &ap, &["kind", "gain", "initial_fraction"])?;
+            MeterActionConfig::CeFraction { gain: number(a, "gain", &af("gain"), 0.0, 1e6, true)?, initial_fraction: number(a, "initial_fraction", &af("initial_fraction"), 0.0, 1.0, false)? }
+        }
+        _ => return Err(err(&af("kind"), "is required, one of: demote, ce_all, ce_fraction")),
+    };
+    Ok(MeterConfig { dscp, per_flow, window_ms, limit_kbit, action })
 }
 
 #[cfg(test)]
@@ -418,6 +530,17 @@ pub mod testing {
         json!({"kind": "fq_codel", "target_ms": 5, "interval_ms": 100, "limit_packets": 10240, "quantum_bytes": 1514, "flows": 1024, "ecn": ecn})
     }
 
+    /// A prio of these bands (each given `rate_cap: null` unless it has one) and meters.
+    pub fn prio(bands: Value, meters: Value) -> Value {
+        let mut bands = bands;
+        for b in bands.as_array_mut().unwrap() {
+            if b.get("rate_cap").is_none() {
+                b["rate_cap"] = Value::Null;
+            }
+        }
+        json!({"kind": "prio", "bands": bands, "meters": meters})
+    }
+
     /// `v` with one top-level field replaced.
     pub fn with(mut v: Value, key: &str, value: Value) -> Value {
         v[key] = value;
@@ -448,7 +571,11 @@ mod tests {
             with(link(10, json!({"trace": "/t/trace.txt", "burst_bytes": 3028}), pie(false)), "loss_percent", json!(1.5)),
             link(25, kbit(2000), sfq(25)),
             link(25, kbit(2000), fq_codel(true)),
-            link(25, kbit(2000), json!({"kind": "prio", "bands": [{"dscp": [46, 34], "qdisc": fifo(100)}, {"dscp": [10], "qdisc": sfq(127)}, {"qdisc": fq_codel(false)}]})),
+            link(25, kbit(18000), prio(json!([{"dscp": [46], "qdisc": fifo(100), "rate_cap": {"kbit": 2000, "burst_bytes": 3028}}, {"qdisc": fq_codel(false)}]), json!([
+                {"dscp": [46], "per": "flow", "window_ms": 150, "limit_kbit": 2000, "action": {"kind": "ce_fraction", "gain": 0.5, "initial_fraction": 0}},
+                {"dscp": [46, 34], "per": "class", "window_ms": 100, "limit_kbit": 2500.5, "action": {"kind": "demote", "to_band": 1, "hold_ms": 2000}},
+                {"dscp": [34], "per": "flow", "window_ms": 100, "limit_kbit": 1000, "action": {"kind": "ce_all", "hold_ms": 1500}}]))),
+            link(25, kbit(2000), prio(json!([{"dscp": [46, 34], "qdisc": fifo(100)}, {"dscp": [10], "qdisc": sfq(127)}, {"qdisc": fq_codel(false)}]), json!([]))),
         ]
     }
 
@@ -509,7 +636,7 @@ mod tests {
         // The rate's form and a band's DSCP list.
         let e = parse_link(&link(0, json!({"burst_bytes": 3028}), fifo(10)), &no_trace).unwrap_err();
         assert_eq!(e.field, "rate");
-        let prio = json!({"kind": "prio", "bands": [{"qdisc": fifo(10)}, {"qdisc": fifo(10)}]});
+        let prio = prio(json!([{"qdisc": fifo(10)}, {"qdisc": fifo(10)}]), json!([]));
         assert_eq!(parse_link(&link(0, kbit(1000), prio), &no_trace).unwrap_err().field, "qdisc.bands[0].dscp");
         // A fifo needs one of its two limits.
         let e = parse_link(&link(0, kbit(1000), json!({"kind": "fifo"})), &no_trace).unwrap_err();
@@ -526,13 +653,21 @@ mod tests {
             ("/qdisc", "qdisc.extra"),
             ("/qdisc/bands/1", "qdisc.bands[1].extra"),
             ("/qdisc/bands/2/qdisc", "qdisc.bands[2].qdisc.extra"),
+            ("/qdisc/bands/0/rate_cap", "qdisc.bands[0].rate_cap.extra"),
         ];
         let schedule = link(0, json!({"schedule": [{"at_s": 0, "kbit": 2000}, {"at_s": 1, "kbit": 500}], "burst_bytes": 3028}), fifo(10));
-        let prio = complete_links().pop().unwrap();
+        let mut prio = complete_links().pop().unwrap();
+        prio["qdisc"]["bands"][0]["rate_cap"] = json!({"kbit": 2000, "burst_bytes": 3028});
         for (pointer, field) in cases {
             let mut v = if pointer.starts_with("/qdisc") { prio.clone() } else { schedule.clone() };
             let target = if pointer == "/" { &mut v } else { v.pointer_mut(pointer).unwrap() };
             target.as_object_mut().unwrap().insert("extra".into(), json!(1));
+            assert_eq!(parse_link(&v, &no_trace).unwrap_err().field, field);
+        }
+        let metered = &complete_links()[complete_links().len() - 2];
+        for (pointer, field) in [("/qdisc/meters/0", "qdisc.meters[0].extra"), ("/qdisc/meters/1/action", "qdisc.meters[1].action.extra")] {
+            let mut v = metered.clone();
+            v.pointer_mut(pointer).unwrap().as_object_mut().unwrap().insert("extra".into(), json!(1));
             assert_eq!(parse_link(&v, &no_trace).unwrap_err().field, field);
         }
         // limit_ms is netem's to convert: the bottleneck only takes packets or bytes.
@@ -565,13 +700,25 @@ mod tests {
         let e = parse_link(&link(0, kbit(1000), json!({"kind": "red"})), &no_trace).unwrap_err();
         assert_eq!(e.field, "qdisc.kind");
         assert!(e.to_string().contains("fq_codel"), "{e}");
-        let band = |dscp: Value| json!({"kind": "prio", "bands": [{"dscp": dscp, "qdisc": fifo(10)}, {"dscp": [46], "qdisc": fifo(10)}, {"qdisc": fifo(10)}]});
+        let band = |dscp: Value| prio(json!([{"dscp": dscp, "qdisc": fifo(10)}, {"dscp": [46], "qdisc": fifo(10)}, {"qdisc": fifo(10)}]), json!([]));
         assert_eq!(bad(link(0, kbit(1000), band(json!([64])))), "qdisc.bands[0].dscp");
         assert_eq!(bad(link(0, kbit(1000), band(json!([46])))), "qdisc.bands[1].dscp");
-        let last_with_dscp = json!({"kind": "prio", "bands": [{"dscp": [46], "qdisc": fifo(10)}, {"dscp": [0], "qdisc": fifo(10)}]});
+        let last_with_dscp = prio(json!([{"dscp": [46], "qdisc": fifo(10)}, {"dscp": [0], "qdisc": fifo(10)}]), json!([]));
         assert_eq!(bad(link(0, kbit(1000), last_with_dscp)), "qdisc.bands[1].dscp");
-        let nested = json!({"kind": "prio", "bands": [{"dscp": [46], "qdisc": fifo(10)}, {"qdisc": {"kind": "prio", "bands": []}}]});
+        let nested = prio(json!([{"dscp": [46], "qdisc": fifo(10)}, {"qdisc": {"kind": "prio", "bands": []}}]), json!([]));
         assert_eq!(bad(link(0, kbit(1000), nested)), "qdisc.bands[1].qdisc.kind");
+        // Rate caps and meters.
+        let two = json!([{"dscp": [46], "qdisc": fifo(10)}, {"qdisc": fifo(10)}]);
+        let meter = |action: Value| json!([{"dscp": [46], "per": "flow", "window_ms": 150, "limit_kbit": 2000, "action": action}]);
+        let capped = prio(json!([{"dscp": [46], "qdisc": fifo(10), "rate_cap": {"kbit": 0, "burst_bytes": 3028}}, {"qdisc": fifo(10)}]), json!([]));
+        assert_eq!(bad(link(0, kbit(1000), capped)), "qdisc.bands[0].rate_cap.kbit");
+        assert_eq!(bad(link(0, kbit(1000), prio(two.clone(), meter(json!({"kind": "demote", "to_band": 2, "hold_ms": 1000}))))), "qdisc.meters[0].action.to_band");
+        assert_eq!(bad(link(0, kbit(1000), prio(two.clone(), meter(json!({"kind": "ce_fraction", "gain": 1, "initial_fraction": 1.5}))))), "qdisc.meters[0].action.initial_fraction");
+        assert_eq!(bad(link(0, kbit(1000), prio(two.clone(), meter(json!({"kind": "police"}))))), "qdisc.meters[0].action.kind");
+        assert_eq!(bad(link(0, kbit(1000), prio(two.clone(), meter(json!({"kind": "ce_all", "hold_ms": 0}))))), "qdisc.meters[0].action.hold_ms");
+        let mut per = prio(two, meter(json!({"kind": "ce_all", "hold_ms": 10})));
+        per["meters"][0]["per"] = json!("host");
+        assert_eq!(bad(link(0, kbit(1000), per)), "qdisc.meters[0].per");
     }
 
     #[test]

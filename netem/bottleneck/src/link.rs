@@ -41,6 +41,11 @@ pub struct Link {
     link_free_ns: u64,
     /// Latest time this link has been brought to; arrivals stamped earlier are handled as if now.
     clock_ns: u64,
+    /// The discipline holds packets but would not give one (a rate-capped band in debt, nothing else to send):
+    /// the next dequeue waits for its timer or the next arrival.
+    blocked: bool,
+    /// What the rate meters recorded, for the caller to take (`take_meter_records`).
+    meter_records: Vec<crate::meter::MeterRecord>,
     /// The delay line: forwarded packets in release order.
     in_flight: VecDeque<Packet>,
     last_due_ns: u64,
@@ -63,6 +68,8 @@ impl Link {
             qdisc,
             rate: RateLimiter::new(&cfg.rate, t0_ns),
             link_free_ns: 0,
+            blocked: false,
+            meter_records: Vec::new(),
             clock_ns: now_ns,
             in_flight: VecDeque::new(),
             last_due_ns: 0,
@@ -118,24 +125,31 @@ impl Link {
             self.finish_drop(packet, Event::DroppedLoss);
             return;
         }
-        if self.qdisc.len_packets() == 0 && self.link_free_ns < now_ns {
+        if (self.qdisc.len_packets() == 0 || self.blocked) && self.link_free_ns < now_ns {
             // The link was idle: this packet can be dequeued the moment it arrives.
             self.link_free_ns = now_ns;
         }
+        self.blocked = false;
         let id = packet.id;
         self.qdisc.enqueue(packet, now_ns, &mut self.scratch);
         if !self.scratch.iter().any(|d| d.packet.id == id) {
             self.counters.enqueued += 1;
         }
         self.take_scratch_drops();
+        self.qdisc.take_meter_records(&mut self.meter_records);
         self.advance(now_ns);
+    }
+
+    /// What the rate meters recorded so far (in the order it happened per meter).
+    pub fn take_meter_records(&mut self) -> std::vec::Drain<'_, crate::meter::MeterRecord> {
+        self.meter_records.drain(..)
     }
 
     /// Runs the link up to `now_ns`: discipline timers and dequeues at the times they fall due.
     pub fn advance(&mut self, now_ns: u64) {
         self.clock_ns = self.clock_ns.max(now_ns);
         loop {
-            let dequeue_at = (self.qdisc.len_packets() > 0).then_some(self.link_free_ns);
+            let dequeue_at = (self.qdisc.len_packets() > 0 && !self.blocked).then_some(self.link_free_ns);
             let timer_at = self.qdisc.next_timer_ns();
             let next = match (dequeue_at, timer_at) {
                 (Some(d), Some(t)) => d.min(t),
@@ -148,6 +162,11 @@ impl Link {
             }
             if timer_at == Some(next) {
                 self.qdisc.on_timer(next);
+                self.qdisc.take_meter_records(&mut self.meter_records);
+                if self.blocked {
+                    self.blocked = false;
+                    self.link_free_ns = self.link_free_ns.max(next);
+                }
                 continue;
             }
             let t = next;
@@ -156,6 +175,7 @@ impl Link {
                 d.packet.dequeue_ns = t;
             }
             self.take_scratch_drops();
+            self.blocked = got.is_none() && self.qdisc.len_packets() > 0;
             if let Some(mut p) = got {
                 p.dequeue_ns = t;
                 p.tx_end_ns = self.rate.transmit(t, p.wire_bytes);
@@ -196,7 +216,7 @@ impl Link {
     /// When something next happens: a release, a dequeue or a discipline timer.
     pub fn next_event_ns(&self) -> Option<u64> {
         let release = self.in_flight.front().map(|p| p.due_ns);
-        let dequeue = (self.qdisc.len_packets() > 0).then_some(self.link_free_ns);
+        let dequeue = (self.qdisc.len_packets() > 0 && !self.blocked).then_some(self.link_free_ns);
         [release, dequeue, self.qdisc.next_timer_ns()].into_iter().flatten().min()
     }
 

@@ -6,6 +6,8 @@ mod clock;
 mod config;
 mod gtlog;
 mod link;
+mod meter;
+mod actions;
 mod nfq;
 mod packet;
 mod qdisc;
@@ -18,6 +20,8 @@ mod writer;
 
 #[cfg(test)]
 mod sim_tests;
+#[cfg(test)]
+mod meter_tests;
 
 use clap::Parser;
 use rand::rngs::SmallRng;
@@ -42,6 +46,9 @@ struct Args {
     /// Periodic counters as JSON lines.
     #[arg(long)]
     stats: Option<PathBuf>,
+    /// The meters' action log (JSON lines, docs/bottleneck-log.md); required when the link has meters.
+    #[arg(long)]
+    actions: Option<PathBuf>,
     #[arg(long, default_value_t = 100)]
     stats_interval_ms: u64,
     /// t = 0 of rate schedules and traces (CLOCK_REALTIME ns); default: when the program starts.
@@ -101,6 +108,9 @@ fn main() -> ExitCode {
     let (Some(queue_num), Some(log_path)) = (args.queue_num, args.log.clone()) else {
         return fail(2, "--queue-num and --log are required (unless --check or --print-config).");
     };
+    if cfg.has_meters() && args.actions.is_none() {
+        return fail(2, "the link has meters: --actions (their action log) is required.");
+    }
     if args.stats_interval_ms == 0 {
         return fail(2, "--stats-interval-ms must be > 0.");
     }
@@ -127,6 +137,10 @@ fn run(args: &Args, queue_num: u16, log_path: &std::path::Path, direction: &str,
         Some(p) => Some(stats::StatsWriter::create(p).map_err(|e| std::io::Error::new(e.kind(), format!("cannot create the stats file {}: {e}", p.display())))?),
         None => None,
     };
+    let actions = match &args.actions {
+        Some(p) => Some(actions::ActionLog::create(p).map_err(|e| std::io::Error::new(e.kind(), format!("cannot create the action log {}: {e}", p.display())))?),
+        None => None,
+    };
     let link = link::Link::new(cfg, t0_ns, now, rng);
 
     // Room in the kernel queue for the discipline's limit plus what sits in the delay line (a bandwidth-delay
@@ -144,6 +158,6 @@ fn run(args: &Args, queue_num: u16, log_path: &std::path::Path, direction: &str,
     writeln!(out, "ready")?;
     out.flush()?;
 
-    let mut rt = runtime::Runtime::new(queue, link, log, stats, args.stats_interval_ms * 1_000_000);
+    let mut rt = runtime::Runtime::new(queue, link, log, stats, args.stats_interval_ms * 1_000_000, actions);
     rt.run()
 }

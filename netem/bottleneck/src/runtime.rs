@@ -29,6 +29,9 @@ pub struct Runtime {
     pub log: GroundTruthLog,
     pub stats: Option<StatsWriter>,
     pub stats_interval_ns: u64,
+    /// The meters' action log (only when the link has meters).
+    pub actions: Option<crate::actions::ActionLog>,
+    actions_lost_reported: u64,
     /// Packet ids the kernel holds for us, for batch verdicts.
     held: BTreeSet<u32>,
     kernel_overruns: u64,
@@ -42,13 +45,15 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    pub fn new(queue: Queue, link: Link, log: GroundTruthLog, stats: Option<StatsWriter>, stats_interval_ns: u64) -> Runtime {
+    pub fn new(queue: Queue, link: Link, log: GroundTruthLog, stats: Option<StatsWriter>, stats_interval_ns: u64, actions: Option<crate::actions::ActionLog>) -> Runtime {
         Runtime {
             queue,
             link,
             log,
             stats,
             stats_interval_ns,
+            actions,
+            actions_lost_reported: 0,
             held: BTreeSet::new(),
             kernel_overruns: 0,
             overruns_reported: 0,
@@ -90,6 +95,7 @@ impl Runtime {
             self.link.advance(now);
             self.give_drop_verdicts()?;
             self.release_due(now)?;
+            self.write_actions();
 
             if now >= next_report {
                 next_report = now + REPORT_NS;
@@ -208,6 +214,13 @@ impl Runtime {
         Ok(())
     }
 
+    fn write_actions(&mut self) {
+        match self.actions.as_mut() {
+            Some(a) => self.link.take_meter_records().for_each(|r| a.write(r)),
+            None => self.link.take_meter_records().for_each(drop),
+        }
+    }
+
     fn write_stats(&mut self, now: u64) {
         let sample = Sample {
             t_ns: now,
@@ -240,6 +253,13 @@ impl Runtime {
         if let Some(s) = self.stats.as_mut() {
             s.check()?;
         }
+        if let Some(a) = self.actions.as_mut() {
+            if a.lost() > self.actions_lost_reported {
+                eprintln!("rtclab-bottleneck: the action log lost {} records so far: its writer thread fell a whole ring behind.", a.lost());
+                self.actions_lost_reported = a.lost();
+            }
+            a.check()?;
+        }
         Ok(())
     }
 
@@ -256,8 +276,12 @@ impl Runtime {
             self.held.remove(&o.packet.id);
             self.log.write(&o.packet, o.event, release_ns);
         }
+        self.write_actions();
         self.write_stats(clock::now_ns());
         self.report()?;
+        if let Some(a) = self.actions.as_mut() {
+            a.close()?;
+        }
         if let Some(s) = self.stats.as_mut() {
             s.close()?;
             if s.lost() > 0 {

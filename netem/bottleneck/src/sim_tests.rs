@@ -1,6 +1,6 @@
 //! Whole-link behaviour on a simulated clock: arrivals fed at their times, releases taken when due.
 
-use crate::config::testing::{fifo, fq_codel, kbit, link as full_link, pie, sfq, with};
+use crate::config::testing::{fifo, fq_codel, kbit, link as full_link, pie, prio, sfq, with};
 use crate::config::{parse_link, LinkConfig};
 use crate::link::{Link, Outcome};
 use crate::packet::{build_udp_packet, Event, Packet};
@@ -10,16 +10,16 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serde_json::json;
 
-const MS: u64 = 1_000_000;
-const S: u64 = 1_000_000_000;
+pub(crate) const MS: u64 = 1_000_000;
+pub(crate) const S: u64 = 1_000_000_000;
 
-fn link(v: serde_json::Value) -> Link {
+pub(crate) fn link(v: serde_json::Value) -> Link {
     let cfg: LinkConfig = parse_link(&v, &|_| Err("no trace".into())).unwrap();
     Link::new(&cfg, 0, 0, SmallRng::seed_from_u64(7))
 }
 
 /// A constant-bit-rate flow: `ip_len`-byte packets at `kbit` from `start` to `end`, DSCP `dscp`.
-fn cbr(flow: u16, kbit: u64, ip_len: u16, start: u64, end: u64, dscp: u8) -> Vec<Packet> {
+pub(crate) fn cbr(flow: u16, kbit: u64, ip_len: u16, start: u64, end: u64, dscp: u8) -> Vec<Packet> {
     let wire_bits = (ip_len as u64 + 14) * 8;
     let gap = wire_bits * S / (kbit * 1000);
     let mut out = Vec::new();
@@ -37,7 +37,7 @@ fn cbr(flow: u16, kbit: u64, ip_len: u16, start: u64, end: u64, dscp: u8) -> Vec
 }
 
 /// Feeds the arrivals in time order and runs the link to `end_ns`; returns (forwarded, dropped).
-fn simulate(l: &mut Link, mut arrivals: Vec<Packet>, end_ns: u64) -> (Vec<Outcome>, Vec<Outcome>) {
+pub(crate) fn simulate(l: &mut Link, mut arrivals: Vec<Packet>, end_ns: u64) -> (Vec<Outcome>, Vec<Outcome>) {
     arrivals.sort_by_key(|p| p.arrival_ns);
     let (mut fwd, mut drops) = (Vec::new(), Vec::new());
     for p in arrivals {
@@ -60,7 +60,7 @@ fn simulate(l: &mut Link, mut arrivals: Vec<Packet>, end_ns: u64) -> (Vec<Outcom
     (fwd, drops)
 }
 
-fn flow_of(o: &Outcome) -> u32 {
+pub(crate) fn flow_of(o: &Outcome) -> u32 {
     o.packet.id / 10_000_000
 }
 
@@ -229,7 +229,7 @@ fn fq_codel_drops_from_the_fattest_flow_when_over_limit() {
 #[test]
 fn prio_serves_band_0_first() {
     let cfg = parse_link(
-        &full_link(0, json!(null), json!({"kind":"prio","bands":[{"dscp":[46],"qdisc":fifo(1000)},{"qdisc":fifo(1000)}]})),
+        &full_link(0, json!(null), prio(json!([{"dscp":[46],"qdisc":fifo(1000)},{"qdisc":fifo(1000)}]), json!([]))),
         &|_| Err("".into()),
     )
     .unwrap();
@@ -245,7 +245,7 @@ fn prio_serves_band_0_first() {
     assert_eq!(order, vec![(5, 0), (6, 0), (7, 0), (0, 1), (1, 1), (2, 1), (3, 1), (4, 1)]);
 
     // On a loaded link, the EF flow's delay stays at most one best-effort frame.
-    let mut l = link(full_link(0, kbit(1000), json!({"kind":"prio","bands":[{"dscp":[46],"qdisc":fifo(1000)},{"qdisc":fifo(100)}]})));
+    let mut l = link(full_link(0, kbit(1000), prio(json!([{"dscp":[46],"qdisc":fifo(1000)},{"qdisc":fifo(100)}]), json!([]))));
     let mut arrivals = cbr(1, 2000, 1500, 0, 5 * S, 0);
     arrivals.extend(cbr(2, 200, 200, MS, 5 * S, 46));
     let (fwd, _) = simulate(&mut l, arrivals, 6 * S);

@@ -37,6 +37,8 @@ pub trait Qdisc {
     /// The packet the link is transmitting (dequeued, waiting for its tokens): in Linux it is still counted in
     /// the child qdisc's backlog under TBF (peek keeps it there), so it counts against the limit here too.
     fn set_in_service(&mut self, _packets: usize, _bytes: u64, _band: u8) {}
+    /// What the rate meters (prio only) recorded since the last call.
+    fn take_meter_records(&mut self, _out: &mut Vec<crate::meter::MeterRecord>) {}
     /// Everything still held, for shutdown.
     fn drain(&mut self) -> Vec<Packet>;
 }
@@ -63,9 +65,17 @@ pub fn build(cfg: &QdiscConfig, now_ns: u64, rng: &mut SmallRng) -> Box<dyn Qdis
             *quantum_bytes as i64,
             *flows,
         )),
-        QdiscConfig::Prio { bands } => {
-            let children = bands.iter().map(|b| (b.dscp.clone(), build(&b.qdisc, now_ns, rng))).collect();
-            Box::new(prio::Prio::new(children))
+        QdiscConfig::Prio { bands, meters } => {
+            let children = bands
+                .iter()
+                .map(|b| prio::Band {
+                    dscp: b.dscp.clone(),
+                    qdisc: build(&b.qdisc, now_ns, rng),
+                    cap: b.rate_cap.map(|c| crate::meter::RateCap::new(c.bits_per_s, c.burst_bytes, now_ns)),
+                })
+                .collect();
+            let meters = meters.iter().enumerate().map(|(i, m)| crate::meter::Meter::new(i as u8, m, now_ns)).collect();
+            Box::new(prio::Prio::new(children, meters))
         }
     }
 }

@@ -1,0 +1,72 @@
+//! The meters' action log (docs/bottleneck-log.md "Action log", `bottleneck-<direction>.actions.jsonl`): one JSON
+//! line per record of meter.rs, written by a background thread like the ground-truth log.
+
+use crate::meter::{FlowKey, MeterRecord, RecordKind};
+use crate::writer::BackgroundWriter;
+use std::io;
+use std::path::Path;
+
+/// Records waiting for the writer thread (a record per metered flow and window: 1 s of 1000 flows at 100 ms windows).
+const RING_RECORDS: usize = 1 << 14;
+
+fn addr(a: [u8; 4]) -> String {
+    format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3])
+}
+
+fn flow_json(f: &Option<FlowKey>) -> serde_json::Value {
+    match f {
+        None => serde_json::Value::Null,
+        Some(f) => serde_json::json!({"src": addr(f.src), "dst": addr(f.dst), "proto": f.proto, "sport": f.sport, "dport": f.dport}),
+    }
+}
+
+pub fn encode(r: &MeterRecord, out: &mut Vec<u8>) {
+    let mut line = serde_json::json!({
+        "t": r.t_ns as f64 / 1e9, "t_ns": r.t_ns, "meter": r.meter, "action": r.action.name(), "flow": flow_json(&r.flow),
+    });
+    match r.kind {
+        RecordKind::Window => {
+            line["event"] = "window".into();
+            line["rate_kbit"] = (r.rate_bps as f64 / 1000.0).into();
+            line["limit_kbit"] = (r.limit_bps as f64 / 1000.0).into();
+            line["fraction"] = r.fraction.into();
+            line["ce_marked"] = r.ce_marked.into();
+            line["demoted"] = r.demoted.into();
+        }
+        RecordKind::Start => {
+            line["event"] = "start".into();
+            line["rate_kbit"] = (r.rate_bps as f64 / 1000.0).into();
+            line["limit_kbit"] = (r.limit_bps as f64 / 1000.0).into();
+            line["until"] = (r.until_ns as f64 / 1e9).into();
+        }
+        RecordKind::End => line["event"] = "end".into(),
+    }
+    out.extend_from_slice(line.to_string().as_bytes());
+    out.push(b'\n');
+}
+
+pub struct ActionLog {
+    out: BackgroundWriter<MeterRecord>,
+}
+
+impl ActionLog {
+    pub fn create(path: &Path) -> io::Result<ActionLog> {
+        Ok(ActionLog { out: BackgroundWriter::create(path, b"", RING_RECORDS, MeterRecord::default(), encode)? })
+    }
+
+    pub fn write(&mut self, r: MeterRecord) {
+        self.out.push(r);
+    }
+
+    pub fn lost(&self) -> u64 {
+        self.out.lost()
+    }
+
+    pub fn check(&mut self) -> io::Result<()> {
+        self.out.check()
+    }
+
+    pub fn close(&mut self) -> io::Result<()> {
+        self.out.close()
+    }
+}
