@@ -167,3 +167,16 @@ def test_real_chromium_log():
     assert all(f in rows for f in firsts)
     fb, bad = feedback.transport_feedback(log.incoming_rtcp)
     assert bad == 0 and len(fb) == 1978 and fb.received.all()
+
+
+def test_a_damaged_log_is_a_problem_not_a_crash(tmp_path):
+    from rtclab.eventlog import analysis
+
+    (tmp_path / "eventlog-a.log").write_bytes(b"\x07garbage")
+    (tmp_path / "eventlog-b.log").write_bytes(REAL_LOG.read_bytes())
+    problems: list[str] = []
+    section = analysis.analyse(tmp_path, None, None, None, problems)
+    assert section is not None and section["sides"]["a"] is None and section["n_dd"] is None
+    assert len(problems) == 1 and "eventlog-a.log" in problems[0] and "not an RTC event log" in problems[0]
+    assert section["sides"]["b"]["controller"]["delay_based_updates"] == 212
+    assert analysis.analyse(tmp_path / "none", None, None, None, []) is None
