@@ -1,0 +1,346 @@
+"""The study executors (docs/studies.md, Executors): the CPU split of --parallel and its refusals, the Ray nodes'
+set-up check; then, with real calls (marker real_calls, root, about 3 minutes):
+
+- `--parallel 2`: two 8 s calls at once, each pinned to its own CPU, their CPU sets recorded in the manifests and
+  the cpu_set_not_saturated check present;
+- `--ray`: a local two-node Ray cluster started here with two `ray start` commands (a head and a worker on this
+  machine, their own ports and temp dir: the commands a user runs on two machines, so the driver, the custom
+  resource and the nodes' raylets are all real), a study of 2 points x 1 repetition of 8 s calls; the worker node
+  is killed (its raylet, SIGKILL) while its run is in its call, and that attempt must be logged as lost and made
+  again elsewhere under a new attempt number; the gathered study must have a serial run's structure (the same
+  study.json keys and points, the same run files, metrics.json keys and video flows), and the manifests name their
+  nodes.
+
+On 2 cores these calls come out invalid (CPU saturated): the tests assert on structure and accounting, not on
+validity. Every Ray process the test started is ended by its id at the end, even on failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from rtclab.study import aggregate as agg
+from rtclab.study.__main__ import main as study_main
+from rtclab.study.executors import ExecutorError, fmt_cpus, split_cpus
+from rtclab.study.ray_executor import NODE_RUNS, SMALL_FILES, check_node, checkout_id, repo_commit, study_key
+
+ROOT = Path(__file__).resolve().parents[2]
+RAY = Path(sys.executable).parent / "ray"
+
+STUDY = """\
+name: {name}
+description: two 8 s calls, fifo and codel
+base: {root}/scenarios/examples/fifo.yaml
+points:
+  - name: fifo
+    set: {{duration_s: 8}}
+  - name: codel
+    base: {root}/scenarios/examples/codel.yaml
+    set: {{duration_s: 8}}
+repetitions: 1
+max_attempts: 1
+shuffle: false
+"""
+
+real = [pytest.mark.real_calls,
+        pytest.mark.skipif(os.geteuid() != 0, reason="real calls need root (network namespaces, tc, captures)"),
+        pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")]
+
+
+def study_file(tmp_path: Path, name: str) -> Path:
+    f = tmp_path / f"{name}.yaml"
+    f.write_text(STUDY.format(name=name, root=ROOT))
+    return f
+
+
+def run_study(*args: str, timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rtclab.study", "run", *args], capture_output=True, text=True,
+                          timeout=timeout_s, cwd=ROOT)
+
+
+def log_records(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "attempts.jsonl").read_text().splitlines()]
+
+
+def namespaces() -> str:
+    return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
+# --- without calls --------------------------------------------------------------------------------------------------
+
+def test_cpu_split_in_groups_of_consecutive_cpus() -> None:
+    assert split_cpus([0, 1], 2) == [[0], [1]]
+    assert split_cpus([0, 1], 1) == [[0, 1]]
+    assert split_cpus([3, 0, 1, 2, 4], 2) == [[0, 1, 2], [3, 4]]
+    groups = split_cpus(list(range(16)), 5)
+    assert [len(g) for g in groups] == [4, 3, 3, 3, 3]
+    assert sorted(c for g in groups for c in g) == list(range(16))
+    with pytest.raises(ExecutorError, match="at most --parallel 2"):
+        split_cpus([0, 1], 3)
+    with pytest.raises(ExecutorError, match="at least 1"):
+        split_cpus([0, 1], 0)
+    assert fmt_cpus([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
+    assert fmt_cpus([4]) == "4"
+
+
+def test_bad_executor_options_exit_2_before_anything_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = study_file(tmp_path, "bad-options")
+    cpus = len(os.sched_getaffinity(0))
+    for args, says in [(["--parallel", str(cpus + 1)], f"at most --parallel {cpus}"),
+                       (["--gather-captures"], "--gather-captures is for --ray"),
+                       (["--ray", "127.0.0.1:1"], "no Ray head answers there"),
+                       (["--ray", "127.0.0.1:1", "--no-analyze"], "needs --gather-captures"),
+                       (["--parallel", "1", "--ray", "auto"], "not allowed with argument")]:
+        out = tmp_path / "out"
+        try:
+            code = study_main(["run", str(f), "--out", str(out), *args])
+        except SystemExit as e:  # argparse
+            code = int(e.code or 0)
+        err = capsys.readouterr().err
+        assert code == 2, (args, err)
+        assert says in err, (args, err)
+        assert not (out / "attempts.jsonl").exists()
+
+
+def test_a_node_at_another_commit_or_without_rtclab_is_refused(tmp_path: Path) -> None:
+    commit = repo_commit(ROOT)
+    assert commit is not None and len(commit) == 40
+    other = "0" * 40
+    problem = check_node(ROOT, other)
+    assert problem is not None and f"is at commit {commit}, the driver at {other}" in problem
+    problem = check_node(tmp_path, commit)
+    assert problem is not None and "holds no rtclab repository" in problem
+    assert check_node(ROOT, other, checkout_id(tmp_path)) is not None
+    if os.geteuid() == 0 and shutil.which("node"):
+        assert check_node(ROOT, commit) is None
+        # The driver's own checkout (a node on the driver's machine) shares its files: its commit is not compared.
+        assert check_node(ROOT, other, checkout_id(ROOT)) is None
+
+
+# --- --parallel 2, real calls ---------------------------------------------------------------------------------------
+
+@pytest.mark.real_calls
+@pytest.mark.skipif(os.geteuid() != 0, reason="real calls need root (network namespaces, tc, captures)")
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="--parallel 2 needs 2 CPUs")
+def test_parallel_two_runs_each_on_its_own_cpus(tmp_path: Path) -> None:
+    out = tmp_path / "parallel"
+    r = run_study(str(study_file(tmp_path, "exec-parallel")), "--out", str(out), "--parallel", "2")
+    assert r.returncode in (0, 3), r.stderr
+    assert "executor: parallel x2 on CPUs" in r.stderr
+    recs = log_records(out)
+    started = [x for x in recs if x["event"] == "started"]
+    assert len(started) == 2 and all(x["command"][:2] == ["taskset", "-c"] for x in started)
+    cpus = [x["cpus"] for x in started]
+    assert not set(cpus[0]) & set(cpus[1]), "each run has CPUs of its own"
+    starts = [x["t"] for x in recs if x["event"] == "start"]
+    ends = [x["t"] for x in recs if x["event"] == "end"]
+    assert max(starts) < min(ends), "both runs were under way at once"
+    for point, given in zip(("fifo", "codel"), cpus):
+        m = json.loads((out / "runs" / point / "1-1" / "manifest.json").read_text())
+        assert m["status"] == "complete", m.get("error")
+        assert m["cpu_set"] == given
+        checks = {c["name"]: c for c in m["validity"]["checks"]}
+        assert "cpu_set_not_saturated" in checks and "host_cpu_not_saturated" not in checks
+        busy = m["cpu_set_busy_fraction"]
+        assert 0 <= busy <= 1 and checks["cpu_set_not_saturated"]["ok"] == (busy <= 0.9)
+        assert f"its CPUs {','.join(map(str, given))} were {busy * 100:.0f}% busy" in checks["cpu_set_not_saturated"]["detail"]
+        assert m["id"] not in namespaces()
+    doc = json.loads((out / "study.json").read_text())
+    assert doc["summary"]["attempts"] and sum(doc["summary"]["attempts"].values()) == 2
+
+
+# --- --ray on a local two-node cluster, real calls ------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cluster_pids(temp_dir: Path) -> list[int]:
+    """Every process of the test's cluster: those naming its temp dir, and their descendants (the workers)."""
+    parent: dict[int, int] = {}
+    ours: set[int] = set()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmdline = (d / "cmdline").read_bytes()
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        parent[int(d.name)] = ppid
+        if str(temp_dir).encode() in cmdline:
+            ours.add(int(d.name))
+    grew = True
+    while grew:
+        more = {p for p, pp in parent.items() if pp in ours} - ours
+        grew = bool(more)
+        ours |= more
+    return sorted(ours - {os.getpid()})
+
+
+def kill_pids(pids: list[int]) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for p in pids:
+            try:
+                os.kill(p, sig)
+            except ProcessLookupError:
+                pass
+        if sig == signal.SIGTERM:
+            time.sleep(3)
+
+
+@pytest.fixture
+def ray_cluster(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    if not RAY.exists():
+        pytest.fail(f"{RAY} is missing: scripts/setup.sh installs ray from requirements.lock")
+    temp_dir = Path("/tmp") / f"rtclab-ray-test-{os.getpid()}"  # short: Ray's socket paths must fit in 107 bytes
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_health_check_period_ms": "1000",
+           "RAY_health_check_failure_threshold": "3", "RAY_health_check_timeout_ms": "1000"}
+    port = free_port()
+    worker_nm_port = free_port()
+    common = ["--resources", '{"rtclab_slot": 1}', "--num-cpus", "1", "--object-store-memory", "100000000",
+              "--disable-usage-stats"]
+    head = [str(RAY), "start", "--head", "--port", str(port), "--temp-dir", str(temp_dir),
+            "--include-dashboard", "false", "--ray-client-server-port", str(free_port()),
+            "--dashboard-agent-listen-port", str(free_port()), "--min-worker-port", "40000", "--max-worker-port",
+            "40199", *common]
+    worker = [str(RAY), "start", "--address", f"127.0.0.1:{port}", "--node-manager-port", str(worker_nm_port),
+              "--object-manager-port", str(free_port()), "--dashboard-agent-listen-port", str(free_port()),
+              "--min-worker-port", "40200", "--max-worker-port", "40399", *common]
+    try:
+        for cmd in (head, worker):
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+            assert r.returncode == 0, f"{' '.join(cmd)}: {r.stderr[-2000:]}"
+        yield {"address": f"127.0.0.1:{port}", "temp_dir": temp_dir, "worker_nm_port": worker_nm_port, "env": env}
+    finally:
+        kill_pids(cluster_pids(temp_dir))
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def raylet_pid(temp_dir: Path, node_manager_port: int) -> int:
+    for p in cluster_pids(temp_dir):
+        try:
+            cmd = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if cmd[0].endswith(b"/raylet") and f"--node_manager_port={node_manager_port}".encode() in cmd:
+            return p
+    raise AssertionError(f"no raylet with node manager port {node_manager_port}")
+
+
+def worker_node_id(cluster: dict[str, Any]) -> str:
+    code = ("import json, ray; ray.init(address=%r, logging_level='ERROR', log_to_driver=False); "
+            "print(json.dumps([[n['NodeID'], n['NodeManagerPort']] for n in ray.nodes() if n['Alive']]))"
+            % cluster["address"])
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=cluster["env"])
+    assert r.returncode == 0, r.stderr[-2000:]
+    return next(nid for nid, nm in json.loads(r.stdout.strip().splitlines()[-1]) if nm == cluster["worker_nm_port"])
+
+
+def run_files(run_dir: Path) -> set[str]:
+    return {p.name for p in run_dir.iterdir()}
+
+
+@pytest.mark.real_calls
+@pytest.mark.skipif(os.geteuid() != 0, reason="real calls need root (network namespaces, tc, captures)")
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_ray_two_nodes_gathered_like_a_serial_run_and_a_lost_node_rerun(tmp_path: Path,
+                                                                       ray_cluster: dict[str, Any]) -> None:
+    worker_id = worker_node_id(ray_cluster)
+    out = tmp_path / "ray"
+    f = study_file(tmp_path, "exec-ray")
+    proc = subprocess.Popen([sys.executable, "-m", "rtclab.study", "run", str(f), "--out", str(out), "--ray",
+                             ray_cluster["address"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT)
+    node_runs = ROOT / NODE_RUNS / study_key(out)
+    victim: dict[str, Any] | None = None
+    try:
+        # The worker's run, once it is in its call: its node notes where it runs before it starts.
+        t0 = time.monotonic()
+        while victim is None:
+            assert proc.poll() is None, f"the study ended before the worker's run was in its call: {proc.communicate()}"
+            assert time.monotonic() - t0 < 150, "the worker node never started a run in its call"
+            for note in node_runs.glob("*/1-1.node.json"):
+                n = json.loads(note.read_text())
+                events = Path(n["run_dir"]) / "events.jsonl"
+                if n["node_id"] == worker_id and events.exists() and '"call_start"' in events.read_text():
+                    victim = n
+            time.sleep(0.5)
+        os.kill(raylet_pid(ray_cluster["temp_dir"], ray_cluster["worker_nm_port"]), signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=240)
+        check_ray_study(tmp_path, f, out, victim, worker_id, proc.returncode, stderr)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(120)
+        if victim is not None:
+            wait_for_orphan(victim)
+        shutil.rmtree(node_runs, ignore_errors=True)
+
+
+def wait_for_orphan(victim: dict[str, Any]) -> str:
+    """The killed node's harness was detached from its Ray worker: it finishes its call and tears its network down
+    by itself. Returns its run id once its manifest says it ended."""
+    orphan = Path(victim["run_dir"]) / "manifest.json"
+    t0 = time.monotonic()
+    while json.loads(orphan.read_text()).get("status") == "running" and time.monotonic() - t0 < 90:
+        time.sleep(1)
+    return str(json.loads(orphan.read_text())["id"])
+
+
+def check_ray_study(tmp_path: Path, f: Path, out: Path, victim: dict[str, Any], worker_id: str, code: int,
+                    stderr: str) -> None:
+    assert code in (0, 3), stderr
+    lost_point = Path(victim["run_dir"]).parent.name
+    other_point = "codel" if lost_point == "fifo" else "fifo"
+
+    recs = log_records(out)
+    ends = {(x["point"], x["attempt"]): x for x in recs if x["event"] == "end"}
+    lost = ends[(lost_point, 1)]
+    assert lost["interrupted"] is True and "lost with its Ray node" in lost["error"], lost
+    again = ends[(lost_point, 2)]
+    assert again["node"]["node_id"] != worker_id, "re-run elsewhere"
+    assert (other_point, 2) not in ends
+    doc = json.loads((out / "study.json").read_text())
+    statuses = {(x["point"], x["attempt"]): x["status"] for x in doc["runs"]}
+    assert statuses[(lost_point, 1)] == "interrupted"
+    assert statuses[(lost_point, 2)] in ("valid", "invalid") and statuses[(other_point, 1)] in ("valid", "invalid")
+
+    orphan_id = wait_for_orphan(victim)
+
+    # A serial run of the same study: the gathered study has its structure.
+    serial = tmp_path / "serial"
+    r = run_study(str(f), "--out", str(serial))
+    assert r.returncode in (0, 3), r.stderr
+    sdoc = json.loads((serial / "study.json").read_text())
+    assert set(doc) == set(sdoc)
+    assert [p["name"] for p in doc["points"]] == [p["name"] for p in sdoc["points"]]
+    assert set(doc["points"][0]) == set(sdoc["points"][0])
+    optional = {"excluded_because"}  # present when the run is not used (invalid on this host, or lost)
+    assert {k for r in doc["runs"] for k in r} - optional == {k for r in sdoc["runs"] for k in r} - optional
+    for point, attempt in ((lost_point, 2), (other_point, 1)):
+        got = out / "runs" / point / f"1-{attempt}"
+        ref = serial / "runs" / point / "1-1"
+        assert run_files(got) == set(SMALL_FILES) & run_files(ref), (point, run_files(got))
+        assert (out / "runs" / point / f"1-{attempt}.log").stat().st_size > 0
+        gm, sm = (json.loads((d / "metrics.json").read_text()) for d in (got, ref))
+        assert set(gm) == set(sm)
+        for labels in (agg.flow_labels(gm["flows"]), agg.flow_labels(sm["flows"])):
+            assert {"forward:video", "reverse:video"} <= set(labels)
+        manifest = json.loads((got / "manifest.json").read_text())
+        assert manifest["executor"]["kind"] == "ray" and manifest["executor"]["captures_on_node"] is True
+        assert Path(manifest["executor"]["run_dir"], "capture-a.pcap").exists(), "captures stay on the node"
+        assert manifest["id"] not in namespaces()
+    assert orphan_id not in namespaces()
