@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { openSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
-import { run, sleep } from './exec.js';
+import { run, runChecked, sleep } from './exec.js';
 import { DATA } from './names.js';
 
 const BASE_PORT = 5201;
@@ -30,6 +30,26 @@ export function planCrossTraffic(item, n, duration_s, runDir) {
       '-C', item.congestion_control ?? 'cubic', '--dscp', String(item.dscp ?? 0), '--json',
       '--logfile', join(runDir, `iperf3-${n}.json`)],
   };
+}
+
+/**
+ * The namespaces whose net.ipv4.tcp_ecn becomes 1 (request ECN on outgoing connections): those sending items with
+ * `ecn: true`. The others keep Linux's default 2 (no ECN on outgoing connections, ECN when the peer asks), which
+ * also lets every receiving side answer ECN. The setting is per namespace, so items sent from one namespace must agree.
+ * @param {any[]} items normalized cross_traffic @returns {Map<'a'|'b', 0 | 1>} per sending namespace: 1 = set it
+ */
+export function ecnSysctls(items) {
+  /** @type {Map<'a'|'b', 0 | 1>} */
+  const out = new Map();
+  for (const [n, item] of items.entries()) {
+    const host = (item.direction ?? 'forward') === 'forward' ? 'a' : 'b';
+    const want = item.ecn ? 1 : 0;
+    if (out.has(host) && out.get(host) !== want) {
+      throw new Error(`cross_traffic[${n}].ecn: ${item.ecn} disagrees with an earlier item sent from namespace ${host}: net.ipv4.tcp_ecn is one setting per namespace, so give all items of one direction the same ecn`);
+    }
+    out.set(host, want);
+  }
+  return out;
 }
 
 export class CrossTraffic {
@@ -60,6 +80,9 @@ export class CrossTraffic {
    */
   async start(t0_ms) {
     const { items, duration_s, runDir, nsExec } = this.o;
+    for (const [host, value] of ecnSysctls(items)) {
+      if (value === 1) await runChecked([...nsExec(host), 'sysctl', '-q', '-w', 'net.ipv4.tcp_ecn=1']);
+    }
     for (const [n, item] of items.entries()) {
       const p = planCrossTraffic(item, n, duration_s, runDir);
       if (p.length_s <= 0) continue;
@@ -68,7 +91,7 @@ export class CrossTraffic {
       const timer = setTimeout(() => {
         if (this.stopped) return;
         const proc = this.spawn([...nsExec(p.clientHost), ...p.client], join(runDir, `iperf3-${n}-client.log`));
-        this.o.onEvent?.({ event: 'cross_traffic_started', n, flows: item.flows, congestion_control: item.congestion_control, direction: item.direction });
+        this.o.onEvent?.({ event: 'cross_traffic_started', n, flows: item.flows, congestion_control: item.congestion_control, direction: item.direction, ecn: item.ecn ?? false });
         proc.on('exit', (code) => this.o.onEvent?.({ event: 'cross_traffic_stopped', n, exit_code: code }));
       }, Math.max(0, t0_ms + p.start_s * 1000 - Date.now()));
       this.timers.push(timer);

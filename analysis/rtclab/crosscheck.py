@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _core
+from . import _core, ecn
 from .packets import DELIVERED, FORWARD, LOST, PacketTable, join_key
 from .rundir import GTLOG_EVENTS, CaptureError, RunDir, join_keys, pcap_records, read_gtlog
 from .stats import percentile
@@ -214,6 +214,7 @@ def gtlog_owd(run: RunDir, table: PacketTable | None) -> tuple[list[dict[str, An
               f"{drop_but_delivered} logged drops arrived anyway, {fwd_but_lost} logged forwards never arrived")
     checks = [_check("owd_vs_ground_truth", ok, detail,
                      f"p99 |OWD - (release - arrival)| <= {GTLOG_OWD_TOLERANCE_MS} ms and drops agree", **summary)]
+    checks += _ce_marks(run, table, rows[ok_rows], rec[g], summary)
     # Queuing delay from the captures against the log's own time at the bottleneck (sojourn + transmission).
     qd_ns = c["queuing_delay_ns"][rows[ok_rows]]
     if run.scenario is not None and qd_ns.size:
@@ -237,3 +238,22 @@ def gtlog_owd(run: RunDir, table: PacketTable | None) -> tuple[list[dict[str, An
             f"p99 |queuing delay - (tx_end - arrival)| <= {GTLOG_OWD_TOLERANCE_MS} ms + the configured jitter + the "
             f"log's p99 release lateness ({_ms(tol)})", **qsum))
     return checks, summary
+
+
+def _ce_marks(run: RunDir, table: PacketTable, rows: np.ndarray, rec: np.ndarray,
+              summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The bottleneck's CE marks (its log) against the CE codepoints the receiving capture saw, packet by packet
+    over the forward packets both delivered and logged (docs/ecn.md); and the meters' action logs. Adds `ecn` and
+    `meter_actions` to the ground-truth summary."""
+    c = table.cols
+    acc = ecn.log_vs_capture(rec["ecn_in"], rec["event"], c["ecn_send"][rows], c["ecn_recv"][rows], c["flow"][rows])
+    summary["ecn"] = acc
+    summary["meter_actions"] = ecn.meter_actions(run.path, run.call_start_s or 0.0, run.problems)
+    if acc["bottleneck_ce_marks"] == 0 and acc["ce_received"] == 0:
+        return []
+    bad = acc["logged_not_received_ce"] + acc["received_ce_not_logged"]
+    detail = (f"{acc['bottleneck_ce_marks']} forward packets marked CE by the bottleneck (log), {acc['ce_received']} "
+              f"sent ECN-capable and received CE (captures); {acc['logged_not_received_ce']} logged marks not seen "
+              f"at b, {acc['received_ce_not_logged']} CE arrivals the log did not mark")
+    return [_check("ce_marks_vs_ground_truth", bad == 0, detail,
+                   "every packet: marked in the log <=> ECT at a and CE at b", **{k: v for k, v in acc.items() if k != "by_flow"})]

@@ -190,6 +190,7 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
     if q:
         panels.append((f"Forward bottleneck queue, in ms at the link rate ({m['bottleneck_queue']['source']})", "ms",
                        [_line("queue (emulator counters)", q, line={"color": "#444"})]))
+    panels += _meter_panels(m)
     controller = _controller_panels(m)
     if controller:
         panels += controller
@@ -514,3 +515,35 @@ def _controller_panels(m: dict[str, Any]) -> list[tuple[str, str, list[dict]]]:
             title += f" (agreement {agree * 100:.1f}% of {rep.get('updates')} logged updates)"
         out.append((title, "ms", traces))
     return out
+
+
+def _meter_panels(m: dict[str, Any]) -> list[tuple[str, str, list[dict]]]:
+    """The bottleneck's rate meters from their action logs (docs/ecn.md): each metered flow's rate per window
+    against its limit; then what each meter did: the CE fraction in force (ce_fraction), or 1 while a demote or
+    CE-all hold ran."""
+    actions = (m.get("ground_truth") or {}).get("meter_actions") or {}
+    rates: list[dict] = []
+    acts: list[dict] = []
+    for direction, d in actions.items():
+        for s in d.get("series", []):
+            name = f"{direction} meter {s['meter']} {s['flow']}"
+            rates.append({"type": "scatter", "mode": "lines", "name": f"{name} rate", "x": s["t_s"],
+                          "y": [r / 1e3 for r in s["rate_kbit"]], "line": {"shape": "hv"}})
+            if s.get("limit_kbit") and s["t_s"]:
+                rates.append({"type": "scatter", "mode": "lines", "name": f"{name} limit", "x": [s["t_s"][0], s["t_s"][-1]],
+                              "y": [s["limit_kbit"] / 1e3] * 2, "line": {"dash": "dot", "color": "black"}})
+            if s["action"] == "ce_fraction":
+                acts.append({"type": "scatter", "mode": "lines", "name": f"{name} CE fraction", "x": s["t_s"],
+                             "y": s["fraction"], "line": {"shape": "hv"}})
+            elif s["holds"]:
+                x: list[float | None] = []
+                y: list[float | None] = []
+                for start, end in s["holds"]:
+                    x += [start, start, end, end, None]
+                    y += [0, 1, 1, 0, None]
+                acts.append({"type": "scatter", "mode": "lines", "name": f"{name} {s['action']} hold", "x": x, "y": y,
+                             "fill": "toself"})
+    if not rates:
+        return []
+    return [("Rate meters at the bottleneck (action log): rate per window and limit", "Mbit/s", rates),
+            ("Meter actions: CE-mark fraction in force, or 1 while a demote / CE-all hold runs", "fraction", acts)]

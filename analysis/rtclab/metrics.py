@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _core
+from . import _core, ecn
 from .packets import CLS_NAMES, CLS_RTP, DELIVERED, DIRECTION_NAMES, DUPLICATE, LOST, UNKNOWN, UNMATCHED, PacketTable
 from .rundir import int_to_ip
 from .stats import distribution
@@ -152,6 +152,7 @@ def _subset_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int, ki
         "queuing_delay_ms": distribution(qd[qd >= 0] / 1e6),
         "queuing_delay_vs_min_owd_ms": distribution(c["queuing_delay_vs_min_owd_ns"][got] / 1e6),
         "ecn_ce_received": int(((c["ecn_recv"][got] == 3) & (c["ecn_send"][got] != 3)).sum()),
+        "ecn": ecn.ecn_account(c["ecn_send"][sent_rows], c["ecn_send"][got], c["ecn_recv"][got]),
     }
     # Rates from link-layer bytes: received over the arrivals' own span (so the windows start at the first arrival,
     # not one delay before it), sent over the departures' span.

@@ -38,7 +38,8 @@ const INLINE = {
     { dscp: [46], qdisc: { kind: 'fifo' }, rate_cap: { kbit: 2000 } }, { dscp: [34], qdisc: { kind: 'fifo' } }, { qdisc: { kind: 'fq_codel' } }],
   meters: [{ dscp: [46], limit_kbit: 2000, action: { kind: 'ce_fraction' } },
     { dscp: [46, 34], per: 'class', window_ms: 100, limit_kbit: 2500.5, action: { kind: 'demote' } },
-    { dscp: [34], limit_kbit: 1000, action: { kind: 'ce_all', hold_ms: 1500 } }] } } } },
+    { dscp: [34], limit_kbit: 1000, action: { kind: 'ce_all', hold_ms: 1500 } }] } } },
+    cross_traffic: [{ kind: 'tcp', dscp: 46, ecn: true }, { kind: 'tcp', flows: 2, ecn: true }] },
 };
 
 /** The scenarios under test, normalised by the model. @returns {[string, any][]} */
