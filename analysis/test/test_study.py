@@ -395,3 +395,47 @@ def test_the_aggregation_benchmark_runs(tmp_path: Path) -> None:
     assert r.stdout.startswith("aggregated 30 runs (")
     doc = json.loads((tmp_path / "b" / "study" / "study.json").read_text())
     assert [p["n_runs"] for p in doc["points"]] == [10, 10, 10]
+
+
+def test_congestion_controller_metrics_aggregate_over_the_runs_event_logs(tmp_path: Path) -> None:
+    """n_dd and the detector's share from each run's metrics.json congestion_controller (side a, whole call) become the
+    `controller:a` pseudo-flow of study.json, with the same statistics as any flow; a run without an event log adds
+    no sample (n counts the runs that have one)."""
+    f = write(tmp_path, "s.yaml", "name: cc-study\nbase: {duration_s: 8}\nrepetitions: 4\n")
+    out = tmp_path / "out"
+    plan = planmod.make(spec.load(f))
+    planmod.write(plan, out)
+    n_dd = {1: 7, 2: 12, 3: 4, 4: None}  # repetition 4: no event log
+    overusing = {1: 0.05, 2: 0.125, 3: 0.02}
+    for rep, count in n_dd.items():
+        d = state.attempt_dir(out, "base", rep, 1)
+        synth.write_run(d, synth.SynthConfig(duration_s=8.0, seed=300 + rep))
+        r = subprocess.run([sys.executable, "-m", "rtclab.cli", "analyze", str(d), "-q", "--no-tshark",
+                            "--no-dashboard"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        m = json.loads((d / "metrics.json").read_text())
+        m["congestion_controller"] = None if count is None else {"sender": "a", "sides": {"a": {
+            "controller": {"n_dd": count, "overuse_events": count + 1,
+                           "detector_state_fraction": {"normal": 1 - overusing[rep], "overusing": overusing[rep],
+                                                       "underusing": 0.0}},
+            "replay": {"update_agreement": 0.9 + rep / 100}}, "b": None}}
+        (d / "metrics.json").write_text(json.dumps(m))
+    r = run_cli("aggregate", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "study.json").read_text())
+    stats = doc["points"][0]["flows"]["controller:a"]["all"]
+    expected_n_dd = _independent([7.0, 12.0, 4.0])
+    for key in ("mean", "sd", "n"):
+        assert stats["n_dd"][key] == pytest.approx(expected_n_dd[key])
+    assert stats["overusing_fraction"]["mean"] == pytest.approx(statistics.fmean([0.05, 0.125, 0.02]))
+    assert stats["overuse_events"]["mean"] == pytest.approx(statistics.fmean([8.0, 13.0, 5.0]))
+    assert stats["replay_update_agreement"]["n"] == 3
+    assert set(stats) == {"n_dd", "overuse_events", "overusing_fraction", "replay_update_agreement"}
+    table = pq.read_table(out / "study.parquet").to_pydict()
+    rows = [i for i, fl in enumerate(table["flow"]) if fl == "controller:a"]
+    assert sorted(table["n_dd"][i] for i in rows) == [4.0, 7.0, 12.0]
+    report = subprocess.run([sys.executable, "-m", "rtclab.cli", "study", "report", str(out), "--phase", "all",
+                             "--no-dashboard"], capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr
+    assert "congestion controller" in report.stdout
+    assert f"{expected_n_dd['mean']:.4g} ±" in report.stdout, report.stdout

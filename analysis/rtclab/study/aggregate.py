@@ -35,7 +35,8 @@ Extractor = Callable[[dict[str, Any]], Any]
 @dataclass(frozen=True)
 class Metric:
     name: str
-    family: str  # "flow": a packet flow's entry (flows[i], flows[i].phases[p]); "bottleneck": fairness[p]
+    family: str  # "flow": a packet flow's entry (flows[i], flows[i].phases[p]); "bottleneck": fairness[p];
+    # "controller": the forward sender's congestion controller from its RTC event log (whole call only)
     unit: str
     definition: str
 
@@ -77,7 +78,16 @@ CATALOGUE: dict[str, Metric] = {m.name: m for m in [
            "(its rate / (capacity / competitors)), summed over its connections (one with bundling)"),
     Metric("tcp_share_of_fair_share", "bottleneck", "ratio", "fairness[phase]: mean share_of_fair_share of the TCP "
            "competitors (a starved one counts 0)"),
+    Metric("n_dd", "controller", "count", "congestion_controller.sides.a.controller.n_dd: delay-based decrease events "
+           "of the forward sender's GCC over the call (Carlucci et al., CDC 2014; from its RTC event log)"),
+    Metric("overuse_events", "controller", "count", "congestion_controller.sides.a.controller.overuse_events: "
+           "transitions into the over-use detector's overusing state over the call"),
+    Metric("overusing_fraction", "controller", "ratio", "congestion_controller.sides.a.controller."
+           "detector_state_fraction.overusing: share of the call the detector spent overusing"),
+    Metric("replay_update_agreement", "controller", "ratio", "congestion_controller.sides.a.replay.update_agreement: "
+           "share of logged detector updates the trendline replay agrees with"),
 ]}
+CONTROLLER_FLOW = "controller:a"  # the pseudo-flow that carries the forward sender's controller metrics
 
 FIXED_COLUMNS = ["study", "quick_factor", "point", "rep", "attempt", "run_dir", "run_id", "flow", "direction", "kind",
                  "ssrc", "phase", "phase_start_s", "phase_end_s", "phase_cross_traffic"]
@@ -146,6 +156,15 @@ def bottleneck_values(fair: dict[str, Any]) -> dict[str, float | None]:
     return {k: _finite(v) for k, v in raw.items()}
 
 
+def controller_values(cc: dict[str, Any]) -> dict[str, float | None]:
+    side = _get(cc, "sides", "a") or {}
+    ctrl = side.get("controller") or {}
+    raw = {"n_dd": ctrl.get("n_dd"), "overuse_events": ctrl.get("overuse_events"),
+           "overusing_fraction": _get(ctrl, "detector_state_fraction", "overusing"),
+           "replay_update_agreement": _get(side, "replay", "update_agreement")}
+    return {k: _finite(v) for k, v in raw.items()}
+
+
 def flow_labels(flows: list[dict[str, Any]]) -> list[str]:
     """Labels that mean the same flow in every run: direction:kind, then :2, :3 ... by packets sent."""
     labels = [""] * len(flows)
@@ -182,6 +201,13 @@ def run_rows(m: dict[str, Any]) -> list[dict[str, Any]]:
                          "phase": ph["name"], "phase_start_s": _finite(ph.get("start_s")),
                          "phase_end_s": _finite(ph.get("end_s")), "phase_cross_traffic": bool(ph.get("cross_traffic")),
                          **bottleneck_values(fair)})
+    cc = m.get("congestion_controller")
+    if isinstance(cc, dict) and isinstance(_get(cc, "sides", "a"), dict):
+        whole = next((ph for ph in phases if ph["name"] == "all"), phases[0])
+        rows.append({"flow": CONTROLLER_FLOW, "direction": "forward", "kind": "controller", "ssrc": None,
+                     "phase": "all", "phase_start_s": _finite(whole.get("start_s")),
+                     "phase_end_s": _finite(whole.get("end_s")), "phase_cross_traffic": False,
+                     **controller_values(cc)})
     return rows
 
 
@@ -359,7 +385,7 @@ def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
     pooling: str | None = None
 
     def pooled_flow(label: str) -> bool:
-        return label != "bottleneck" and any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns)
+        return label not in ("bottleneck", CONTROLLER_FLOW) and any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns)
     for (point, rep), r in sorted(reps.items(), key=lambda kv: (point_names.index(kv[0][0]), kv[0][1])):
         chosen = r.valid
         for a in r.attempts:
@@ -457,7 +483,7 @@ def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
         for (pt, flow, phase), grp in groups.items():
             if pt != name:
                 continue
-            family = "bottleneck" if flow == "bottleneck" else "flow"
+            family = {"bottleneck": "bottleneck", CONTROLLER_FLOW: "controller"}.get(flow, "flow")
             stats: dict[str, Any] = {}
             for metric in selected_metrics:
                 if CATALOGUE[metric].family != family:

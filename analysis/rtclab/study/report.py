@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .aggregate import CATALOGUE
+from .aggregate import CATALOGUE, CONTROLLER_FLOW
 
 # The key metrics: of each packet flow shown, and of the forward bottleneck (the call against its competitors).
 FLOW_METRICS = ["throughput_bps", "utilisation", "loss_ratio_bytes", "queuing_delay_ms_mean", "tq_ms_mean"]
@@ -25,7 +25,8 @@ HEADERS = {"throughput_bps": "rate kbit/s", "send_rate_bps": "sent kbit/s", "rec
            "queue p50 ms", "queuing_delay_ms_p95": "queue p95 ms", "owd_ms_mean": "OWD ms", "jitter_ms": "jitter ms",
            "tq_ms_mean": "Tq ms", "tq_ms_p95": "Tq p95 ms", "jain_index": "Jain", "bottleneck_utilisation":
            "U (all traffic)", "call_share_of_fair_share": "call / fair share",
-           "tcp_share_of_fair_share": "TCP / fair share"}
+           "tcp_share_of_fair_share": "TCP / fair share", "n_dd": "n_dd", "overuse_events": "over-use events",
+           "overusing_fraction": "overusing share", "replay_update_agreement": "replay agrees"}
 
 
 class StudyReportError(Exception):
@@ -177,6 +178,17 @@ def tables(doc: dict[str, Any], phase: str, metrics: list[str] | None = None) ->
                                                                     for m, c in zip(neck_metrics, cells)])
         out.append(Table(f"{title}: forward bottleneck", ["point", "n"] + [HEADERS.get(m, m) for m in neck_metrics],
                          rows))
+    # The forward sender's congestion controller (RTC event log) is counted over the whole call only.
+    ctrl_metrics = [m for m in (metrics or list(CATALOGUE)) if CATALOGUE[m].family == "controller"]
+    if phase == "all" and ctrl_metrics and any(CONTROLLER_FLOW in (p.get("flows") or {}) for p in doc["points"]):
+        rows = []
+        for p in doc["points"]:
+            cells = [stat(p, CONTROLLER_FLOW, phase, m) for m in ctrl_metrics]
+            ns = {c["n"] for c in cells if c is not None}
+            rows.append([p["name"], str(max(ns)) if ns else "0"] + [fmt_stat(m, c, with_n=len(ns) > 1)
+                                                                    for m, c in zip(ctrl_metrics, cells)])
+        out.append(Table(f"{title}: the forward sender's congestion controller (RTC event log)",
+                         ["point", "n"] + [HEADERS.get(m, m) for m in ctrl_metrics], rows))
     return out
 
 
