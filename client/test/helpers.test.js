@@ -7,6 +7,7 @@ import { chooseAudioCodecs, chooseVideoCodecs, sdpCodecNames } from '../codecs.j
 import { isCandidateAllowed, parseCandidate } from '../candidates.js';
 import { liveNumbers, pairKey, selectedCandidatePair } from '../stats.js';
 import { CALL_FIELDS, GETSTATS_INTERVAL_MS, readConfig } from '../config.js';
+import { ssrcsByMid } from '../connection.js';
 import { schema, schemaAcceptsCall, schemaAcceptsInterval, scenarioCall } from '../test-support/scenario.js';
 
 const fixture = (/** @type {string} */ name) => JSON.parse(readFileSync(new URL(`fixtures/${name}`, import.meta.url), 'utf8'));
@@ -114,6 +115,7 @@ test('config: the page mirrors the schema\'s constraints exactly (and keeps no d
     width: [15, 16, 7680, 7681, 640.5], height: [15, 16, 4320, 4321], fps: [0, 1, 120, 121],
     max_bitrate_kbps: [0, -1, 0.5, null, 1e6, 'x'], codec: ['VP8', 'AV1', 'H265', 'vp8'], red_fec: [true, 0],
     degradation_preference: ['maintain-resolution', 'disabled'], audio: [false, 'yes'],
+    priority: ['very-low', 'high', 'urgent', null], network_priority: ['medium', 'HIGH'], start_s: [0, 2.5, -1, null],
   };
   for (const [field, values] of Object.entries(probes)) {
     for (const value of values) {
@@ -162,4 +164,22 @@ test('config: errors name the field and what it must be', () => {
   assert.throws(() => readConfig({ ...complete(), candidate_prefix: 10 }, ''), /candidate_prefix must be a string or null/);
   assert.throws(() => readConfig(undefined, '?config=%7Bnope'), /not valid JSON/);
   assert.throws(() => readConfig([], ''), /must be a JSON object/);
+});
+
+test('ssrcsByMid: each m-section\'s SSRCs, media then RTX (the FID group\'s order), from a local description', () => {
+  const sdp = ['v=0', 'o=- 1 2 IN IP4 127.0.0.1', 's=-', 't=0 0', 'a=group:BUNDLE 0 1 2',
+    'm=video 9 UDP/TLS/RTP/SAVPF 96 97', 'a=mid:0', 'a=ssrc-group:FID 1111 2222', 'a=ssrc:1111 cname:x', 'a=ssrc:1111 msid:s t0',
+    'a=ssrc:2222 cname:x', 'm=video 9 UDP/TLS/RTP/SAVPF 96 97', 'a=mid:1', 'a=ssrc-group:FID 3333 4444', 'a=ssrc:4444 cname:x',
+    'a=ssrc:3333 cname:x', 'm=audio 9 UDP/TLS/RTP/SAVPF 111', 'a=mid:2', 'a=ssrc:5555 cname:x',
+    'm=video 9 UDP/TLS/RTP/SAVPF 96', 'a=mid:3', 'a=recvonly', ''].join('\r\n');
+  assert.deepEqual(ssrcsByMid(sdp), { 0: [1111, 2222], 1: [3333, 4444], 2: [5555], 3: [] });
+});
+
+test('config: call.tracks must be a non-empty list of complete tracks', () => {
+  const withTracks = (/** @type {unknown} */ tracks) => { const c = complete(); c.call.tracks = tracks; return c; };
+  assert.throws(() => readConfig(withTracks([]), ''), /config: call.tracks must be a non-empty list of objects/);
+  assert.throws(() => readConfig(withTracks([{ id: 'v1', priority: 'low', network_priority: 'low' }]), ''),
+    /config: call.tracks\[0\].max_bitrate_kbps is missing/);
+  assert.throws(() => readConfig(withTracks([{ id: 'v1', priority: 'top', network_priority: 'low', max_bitrate_kbps: null }]), ''),
+    /config: call.tracks\[0\].priority must be one of very-low, low, medium, high/);
 });
