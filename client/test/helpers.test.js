@@ -176,7 +176,7 @@ test('ssrcsByMid: each m-section\'s SSRCs, media then RTX (the FID group\'s orde
 });
 
 test('config: call.tracks must be a non-empty list of complete tracks', () => {
-  const withTracks = (/** @type {unknown} */ tracks) => { const c = complete(); c.call.tracks = tracks; return c; };
+  const withTracks = (/** @type {any} */ tracks) => { const c = complete(); c.call.tracks = tracks; return c; };
   assert.throws(() => readConfig(withTracks([]), ''), /config: call.tracks must be a non-empty list of objects/);
   assert.throws(() => readConfig(withTracks([{ id: 'v1', priority: 'low', network_priority: 'low' }]), ''),
     /config: call.tracks\[0\].max_bitrate_kbps is missing/);
