@@ -59,9 +59,16 @@ export async function startCall(config, socket, view) {
       view.onNumbers(liveNumbers(previous, stats));
     },
   }).catch(reportError);
-  mediaFlowing({ pc, signal: ended.signal })
-    .then((framesDecoded) => (framesDecoded === null ? undefined : state.report('media-flowing', { framesDecoded })))
-    .catch(reportError);
+  // Polled every 20 ms until video is decoded: a call that joins later starts polling when it joins, not before.
+  let watchingMedia = false;
+  const watchMedia = () => {
+    if (watchingMedia) return;
+    watchingMedia = true;
+    mediaFlowing({ pc, signal: ended.signal })
+      .then((framesDecoded) => (framesDecoded === null ? undefined : state.report('media-flowing', { framesDecoded })))
+      .catch(reportError);
+  };
+  if (config.call.start_s === 0) watchMedia();
 
   return {
     pc,
@@ -69,6 +76,7 @@ export async function startCall(config, socket, view) {
     /** A call joining (true) or leaving (false): every encoding switched on or off, then a `sending` state. */
     setSending: async (on) => {
       await setSending(pc, on);
+      if (on) watchMedia();
       await state.report('sending', { on });
     },
     hangup: async (reason = 'hangup') => {
