@@ -292,12 +292,13 @@ def test_ray_two_nodes_gathered_like_a_serial_run_and_a_lost_node_rerun(tmp_path
 
 def wait_for_orphan(victim: dict[str, Any]) -> str:
     """The killed node's harness was detached from its Ray worker: it finishes its call and tears its network down
-    by itself. Returns its run id once its manifest says it ended."""
-    orphan = Path(victim["run_dir"]) / "manifest.json"
+    by itself. Returns its run id once it has exited."""
+    run_dir = Path(victim["run_dir"])
+    exited = run_dir.parent / f"{run_dir.name}.exit"  # written by its shell once the harness is gone
     t0 = time.monotonic()
-    while json.loads(orphan.read_text()).get("status") == "running" and time.monotonic() - t0 < 90:
+    while not exited.exists() and time.monotonic() - t0 < 90:
         time.sleep(1)
-    return str(json.loads(orphan.read_text())["id"])
+    return str(json.loads((run_dir / "manifest.json").read_text())["id"])
 
 
 def check_ray_study(tmp_path: Path, f: Path, out: Path, victim: dict[str, Any], worker_id: str, code: int,

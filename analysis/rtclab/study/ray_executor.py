@@ -106,7 +106,7 @@ def run_on_node(spec: dict[str, Any]) -> dict[str, Any]:
         while _alive(pid):  # short sleeps: Ray's cancel arrives as KeyboardInterrupt between two of them
             time.sleep(0.5)
     except BaseException:
-        # The study was interrupted (ray.cancel): the harness tears its run down, which stays on this node.
+        # The task was cancelled or its worker is stopping: the harness tears its run down, which stays here.
         os.kill(pid, signal.SIGTERM)
         raise
     code = _exit_code(code_file)
@@ -115,6 +115,26 @@ def run_on_node(spec: dict[str, Any]) -> dict[str, Any]:
              if spec["gather_captures"] else [n for n in SMALL_FILES if (run_dir / n).is_file()])
     return {"exit_code": code, "wall_s": round(wall_s, 3), "node": {**me, "run_dir": str(run_dir)},
             "files": {n: (run_dir / n).read_bytes() for n in names}, "log": log_path.read_bytes(), "command": cmd}
+
+
+def stop_on_node(repo: str, key: str, names: list[tuple[str, str]]) -> int:
+    """A Ray task sent to every node when the study is interrupted: SIGTERM to the harness of each named attempt
+    that runs here (SIGINT is ignored by a shell's background job; the harness handles both alike). Returns how
+    many it stopped."""
+    me = node_identity()["node_id"]
+    stopped = 0
+    for point, name in names:
+        d = Path(repo) / NODE_RUNS / key / point
+        try:
+            if json.loads((d / f"{name}.node.json").read_text())["node_id"] != me:
+                continue
+            pid = int((d / f"{name}.pid").read_text())
+        except (OSError, ValueError, KeyError):
+            continue
+        if _alive(pid):
+            os.kill(pid, signal.SIGTERM)
+            stopped += 1
+    return stopped
 
 
 def study_key(out: Path) -> str:
@@ -147,7 +167,8 @@ def _start_detached(cmd: list[str], repo: Path, log_path: Path, stem: Path) -> t
         f.unlink(missing_ok=True)
     # The harness runs in the background of a shell that waits for it: SIGINT is ignored in a non-interactive
     # shell's background jobs, so a stop is sent as SIGTERM, which the harness handles the same way.
-    script = (f"cd {shlex.quote(str(repo))} && {shlex.join(cmd)} </dev/null >>{shlex.quote(str(log_path))} 2>&1 & "
+    # (`cd` on its own: `cd X && node ... &` would background a subshell, and $! would not be the harness.)
+    script = (f"cd {shlex.quote(str(repo))} || exit 1; {shlex.join(cmd)} </dev/null >>{shlex.quote(str(log_path))} 2>&1 & "
               f"echo $! > {shlex.quote(str(pid_file))}; wait $!; echo $? > {shlex.quote(str(code_file))}.tmp; "
               f"mv {shlex.quote(str(code_file))}.tmp {shlex.quote(str(code_file))}")
     subprocess.run(["setsid", "-f", "bash", "-c", script], check=True, stdin=subprocess.DEVNULL)
@@ -213,6 +234,8 @@ class RayExecutor:
         self.name = f"ray {address} ({self.slots} {SLOT}(s))"
         self.running: dict[Any, tuple[Job, float]] = {}  # ObjectRef -> job, submitted at
         self._slots_checked = time.monotonic()
+        self._stop_pending = False
+        self._stops: list[Any] = []  # the stop tasks sent (kept: their results are not needed)
 
     def _slots(self) -> int:
         return int(self.ray.cluster_resources().get(SLOT, 0))
@@ -243,6 +266,9 @@ class RayExecutor:
         return {"ray_task": ref.task_id().hex()}
 
     def wait(self, timeout_s: float) -> list[tuple[Job, dict[str, Any]]]:
+        if self._stop_pending:
+            self._stop_pending = False
+            self._send_stop()
         if not self.running:
             return []
         ready, _ = self.ray.wait(list(self.running), num_returns=len(self.running), timeout=timeout_s)
@@ -263,8 +289,8 @@ class RayExecutor:
         try:
             res: dict[str, Any] = self.ray.get(ref)
         except exc.TaskCancelledError:
-            return {"exit_code": None, "wall_s": wall_s, "error": "cancelled by the study's interrupt; what it "
-                    "recorded stays on its node"}
+            return {"exit_code": None, "wall_s": wall_s, "error": "the Ray task was cancelled; what it recorded "
+                    "stays on its node"}
         except exc.RayTaskError as e:
             if isinstance(e.cause, NodeSetupError):
                 raise ExecutorError(f"--ray: {e.cause}") from None
@@ -294,12 +320,25 @@ class RayExecutor:
         tmp.replace(mpath)
 
     def forward(self, signum: int) -> None:
-        for ref in self.running:
-            self.ray.cancel(ref, force=False)
+        # Called from a signal handler, maybe inside a Ray call: the stop is sent by the next wait().
+        self._stop_pending = True
+
+    def _send_stop(self) -> None:
+        """Asks every node to stop the harnesses of this study's running attempts (stop_on_node); their tasks then
+        end as usual and return what the runs recorded."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        names = [(job.point, job.run_dir.name) for job, _ in self.running.values()]
+        stop = self.ray.remote(stop_on_node)
+        for n in self.ray.nodes():
+            if n.get("Alive") and n.get("Resources", {}).get(SLOT, 0) > 0:
+                self._stops.append(stop.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
+                    n["NodeID"], soft=False)).remote(str(self.repo), self.study_key, names))
 
     def close(self) -> None:
-        """After an interrupt: waits (up to 2 min) for the cancelled tasks to tear their runs down on their nodes."""
+        """On an error: the attempts still running are stopped (their runs stay on their nodes) before the driver
+        leaves the cluster."""
         if self.running:
+            self._send_stop()
             refs = list(self.running)
             self.ray.wait(refs, num_returns=len(refs), timeout=120)
             self.running.clear()
