@@ -23,9 +23,36 @@ export function chromiumBinary() {
 }
 
 /**
+ * The field trials `call.l4s` turns on (docs/chrome-ecn.md): RFC 8888 congestion-control feedback, offered in the SDP
+ * (a=rtcp-fb:* ack ccfb), which also makes Chrome send its media ECT(1) and read the ECN bits it receives; and the
+ * SCReAM v2 controller, which reacts to the CE marks that feedback reports.
+ */
+export const L4S_FIELD_TRIALS = {
+  'WebRTC-RFC8888CongestionControlFeedback': 'Enabled,offer:true',
+  'WebRTC-Bwe-ScreamV2': 'Enabled',
+};
+
+/**
+ * The --force-fieldtrials value of a call: its field_trials, plus the L4S trials when call.l4s is on. Throws when
+ * field_trials names an L4S trial itself (which of two groups Chrome would take is not ours to guess).
+ * @param {{ field_trials: string, l4s?: boolean }} call
+ */
+export function fieldTrials(call) {
+  if (!call.l4s) return call.field_trials;
+  const named = new Set(call.field_trials.split('/').filter((_, i) => i % 2 === 0));
+  const clash = Object.keys(L4S_FIELD_TRIALS).filter((t) => named.has(t));
+  if (clash.length) {
+    throw new Error(`call.l4s: true sets ${clash.join(' and ')}; call.field_trials must not name ${clash.length > 1 ? 'them' : 'it'} too`);
+  }
+  const l4s = Object.entries(L4S_FIELD_TRIALS).map(([trial, group]) => `${trial}/${group}/`).join('');
+  const own = call.field_trials && !call.field_trials.endsWith('/') ? `${call.field_trials}/` : call.field_trials;
+  return own + l4s;
+}
+
+/**
  * The command-line flags of one call browser: fake camera from the clip, no background traffic, no DNS, and ICE
  * candidates on every interface so media cannot silently move to the management link.
- * @param {{ clip: string, origin: string, mgmtPrefix: string, call: { field_trials: string, chrome_flags: string[] },
+ * @param {{ clip: string, origin: string, mgmtPrefix: string, call: { field_trials: string, l4s?: boolean, chrome_flags: string[] },
  *   eventLogDir?: string | null }} o
  *   origin: the page's origin (treated as secure, else navigator.mediaDevices is undefined); mgmtPrefix: names are
  *   never resolved, except addresses starting with it; call: the scenario's call object (complete); eventLogDir: where
@@ -47,7 +74,8 @@ export function chromiumFlags({ clip, origin, mgmtPrefix, call, eventLogDir = nu
   ];
   // Local event logging: starts with every peer connection, no chrome://webrtc-internals needed (docs/eventlog.md).
   if (eventLogDir) flags.push(`--webrtc-event-logging=${eventLogDir}`);
-  if (call.field_trials) flags.push(`--force-fieldtrials=${call.field_trials}`);
+  const trials = fieldTrials(call);
+  if (trials) flags.push(`--force-fieldtrials=${trials}`);
   flags.push(...call.chrome_flags);
   return flags;
 }

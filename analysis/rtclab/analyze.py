@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import __version__, crosscheck, fairness, getstats, metrics, multiflow, packets, queue, rundir, scenario
+from . import __version__, chrome_ecn, crosscheck, fairness, getstats, metrics, multiflow, packets, queue, rundir, scenario
 from .eventlog import analysis as eventlog_analysis
 
 # 2: queuing_delay_ms and getStats' tq_ms are measured from the configured propagation delay (their earlier
@@ -194,6 +194,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
         "fairness": fair,
         "multiflow": multi,
         "getstats": gs,
+        "chrome_ecn": chrome_ecn.analyse(run, table, t0),
         "cross_traffic": rundir.iperf3_summaries(run),
         "bottleneck_queue": queue.analyse(run, t0),
         "ground_truth": gt_summary,
