@@ -83,11 +83,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(dry_run(plan, out), end="")
         return runner.EXIT_OK
     try:
-        code = runner.StudyRunner(plan, out, make_executor(args, out)).run()
+        executor = make_executor(args, out)
     except executors.ExecutorError as e:
-        print(f"rtclab study: {e}\nnothing was run" if not (out / "attempts.jsonl").exists() else f"rtclab study: {e}",
-              file=sys.stderr)
+        print(f"rtclab study: {e}\nnothing was run", file=sys.stderr)
         return runner.EXIT_BAD_STUDY
+    try:
+        code = runner.StudyRunner(plan, out, executor).run()
+    except executors.ExecutorError as e:  # during the study (e.g. every Ray node lost): resumable
+        print(f"rtclab study: {e}\n{out} is resumable: run the same command again", file=sys.stderr)
+        return runner.EXIT_FAILED
     except runner.StudyDirError as e:
         print(f"rtclab study: {e}", file=sys.stderr)
         return runner.EXIT_BAD_STUDY
