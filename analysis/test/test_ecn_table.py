@@ -28,11 +28,12 @@ def test_jitter_is_the_mean_delay_change_between_neighbours_of_the_synthetic_tcp
     sel = truth.kind == 3
     owd = (truth.t_recv_ns[sel] - truth.t_send_ns[sel])[np.argsort(truth.t_send_ns[sel], kind="stable")]
     assert ecn_table.jitter_ms(run, tcp["id"]) == pytest.approx(np.abs(np.diff(owd)).mean() / 1e6, rel=1e-9)
-    # The row takes the busiest DSCP 46 flow: there is none in a synthetic run, and it says so.
+    # The row takes the busiest flow of a DSCP 46 cross-traffic item: there is none in a synthetic run, and it says so.
     with pytest.raises(ValueError, match="DSCP 46"):
         ecn_table.run_row(run)
-    # Mark the TCP flow as the priority flow in metrics.json: the row is its numbers.
-    tcp["dscp"] = 46
+    # Make the scenario's TCP item the priority one: the row is its flow's numbers (port 5201: item 0).
+    assert tcp["dst"].endswith(":5201")
+    m["scenario"]["cross_traffic"][0]["dscp"] = 46
     (run / "metrics.json").write_text(json.dumps(m, default=str))
     row = ecn_table.run_row(run)
     assert row["prio_rate_mean_kbit"] == pytest.approx(tcp["throughput_bps"]["windows"]["0.15s"]["mean"] / 1e3)

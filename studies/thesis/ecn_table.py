@@ -20,10 +20,17 @@ import pyarrow.parquet as pq
 PRIORITY_DSCP = 46
 
 
-def _tcp_forward(flows: list[dict[str, Any]], dscp: int) -> list[dict[str, Any]]:
-    """Forward TCP flows of this DSCP, busiest first (iperf3's control connection is the smallest)."""
-    out = [f for f in flows if f["direction"] == "forward" and f["protocol"] == "tcp" and f["dscp"] == dscp]
-    return sorted(out, key=lambda f: -f["packets_sent"])
+BASE_PORT = 5201  # cross-traffic item n listens on BASE_PORT + n (netem/cross.js)
+
+
+def _tcp_forward(m: dict[str, Any], dscp: int) -> tuple[list[dict[str, Any]], set[int]]:
+    """The forward TCP flows of the cross-traffic items sent with this DSCP, busiest first (iperf3's control
+    connection is the smallest), found by their server port: a flow's `dscp` in metrics.json is its first packet's,
+    and iperf3 sets the DSCP after its SYN. Also the items' indices."""
+    items = {n for n, item in enumerate((m.get("scenario") or {}).get("cross_traffic") or []) if item.get("dscp", 0) == dscp}
+    ports = {str(BASE_PORT + n) for n in items}
+    out = [f for f in m["flows"] if f["direction"] == "forward" and f["protocol"] == "tcp" and f["dst"].rsplit(":", 1)[1] in ports]
+    return sorted(out, key=lambda f: -f["packets_sent"]), items
 
 
 def jitter_ms(run_dir: Path, flow_id: int) -> float | None:
@@ -43,16 +50,16 @@ def jitter_ms(run_dir: Path, flow_id: int) -> float | None:
 def run_row(run_dir: Path) -> dict[str, Any]:
     """The table's numbers for one run."""
     m = json.loads((run_dir / "metrics.json").read_text())
-    prio = _tcp_forward(m["flows"], PRIORITY_DSCP)
-    be = _tcp_forward(m["flows"], 0)[:5]
+    prio, _ = _tcp_forward(m, PRIORITY_DSCP)
+    be_all, be_items = _tcp_forward(m, 0)
+    be = be_all[:5]
     if not prio:
-        raise ValueError(f"{run_dir}: no forward TCP flow with DSCP {PRIORITY_DSCP}")
+        raise ValueError(f"{run_dir}: no forward TCP flow of a cross-traffic item with DSCP {PRIORITY_DSCP}")
     p = prio[0]
     w = p["throughput_bps"]["windows"]["0.15s"]
     owd = p["owd_ms"]
-    # iperf3's own RTT of the best-effort item (the one sent with DSCP 0: cross_traffic[1] in the scenario).
-    scenario_items = (m.get("scenario") or {}).get("cross_traffic") or []
-    be_files = {f"iperf3-{n}.json" for n, item in enumerate(scenario_items) if item.get("dscp", 0) == 0}
+    # iperf3's own RTT of the best-effort items (those sent with DSCP 0).
+    be_files = {f"iperf3-{n}.json" for n in be_items}
     be_rtt = [x["mean_rtt_ms"] for x in m.get("cross_traffic") or [] if x["file"] in be_files and x["mean_rtt_ms"] is not None]
     actions = (((m.get("ground_truth") or {}).get("meter_actions") or {}).get("forward") or {}).get("summary") or []
     mine = [a for a in actions if a["windows"] > 0 and a["flow"] != "class"]
@@ -83,12 +90,22 @@ COLUMNS = [("prio_rate_mean_kbit", "prio rate mean kbit/s", "{:.0f}"), ("prio_ra
            ("meter_demoted", "demoted pkts", "{:.0f}"), ("meter_holds", "holds", "{:.0f}")]
 
 
-def table(study_dir: Path) -> list[dict[str, Any]]:
-    """One row per point: the mean over its valid runs of each column, and the runs it used."""
+def table(study_dir: Path, every_attempt: bool = False) -> list[dict[str, Any]]:
+    """One row per point: the mean over its valid runs of each column, and the runs it used. `every_attempt`: one
+    row per attempt instead, valid or not (analysed ones only), with its status: what was measured on a loaded host."""
     study = json.loads((study_dir / "study.json").read_text())
     out = []
+    if every_attempt:
+        for r in study["runs"]:
+            d = study_dir / r["dir"]  # an absolute dir stays itself
+            if not (d / "metrics.json").exists():
+                continue
+            failed = ", ".join(c.split(":")[0] for c in r.get("failed_checks") or [])
+            label = f"{r['point']} ({r['status']}{': ' + failed if failed else ''})"
+            out.append({"point": label, "runs": 1, **run_row(d)})
+        return out
     for point in study["points"]:
-        rows = [run_row(Path(d)) for d in point["runs_used"]]
+        rows = [run_row(study_dir / d) for d in point["runs_used"]]
         row: dict[str, Any] = {"point": point["name"], "runs": len(rows)}
         for key, _, _ in COLUMNS:
             vals = [r[key] for r in rows if r[key] is not None]
@@ -110,11 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("study_dir", type=Path)
     ap.add_argument("--json", action="store_true", help="the rows as JSON instead of a Markdown table")
+    ap.add_argument("--every-attempt", action="store_true",
+                    help="one row per analysed attempt, valid or not, with its status (instead of the valid runs' means)")
     a = ap.parse_args(argv)
     if not (a.study_dir / "study.json").exists():
         print(f"ecn_table: {a.study_dir}/study.json missing: run or aggregate the study first", file=sys.stderr)
         return 2
-    rows = table(a.study_dir)
+    rows = table(a.study_dir, a.every_attempt)
     print(json.dumps(rows, indent=1) if a.json else markdown(rows))
     return 0
 
