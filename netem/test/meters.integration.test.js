@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { withNetwork, udpFlow, SKIP_NO_BOTTLENECK } from '../test-support/net.js';
 import { readGtlog, joinCaptures } from '../test-support/pcap.js';
 import { ecnSysctls } from '../cross.js';
+import { kernelNeeds } from '../kernel.js';
 
 const ECT = (/** @type {number | null} */ e) => e === 1 || e === 2;
 
@@ -17,9 +18,19 @@ const ECT = (/** @type {number | null} */ e) => e === 1 || e === 2;
 const actions = (file) => readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
 
 /** The thesis' set-up at 10 Mbit/s: band 0 = DSCP 46 (pfifo), band 1 = the rest (fq_codel, no ECN); these meters. */
-const prio = (/** @type {any[]} */ meters) => ({ kind: 'prio', meters, bands: [
+const prio = (/** @type {any[]} */ meters) => ({ kind: 'prio', meters, bands: /** @type {any[]} */ ([
   { dscp: [46], qdisc: { kind: 'fifo' } },
-  { qdisc: { kind: 'fq_codel', quantum_bytes: 300, limit_packets: 800, target_ms: 2, interval_ms: 50, ecn: false } }] });
+  { qdisc: { kind: 'fq_codel', quantum_bytes: 300, limit_packets: 800, target_ms: 2, interval_ms: 50, ecn: false } }]) });
+
+test('the kernel backend refuses meters and band rate caps, naming them (auto then picks userspace)', () => {
+  const link = (/** @type {any} */ qdisc) => ({ delay_ms: 0, jitter_ms: 0, loss_percent: 0, rate: { kbit: 18000, burst_bytes: 3028 }, qdisc });
+  const metered = prio([{ dscp: [46], per: 'flow', window_ms: 150, limit_kbit: 2000, action: { kind: 'ce_all', hold_ms: 2000 } }]);
+  assert.match(kernelNeeds(link(metered)).unsupported.join(';'), /prio meters/);
+  const capped = prio([]);
+  capped.bands[0].rate_cap = { kbit: 2000, burst_bytes: 3028 };
+  assert.match(kernelNeeds(link(capped)).unsupported.join(';'), /rate_cap/);
+  assert.deepEqual(kernelNeeds(link(prio([]))).unsupported, []);
+});
 
 test('tcp_ecn is set per sending namespace, and items of one namespace must agree', () => {
   assert.deepEqual([...ecnSysctls([{ ecn: true }, { direction: 'reverse', ecn: false }])], [['a', 1], ['b', 0]]);
@@ -113,4 +124,34 @@ test('demote: the log puts the flow in the best-effort band exactly during the h
       assert.ok(demoted > udp.length / 2);
       assert.equal(wrong.length, 0);
     });
+  });
+
+test('CoDel, PIE and FQ-CoDel with ecn mark an ECN-capable CUBIC flow instead of dropping it, exactly where the log says',
+  { skip: SKIP_NO_BOTTLENECK, timeout: 60000 }, async (t) => {
+    const SECONDS = 4;
+    for (const qdisc of [{ kind: 'codel', ecn: true }, { kind: 'pie', ecn: true }, { kind: 'fq_codel', ecn: true }]) {
+      const scenario = { duration_s: SECONDS, network: { forward: { delay_ms: 10, rate: { kbit: 2000 }, qdisc }, reverse: { delay_ms: 10 } },
+        cross_traffic: [{ kind: 'tcp', flows: 1, congestion_control: 'cubic', ecn: true }] };
+      await withNetwork(scenario, 'userspace', async (net, runDir) => {
+        await net.startCaptures({ snaplen: 128 });
+        await net.startSchedules(Date.now());
+        await new Promise((r) => setTimeout(r, SECONDS * 1000 + 1000));
+        await net.down();
+        const gtlog = join(runDir, 'bottleneck-forward.gtlog');
+        const { records } = readGtlog(gtlog);
+        const rows = joinCaptures(join(runDir, 'capture-a.pcap'), join(runDir, 'capture-b.pcap'), { gtlog })
+          .filter((r) => r.direction === 'forward' && r.proto === 6 && r.dport === 5201 && r.status === 'delivered' && r.gt !== null);
+        const disagree = rows.filter((r) => {
+          const rec = records[/** @type {number} */ (r.gt)];
+          return (rec.event === 1 && ECT(rec.ecn_in)) !== (ECT(r.ecn_send) && r.ecn_recv === 3);
+        }).length;
+        const marks = records.filter((r) => r.event === 1 && ECT(r.ecn_in)).length;
+        const aqmDropsOfEct = records.filter((r) => r.event === 3 && ECT(r.ecn_in)).length;
+        t.diagnostic(`${qdisc.kind}: ${rows.length} data packets joined, ${marks} CE marks in the log, ${aqmDropsOfEct} AQM drops of ECT packets, ${disagree} disagreements`);
+        assert.ok(marks > 0, `${qdisc.kind} marked`);
+        assert.equal(disagree, 0);
+        // PIE drops instead of marking once its probability passes 10% (RFC 8033 5.1); CoDel and FQ-CoDel never drop ECT.
+        if (qdisc.kind !== 'pie') assert.equal(aqmDropsOfEct, 0);
+      });
+    }
   });
