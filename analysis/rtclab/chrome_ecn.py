@@ -95,7 +95,11 @@ def analyse(run: rundir.RunDir, table: PacketTable | None, t0: float) -> dict[st
         if counters is not None:
             counters["t_s"] = counters.pop("t") - t0
         sides[side] = counters
-    filled = any(s is not None and (s["ccfb_messages_received"] is not None
-                                    or any(x["packets_sent_with_ect1"] is not None for x in s["sent"]))
-                 for s in sides.values())
-    return {"ecn_counters_filled": filled, "sides": sides, "ce_feedback_vs_captures": compared}
+    return {"rfc8888_feedback_received": rfc8888_feedback_received(sides), "sides": sides,
+            "ce_feedback_vs_captures": compared}
+
+
+def rfc8888_feedback_received(sides: dict[str, Any]) -> bool:
+    """Whether either side received RFC 8888 feedback. Chrome 156 fills packetsSentWithEct1 (with 0) on every call,
+    ccfbMessagesReceived only when RFC 8888 feedback was negotiated."""
+    return any(s is not None and bool(s["ccfb_messages_received"]) for s in sides.values())

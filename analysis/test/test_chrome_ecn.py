@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtclab.chrome_ecn import FEEDBACK_LAG_S, captured_ce, feedback_vs_captures, side_counters
+from rtclab.chrome_ecn import FEEDBACK_LAG_S, captured_ce, feedback_vs_captures, rfc8888_feedback_received, side_counters
 from rtclab.packets import CLS_RTCP, CLS_RTP, FORWARD, REVERSE, PacketTable
 
 T_REPORT = 100.0  # epoch seconds of the last getStats sample
@@ -73,3 +73,12 @@ def test_feedback_agrees_only_between_the_lagged_and_the_full_count() -> None:
         [row] = feedback_vs_captures("a", c, table)  # audio has no reported count: not compared
         assert (row["ssrc"], row["captured_ce_lag_before_report"], row["captured_ce_by_report"]) == (11, 2, 3)
         assert row["agree"] is agree, reported
+
+
+def test_rfc8888_feedback_is_told_by_ccfb_messages_not_by_a_zero_ect1_counter() -> None:
+    default_call = [{"type": "outbound-rtp", "ssrc": 1, "kind": "video", "packetsSent": 9, "packetsSentWithEct1": 0},
+                    {"type": "transport"}]  # what Chrome 156 reports without the L4S trials
+    off = side_counters([{"t": T_REPORT, "report": default_call}])
+    on = side_counters([{"t": T_REPORT, "report": _report(ce=0)}])
+    assert not rfc8888_feedback_received({"a": off, "b": None})
+    assert rfc8888_feedback_received({"a": off, "b": on})
