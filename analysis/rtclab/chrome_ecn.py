@@ -13,13 +13,15 @@ from typing import Any
 import numpy as np
 
 from . import rundir
-from .packets import CLS_RTP, FORWARD, REVERSE, PacketTable
+from .packets import CLS_RTP, FORWARD, LOST, REVERSE, PacketTable
 
 CE = 3
 # The feedback reaching the sender lags the packets it reports by the reverse path and Chrome's feedback interval
 # (at most 250 ms by default, WebRTC-RFC8888CongestionControlFeedback max_send_delta) plus getStats' own caching:
 # a report at time t covers every packet that arrived before t minus this lag, and none after t.
 FEEDBACK_LAG_S = 1.0
+# target_reaction leaves out the ramp-up: pairs of samples starting this long after the call's start.
+REACTION_AFTER_S = 10.0
 # Which direction's packets a side sends.
 SENDS = {"a": FORWARD, "b": REVERSE}
 
@@ -82,16 +84,60 @@ def feedback_vs_captures(side: str, counters: dict[str, Any], table: PacketTable
     return out
 
 
+def target_samples(lines: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """(time, bit/s) of the controller's target as getStats shows it: the candidate pair's availableOutgoingBitrate."""
+    out = []
+    for line in lines:
+        report, t = line.get("report"), line.get("t")
+        if not isinstance(report, list) or not isinstance(t, (int, float)):
+            continue
+        rates = [o["availableOutgoingBitrate"] for o in report if isinstance(o, dict)
+                 and o.get("type") == "candidate-pair" and isinstance(o.get("availableOutgoingBitrate"), (int, float))]
+        if rates:
+            out.append((float(t), float(rates[0])))
+    return out
+
+
+def congestion_events_s(table: PacketTable, direction: int) -> np.ndarray:
+    """Sorted times (epoch s) of the direction's congestion signals: CE arrivals at the receiver, and losses (at
+    their departure)."""
+    c = table.cols
+    mine = c["direction"] == direction
+    ce = c["t_recv_ns"][mine & (c["ecn_recv"] == CE) & (c["t_recv_ns"] >= 0)]
+    lost = c["t_send_ns"][mine & (c["status"] == LOST)]
+    return np.sort(np.r_[ce, lost].astype(np.float64) / 1e9)
+
+
+def _ratios(ratios: list[float]) -> dict[str, Any]:
+    return {"pairs": len(ratios), "median_ratio": float(np.median(ratios)) if ratios else None}
+
+
+def target_reaction(samples: list[tuple[float, float]], events_s: np.ndarray, t0: float) -> dict[str, Any]:
+    """For consecutive target samples (t1, r1), (t2, r2) with t1 at least REACTION_AFTER_S after t0: r2 / r1, grouped
+    by whether a congestion event fell in [t1, t2). Per group: the number of pairs and the median ratio (null when
+    none)."""
+    groups: dict[bool, list[float]] = {True: [], False: []}
+    for (t1, r1), (t2, r2) in zip(samples, samples[1:]):
+        if t1 - t0 < REACTION_AFTER_S or r1 <= 0:
+            continue
+        hit = bool(np.count_nonzero((events_s >= t1) & (events_s < t2)))
+        groups[hit].append(r2 / r1)
+    return {"events": int(len(events_s)), "after_event": _ratios(groups[True]), "without_event": _ratios(groups[False])}
+
+
 def analyse(run: rundir.RunDir, table: PacketTable | None, t0: float) -> dict[str, Any]:
-    """`chrome_ecn` of metrics.json: each side's counters (`t_s` since the call's start) and the comparison of the
-    CE counts fed back with the captures (empty without a packet table)."""
+    """`chrome_ecn` of metrics.json: each side's counters (`t_s` since the call's start) and its target's reaction to
+    congestion signals, and the comparison of the CE counts fed back with the captures (these two need the packet
+    table)."""
     sides: dict[str, Any] = {}
     compared: list[dict[str, Any]] = []
     for side in ("a", "b"):
         path = run.file(f"getstats-{side}.jsonl")
-        counters = side_counters(rundir.read_jsonl(path, []))  # getstats.py reports damage if path.exists() else None
+        lines = rundir.read_jsonl(path, []) if path.exists() else []  # getstats.py reports a missing or damaged file
+        counters = side_counters(lines)
         if counters is not None and table is not None:
             compared += feedback_vs_captures(side, counters, table)
+            counters["target_reaction"] = target_reaction(target_samples(lines), congestion_events_s(table, SENDS[side]), t0)
         if counters is not None:
             counters["t_s"] = counters.pop("t") - t0
         sides[side] = counters

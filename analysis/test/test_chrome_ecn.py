@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtclab.chrome_ecn import FEEDBACK_LAG_S, captured_ce, feedback_vs_captures, rfc8888_feedback_received, side_counters
-from rtclab.packets import CLS_RTCP, CLS_RTP, FORWARD, REVERSE, PacketTable
+from rtclab.chrome_ecn import (FEEDBACK_LAG_S, captured_ce, congestion_events_s, feedback_vs_captures,
+                               rfc8888_feedback_received, side_counters, target_reaction, target_samples)
+from rtclab.packets import CLS_RTCP, CLS_RTP, DELIVERED, FORWARD, LOST, REVERSE, PacketTable
 
 T_REPORT = 100.0  # epoch seconds of the last getStats sample
 
@@ -82,3 +83,35 @@ def test_rfc8888_feedback_is_told_by_ccfb_messages_not_by_a_zero_ect1_counter() 
     on = side_counters([{"t": T_REPORT, "report": _report(ce=0)}])
     assert not rfc8888_feedback_received({"a": off, "b": None})
     assert rfc8888_feedback_received({"a": off, "b": on})
+
+
+def test_target_reaction_groups_sample_pairs_by_a_congestion_event_between_them() -> None:
+    t0 = 1000.0
+    # one sample a second; the ramp-up (pairs starting before t0 + 10 s) is left out
+    rates = {9: 500, 10: 1000, 11: 500, 12: 600, 13: 900, 14: 450}
+    lines = [{"t": t0 + s, "report": [{"type": "candidate-pair", "availableOutgoingBitrate": r}, {"type": "transport"}]}
+             for s, r in rates.items()] + [{"t": t0 + 15, "report": [{"type": "candidate-pair"}]}]
+    samples = target_samples(lines)
+    assert samples == [(t0 + s, float(r)) for s, r in rates.items()]
+    events = np.array([t0 + 9.5, t0 + 10.2, t0 + 13.0])  # in [9, 10) (ramp-up), [10, 11), [13, 14)
+    r = target_reaction(samples, events, t0)
+    # with events: 500/1000 and 450/900, median 0.5; without: 600/500 = 1.2 and 900/600 = 1.5, median 1.35
+    assert r == {"events": 3, "after_event": {"pairs": 2, "median_ratio": 0.5},
+                 "without_event": {"pairs": 2, "median_ratio": 1.35}}
+    assert target_reaction(samples[:1], events, t0)["after_event"] == {"pairs": 0, "median_ratio": None}
+
+
+def test_congestion_events_are_ce_arrivals_and_losses_of_one_direction() -> None:
+    s = 1_000_000_000
+    # (direction, status, ecn at the receiver, send ns, arrival ns)
+    rows = [(FORWARD, DELIVERED, 3, 1 * s, 2 * s),   # CE: at its arrival, 2 s
+            (FORWARD, DELIVERED, 1, 3 * s, 4 * s),   # ECT(1): none
+            (FORWARD, LOST, 255, 5 * s, -1),         # lost: at its departure, 5 s
+            (REVERSE, LOST, 255, 6 * s, -1),         # other direction
+            (REVERSE, DELIVERED, 3, 7 * s, 8 * s)]
+    cols = {name: np.array([r[i] for r in rows], dtype=dt) for i, (name, dt) in enumerate(
+        [("direction", np.uint8), ("status", np.uint8), ("ecn_recv", np.uint8), ("t_send_ns", np.int64), ("t_recv_ns", np.int64)])}
+    empty = np.zeros(0, dtype=np.int64)
+    table = PacketTable(cols=cols, flow_first=empty, order=empty, bounds=np.zeros(1, dtype=np.int64))
+    assert congestion_events_s(table, FORWARD).tolist() == [2.0, 5.0]
+    assert congestion_events_s(table, REVERSE).tolist() == [6.0, 8.0]
