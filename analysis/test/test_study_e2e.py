@@ -1,6 +1,7 @@
-"""REAL CALLS (marker `real_calls`, about 3 minutes, root, real Chromium): a study of 2 disciplines (fifo and codel
+"""REAL CALLS (marker `real_calls`, about 2.5 minutes, root, real Chromium): a study of 2 disciplines (fifo and codel
 from scenarios/examples) x 2 repetitions x 20 s calls runs end to end, is interrupted once with SIGINT after its
-first run completes (while the next one is in its call), and is resumed with the same command. At the end every
+first run completes (while the next one is in its call), and is resumed with the same command and `--parallel 2`
+(two runs at once, each pinned to its own CPU: the parallel executor's real-call test). At the end every
 repetition is accounted for exactly once (one valid run used, or max_attempts counted attempts that were not
 valid), every attempt directory is listed, none was started twice, the interrupted one is kept and reported, its
 network was torn down, and study.json / study.parquet hold exactly the valid runs.
@@ -111,12 +112,39 @@ def test_real_study_interrupted_and_resumed(tmp_path: Path) -> None:
     assert f"rtclab-{run_id}-" not in _namespaces(), "the interrupted run's namespaces were left behind"
     assert not (out / "study.json").exists(), "an interrupted study does not aggregate"
 
-    # Second invocation: the same command resumes and finishes.
-    proc2 = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=1200)
+    # Second invocation: the same study resumed with another executor, two runs at once, each pinned to its own
+    # CPUs (--parallel 2): what is done is read from the study directory, whichever executor made it.
+    proc2 = subprocess.run([*cmd, "--parallel", "2"], capture_output=True, text=True, cwd=tmp_path, timeout=1200)
     text = proc2.stdout + proc2.stderr
     assert proc2.returncode in (0, 3), text
     assert "already done in" in text and "wrote " in text
+    assert "executor: parallel x2 on CPUs" in text
     check_accounting(out, second["dir"], manifest["status"])
+    check_parallel(out, len(log))
+
+
+def check_parallel(out: Path, records_before: int) -> None:
+    """The resumed attempts: each started under taskset on CPUs of its own, the first two at once, judged by their
+    own CPUs' busy share (cpu_set_not_saturated) instead of the host's."""
+    recs = _log(out)[records_before:]
+    started = [r for r in recs if r["event"] == "started"]
+    assert len(started) == 3 and all(r["command"][:2] == ["taskset", "-c"] for r in started), started
+    assert not set(started[0]["cpus"]) & set(started[1]["cpus"]), "the two runs at once have CPUs of their own"
+    starts = [r["t"] for r in recs if r["event"] == "start"]
+    ends = [r["t"] for r in recs if r["event"] == "end"]
+    assert starts[1] < min(ends), "the first two resumed runs were under way at once"
+    for r in started:
+        start = next(x for x in recs if x["event"] == "start" and (x["point"], x["rep"], x["attempt"]) ==
+                     (r["point"], r["rep"], r["attempt"]))
+        m = json.loads((out / start["dir"] / "manifest.json").read_text())
+        if m.get("status") != "complete":
+            continue
+        assert m["cpu_set"] == r["cpus"]
+        checks = {c["name"]: c for c in m["validity"]["checks"]}
+        assert "cpu_set_not_saturated" in checks and "host_cpu_not_saturated" not in checks
+        busy = m["cpu_set_busy_fraction"]
+        assert 0 <= busy <= 1 and checks["cpu_set_not_saturated"]["ok"] == (busy <= 0.9)
+        assert m["id"] not in _namespaces()
 
 
 def check_accounting(out: Path, second_dir: str, second_status: str) -> None:

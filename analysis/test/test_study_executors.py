@@ -129,34 +129,7 @@ def test_a_node_at_another_commit_or_without_rtclab_is_refused(tmp_path: Path) -
 
 # --- --parallel 2, real calls ---------------------------------------------------------------------------------------
 
-@pytest.mark.real_calls
-@pytest.mark.skipif(os.geteuid() != 0, reason="real calls need root (network namespaces, tc, captures)")
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="--parallel 2 needs 2 CPUs")
-def test_parallel_two_runs_each_on_its_own_cpus(tmp_path: Path) -> None:
-    out = tmp_path / "parallel"
-    r = run_study(str(study_file(tmp_path, "exec-parallel")), "--out", str(out), "--parallel", "2")
-    assert r.returncode in (0, 3), r.stderr
-    assert "executor: parallel x2 on CPUs" in r.stderr
-    recs = log_records(out)
-    started = [x for x in recs if x["event"] == "started"]
-    assert len(started) == 2 and all(x["command"][:2] == ["taskset", "-c"] for x in started)
-    cpus = [x["cpus"] for x in started]
-    assert not set(cpus[0]) & set(cpus[1]), "each run has CPUs of its own"
-    starts = [x["t"] for x in recs if x["event"] == "start"]
-    ends = [x["t"] for x in recs if x["event"] == "end"]
-    assert max(starts) < min(ends), "both runs were under way at once"
-    for point, given in zip(("fifo", "codel"), cpus):
-        m = json.loads((out / "runs" / point / "1-1" / "manifest.json").read_text())
-        assert m["status"] == "complete", m.get("error")
-        assert m["cpu_set"] == given
-        checks = {c["name"]: c for c in m["validity"]["checks"]}
-        assert "cpu_set_not_saturated" in checks and "host_cpu_not_saturated" not in checks
-        busy = m["cpu_set_busy_fraction"]
-        assert 0 <= busy <= 1 and checks["cpu_set_not_saturated"]["ok"] == (busy <= 0.9)
-        assert f"its CPUs {','.join(map(str, given))} were {busy * 100:.0f}% busy" in checks["cpu_set_not_saturated"]["detail"]
-        assert m["id"] not in namespaces()
-    doc = json.loads((out / "study.json").read_text())
-    assert doc["summary"]["attempts"] and sum(doc["summary"]["attempts"].values()) == 2
+# --parallel 2 with real calls: analysis/test/test_study_e2e.py resumes its interrupted study with it.
 
 
 # --- --ray on a local two-node cluster, real calls ------------------------------------------------------------------

@@ -433,3 +433,37 @@ def test_bad_input_exits_2_with_a_message(studies: dict[str, Path], tmp_path: Pa
     r = run_cli("report", str(tmp_path))
     assert r.returncode == 2 and "not a study directory" in r.stderr, r.stderr
     assert not list(tmp_path.glob("**/dashboard.html")) and not list(tmp_path.glob("**/*.html"))
+
+
+def test_the_dashboard_shows_priority_shares_asked_and_achieved(tmp_path: Path) -> None:
+    """Several video flows (issue 9): the study dashboard draws each point's asked share against the achieved share,
+    mean and 95% CI over the point's valid runs used (from their metrics.json multiflow.shares), and draws nothing of
+    the kind for a study whose runs have one flow."""
+    out = build(tmp_path, ALONE_STUDY, "Chromium 156.0.8078.79 built on Debian", 0, False)
+    assert "shares" not in figures_of(out / "dashboard.html")
+    doc = json.loads((out / "study.json").read_text())
+    achieved: dict[str, list[float]] = {}
+    for p in doc["points"]:
+        for i, run_dir in enumerate(p["runs_used"]):
+            got = 0.2 + 0.05 * i + (0.1 if p["name"] == "solo-2000" else 0.0)
+            achieved.setdefault(p["name"], []).append(got)
+            mpath = out / run_dir / "metrics.json"
+            m = json.loads(mpath.read_text())
+            m["multiflow"] = {"shares": {"flows": [
+                {"call": "c1", "track": "v1", "priority": "low", "asked_share": 0.2, "achieved_share": got},
+                {"call": "c1", "track": "v2", "priority": "high", "asked_share": 0.8, "achieved_share": 1 - got}]}}
+            mpath.write_text(json.dumps(m))
+    r = run_cli("report", str(out))
+    assert r.returncode == 0, r.stderr
+    fig = figures_of(out / "dashboard.html")["shares"]
+    asked_trace, got_trace = fig["data"]
+    for p in doc["points"]:
+        i = asked_trace["x"].index(f"{p['name']} c1/v1")
+        assert asked_trace["y"][i] == pytest.approx(0.2)
+        values = achieved[p["name"]]
+        assert got_trace["y"][i] == pytest.approx(statistics.fmean(values))
+        j = asked_trace["x"].index(f"{p['name']} c1/v2")
+        assert got_trace["y"][j] == pytest.approx(statistics.fmean([1 - v for v in values]))
+        if len(values) > 1:
+            half = t_quantile(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+            assert got_trace["error_y"]["array"][i] == pytest.approx(half)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..dashboard import _plotly_js
-from .aggregate import CATALOGUE, flow_labels
+from .aggregate import CATALOGUE, flow_labels, summarise
 from .report import HEADERS, fmt, fmt_stat, phase_names, phase_title, report_phases, scale, stat
 
 VIDEO = "forward:video"
@@ -394,12 +394,59 @@ def figures(doc: dict[str, Any], out: Path) -> tuple[list[tuple[str, Figure]], l
     chosen = [(p["name"], p["runs_used"][0]) for p in doc["points"] if p.get("runs_used")][:MAX_SERIES_RUNS]
     if len([p for p in doc["points"] if p.get("runs_used")]) > MAX_SERIES_RUNS:
         notes.append(f"time series: the first {MAX_SERIES_RUNS} points' runs only")
+    shares = shares_figure(doc, out)
+    if shares:
+        figs.append(("shares", shares))
     sfigs, snotes = series_figures(doc, out, chosen)
     figs += sfigs
     notes += snotes
     if not sfigs:
         notes.append("time series: no run to draw")
     return figs, notes
+
+
+def shares_figure(doc: dict[str, Any], out: Path) -> Figure | None:
+    """Several video flows (calls or tracks, docs/multiflow.md): per point and flow, the share of the flows' summed
+    rate that the priorities ask for against the share achieved (metrics.json multiflow.shares, over the period every
+    flow is active), mean and 95% CI over the point's valid runs used. None when no point has two flows."""
+    x: list[str] = []
+    asked: list[float | None] = []
+    achieved: list[float | None] = []
+    half: list[float | None] = []
+    hover: list[str] = []
+    for p in doc["points"]:
+        per_flow: dict[str, dict[str, Any]] = {}
+        for run_dir in p.get("runs_used") or []:
+            try:
+                m = json.loads((out / run_dir / "metrics.json").read_text().replace("NaN", "null"))
+            except (OSError, ValueError):
+                continue
+            for f in ((m.get("multiflow") or {}).get("shares") or {}).get("flows") or []:
+                e = per_flow.setdefault(f"{f['call']}/{f['track']}", {"asked": f.get("asked_share"), "got": [],
+                                                                       "priority": f.get("priority")})
+                if f.get("achieved_share") is not None:
+                    e["got"].append(float(f["achieved_share"]))
+        if len(per_flow) < 2:
+            continue
+        for flow, e in per_flow.items():
+            st = summarise(e["got"])
+            x.append(f"{p['name']} {flow}")
+            asked.append(e["asked"])
+            achieved.append(st["mean"])
+            half.append(st["ci95_half_width"])
+            hover.append(f"{p['name']} {flow} (priority {e['priority']}): asked {e['asked']:.3f}, achieved "
+                         + ("-" if st["mean"] is None else f"{st['mean']:.3f}") + f" over n={st['n']} run(s)")
+    if not x:
+        return None
+    return {"data": [{"type": "bar", "name": "asked (priority)", "x": x, "y": asked, "hovertext": hover,
+                      "hoverinfo": "text"},
+                     {"type": "bar", "name": "achieved", "x": x, "y": achieved, "hovertext": hover,
+                      "hoverinfo": "text", "error_y": {"type": "data", "visible": True, "array": half}}],
+            "layout": {"barmode": "group", "height": 460, "margin": {"b": 160},
+                       "title": {"text": "Priority shares of the video flows: asked against achieved<br><sub>share of "
+                                         "the flows' summed rate while all are active (metrics.json multiflow.shares);"
+                                         " achieved: mean and 95% CI over the point's valid runs</sub>"},
+                       "yaxis": {"title": {"text": "share of the flows' rate"}}}}
 
 
 # ---- tables ----------------------------------------------------------------------------------------------------------
