@@ -335,29 +335,37 @@ def dscp_marked(run: RunDir, cap_a: Capture | None, t0_ns: int) -> dict[str, Any
             "detail": "; ".join(parts) + f" (at least {MARKED_FRACTION_MIN * 100:g}% needed, at capture-a after call start)"}
 
 
+def run_shares(metrics_file: Path) -> tuple[bool, dict[str, Any]] | None:
+    """(valid, multiflow.shares) of one analysed run, None when it has no shares or cannot be read."""
+    try:
+        m = json.loads(metrics_file.read_text().replace("NaN", "null"))
+    except (OSError, ValueError):
+        return None
+    sh = (m.get("multiflow") or {}).get("shares") or {}
+    return ((m.get("validity") or {}).get("valid") is True, sh) if sh.get("flows") else None
+
+
+def pooled_shares(shares: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per flow (call/track) over several runs' shares: its priority, asked share and the achieved shares."""
+    flows: dict[str, dict[str, Any]] = {}
+    for sh in shares:
+        for f in sh["flows"]:
+            e = flows.setdefault(f"{f['call']}/{f['track']}", {"priority": f["priority"], "asked_share": f["asked_share"],
+                                                               "achieved": []})
+            if f["achieved_share"] is not None:
+                e["achieved"].append(float(f["achieved_share"]))
+    return flows
+
+
 def study_shares(out: Path) -> list[dict[str, Any]]:
     """Each study point's priority shares (a study directory: runs/<point>/<rep>-<attempt>/metrics.json): per flow
     (call/track) its asked share and its achieved share averaged over the point's valid runs (all its analysed runs
     when none is valid, said so)."""
     points = []
     for point_dir in sorted(p for p in (out / "runs").glob("*") if p.is_dir()):
-        runs: list[tuple[bool, dict[str, Any]]] = []  # (valid, shares) per analysed run
-        for mpath in sorted(point_dir.glob("*/metrics.json")):
-            try:
-                m = json.loads(mpath.read_text().replace("NaN", "null"))
-            except (OSError, ValueError):
-                continue
-            sh = (m.get("multiflow") or {}).get("shares") or {}
-            if sh.get("flows"):
-                runs.append(((m.get("validity") or {}).get("valid") is True, sh))
+        runs = [r for r in map(run_shares, sorted(point_dir.glob("*/metrics.json"))) if r is not None]
         chosen = [sh for valid, sh in runs if valid] or [sh for _, sh in runs]
-        flows: dict[str, dict[str, Any]] = {}
-        for sh in chosen:
-            for f in sh["flows"]:
-                e = flows.setdefault(f"{f['call']}/{f['track']}", {"priority": f["priority"], "asked_share": f["asked_share"],
-                                                                   "achieved": []})
-                if f["achieved_share"] is not None:
-                    e["achieved"].append(f["achieved_share"])
+        flows = pooled_shares(chosen)
         jains = [sh["jain_index"] for sh in chosen if sh.get("jain_index") is not None]
         points.append({"point": point_dir.name, "runs": len(chosen), "valid_runs": sum(valid for valid, _ in runs),
                        "jain_index": float(np.mean(jains)) if jains else None,

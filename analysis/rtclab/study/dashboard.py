@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import multiflow
 from ..dashboard import _plotly_js
 from .aggregate import CATALOGUE, flow_labels, summarise
 from .report import HEADERS, fmt, fmt_stat, phase_names, phase_title, report_phases, scale, stat
@@ -415,26 +416,17 @@ def shares_figure(doc: dict[str, Any], out: Path) -> Figure | None:
     half: list[float | None] = []
     hover: list[str] = []
     for p in doc["points"]:
-        per_flow: dict[str, dict[str, Any]] = {}
-        for run_dir in p.get("runs_used") or []:
-            try:
-                m = json.loads((out / run_dir / "metrics.json").read_text().replace("NaN", "null"))
-            except (OSError, ValueError):
-                continue
-            for f in ((m.get("multiflow") or {}).get("shares") or {}).get("flows") or []:
-                e = per_flow.setdefault(f"{f['call']}/{f['track']}", {"asked": f.get("asked_share"), "got": [],
-                                                                       "priority": f.get("priority")})
-                if f.get("achieved_share") is not None:
-                    e["got"].append(float(f["achieved_share"]))
+        runs = [multiflow.run_shares(out / run_dir / "metrics.json") for run_dir in p.get("runs_used") or []]
+        per_flow = multiflow.pooled_shares([r[1] for r in runs if r is not None])
         if len(per_flow) < 2:
             continue
         for flow, e in per_flow.items():
-            st = summarise(e["got"])
+            st = summarise(e["achieved"])
             x.append(f"{p['name']} {flow}")
-            asked.append(e["asked"])
+            asked.append(e["asked_share"])
             achieved.append(st["mean"])
             half.append(st["ci95_half_width"])
-            hover.append(f"{p['name']} {flow} (priority {e['priority']}): asked {e['asked']:.3f}, achieved "
+            hover.append(f"{p['name']} {flow} (priority {e['priority']}): asked {e['asked_share']:.3f}, achieved "
                          + ("-" if st["mean"] is None else f"{st['mean']:.3f}") + f" over n={st['n']} run(s)")
     if not x:
         return None
