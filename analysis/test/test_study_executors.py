@@ -134,10 +134,26 @@ def test_a_node_at_another_commit_or_without_rtclab_is_refused(tmp_path: Path) -
 
 # --- --ray on a local two-node cluster, real calls ------------------------------------------------------------------
 
+def worker_port_ranges() -> tuple[tuple[int, int], tuple[int, int]]:
+    """Each node's worker ports, above the kernel's ephemeral range: free_port() can never hand one of them out
+    (a CI run once failed with an object manager port drawn inside a node's worker range)."""
+    high = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[1])
+    first = high + 1 if high + 400 < 65536 else 1024 + 400  # else: below any usual ephemeral range
+    return (first, first + 199), (first + 200, first + 399)
+
+
+_ports_given: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port free now, distinct from every other one this test handed out."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _ports_given:
+            _ports_given.add(port)
+            return port
 
 
 def cluster_pids(temp_dir: Path) -> list[int]:
@@ -183,15 +199,16 @@ def ray_cluster(tmp_path: Path) -> Iterator[dict[str, Any]]:
            "RAY_health_check_failure_threshold": "3", "RAY_health_check_timeout_ms": "1000"}
     port = free_port()
     worker_nm_port = free_port()
+    (head_lo, head_hi), (worker_lo, worker_hi) = worker_port_ranges()
     common = ["--resources", '{"rtclab_slot": 1}', "--num-cpus", "1", "--object-store-memory", "100000000",
               "--disable-usage-stats"]
     head = [str(RAY), "start", "--head", "--port", str(port), "--temp-dir", str(temp_dir),
             "--include-dashboard", "false", "--ray-client-server-port", str(free_port()),
-            "--dashboard-agent-listen-port", str(free_port()), "--min-worker-port", "40000", "--max-worker-port",
-            "40199", *common]
+            "--dashboard-agent-listen-port", str(free_port()), "--min-worker-port", str(head_lo), "--max-worker-port",
+            str(head_hi), *common]
     worker = [str(RAY), "start", "--address", f"127.0.0.1:{port}", "--node-manager-port", str(worker_nm_port),
               "--object-manager-port", str(free_port()), "--dashboard-agent-listen-port", str(free_port()),
-              "--min-worker-port", "40200", "--max-worker-port", "40399", *common]
+              "--min-worker-port", str(worker_lo), "--max-worker-port", str(worker_hi), *common]
     try:
         for cmd in (head, worker):
             r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
