@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // @ts-check
 // `npm run call -- [--scenario FILE] [--duration S] [--out DIR] [--backend B] [--no-analyze]`
-// Places one real call through the emulated network, then runs the analyzer on its run directory.
+// Places one real call through the emulated network, then runs the analyzer on its run directory. A scenario with
+// `calls: []` is a run without a call: the network, its captures and cross traffic alone, reported the same way.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -17,7 +18,7 @@ const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..'
 
 const usage = `usage: npm run call -- [options]
   --scenario FILE   scenario YAML (default: scenarios/default.yaml)
-  --duration S      call length in seconds (overrides the scenario's duration_s)
+  --duration S      call (or run) length in seconds (overrides the scenario's duration_s)
   --out DIR         run directory (default: results/<date>-<id>/)
   --backend B       auto | kernel | userspace (overrides the scenario's backend)
   --no-analyze      stop after the call; analyse later with: rtclab analyze DIR`;

@@ -2,6 +2,8 @@
 // One run, from start to teardown, in named stages: prerequisites, network, signaling, captures, browsers, media
 // flowing, the call itself, stopping, and teardown that always happens (errors, Ctrl-C, a crashed browser or
 // bottleneck). The run directory is written as the run goes, so an interrupted run keeps what it recorded.
+// A scenario with `calls: []` is a run without a call: no signaling server and no browsers; the network, captures
+// and cross traffic run for duration_s from t = 0 as in a call run (docs/run-directory.md).
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -96,7 +98,10 @@ class CallRun {
     this.timers = [];
     /** @type {number | null} seconds from the pages loaded to media flowing both ways */
     this.connectSeconds = null;
-    this.versions = collectVersions(); // read while the network comes up
+    // Read while the network comes up. A run without a call names no browser version (none ran).
+    this.versions = this.calls.length ? collectVersions() : collectVersions().then((v) => ({ ...v, chromium: null }));
+    /** Cross-traffic clients seen starting (their item numbers) and those that failed while the run measured. */
+    this.crossTraffic = { started: /** @type {Set<number>} */ (new Set()), failed: /** @type {string[]} */ ([]) };
     /** The CPUs this run is pinned to (a study's --parallel), null when it may use them all. */
     this.cpuSet = pinnedCpus();
     /** @type {number | null} share of the pinned CPUs' time that was busy during the call */
@@ -112,10 +117,12 @@ class CallRun {
     try {
       this.checkPrerequisites();
       await this.bringUpNetwork();
-      await this.startSignaling();
+      if (this.calls.length) await this.startSignaling();
       await this.startCaptures();
-      await this.openBrowsers();
-      await this.waitForMedia();
+      if (this.calls.length) {
+        await this.openBrowsers();
+        await this.waitForMedia();
+      }
       const hostCpuBusy = await this.playCall();
       await this.finish(hostCpuBusy);
     } catch (err) {
@@ -162,7 +169,7 @@ class CallRun {
           ? ` (video_clip of call ${c.call.id} in the scenario)` : ' (call.video_clip in the scenario)') : '; run scripts/setup.sh to generate it'));
       }
     }
-    chromiumBinary();
+    if (this.calls.length) chromiumBinary();
   }
 
   /** The manifest's `calls`: per call its files and what its browsers reported (docs/run-directory.md). */
@@ -185,9 +192,24 @@ class CallRun {
       namespaces: net.info.namespaces, data: net.info.data, interfaces: net.info.interfaces, mgmt: net.info.mgmt } });
     this.recorder.event('network_up', { backend: net.info.backend });
     // Capacity changes, cross traffic, a bottleneck that exited: as netem's backends reported them.
-    net.on('event', (/** @type {any} */ { event, ...fields }) => this.recorder.event(event, fields));
+    net.on('event', (/** @type {any} */ { event, ...fields }) => {
+      this.recorder.event(event, fields);
+      this.noteCrossTraffic(event, fields);
+    });
     net.on('failure', (/** @type {{component: string, message: string}} */ f) => this.failWith(f.message));
     this.checkStillRunning();
+  }
+
+  /**
+   * For the validity check cross_traffic_ran: which clients started, and which exited with an error before the run
+   * stopped them (an iperf3 that ends on its own at its stop_s exits with 0).
+   * @param {string} event @param {any} fields
+   */
+  noteCrossTraffic(event, fields) {
+    if (event === 'cross_traffic_started') this.crossTraffic.started.add(fields.n);
+    if (event === 'cross_traffic_stopped' && fields.exit_code !== 0 && !this.stopping) {
+      this.crossTraffic.failed.push(`iperf3 client ${fields.n} exited with ${fields.exit_code === null ? 'a signal' : `code ${fields.exit_code}`} (see iperf3-${fields.n}-client.log)`);
+    }
   }
 
   /** On the run's management addresses only, for the run's browsers only (one room per call). */
@@ -371,7 +393,8 @@ class CallRun {
     this.recorder.writeManifest();
     await net.startSchedules(this.timings.call_start * 1000);
     this.scheduleJoinsAndLeaves(this.timings.call_start * 1000);
-    this.recorder.event('call_start');
+    // A run without a call marks its measured period with the same events, saying it has no call.
+    this.recorder.event('call_start', this.calls.length ? {} : { calls: 0 });
 
     const duration_ms = this.scenario.duration_s * 1000;
     const start_ms = this.timings.call_start * 1000;
@@ -384,7 +407,8 @@ class CallRun {
     this.timings.call_end = Date.now() / 1000;
     const hostCpuBusy = busyFraction(cpuAtStart, readCpuTimes());
     if (this.cpuSet && cpuSetAtStart) this.cpuSetBusy = cpuSetBusyFraction(cpuSetAtStart, readPerCpuTimes(), this.cpuSet);
-    this.recorder.event('call_end', { host_cpu_busy_fraction: hostCpuBusy, cpu_set_busy_fraction: this.cpuSetBusy });
+    this.recorder.event('call_end', { host_cpu_busy_fraction: hostCpuBusy, cpu_set_busy_fraction: this.cpuSetBusy,
+      ...(this.calls.length ? {} : { calls: 0 }) });
     return hostCpuBusy;
   }
 
@@ -415,7 +439,7 @@ class CallRun {
    * @returns {Record<string, import('./recorder.js').EventLogFile[]> | null} null when the scenario does not record them
    */
   collectEventLogs() {
-    if (!this.scenario.call.event_log) return null;
+    if (!this.scenario.call.event_log || !this.calls.length) return null;
     const logs = /** @type {Record<string, import('./recorder.js').EventLogFile[]>} */ (this.recorder.manifest.event_logs ?? {});
     for (const side of ['a', 'b']) {
       try {
@@ -446,10 +470,11 @@ class CallRun {
     const validity = validityChecks({
       dataPrefix: DATA_PREFIX, selectedPairs: this.recorder.selectedPairs,
       calls: this.calls.map((c) => ({ id: c.call.id, files: c.files, framesDecoded: c.framesDecoded })),
-      connectTimeoutS: Math.max(...this.calls.map((c) => c.call.connect_timeout_s)), connectSeconds: this.connectSeconds,
+      connectTimeoutS: Math.max(0, ...this.calls.map((c) => c.call.connect_timeout_s)), connectSeconds: this.connectSeconds,
       cpuLimited: this.recorder.cpuLimitedCount, samples: this.recorder.sampleCount,
       bottleneckAlive, captures, captureEnabled: this.scenario.capture.enabled, hostCpuBusy,
       cpuSet: this.cpuSet ?? undefined, cpuSetBusy: this.cpuSetBusy ?? undefined, eventLogs,
+      crossTraffic: this.crossTrafficOutcome(),
     });
     const marked = this.dscpOnTheWire();
     if (marked) {
@@ -458,6 +483,18 @@ class CallRun {
     }
     this.recorder.writeManifest({ status: 'complete', captures, host_cpu_busy_fraction: hostCpuBusy,
       cpu_set_busy_fraction: this.cpuSetBusy, validity });
+  }
+
+  /**
+   * The cross-traffic items that should have started by the end of the run, those that did, and the failures seen.
+   * @returns {{ expected: number[], started: number[], failed: string[] } | undefined} undefined without cross traffic
+   */
+  crossTrafficOutcome() {
+    const items = this.scenario.cross_traffic;
+    if (!items.length) return undefined;
+    const expected = items.flatMap((/** @type {any} */ item, /** @type {number} */ n) =>
+      (item.start_s < this.scenario.duration_s && (item.stop_s ?? this.scenario.duration_s) > item.start_s ? [n] : []));
+    return { expected, started: [...this.crossTraffic.started].sort((x, y) => x - y), failed: this.crossTraffic.failed };
   }
 
   /**

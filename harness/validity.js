@@ -29,22 +29,29 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   hostCpuBusy?: number,
  *   cpuSet?: number[], cpuSetBusy?: number,
  *   eventLogs?: Record<string, {file: string, bytes: number, complete_bytes: number, begins_with_log_start: boolean}[]> | null,
+ *   crossTraffic?: { expected: number[], started: number[], failed: string[] },
  * }} o
  *   calls: each call's id, the keys of its sides in selectedPairs, samples and cpuLimited (a, b for the first call,
  *   <id>-a, <id>-b for the others), and its decoded frames; absent: one call, sides a and b, framesDecoded.
- *   With several calls each call-level check is made per call, named <check>_<call id>.
+ *   With several calls each call-level check is made per call, named <check>_<call id>; with none (`calls: []`, a
+ *   run without a call) no call-level check is made: only the network's (bottleneck, CPU, captures, cross traffic).
  *   eventLogs: each side's RTC event logs (harness/recorder.js collectEventLogs) when the scenario records them
+ *   crossTraffic: the cross-traffic items that should have started (item numbers), those that did, and failures seen
+ *   while the run measured; absent when the scenario has none
  */
 export function validityChecks(o) {
   /** @type {{name: string, ok: boolean, detail: string}[]} */
   const checks = [];
   const add = (/** @type {string} */ name, /** @type {boolean} */ ok, /** @type {string} */ detail) => checks.push({ name, ok, detail });
 
-  const connected = o.connectSeconds !== null && o.connectSeconds <= o.connectTimeoutS;
-  add('call_connected_in_time', connected, o.connectSeconds === null ? `no decoded video within ${o.connectTimeoutS} s`
-    : `media flowing ${o.connectSeconds.toFixed(1)} s after the browsers loaded the page (limit ${o.connectTimeoutS} s)`);
-
   const calls = o.calls ?? [{ id: '', files: { a: 'a', b: 'b' }, framesDecoded: { a: o.framesDecoded?.a ?? 0, b: o.framesDecoded?.b ?? 0 } }];
+  const period = calls.length ? 'the call' : 'the run';
+  if (calls.length) {
+    const connected = o.connectSeconds !== null && o.connectSeconds <= o.connectTimeoutS;
+    add('call_connected_in_time', connected, o.connectSeconds === null ? `no decoded video within ${o.connectTimeoutS} s`
+      : `media flowing ${o.connectSeconds.toFixed(1)} s after the browsers loaded the page (limit ${o.connectTimeoutS} s)`);
+  }
+
   for (const call of calls) {
     const suffix = calls.length > 1 ? `_${call.id}` : '';
     const keys = new Set([call.files.a, call.files.b]);
@@ -78,19 +85,19 @@ export function validityChecks(o) {
   }
 
   if (o.bottleneckAlive !== null) {
-    add('bottleneck_alive', o.bottleneckAlive, o.bottleneckAlive ? 'the userspace bottleneck ran for the whole call'
-      : 'the userspace bottleneck exited during the call');
+    add('bottleneck_alive', o.bottleneckAlive, o.bottleneckAlive ? `the userspace bottleneck ran for the whole ${period.slice(4)}`
+      : `the userspace bottleneck exited during ${period}`);
   }
 
   if (o.cpuSet && o.cpuSetBusy !== undefined) {
     // Pinned (a study's --parallel): the run is judged by its own CPUs; the host's are shared with the other runs.
     const host = o.hostCpuBusy === undefined ? '' : `; the host's CPUs ${(o.hostCpuBusy * 100).toFixed(0)}%`;
     add('cpu_set_not_saturated', o.cpuSetBusy <= MAX_CPU_SET_BUSY_FRACTION,
-      `its CPUs ${o.cpuSet.join(',')} were ${(o.cpuSetBusy * 100).toFixed(0)}% busy during the call ` +
+      `its CPUs ${o.cpuSet.join(',')} were ${(o.cpuSetBusy * 100).toFixed(0)}% busy during ${period} ` +
       `(limit ${MAX_CPU_SET_BUSY_FRACTION * 100}%)${host}`);
   } else if (o.hostCpuBusy !== undefined) {
     add('host_cpu_not_saturated', o.hostCpuBusy <= MAX_HOST_CPU_BUSY_FRACTION,
-      `the host's CPUs were ${(o.hostCpuBusy * 100).toFixed(0)}% busy during the call (limit ${MAX_HOST_CPU_BUSY_FRACTION * 100}%)`);
+      `the host's CPUs were ${(o.hostCpuBusy * 100).toFixed(0)}% busy during ${period} (limit ${MAX_HOST_CPU_BUSY_FRACTION * 100}%)`);
   }
 
   if (o.captureEnabled) {
@@ -100,6 +107,13 @@ export function validityChecks(o) {
       const ok = Object.values(o.captures).every((c) => c.dropped_by_kernel === 0 && c.packets > 0);
       add('captures_complete', ok, drops.join('; '));
     }
+  }
+  if (o.crossTraffic) {
+    const { expected, started, failed } = o.crossTraffic;
+    const missing = expected.filter((n) => !started.includes(n));
+    const problems = [...missing.map((n) => `cross_traffic[${n}] never started`), ...failed];
+    add('cross_traffic_ran', problems.length === 0, problems.length ? problems.join('; ')
+      : `${started.length} of ${expected.length} cross-traffic item(s) started, none failed during ${period}`);
   }
   if (o.eventLogs) {
     // Chrome writes the log in pieces; a browser killed mid-write leaves a piece cut short.

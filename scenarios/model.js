@@ -138,13 +138,18 @@ function withCallsList(doc) {
 }
 
 /**
- * What the schema cannot say about calls: ids (derived where null, unique), start and stop inside the run, and each
- * track complete (a field left null takes its call's value).
+ * What the schema cannot say about calls: ids (derived where null, unique), start and stop inside the run, each
+ * track complete (a field left null takes its call's value), and a run without a call (`calls: []`) only when it has
+ * cross traffic to measure.
  * @param {any} scenario validated, defaults filled in
  * @returns {string[]} problems, one sentence each
  */
 function normalizeCalls(scenario) {
   const problems = [];
+  if (scenario.calls.length === 0 && scenario.cross_traffic.length === 0) {
+    problems.push('calls: [] asks for a run without a call, and the scenario has no cross_traffic: nothing would be ' +
+      'measured (give cross_traffic items, or leave calls out for the one call of `call`)');
+  }
   /** @type {Set<string>} */
   const ids = new Set();
   scenario.call.tracks = completeTracks(scenario.call, 'call', problems);

@@ -1,6 +1,9 @@
 """`rtclab analyze`: reads a run directory, joins the captures, computes every metric, runs the cross-checks and
 writes metrics.json, report.txt and packets.parquet. Whatever cannot be read is named in `gaps`; the rest is still
-computed. Raises NothingToAnalyse only when neither capture nor getStats could be read."""
+computed. Raises NothingToAnalyse only when neither capture nor getStats could be read. A run without a call
+(scenario `calls: []`) has no call sections: `getstats`, `multiflow`, `chrome_ecn` and `congestion_controller` are
+absent from metrics.json and `run.calls` is 0; the cross-checks against getStats and tshark's RTP analysis are
+skipped with that reason."""
 
 from __future__ import annotations
 
@@ -84,13 +87,16 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
     last_ts = [int(c.cols["ts_ns"][-1]) for c in caps.values() if c is not None and c.packets]
     t0 = run.call_start_s or (min(first_ts) / 1e9 if first_ts else None)
 
-    with _step(progress, "reading getStats", timings):
-        gs = getstats.analyse(run, t0 or 0.0)
-    sides = gs.pop("_sides")
-    if not any(gs["available"].values()):
-        gaps.append("no getStats: the browsers' view (bitrates, RTT, Tq, fps, freezes) is missing")
-    if t0 is None:
+    gs: dict[str, Any] | None = None
+    sides: dict[str, getstats.SideStats | None] = {}
+    if run.has_calls:
+        with _step(progress, "reading getStats", timings):
+            gs = getstats.analyse(run, t0 or 0.0)
+        sides = gs.pop("_sides")
         if not any(gs["available"].values()):
+            gaps.append("no getStats: the browsers' view (bitrates, RTT, Tq, fps, freezes) is missing")
+    if t0 is None:
+        if gs is None or not any(gs["available"].values()):
             raise NothingToAnalyse(f"{path}: no readable capture and no getStats sample; problems: " + "; ".join(run.problems))
         t0 = 0.0
 
@@ -109,7 +115,8 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
     bounds = [(p.name, (lowest if p.name == "all" else t0_ns + int(p.start_s * 1e9)),
                (highest if p.name == "all" else t0_ns + int(p.end_s * 1e9))) for p in phase_list]
 
-    getstats.per_phase(gs, [(p.name, p.start_s, p.end_s) for p in phase_list if p.name != "all"])
+    if gs is not None:
+        getstats.per_phase(gs, [(p.name, p.start_s, p.end_s) for p in phase_list if p.name != "all"])
     ssrc_kinds, pt_kinds, clocks = getstats.kinds(sides)
     ssrc_kinds = multiflow.recorded_kinds(run) | ssrc_kinds  # every call's streams, getStats' word first
     table = None
@@ -138,7 +145,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
 
     multi: dict[str, Any] | None = None
     validity = run.manifest.get("validity") or {"valid": None, "checks": [], "note": "no validity in the manifest"}
-    if table is not None:
+    if table is not None and run.has_calls:
         with _step(progress, "calls and tracks", timings):
             multi = multiflow.analyse(run, table, t0_ns, duration_s, ssrc_kinds,
                                       capacity(0.0, duration_s) if capacity and duration_s else None)
@@ -155,17 +162,23 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
 
     checks: list[dict[str, Any]] = []
     with _step(progress, "cross-checks", timings):
-        checks += crosscheck.getstats_loss(flows, gs)
-        if run_tshark and table is not None:
+        if gs is None:
+            checks.append(crosscheck.skipped("getstats_and_rtp", "no call in this run: the cross-checks against "
+                                             "getStats (loss) and tshark's RTP analysis (jitter) do not apply"))
+        else:
+            checks += crosscheck.getstats_loss(flows, gs)
+        if run_tshark and table is not None and gs is not None:
             pt_names = {}
-            for side in sides.values():
-                for codec in (side.codecs.values() if side else []):
+            for side_stats in sides.values():
+                for codec in (side_stats.codecs.values() if side_stats else []):
                     pt_names[codec["payloadType"]] = str(codec.get("mimeType", "/")).split("/")[-1]
             checks += crosscheck.tshark_jitter(run, flows, table, clocks, pt_names)
         gt_checks, gt_summary = crosscheck.gtlog_owd(run, table)
         checks += gt_checks
-    with _step(progress, "event logs", timings):
-        controller = eventlog_analysis.analyse(path, table, run.call_start_s, run.call_end_s, run.problems)
+    controller = None
+    if run.has_calls:
+        with _step(progress, "event logs", timings):
+            controller = eventlog_analysis.analyse(path, table, run.call_start_s, run.call_end_s, run.problems)
 
     result: dict[str, Any] = {
         "schema_version": METRICS_SCHEMA_VERSION,
@@ -174,6 +187,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
             "id": run.manifest.get("id") or path.name, "path": str(path), "status": run.manifest.get("status"),
             "error": run.manifest.get("error"), "scenario": run.scenario_doc.get("name"),
             "backend": (run.manifest.get("backend") or {}).get("used"), "call_start": t0, "duration_s": duration_s,
+            "calls": len(multiflow.calls(run)),
         },
         "validity": validity,
         "inputs": {
@@ -181,7 +195,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
                               "not_joined": (table.not_joined if table is not None else {}).get(f"capture_{s}")}
                              if c is not None else None)
             for s, c in caps.items()
-        } | {"getstats": gs["available"],
+        } | {"getstats": gs["available"] if gs is not None else None,
              "ground_truth_log": run.file("bottleneck-forward.gtlog").exists(),
              "qdisc_stats": run.file("qdisc-stats.jsonl").exists()},
         "problems": run.problems,
@@ -194,7 +208,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
         "fairness": fair,
         "multiflow": multi,
         "getstats": gs,
-        "chrome_ecn": chrome_ecn.analyse(run, table, t0),
+        "chrome_ecn": chrome_ecn.analyse(run, table, t0) if run.has_calls else None,
         "cross_traffic": rundir.iperf3_summaries(run),
         "bottleneck_queue": queue.analyse(run, t0),
         "ground_truth": gt_summary,
@@ -203,6 +217,9 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
         "warnings": [c["detail"] for c in checks if c["ok"] is False],
         "timings_s": timings,
     }
+    if not run.has_calls:  # absent, not empty: nothing of a call was measured
+        for key in ("multiflow", "getstats", "chrome_ecn", "congestion_controller"):
+            del result[key]
     if write:
         with _step(progress, "writing outputs", timings):
             (path / "metrics.json").write_text(json.dumps(result, indent=1, default=_json_default))

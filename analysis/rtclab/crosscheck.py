@@ -41,6 +41,11 @@ def _check(name: str, ok: bool | None, detail: str, tolerance: str, **values: An
     return {"name": name, "ok": ok, "detail": detail, "tolerance": tolerance, "values": values}
 
 
+def skipped(name: str, why: str) -> dict[str, Any]:
+    """A cross-check that does not apply to this run, with the reason."""
+    return _check(name, None, why, "")
+
+
 def getstats_loss(flows: list[dict[str, Any]], gs: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for direction in ("forward", "reverse"):

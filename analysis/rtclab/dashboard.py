@@ -159,6 +159,9 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
     duration_s = m["run"].get("duration_s") or 0.0
     t0_ns = int(round((m["run"].get("call_start") or 0) * 1e9))
     have_packets = t is not None and len(t) > 0
+    no_call = m["run"].get("calls") == 0  # its call panels are left out with one note, not one per panel
+    if no_call:
+        omitted.append("the call's panels (getStats, congestion controller, RTT and Tq, fps): no call in this run")
     if t is not None and have_packets:
         rates = _rate_traces(m, t, t0_ns, duration_s)
         if rates:
@@ -174,7 +177,7 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
             cc.append({"type": "scatter", "mode": "lines", "name": "capacity", "x": [0, duration_s],
                        "y": [m["capacity_bps"] / 1e6] * 2, "line": {"color": "black", "dash": "dot"}})
         panels.append(("Congestion controller at a: sent, target, available outgoing bitrate", "Mbit/s", cc))
-    else:
+    elif not no_call:
         omitted.append("congestion controller: no getStats from a")
     rtt = [_line(f"RTT {k.split(':')[1]}", v) for k, v in _gs_series(m, "forward", "rtt_ms")]
     rttm = (m.get("getstats") or {}).get("rttm_ms")
@@ -184,7 +187,7 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
             for k, v in _gs_series(m, "forward", "tq_vs_min_rtt_ms")]
     if rtt:
         panels.append(("RTCP round-trip time and queuing delay Tq", "ms", rtt))
-    else:
+    elif not no_call:
         omitted.append("RTT and Tq: no remote-inbound-rtp RTT samples in getStats")
     q = ((m.get("bottleneck_queue") or {}).get("series") or {}).get("queue_delay_ms")
     if q:
@@ -194,7 +197,7 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
     controller = _controller_panels(m)
     if controller:
         panels += controller
-    elif m.get("congestion_controller") is None:
+    elif m.get("congestion_controller") is None and not no_call:
         omitted.append("GCC's state from the RTC event log: the run has no eventlog-a.log (call.event_log off, or a "
                        "run from before it was recorded)")
     if t is not None and have_packets:
@@ -209,7 +212,7 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
         panels.append(("Received frames per second at b", "frames/s", fps))
     if height:
         panels.append(("Received resolution at b", "frame height (px)", height))
-    if not fps and not height:
+    if not fps and not height and not no_call:
         omitted.append("fps and resolution: no inbound video in getStats from b")
     if panels:
         figs.append(("timeseries", _stack(m, panels, duration_s)))
@@ -305,6 +308,8 @@ def _cards(m: dict[str, Any]) -> str:
     cards = [("validity", "valid" if v.get("valid") else ("INVALID" if v.get("valid") is False else "unknown")),
              ("duration", f"{(m['run'].get('duration_s') or 0):.1f} s"),
              ("capacity", f"{m['capacity_bps'] / 1e6:.2f} Mbit/s" if m.get("capacity_bps") else "-")]
+    if m["run"].get("calls") == 0:
+        cards.append(("call", "no call in this run"))
     if video:
         thr = (video.get("throughput_bps") or {}).get("mean")
         cards += [("video rate", f"{thr / 1e6:.2f} Mbit/s" if thr else "-"),

@@ -37,6 +37,10 @@ def render(m: dict[str, Any]) -> str:
     out.append(f"validity: {'valid' if v.get('valid') else ('INVALID' if v.get('valid') is False else 'unknown')}"
                + "".join(f"\n  {'ok  ' if c.get('ok') else 'FAIL'} {c.get('name')}: {c.get('detail', '')}"
                          for c in v.get("checks", [])))
+    no_call = run.get("calls") == 0
+    if no_call:
+        out.append("no call in this run: the network, its captures and the cross traffic alone (no browsers, no "
+                   "getStats, no congestion-controller log)")
     if m.get("capacity_bps"):
         out.append(f"forward capacity: {_rate(m['capacity_bps'])}")
     sc = m.get("scenario") or {}
@@ -80,29 +84,34 @@ def render(m: dict[str, Any]) -> str:
                    "OWD - the flow's smallest OWD; rate = received link-layer bits/s; U = rate / forward capacity "
                    "over the same span)")
     out += _multiflow_lines(m.get("multiflow"))
+    out += _ecn_lines(m)
+    # A run without a call has no video columns, and its whole run is a phase when the cross traffic has no other.
     phases = [p for p in m.get("phases", []) if p["name"] != "all"]
+    if no_call and not phases:
+        phases = [p for p in m.get("phases", []) if p["name"] == "all" and (m.get("fairness") or {}).get("all")]
     if phases:
         out.append("")
-        out.append("per phase (forward media, all forward traffic):")
+        out.append("per phase (all forward traffic):" if no_call else "per phase (forward media, all forward traffic):")
         rows = []
         for p in phases:
             fair = m["fairness"].get(p["name"], {})
             video = [f for f in m["flows"] if f["direction"] == "forward" and f["kind"] == "video"
                      and f["phases"].get(p["name"], {}).get("packets_sent")]
             vm = video[0]["phases"][p["name"]] if video else {}
-            rows.append([p["name"], f"{p['start_s']:g}-{p['end_s']:g} s",
-                         _rate((vm.get("throughput_bps") or {}).get("mean")),
-                         _f((vm.get("queuing_delay_ms") or {}).get("mean")),
-                         _f(None if vm.get("loss_ratio") is None else 100 * vm["loss_ratio"], ".2f", "%"),
+            media = [] if no_call else [_rate((vm.get("throughput_bps") or {}).get("mean")),
+                                        _f((vm.get("queuing_delay_ms") or {}).get("mean")),
+                                        _f(None if vm.get("loss_ratio") is None else 100 * vm["loss_ratio"], ".2f", "%")]
+            rows.append([p["name"], f"{p['start_s']:g}-{p['end_s']:g} s", *media,
                          _rate(fair.get("received_bps")),
                          _f(None if fair.get("utilisation") is None else 100 * fair["utilisation"], ".0f", "%"),
                          _f(fair.get("jain_index"), ".3f"), str(len(fair.get("connections", [])))])
-        out += _table(["phase", "time", "video rate", "video queue ms", "video loss", "all rate", "U", "Jain",
-                       "competitors"], rows)
+        media_heads = [] if no_call else ["video rate", "video queue ms", "video loss"]
+        out += _table(["phase", "time", *media_heads, "all rate", "U", "Jain", "competitors"], rows)
         phase, fair = headline_fairness(m)
         if fair.get("jain_index") is not None:
-            out.append(f"  headline Jain's index: {fair['jain_index']:.3f} ({phase}); competitors: the call's forward "
-                       f"media and the scenario's forward TCP flows")
+            who = "the scenario's forward TCP flows" if no_call else \
+                "the call's forward media and the scenario's forward TCP flows"
+            out.append(f"  headline Jain's index: {fair['jain_index']:.3f} ({phase}); competitors: {who}")
     gs = m.get("getstats") or {}
     fwd = (gs.get("directions") or {}).get("forward") or {}
     if fwd.get("streams"):
@@ -146,6 +155,34 @@ def render(m: dict[str, Any]) -> str:
             mark = {True: "agree ", False: "WARN  ", None: "skip  "}[c["ok"]]
             out.append(f"  {mark}{c['detail']}" + (f" [tolerance: {c['tolerance']}]" if c.get("tolerance") else ""))
     return "\n".join(out) + "\n"
+
+
+def _ecn_lines(m: dict[str, Any]) -> list[str]:
+    """The ECN codepoints of the forward flows that sent ECN-capable packets (the flows of the flow table), and the
+    bottleneck's meter actions (docs/ecn.md)."""
+    rows = []
+    for f in m.get("flows") or []:
+        e = f.get("ecn") or {}
+        if f["direction"] != "forward" or not e.get("ect_delivered") or \
+                f["packets_sent"] + f["packets_received"] + f.get("unmatched_arrivals", 0) < MIN_PACKETS_SHOWN:
+            continue
+        sent, got = e.get("sent") or {}, e.get("received") or {}
+        rows.append([f"{f['kind']} {f['src']}>{f['dst']}",
+                     " ".join(f"{k} {v}" for k, v in sent.items() if v), " ".join(f"{k} {v}" for k, v in got.items() if v),
+                     str(e.get("ce_marked_on_path")), _f(e.get("ce_ratio"), ".4f")])
+    out: list[str] = []
+    if rows:
+        out += ["", "ECN, forward flows that sent ECN-capable packets (codepoints at a and at b):"]
+        out += _table(["flow", "sent", "received", "CE marks", "CE ratio"], rows)
+        out.append("  (CE marks: packets sent ECT(0) or ECT(1) that arrived CE; CE ratio: their share of the ECN-capable "
+                   "packets delivered)")
+    actions = (((m.get("ground_truth") or {}).get("meter_actions") or {}).get("forward") or {}).get("summary") or []
+    for a in actions:
+        if a.get("windows"):
+            out.append(f"meter {a.get('flow')}: {a.get('windows')} windows, {a.get('ce_marked')} CE marks, "
+                       f"{a.get('demoted')} packets demoted, {a.get('holds')} holds, mean CE fraction "
+                       f"{_f(a.get('mean_fraction'), '.3f')}")
+    return out
 
 
 def _multiflow_lines(mf: dict[str, Any] | None) -> list[str]:

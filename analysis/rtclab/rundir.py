@@ -66,6 +66,12 @@ class RunDir:
         return ((self.manifest.get("topology") or {}).get("data") or {}).get("b") or DEFAULT_B
 
     @property
+    def has_calls(self) -> bool:
+        """False for a run without a call (scenario `calls: []`): no browsers, no getStats, no event logs."""
+        calls = self.scenario_doc.get("calls")
+        return not (isinstance(calls, list) and not calls)
+
+    @property
     def call_start_s(self) -> float | None:
         """Epoch seconds of t = 0 for the scenario's schedules."""
         t = (self.manifest.get("timings") or {}).get("call_start")

@@ -540,14 +540,16 @@ def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
 
 def text_summary(doc: dict[str, Any], metrics: tuple[str, ...] = ("throughput_bps", "queuing_delay_ms_mean",
                                                                    "loss_ratio_bytes", "tq_ms_mean")) -> str:
-    """A short table of the forward video flow over the whole call, per point (mean +- CI half-width, n)."""
+    """A short table of the forward video flow over the whole call, per point (mean +- CI half-width, n); in a study
+    without a call (no forward video in any point), of the busiest forward TCP flow."""
     lines = []
+    flow = "forward:video" if any("forward:video" in p["flows"] for p in doc["points"]) else "forward:tcp"
     if doc.get("quick_note"):
         lines.append(f"[{doc['quick_note']}]")
     head = ["point", "n"] + [f"{m} (all)" for m in metrics]
     body = []
     for p in doc["points"]:
-        st = (p["flows"].get("forward:video") or {}).get("all") or {}
+        st = (p["flows"].get(flow) or {}).get("all") or {}
         cells = [p["name"], str(p["n_runs"])]
         for m in metrics:
             s = st.get(m) or {}
@@ -560,7 +562,7 @@ def text_summary(doc: dict[str, Any], metrics: tuple[str, ...] = ("throughput_bp
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
     lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)))
     lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)) for b in body]
-    lines.append("forward:video over the whole call; mean ±95% CI half-width (Student t) over the valid runs")
+    lines.append(f"{flow} over the whole run; mean ±95% CI half-width (Student t) over the valid runs")
     s = doc["summary"]
     lines.append(f"repetitions with a valid run: {s['repetitions_with_valid_run']}, without: {s['repetitions_without']}"
                  f"; attempts: {', '.join(f'{k} {v}' for k, v in sorted(s['attempts'].items())) or 'none'}")

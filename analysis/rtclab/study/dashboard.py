@@ -30,12 +30,24 @@ BOXES = [("queuing_delay_ms", "Queuing delay of the video flow, per packet (capt
 METRIC_TITLES = {m: t for _, m, t in BARS}
 SWEEP_METRICS = [(VIDEO, "queuing_delay_ms_mean"), (VIDEO, "tq_ms_mean"), (VIDEO, "utilisation"),
                  (VIDEO, "loss_ratio_bytes")]
+# A study without a call (its base has `calls: []`) has no video flow: its charts follow the busiest forward TCP flow.
+TCP = "forward:tcp"
+CALL_ONLY_METRICS = ("tq_ms_mean", "tq_ms")  # from getStats: none without a call
 MAX_SERIES_RUNS = 40  # time series drawn at most (the first valid run of each point, in plan order)
 SERIES_WINDOW_S = 1.0
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf"]
 
 Figure = dict[str, Any]
+
+
+def main_flow(doc: dict[str, Any]) -> tuple[str, str]:
+    """(label, words) of the flow the charts follow: the video flow, or in a study without one (no call) the busiest
+    forward TCP flow."""
+    if any(VIDEO in (p.get("flows") or {}) for p in doc["points"]) or \
+            not any(TCP in (p.get("flows") or {}) for p in doc["points"]):
+        return VIDEO, "the video flow"
+    return TCP, "the busiest forward TCP flow"
 
 
 # ---- what the points vary ------------------------------------------------------------------------------------------
@@ -213,12 +225,13 @@ def bar_figure(doc: dict[str, Any], phases: list[str], flow: str, metric: str, t
     return {"data": data, "layout": lay}
 
 
-def box_figure(doc: dict[str, Any], phases: list[str], dist: str, title: str, ytitle: str) -> Figure | None:
+def box_figure(doc: dict[str, Any], phases: list[str], dist: str, title: str, ytitle: str,
+               flow: str = VIDEO) -> Figure | None:
     data, trace_phase = [], []
     for ph in phases:
         pts, boxes = [], []
         for p in doc["points"]:
-            b = (((p.get("distributions") or {}).get(VIDEO) or {}).get(ph) or {}).get(dist)
+            b = (((p.get("distributions") or {}).get(flow) or {}).get(ph) or {}).get(dist)
             if b and b.get("n_samples"):
                 pts.append(p["name"])
                 boxes.append(b)
@@ -274,13 +287,13 @@ def sweep_figure(doc: dict[str, Any], phases: list[str], param: str, values: dic
 Series = tuple[list[float], list[float], list[float], list[float], str, list[tuple[float, float]]]
 
 
-def _run_series(run_dir: Path) -> Series:
+def _run_series(run_dir: Path, main: str = VIDEO) -> Series:
     """The video flow of one run: (t, received kbit/s), (t, queuing delay ms), the source, the cross-traffic spans.
     From packets.parquet (windows of SERIES_WINDOW_S: link-layer bytes received, mean queuing delay by departure);
     without it from getStats (received bitrate at b, Tq)."""
     m = json.loads((run_dir / "metrics.json").read_text())
     flows = m.get("flows") or []
-    video = next((f for lab, f in zip(flow_labels(flows), flows) if lab == VIDEO), None)
+    video = next((f for lab, f in zip(flow_labels(flows), flows) if lab == main), None)
     spans = [(float(p["start_s"]), float(p["end_s"])) for p in m.get("phases") or [] if p.get("cross_traffic")]
     t0_ns = int(round(float((m.get("run") or {}).get("call_start") or 0.0) * 1e9))
     ppath = run_dir / "packets.parquet"
@@ -317,8 +330,8 @@ def _run_series(run_dir: Path) -> Series:
     return ([p[0] for p in recv], [p[1] / 1e3 for p in recv], [p[0] for p in tq], [p[1] for p in tq], "getStats", spans)
 
 
-def series_figures(doc: dict[str, Any], out: Path, runs: list[tuple[str, str]]) -> tuple[list[tuple[str, Figure]],
-                                                                                         list[str]]:
+def series_figures(doc: dict[str, Any], out: Path, runs: list[tuple[str, str]],
+                   main: tuple[str, str] = (VIDEO, "the video flow")) -> tuple[list[tuple[str, Figure]], list[str]]:
     """Received rate and queuing delay of the video flow over time, the chosen runs (point, dir) overlaid, the
     cross-traffic intervals shaded."""
     rate, delay, notes = [], [], []
@@ -326,7 +339,7 @@ def series_figures(doc: dict[str, Any], out: Path, runs: list[tuple[str, str]]) 
     sources = set()
     for i, (point, d) in enumerate(runs):
         try:
-            t1, kbps, t2, q, source, sp = _run_series(out / d)
+            t1, kbps, t2, q, source, sp = _run_series(out / d, main[0])
         except Exception as e:  # a run whose files cannot be read: the others are drawn, this one named
             notes.append(f"time series of {d} left out: {type(e).__name__}: {e}")
             continue
@@ -349,7 +362,7 @@ def series_figures(doc: dict[str, Any], out: Path, runs: list[tuple[str, str]]) 
     sub = "<br><sub>the first valid run of each point; cross traffic shaded</sub>"
     if rate:
         figs.append(("series-rate", {"data": rate, "layout": {
-            "title": {"text": f"Received rate of the video flow over time ({what}){sub}", "x": 0.01, "xanchor": "left"},
+            "title": {"text": f"Received rate of {main[1]} over time ({what}){sub}", "x": 0.01, "xanchor": "left"},
             "height": 400,
             "xaxis": {"title": {"text": "time since call start (s)"}}, "yaxis": {"title": {"text": "kbit/s"}},
             "shapes": shade, "margin": {"l": 70, "r": 20, "t": 70, "b": 60}, "legend": {"orientation": "h", "y": -0.2}}}))
@@ -357,7 +370,7 @@ def series_figures(doc: dict[str, Any], out: Path, runs: list[tuple[str, str]]) 
         dwhat = "captures: mean per 1 s by departure, OWD - propagation" if src == "captures" else \
             "Tq = RTT - RTTm per getStats sample"
         figs.append(("series-delay", {"data": delay, "layout": {
-            "title": {"text": f"Queuing delay of the video flow over time ({dwhat}){sub}", "x": 0.01, "xanchor": "left"},
+            "title": {"text": f"Queuing delay of {main[1]} over time ({dwhat}){sub}", "x": 0.01, "xanchor": "left"},
             "height": 400,
             "xaxis": {"title": {"text": "time since call start (s)"}}, "yaxis": {"title": {"text": "ms"}},
             "shapes": shade, "margin": {"l": 70, "r": 20, "t": 70, "b": 60}, "showlegend": False}}))
@@ -370,14 +383,22 @@ def figures(doc: dict[str, Any], out: Path) -> tuple[list[tuple[str, Figure]], l
     phases += [ph for ph in phase_names(doc) if ph not in phases]
     figs: list[tuple[str, Figure]] = []
     notes: list[str] = []
+    main, words = main_flow(doc)
+    if main != VIDEO:
+        notes.append(f"no call in this study: the charts follow {words} ({main}); Tq (getStats) has no value")
     for flow, metric, title in BARS:
+        if main != VIDEO and metric in CALL_ONLY_METRICS:
+            continue
+        flow, title = (main, title.replace("the video flow", words)) if flow == VIDEO else (flow, title)
         f = bar_figure(doc, phases, flow, metric, title)
         if f:
             figs.append((f"bars-{metric}", f))
         else:
             notes.append(f"bars of {metric} ({flow}): no point has a value")
     for dist, title, ytitle in BOXES:
-        f = box_figure(doc, phases, dist, title, ytitle)
+        if main != VIDEO and dist in CALL_ONLY_METRICS:
+            continue
+        f = box_figure(doc, phases, dist, title.replace("the video flow", words), ytitle, main)
         if f:
             figs.append((f"box-{dist}", f))
         else:
@@ -389,7 +410,9 @@ def figures(doc: dict[str, Any], out: Path) -> tuple[list[tuple[str, Figure]], l
         notes.append("metric against a parameter: no varied parameter is numeric")
     for param, values in params.items():
         for flow, metric in SWEEP_METRICS:
-            f = sweep_figure(doc, phases, param, values, flow, metric)
+            if main != VIDEO and metric in CALL_ONLY_METRICS:
+                continue
+            f = sweep_figure(doc, phases, param, values, main if flow == VIDEO else flow, metric)
             if f:
                 figs.append((f"sweep-{param}-{metric}", f))
     chosen = [(p["name"], p["runs_used"][0]) for p in doc["points"] if p.get("runs_used")][:MAX_SERIES_RUNS]
@@ -398,7 +421,7 @@ def figures(doc: dict[str, Any], out: Path) -> tuple[list[tuple[str, Figure]], l
     shares = shares_figure(doc, out)
     if shares:
         figs.append(("shares", shares))
-    sfigs, snotes = series_figures(doc, out, chosen)
+    sfigs, snotes = series_figures(doc, out, chosen, (main, words))
     figs += sfigs
     notes += snotes
     if not sfigs:
@@ -455,16 +478,17 @@ def _link(out: Path, page: Path, run_dir: str) -> str:
 
 def points_table(doc: dict[str, Any], out: Path, page: Path, phase: str) -> str:
     v = varied(doc)
+    main, words = main_flow(doc)
     head = ["point", *v, "runs used", "queue ms", "Tq ms", "U", "loss (bytes)"]
     rows = []
     for p in doc["points"]:
         cells = [html.escape(p["name"]), *(html.escape(v[k][p["name"]]) for k in v),
                  " ".join(_link(out, page, d) for d in p.get("runs_used") or []) or "none"]
-        cells += [html.escape(fmt_stat(m, stat(p, VIDEO, phase, m), with_n=True)) for m in
+        cells += [html.escape(fmt_stat(m, stat(p, main, phase, m), with_n=True)) for m in
                   ("queuing_delay_ms_mean", "tq_ms_mean", "utilisation", "loss_ratio_bytes")]
         rows.append(f'<tr id="point-{html.escape(p["name"])}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    return (f"<p>The video flow's means in phase {html.escape(phase_title(doc, phase))}, ±95% CI half-width, n runs. "
+    return (f"<p>{html.escape(words[0].upper() + words[1:])}'s means in phase {html.escape(phase_title(doc, phase))}, ±95% CI half-width, n runs. "
             f"Click a bar, box or point of a chart to come here.</p><table><thead><tr>{th}</tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
 
