@@ -29,7 +29,7 @@ run_suite types npx --no-install tsc -p .
 node_dirs=()
 for d in scenarios/test signaling/test client/test netem/test harness/test analysis/test; do [ -d "$d" ] && node_dirs+=("$d"); done
 [ ${#node_dirs[@]} -gt 0 ] && run_suite node node --test --test-concurrency=1 "${node_dirs[@]}"
-[ -d analysis/test ] && run_suite analyzer .venv/bin/python -m pytest analysis/test -q
+[ -d analysis/test ] && run_suite analyzer .venv/bin/python -m pytest analysis/test -q --durations=15  # the slowest, for the time budget
 
 echo
 if [ ${#failed_suites[@]} -gt 0 ]; then echo "failed suites: ${failed_suites[*]}"; fi
