@@ -246,3 +246,36 @@ def test_a_real_run_without_a_call(tmp_path: Path) -> None:
              if manifest["id"] in line or "iperf3" in line]
     assert procs == []
     print(f"no-call run: {wall_s:.1f} s wall, host CPU {manifest['host_cpu_busy_fraction'] * 100:.0f}%")
+
+
+@pytest.mark.real_calls
+def test_an_interrupted_run_without_a_call_keeps_what_it_recorded(tmp_path: Path) -> None:
+    """SIGINT 3 s into the measured period: exit 1, status incomplete, the captures kept and analysable, nothing left
+    behind."""
+    scenario = tmp_path / "nocall.yaml"
+    scenario.write_text(REAL_SCENARIO.replace("duration_s: 12", "duration_s: 60"))
+    out = tmp_path / "run"
+    child = subprocess.Popen(["node", str(ROOT / "harness" / "cli.js"), "--scenario", str(scenario), "--out", str(out)],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        events = out / "events.jsonl"
+        if events.exists() and '"event":"call_start"' in events.read_text():
+            break
+        time.sleep(0.1)
+    time.sleep(3)
+    child.send_signal(2)
+    output, _ = child.communicate(timeout=60)
+    assert child.returncode == 1, output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "incomplete" and "SIGINT" in manifest["error"]
+    assert (out / "capture-b.pcap").stat().st_size > 100_000
+    r = analyse(out, "-q", "--no-dashboard")
+    assert r.returncode == 0, r.stderr
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["run"]["calls"] == 0 and 2 < m["run"]["duration_s"] < 10
+    assert any(f["protocol"] == "tcp" and f["packets_received"] > 100 for f in m["flows"])
+    assert f"rtclab-{manifest['id']}-" not in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                                             text=True).stdout
+    procs = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
+    assert [p for p in procs if manifest["id"] in p or p.startswith("iperf3")] == []
