@@ -33,9 +33,9 @@ function runCli(args, env = {}) {
     child.stdout.on('data', (d) => { output += d; });
     child.stderr.on('data', (d) => { output += d; });
     child.on('exit', (code) => {
-      // Python's json writes NaN for a number it could not compute (the event-log analysis may); read it as null.
+      // Strict JSON: a NaN or Infinity the analyzer let through would fail the parse (JSON has neither).
       const read = (/** @type {string} */ f) => (fs.existsSync(path.join(out, f))
-        ? JSON.parse(fs.readFileSync(path.join(out, f), 'utf8').replace(/\bNaN\b/g, 'null')) : null);
+        ? JSON.parse(fs.readFileSync(path.join(out, f), 'utf8')) : null);
       resolve({ code, output, manifest: read('manifest.json'), metrics: read('metrics.json') });
     });
   });
