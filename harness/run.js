@@ -40,7 +40,7 @@ const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(
 
 /**
  * @typedef {{phase: string, elapsed_s?: number, remaining_s?: number, send_kbps?: number|null, recv_kbps?: number|null,
- *   rtt_ms?: number|null, fps?: number|null, height?: number|null}} Progress
+ *   rtt_ms?: number|null, fps?: number|null, height?: number|null, calls?: number}} Progress
  * @typedef {{ scenario: any, scenarioFile: string, runDir: string, id?: string, signal?: AbortSignal,
  *   onProgress?: (p: Progress) => void, log?: (line: string) => void }} RunOptions
  *   scenario: a normalised scenario (scenarios/model.js)
@@ -99,7 +99,7 @@ class CallRun {
     /** @type {number | null} seconds from the pages loaded to media flowing both ways */
     this.connectSeconds = null;
     // Read while the network comes up. A run without a call names no browser version (none ran).
-    this.versions = this.calls.length ? collectVersions() : collectVersions().then((v) => ({ ...v, chromium: null }));
+    this.versions = collectVersions({ browser: this.calls.length > 0 });
     /** Cross-traffic clients seen starting (their item numbers) and those that failed while the run measured. */
     this.crossTraffic = { started: /** @type {Set<number>} */ (new Set()), failed: /** @type {string[]} */ ([]) };
     /** The CPUs this run is pinned to (a study's --parallel), null when it may use them all. */
@@ -414,9 +414,11 @@ class CallRun {
 
   /** @param {number} elapsed_s */
   reportProgress(elapsed_s) {
+    const remaining_s = Math.max(0, this.scenario.duration_s - elapsed_s);
+    if (!this.calls.length) { this.onProgress({ phase: 'call', elapsed_s, remaining_s, calls: 0 }); return; }
     const a = this.recorder.latest('a');
     const b = this.recorder.latest('b');
-    this.onProgress({ phase: 'call', elapsed_s, remaining_s: Math.max(0, this.scenario.duration_s - elapsed_s),
+    this.onProgress({ phase: 'call', elapsed_s, remaining_s,
       send_kbps: kbps(this.recorder.rateBps('a', 'bytes_sent')), recv_kbps: kbps(this.recorder.rateBps('b', 'bytes_received')),
       rtt_ms: a?.rtt_ms ?? null, fps: b?.fps_received ?? null, height: b?.frame_height_received ?? null });
   }

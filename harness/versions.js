@@ -41,9 +41,12 @@ function firstLineAsync(cmd, args) {
   });
 }
 
-export async function collectVersions() {
+/** @param {{ browser?: boolean }} [o] browser: false for a run without a call (Chromium is neither probed nor named) */
+export async function collectVersions({ browser = true } = {}) {
   let chromium = null;
-  try { chromium = firstLineAsync(chromiumBinary(), ['--version']); } catch { /* reported when the call starts */ }
+  if (browser) {
+    try { chromium = firstLineAsync(chromiumBinary(), ['--version']); } catch { /* reported when the call starts */ }
+  }
   const [chromiumVersion, iproute2, tcpdump, iperf3] = await Promise.all([chromium,
     firstLineAsync('ip', ['-V']), firstLineAsync('tcpdump', ['--version']), firstLineAsync('iperf3', ['--version'])]);
   return { rtclab: rtclabVersion(), chromium: chromiumVersion, kernel: os.release(), iproute2, tcpdump, iperf3, node: process.version };
