@@ -15,7 +15,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import __version__, chrome_ecn, crosscheck, fairness, getstats, metrics, multiflow, packets, queue, rundir, scenario
+from . import (__version__, chrome_ecn, crosscheck, fairness, getstats, metrics, multiflow, packets, phases, queue,
+               rundir, scenario)
 from .eventlog import analysis as eventlog_analysis
 
 # 2: queuing_delay_ms and getStats' tq_ms are measured from the configured propagation delay (their earlier
@@ -109,14 +110,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
         duration_s = recorded_s
     if duration_s is None:
         duration_s = 0.0
-    phase_list = rundir.phases(run.scenario, duration_s)
     t0_ns = int(round(t0 * 1e9))
-    lowest, highest = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)  # "all": every packet, unfiltered
-    bounds = [(p.name, (lowest if p.name == "all" else t0_ns + int(p.start_s * 1e9)),
-               (highest if p.name == "all" else t0_ns + int(p.end_s * 1e9))) for p in phase_list]
-
-    if gs is not None:
-        getstats.per_phase(gs, [(p.name, p.start_s, p.end_s) for p in phase_list if p.name != "all"])
     ssrc_kinds, pt_kinds, clocks = getstats.kinds(sides)
     ssrc_kinds = multiflow.recorded_kinds(run) | ssrc_kinds  # every call's streams, getStats' word first
     table = None
@@ -131,14 +125,28 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
             table = packets.build(caps["a"] or rundir.empty_capture(run.file("capture-a.pcap")),
                                   caps["b"] or rundir.empty_capture(run.file("capture-b.pcap")),
                                   rundir.ip_to_int(run.addr_a), rundir.ip_to_int(run.addr_b), prop)
+    # The phases follow when each cross-traffic item actually sent data (phases.py), the schedule where unknown.
+    timing, timing_gaps = phases.cross_traffic_timing(table, scen, t0_ns, rundir.ip_to_int(run.addr_a),
+                                                      rundir.ip_to_int(run.addr_b),
+                                                      {s: c is not None for s, c in caps.items()})
+    gaps += timing_gaps
+    phase_list = phases.phases(scen, duration_s, timing)
+    lowest, highest = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)  # "all": every packet, unfiltered
+    bounds = [(p.name, (lowest if p.name == "all" else t0_ns + int(p.start_s * 1e9)),
+               (highest if p.name == "all" else t0_ns + int(p.end_s * 1e9))) for p in phase_list]
+    if gs is not None:
+        getstats.per_phase(gs, [(p.name, p.start_s, p.end_s) for p in phase_list if p.name != "all"])
+    if table is not None:
         with _step(progress, "computing metrics", timings):
             flows = metrics.flows(table, bounds, ssrc_kinds, pt_kinds, clocks, t0_ns, capacity)
             for p in phase_list:
                 lo = t0_ns + int(p.start_s * 1e9)
                 hi = t0_ns + int(p.end_s * 1e9)
                 cap_bps = capacity(p.start_s, p.end_s) if capacity else None
+                # The items running in a phase are the ones its schedule names (the measured phase is where they ran).
+                tcp_flows = fairness.expected_tcp_flows(scen, p.scheduled_start_s, p.scheduled_end_s)
                 fair[p.name] = dict(
-                    fairness.connections(table, lo, hi, cap_bps, fairness.expected_tcp_flows(scen, p.start_s, p.end_s),
+                    fairness.connections(table, lo, hi, cap_bps, tcp_flows,
                                          forward_arrivals_seen=caps["b"] is not None,
                                          calls=multiflow.calls_active(run, p.start_s, p.end_s, duration_s)),
                     capacity_bps=cap_bps, start_s=p.start_s, end_s=p.end_s)
@@ -201,8 +209,10 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
         "problems": run.problems,
         "gaps": gaps,
         "scenario": scenario.to_json(scen) if scen else None,
-        "phases": [{"name": p.name, "start_s": p.start_s, "end_s": p.end_s, "cross_traffic": p.cross_traffic}
+        "phases": [{"name": p.name, "start_s": p.start_s, "end_s": p.end_s, "cross_traffic": p.cross_traffic,
+                    "scheduled_start_s": p.scheduled_start_s, "scheduled_end_s": p.scheduled_end_s}
                    for p in phase_list],
+        "cross_traffic_timing": [t.to_json() for t in timing],
         "capacity_bps": capacity(0.0, duration_s) if capacity and duration_s else None,
         "flows": flows,
         "fairness": fair,

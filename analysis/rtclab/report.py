@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .fairness import headline_fairness
+from .phases import OFF_SCHEDULE_S, off_schedule
 
 MIN_PACKETS_SHOWN = 20  # flows with fewer packets (STUN keepalives, a lone DTLS alert) stay in metrics.json only
 
@@ -25,6 +26,26 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     line = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
     return [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+
+
+def _late(delay_s: float | None) -> str:
+    return "-" if delay_s is None else f"{abs(delay_s):.1f} s {'late' if delay_s >= 0 else 'early'}"
+
+
+def _off_schedule_lines(m: dict[str, Any]) -> list[str]:
+    """One line per cross-traffic item whose data started or stopped more than OFF_SCHEDULE_S off its schedule."""
+    items = (m.get("scenario") or {}).get("cross_traffic") or []
+    out = []
+    for t in off_schedule(m.get("cross_traffic_timing") or []):
+        flows = items[t["item"]]["flows"] if t["item"] < len(items) else None
+        why = (f"; likely: iperf3 connects its {flows} streams one after the other (a round trip each) before its "
+               f"-t clock starts" if flows and flows > 1 and (t["start_delay_s"] or 0) > OFF_SCHEDULE_S else "")
+        out.append(f"cross traffic off schedule: cross_traffic[{t['item']}]"
+                   f"{f' ({flows} flows)' if flows else ''} sent data from {_f(t['first_data_s'])} s to "
+                   f"{_f(t['last_data_s'])} s, scheduled {t['scheduled_start_s']:g}-{t['scheduled_stop_s']:g} s "
+                   f"(start {_late(t['start_delay_s'])}, stop {_late(t['stop_delay_s'])}){why}; "
+                   f"the phases follow the data")
+    return out
 
 
 def render(m: dict[str, Any]) -> str:
@@ -56,6 +77,7 @@ def render(m: dict[str, Any]) -> str:
         out.append(f"problem: {p}")
     for g in m.get("gaps", []):
         out.append(f"gap: {g}")
+    out += _off_schedule_lines(m)
     for direction in ("forward", "reverse"):
         flows = [f for f in m["flows"] if f["direction"] == direction
                  and (f["packets_sent"] + f["packets_received"] + f.get("unmatched_arrivals", 0)) >= MIN_PACKETS_SHOWN]

@@ -33,14 +33,6 @@ class RunDirError(Exception):
 
 
 @dataclass
-class Phase:
-    name: str
-    start_s: float  # seconds since timings.call_start
-    end_s: float
-    cross_traffic: bool = False  # cross traffic runs through it (the phases fairness headlines)
-
-
-@dataclass
 class RunDir:
     path: Path
     manifest: dict[str, Any] = field(default_factory=dict)
@@ -154,34 +146,6 @@ def load(path: Path) -> RunDir:
     if epath.exists():
         run.events = read_jsonl(epath, run.problems)
     return run
-
-
-def phases(scenario: Scenario | None, duration_s: float) -> list[Phase]:
-    """'all', then the intervals between cross-traffic starts and stops (before / during / after)."""
-    out = [Phase("all", 0.0, duration_s)]
-    cross = scenario.cross_traffic if scenario else []
-    if not cross:
-        return out
-    bounds = {0.0, duration_s}
-    for c in cross:
-        bounds.add(min(float(c.start_s), duration_s))
-        bounds.add(min(float(c.stop_s), duration_s) if c.stop_s is not None else duration_s)
-    edges = sorted(b for b in bounds if 0.0 <= b <= duration_s)
-    first_start = min(float(c.start_s) for c in cross)
-    named: list[Phase] = []
-    for lo, hi in zip(edges, edges[1:]):
-        if hi - lo < 1e-9:
-            continue
-        active = any(c.active(lo, hi) for c in cross)
-        name = "cross_traffic" if active else ("before_cross_traffic" if hi <= first_start else "after_cross_traffic")
-        named.append(Phase(name, lo, hi, cross_traffic=active))
-    # A name that repeats (several cross-traffic periods) gets its interval appended, on every one of its phases.
-    repeated = {p.name for p in named if sum(q.name == p.name for q in named) > 1}
-    for p in named:
-        if p.name in repeated:
-            p.name = f"{p.name}_{p.start_s:g}-{p.end_s:g}s"
-    out.extend(named)
-    return out
 
 
 # --- Captures ---------------------------------------------------------------------------------------------------

@@ -195,6 +195,8 @@ def generate(cfg: SynthConfig) -> tuple[dict[str, np.ndarray], dict[str, np.ndar
     stop = d if cfg.tcp_stop_s is None else min(cfg.tcp_stop_s, d)
     for f in range(cfg.tcp_flows):
         t = _flow_times(rng, cfg.tcp_pps, cfg.tcp_start_s, stop)
+        if len(t) >= 2:  # data from the schedule's start to its stop exactly (the phases follow the data: phases.py)
+            t[0], t[-1] = cfg.tcp_start_s, stop
         n = len(t)
         fwd_parts.append(_packets(n, kind=3, proto=6, sport=40000 + f, dport=5201, ip_len=1500, t=t,
                                   tcp_seq=(1000 + np.arange(n) * 1448) % 2**32, tcp_ack=1))

@@ -189,5 +189,6 @@ def test_an_interrupted_run_covers_what_was_recorded(good_run, tmp_path):
     recorded = max(_last_timestamp_s(run / f"capture-{s}.pcap") for s in "ab") - manifest["timings"]["call_start"]
     assert m["run"]["duration_s"] == pytest.approx(recorded, abs=1e-6)
     assert m["phases"][0] == {"name": "all", "start_s": 0.0, "end_s": pytest.approx(recorded, abs=1e-6),
-                              "cross_traffic": False}
+                              "cross_traffic": False, "scheduled_start_s": 0.0,
+                              "scheduled_end_s": pytest.approx(recorded, abs=1e-6)}
     assert recorded < 5

@@ -99,11 +99,14 @@ def _call(run: Run, end_s: float, delay_ms: int = 20, every_ms: int = 10) -> Non
 
 
 def _tcp(run: Run, sport: int, start_s: float, stop_s: float, every_ms: float, delay_ms: int = 20,
-         forward: bool = True, payload: int = 1448) -> None:
+         forward: bool = True, payload: int = 1448, dport: int = 5201, last_at_stop: bool = False) -> None:
+    """Segments every every_ms from start_s, before stop_s; `last_at_stop`: one more at stop_s exactly (the phases
+    end at a cross-traffic item's last data segment). `dport`: 5201 + the item's index, as netem/cross.js."""
     n = int((stop_s - start_s) * 1000 / every_ms)
-    for i in range(n):
-        t = T0_NS + int(start_s * 1e9) + int(i * every_ms * MS)
-        run.tcp(t, [t + delay_ms * MS], sport=sport, seq=1 + i * payload, payload=payload, forward=forward)
+    times = [T0_NS + int(start_s * 1e9) + int(i * every_ms * MS) for i in range(n)]
+    for i, t in enumerate(times + ([T0_NS + int(stop_s * 1e9)] if last_at_stop else [])):
+        run.tcp(t, [t + delay_ms * MS], sport=sport, dport=dport, seq=1 + i * payload, payload=payload,
+                forward=forward)
 
 
 def _arrivals(run: Run, forward: bool = True, sport: int | None = None) -> list[tuple[int, int]]:
@@ -118,8 +121,8 @@ def _arrivals(run: Run, forward: bool = True, sport: int | None = None) -> list[
 def test_headline_jain_with_two_cross_traffic_periods(tmp_path):
     run = Run()
     _call(run, 5.0)
-    _tcp(run, 40000, 1.0, 2.0, every_ms=2)
-    _tcp(run, 40001, 3.0, 4.0, every_ms=2)
+    _tcp(run, 40000, 1.0, 2.0, every_ms=2, last_at_stop=True)
+    _tcp(run, 40001, 3.0, 4.0, every_ms=2, dport=5202, last_at_stop=True)
     sc = scenario(5.0, {"delay_ms": 20, "rate": {"kbit": 10000}},
                   cross=[{"start_s": 1, "stop_s": 2}, {"start_s": 3, "stop_s": 4}])
     run.write(tmp_path, sc)

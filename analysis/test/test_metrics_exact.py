@@ -62,8 +62,9 @@ def build_packets() -> list[Pkt]:
         f = frame(A, B, 17, udp(50000, 50001, rtp(111, 5000 + i, i * 960, 0x2222, 100, twcc=twcc)))
         twcc += 1
         pk.append(Pkt("audio", t, f, [] if i == 30 else [t + d], i * 960, 48000.0))
-    # TCP cross traffic a -> b from 1 s to 4 s, and its ACKs b -> a.
-    for i in range(300):
+    # TCP cross traffic a -> b from 1 s to 4 s, and its ACKs b -> a. Its first and last segments leave at the
+    # schedule's start and stop exactly: the phases' bounds are where its data was seen (rtclab/phases.py).
+    for i in range(301):
         t = T0_NS + 1_000_000_000 + i * 10_000_000
         d = 20_000_000 + (i % 11) * 1_000_000
         f = frame(A, B, 6, tcp(40000, 5201, 1 + i * 1448, 1, 1448))
