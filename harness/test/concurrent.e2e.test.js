@@ -18,7 +18,7 @@ const cli = fileURLToPath(new URL('../cli.js', import.meta.url));
 /** @param {string} out @returns {Promise<number | null>} */
 function call(out) {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [cli, '--duration', '12', '--out', out, '--no-analyze'], { stdio: 'ignore' });
+    const child = spawn(process.execPath, [cli, '--duration', '8', '--out', out, '--no-analyze'], { stdio: 'ignore' });
     child.on('exit', (code) => resolve(code));
   });
 }

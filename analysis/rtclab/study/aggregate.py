@@ -414,9 +414,12 @@ def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
                         pooling, point_samples = point, []
                     point_samples.append(run_samples(a.path, m, pooled_flow))
                     run_id = _get(m, "run", "id")
+                    # A point's phase is named by its schedule; each run's measured bounds (the cross traffic's
+                    # first and last data) stay in its rows of study.parquet (phase_start_s, phase_end_s).
                     for ph in m.get("phases") or []:
-                        phase_info[point].setdefault(ph["name"], {k: ph.get(k) for k in
-                                                                  ("start_s", "end_s", "cross_traffic")})
+                        phase_info[point].setdefault(ph["name"], {
+                            "start_s": ph.get("scheduled_start_s", ph.get("start_s")),
+                            "end_s": ph.get("scheduled_end_s", ph.get("end_s")), "cross_traffic": ph.get("cross_traffic")})
                     for x in run_rows(m):
                         rows.append({"study": plan["study"], "quick_factor": quick_factor, "point": point, "rep": rep,
                                      "attempt": a.attempt, "run_dir": entry["dir"], "run_id": run_id,
