@@ -28,6 +28,11 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)]
 
 
+def _shown(flow: dict[str, Any]) -> bool:
+    """Whether a flow has enough packets for the report's tables (MIN_PACKETS_SHOWN)."""
+    return flow["packets_sent"] + flow["packets_received"] + flow.get("unmatched_arrivals", 0) >= MIN_PACKETS_SHOWN
+
+
 def _late(delay_s: float | None) -> str:
     return "-" if delay_s is None else f"{abs(delay_s):.1f} s {'late' if delay_s >= 0 else 'early'}"
 
@@ -80,7 +85,7 @@ def render(m: dict[str, Any]) -> str:
     out += _off_schedule_lines(m)
     for direction in ("forward", "reverse"):
         flows = [f for f in m["flows"] if f["direction"] == direction
-                 and (f["packets_sent"] + f["packets_received"] + f.get("unmatched_arrivals", 0)) >= MIN_PACKETS_SHOWN]
+                 and _shown(f)]
         if not flows:
             continue
         out.append("")
@@ -185,8 +190,7 @@ def _ecn_lines(m: dict[str, Any]) -> list[str]:
     rows = []
     for f in m.get("flows") or []:
         e = f.get("ecn") or {}
-        if f["direction"] != "forward" or not e.get("ect_delivered") or \
-                f["packets_sent"] + f["packets_received"] + f.get("unmatched_arrivals", 0) < MIN_PACKETS_SHOWN:
+        if f["direction"] != "forward" or not e.get("ect_delivered") or not _shown(f):
             continue
         sent, got = e.get("sent") or {}, e.get("received") or {}
         rows.append([f"{f['kind']} {f['src']}>{f['dst']}",
