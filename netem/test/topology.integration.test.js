@@ -7,6 +7,7 @@ import { createNetwork } from '../index.js';
 import { newId } from '../names.js';
 import { withNetwork, execIn, newRunDir, SKIP_NO_BOTTLENECK } from '../test-support/net.js';
 import { leftovers, runPids } from '../test-support/leftovers.js';
+import { percentile } from '../test-support/pcap.js';
 
 /** Delay 0 and a rate: runs under the kernel backend on any kernel with TBF (no bottleneck binary needed). */
 const KERNEL_OK = { network: { forward: { delay_ms: 0, rate: { kbit: 10000 }, qdisc: { kind: 'fifo', limit_ms: 100 } }, reverse: { delay_ms: 0 } } };
@@ -61,17 +62,19 @@ test('kernel backend forced on a kernel without what the scenario needs: a clear
   assert.deepEqual(leftovers(id), []);
 });
 
-test('userspace: ping RTT is 50 +- 0.5 ms with 25 ms each way and no load', { skip: SKIP_NO_BOTTLENECK, timeout: 30000 }, async (t) => {
+test('userspace: ping RTT (median) is 50 +- 0.5 ms with 25 ms each way and no load', { skip: SKIP_NO_BOTTLENECK, timeout: 30000 }, async (t) => {
   const scenario = { network: { forward: { delay_ms: 25, rate: { kbit: 1000 }, qdisc: { kind: 'fifo', limit_ms: 300 } }, reverse: { delay_ms: 25 } } };
   await withNetwork(scenario, 'userspace', async (net) => {
     await execIn(net, 'a', ['ping', '-c', '1', '-W', '2', '10.0.2.2']); // ARP out of the way
     const out = await execIn(net, 'a', ['ping', '-c', '20', '-i', '0.1', '-s', '56', '10.0.2.2']);
     const rtts = [...out.matchAll(/time=([\d.]+) ms/g)].map((m) => Number(m[1]));
     const avg = rtts.reduce((s, x) => s + x, 0) / rtts.length;
-    t.diagnostic(`RTT avg ${avg.toFixed(3)} ms, min ${Math.min(...rtts)} max ${Math.max(...rtts)} over ${rtts.length}`);
+    const median = percentile(rtts, 50);
+    t.diagnostic(`RTT median ${median.toFixed(3)} avg ${avg.toFixed(3)} ms, min ${Math.min(...rtts)} max ${Math.max(...rtts)} over ${rtts.length}`);
     assert.equal(rtts.length, 20);
     // The token bucket (3028 bytes) is full when a lone ping arrives, so it is not held for its transmission time.
-    assert.ok(Math.abs(avg - 50) < 0.5, `RTT ${avg} ms`);
+    // The median: one ping caught in a stall of this VM (0.1-0.2 s at times) would move the mean of 20 by 5-10 ms.
+    assert.ok(Math.abs(median - 50) < 0.5, `RTT median ${median} ms`);
   });
 });
 
