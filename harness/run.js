@@ -474,7 +474,7 @@ class CallRun {
       calls: this.calls.map((c) => ({ id: c.call.id, files: c.files, framesDecoded: c.framesDecoded })),
       connectTimeoutS: Math.max(0, ...this.calls.map((c) => c.call.connect_timeout_s)), connectSeconds: this.connectSeconds,
       cpuLimited: this.recorder.cpuLimitedCount, samples: this.recorder.sampleCount,
-      bottleneckAlive, captures, captureEnabled: this.scenario.capture.enabled, hostCpuBusy,
+      bottleneckAlive, bottleneckCounters: net.bottleneckCounters(), captures, captureEnabled: this.scenario.capture.enabled, hostCpuBusy,
       cpuSet: this.cpuSet ?? undefined, cpuSetBusy: this.cpuSetBusy ?? undefined, eventLogs,
       crossTraffic: this.crossTrafficOutcome(),
     });

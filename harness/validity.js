@@ -6,6 +6,9 @@
 export const MAX_CPU_LIMITED_FRACTION = 0.1;
 /** Share of the host's CPU time busy over the call above which its timings (bottleneck, encoders) are suspect. */
 export const MAX_HOST_CPU_BUSY_FRACTION = 0.9;
+/** Share of a direction's forwarded packets the userspace bottleneck may release more than 10 ms after their due
+ * time: beyond it, the link the call went through is not the scenario's (delay it did not ask for, packets bunched). */
+export const MAX_LATE_RELEASE_FRACTION = 0.01;
 /** The same limit for the CPUs a pinned run was given: above it, another run (or the host) disturbed this one. */
 export const MAX_CPU_SET_BUSY_FRACTION = 0.9;
 
@@ -24,6 +27,7 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   connectTimeoutS: number, connectSeconds: number | null,
  *   cpuLimited: Record<string, number>, samples: Record<string, number>,
  *   bottleneckAlive: boolean | null,
+ *   bottleneckCounters?: Record<string, Record<string, number> | null> | null,
  *   captures: Record<string, {packets: number, dropped_by_kernel: number}> | null,
  *   captureEnabled: boolean,
  *   hostCpuBusy?: number,
@@ -36,6 +40,8 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   With several calls each call-level check is made per call, named <check>_<call id>; with none (`calls: []`, a
  *   run without a call) no call-level check is made: only the network's (bottleneck, CPU, captures, cross traffic).
  *   eventLogs: each side's RTC event logs (harness/recorder.js collectEventLogs) when the scenario records them
+ *   bottleneckCounters: per direction the userspace bottleneck's latest stats line (netem Network.bottleneckCounters);
+ *   null or absent under the kernel backend
  *   crossTraffic: the cross-traffic items that should have started (item numbers), those that did, and failures seen
  *   while the run measured; absent when the scenario has none
  */
@@ -88,6 +94,7 @@ export function validityChecks(o) {
     add('bottleneck_alive', o.bottleneckAlive, o.bottleneckAlive ? `the userspace bottleneck ran for the whole ${period.slice(4)}`
       : `the userspace bottleneck exited during ${period}`);
   }
+  if (o.bottleneckCounters) add(...bottleneckOnTime(o.bottleneckCounters));
 
   if (o.cpuSet && o.cpuSetBusy !== undefined) {
     // Pinned (a study's --parallel): the run is judged by its own CPUs; the host's are shared with the other runs.
@@ -132,4 +139,25 @@ export function validityChecks(o) {
     add('event_log_complete', problems.length === 0, problems.length ? problems.join('; ') : found.join(', '));
   }
   return { valid: checks.every((c) => c.ok), checks };
+}
+
+/**
+ * The check `bottleneck_on_time` from each direction's counters: the share of forwarded packets released more than
+ * 10 ms after their due time (the ground-truth log's `release_ns - due_ns`) against MAX_LATE_RELEASE_FRACTION.
+ * @param {Record<string, Record<string, number> | null>} counters
+ * @returns {[string, boolean, string]}
+ */
+export function bottleneckOnTime(counters) {
+  let ok = true;
+  const parts = Object.entries(counters).map(([direction, c]) => {
+    if (!c || typeof c.released_late_10ms !== 'number') {
+      ok = false;
+      return `${direction}: the bottleneck reported no release times (rebuild it: scripts/setup.sh)`;
+    }
+    const fraction = c.forwarded > 0 ? c.released_late_10ms / c.forwarded : 0;
+    ok &&= fraction <= MAX_LATE_RELEASE_FRACTION;
+    return `${direction}: ${c.released_late_10ms} of ${c.forwarded} forwarded packets (${(100 * fraction).toFixed(2)}%) ` +
+      `released more than 10 ms late, the latest ${c.max_lateness_ms.toFixed(1)} ms`;
+  });
+  return ['bottleneck_on_time', ok, `${parts.join('; ')} (limit ${100 * MAX_LATE_RELEASE_FRACTION}%)`];
 }

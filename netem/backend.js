@@ -13,10 +13,13 @@ import { checkBottleneckBuilt } from './userspace.js';
  *   startSchedules(t0_ms: number): void,
  *   alive(): boolean,
  *   processes(): { direction: string, pid: number | null, log: string }[],
+ *   counters(): Record<string, Record<string, number> | null> | null,
  *   stop(): Promise<void>,
  * }} Backend
  *   start: the bottleneck is in place when it resolves; startSchedules: capacity schedules count from t0_ms (wall
- *   clock); alive: false once a process the bottleneck needs has died; stop: idempotent.
+ *   clock); alive: false once a process the bottleneck needs has died; counters: per direction the bottleneck's
+ *   latest stats line (userspace: counts since its start), null where there is no such process (kernel); stop:
+ *   idempotent.
  * @typedef {{ event: 'capacity_change', direction: 'forward' | 'reverse', kbit: number, at_s: number, ok: boolean,
  *   by: string, error?: string }} CapacityChange
  * @typedef {{ event: 'bottleneck_exit', direction: 'forward' | 'reverse', code: number | null, signal: string | null,

@@ -198,6 +198,14 @@ export class Network extends EventEmitter {
     return this.backend.alive();
   }
 
+  /**
+   * Per direction, the userspace bottleneck's latest counters (its stats line: packets forwarded, released late, ...);
+   * null under the kernel backend.
+   */
+  bottleneckCounters() {
+    return this.backend.counters();
+  }
+
   /** Kill every process of the run, delete namespaces, root veths and the nft table. Idempotent. */
   async down() {
     if (this.isDown) return;

@@ -56,6 +56,11 @@ export class KernelBackend {
     return [];
   }
 
+  /** The kernel's qdiscs do not say when each packet was due (qdisc-stats.jsonl has their own counters). */
+  counters() {
+    return null;
+  }
+
   /** Sample qdisc statistics every interval_ms (a slow `tc` never overlaps the next sample). */
   startStats(interval_ms = 500) {
     let busy = false;

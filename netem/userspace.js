@@ -105,6 +105,20 @@ export class UserspaceBottleneck extends EventEmitter {
     return this.pid !== null && !this.exited && alive(this.pid);
   }
 
+  /**
+   * Its latest stats line (counts since its start, docs/run-directory.md), at most one stats interval old while it
+   * runs; null before the first line or if the file is unreadable.
+   * @returns {Record<string, number> | null}
+   */
+  lastCounters() {
+    try {
+      const line = readFileSync(this.stats, 'utf8').trimEnd().split('\n').pop();
+      return line ? JSON.parse(line) : null;
+    } catch {
+      return null; // not written yet, or a line cut by a kill
+    }
+  }
+
   /** Its last line that is not the "ready" handshake: its own last word when it exits. */
   lastMessage() {
     return this.log().trimEnd().split('\n').filter((l) => l && l !== 'ready').pop() ?? '';
@@ -187,6 +201,10 @@ export class UserspaceBackend {
 
   processes() {
     return this.bottlenecks.map((b) => ({ direction: b.o.direction, pid: b.pid, log: b.logFile }));
+  }
+
+  counters() {
+    return Object.fromEntries(this.bottlenecks.map((b) => [b.o.direction, b.lastCounters()]));
   }
 
   async stop() {

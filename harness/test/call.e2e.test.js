@@ -57,6 +57,8 @@ test('a 30 s call through the default scenario: captures, getStats, a valid mani
   assert.equal(manifest.status, 'complete', stderr);
   assert.equal(manifest.format_version, 3);
   assert.equal(manifest.validity.valid, true, JSON.stringify(manifest.validity, null, 1));
+  // The userspace bottleneck's own release counters were read (the check that judges its timing).
+  assert.match(manifest.validity.checks.find((/** @type {any} */ c) => c.name === 'bottleneck_on_time')?.detail ?? '', /^forward: \d+ of [1-9]\d* forwarded packets .*; reverse: \d+ of [1-9]\d* forwarded packets/);
   assert.equal(code, 0, stderr);
   assert.deepEqual(leftovers(manifest.id), []);
   for (const f of ['capture-a.pcap', 'capture-b.pcap', 'getstats-a.jsonl', 'getstats-b.jsonl', 'events.jsonl']) {

@@ -90,3 +90,20 @@ test('host CPU busy fraction comes from /proc/stat deltas', async () => {
   assert.deepEqual(a, { busy: 150, total: 1000 });
   assert.equal(busyFraction(a, b), 150 / 200);
 });
+
+test('bottleneck_on_time: more than 1% of a direction\'s forwarded packets released over 10 ms late makes the run invalid', () => {
+  const counters = (/** @type {number} */ late, /** @type {number} */ forwarded) => ({ forwarded, released_late_10ms: late, max_lateness_ms: late ? 42.5 : 0.3 });
+  const onTime = validityChecks({ ...good, bottleneckCounters: { forward: counters(10, 1000), reverse: counters(0, 500) } });
+  const check = onTime.checks.find((c) => c.name === 'bottleneck_on_time');
+  assert.equal(onTime.valid, true);
+  assert.equal(check?.detail, 'forward: 10 of 1000 forwarded packets (1.00%) released more than 10 ms late, the latest 42.5 ms; '
+    + 'reverse: 0 of 500 forwarded packets (0.00%) released more than 10 ms late, the latest 0.3 ms (limit 1%)');
+  assert.deepEqual(failing({ ...good, bottleneckCounters: { forward: counters(10, 1000), reverse: counters(6, 500) } }), ['bottleneck_on_time']);
+  // A bottleneck that forwarded nothing was never late; one that wrote no counters (or an old build) cannot vouch.
+  assert.deepEqual(failing({ ...good, bottleneckCounters: { forward: counters(0, 0), reverse: counters(0, 0) } }), []);
+  const silent = validityChecks({ ...good, bottleneckCounters: { forward: null, reverse: { forwarded: 10 } } });
+  assert.match(silent.checks.find((c) => c.name === 'bottleneck_on_time')?.detail ?? '', /forward: the bottleneck reported no release times.*reverse: the bottleneck reported no release times/);
+  assert.equal(silent.valid, false);
+  // The kernel backend has no such counters: no check.
+  assert.equal(validityChecks({ ...good, bottleneckCounters: null }).checks.some((c) => c.name === 'bottleneck_on_time'), false);
+});

@@ -3,6 +3,7 @@
 // backend's TBF + bfifo on the same scenario (conformance), and the ground-truth log against the captures.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { withNetwork, udpFlow, SKIP_NO_BOTTLENECK } from '../test-support/net.js';
 import { readPcap, readGtlog, joinCaptures, percentile, percentiles } from '../test-support/pcap.js';
@@ -110,6 +111,22 @@ test('userspace: the ground-truth log agrees with the captures', { skip: SKIP_NO
   // Sojourn + transmission + delay holds within 0.2 ms for 95% of packets even with other work on the 2 cores;
   // the tail is release lateness and veth/softirq scheduling on this VM (reported above, not asserted).
   assert.ok(modelP95 < 0.2, `p95 |OWD - (sojourn + tx + delay)| ${modelP95} ms`);
+});
+
+test('userspace: the stats\' release-lateness counters equal the log\'s release - due, packet for packet', { skip: SKIP_NO_BOTTLENECK, timeout: 30000 }, async (t) => {
+  assert.ok(userspace, 'needs the userspace overload run above');
+  const { runDir } = userspace;
+  const { records } = readGtlog(join(runDir, 'bottleneck-forward.gtlog'));
+  const late = records.filter((r) => r.event <= 1).map((r) => (r.release_ns > r.due_ns ? r.release_ns - r.due_ns : 0n));
+  const over = (/** @type {bigint} */ ns) => late.filter((x) => x > ns).length;
+  // The last line is written at exit, after the last verdict: it counts the whole run, as the log does.
+  const stats = JSON.parse(readFileSync(join(runDir, 'bottleneck-forward.stats.jsonl'), 'utf8').trimEnd().split('\n').pop() ?? '');
+  const max_ms = Number(late.reduce((m, x) => (x > m ? x : m), 0n)) / 1e6;
+  t.diagnostic(`${late.length} forwarded: late > 1 ms ${over(1_000_000n)}, > 10 ms ${over(10_000_000n)}, > 100 ms ${over(100_000_000n)}, max ${max_ms.toFixed(3)} ms`);
+  assert.equal(stats.forwarded, late.length);
+  assert.deepEqual([stats.released_late_1ms, stats.released_late_10ms, stats.released_late_100ms],
+    [over(1_000_000n), over(10_000_000n), over(100_000_000n)]);
+  assert.ok(Math.abs(stats.max_lateness_ms - max_ms) < 1e-6, `max lateness ${stats.max_lateness_ms} vs ${max_ms} ms`);
 });
 
 test('kernel TBF + bfifo gives the userspace backend\'s rate and full-buffer queuing delay within 3% (medians)', { skip: SKIP_NO_BOTTLENECK, timeout: 60000 }, async (t) => {

@@ -5,6 +5,7 @@
 mod clock;
 mod config;
 mod gtlog;
+mod lateness;
 mod link;
 mod meter;
 mod actions;

@@ -6,6 +6,7 @@
 
 use crate::clock::{self, Waiter};
 use crate::gtlog::GroundTruthLog;
+use crate::lateness::Lateness;
 use crate::link::{Link, Outcome};
 use crate::nfq::{Queue, RawPacket};
 use crate::packet::{Event, Packet};
@@ -38,6 +39,8 @@ pub struct Runtime {
     overruns_reported: u64,
     log_lost_reported: u64,
     kernel_timestamped: u64,
+    /// How late the forwarded packets were released (into every stats line).
+    lateness: Lateness,
     /// Reused lists (the loop's own, kept so that it does not allocate them per iteration).
     drops: Vec<Outcome>,
     due: Vec<Outcome>,
@@ -59,6 +62,7 @@ impl Runtime {
             overruns_reported: 0,
             log_lost_reported: 0,
             kernel_timestamped: 0,
+            lateness: Lateness::default(),
             drops: Vec::with_capacity(4096),
             due: Vec::with_capacity(4096),
             plain_ids: Vec::with_capacity(4096),
@@ -210,6 +214,7 @@ impl Runtime {
         }
         for o in due.iter() {
             self.log.write(&o.packet, o.event, release_ns);
+            self.lateness.count(release_ns, o.packet.due_ns);
         }
         Ok(())
     }
@@ -231,6 +236,7 @@ impl Runtime {
             kernel_overruns: self.kernel_overruns,
             kernel_timestamped: self.kernel_timestamped,
             log_records_lost: self.log.lost(),
+            lateness: self.lateness,
         };
         if let Some(s) = self.stats.as_mut() {
             s.write(sample);

@@ -1,6 +1,7 @@
 //! Periodic counters as JSON lines (docs/run-directory.md, `bottleneck-<direction>.stats.jsonl`). The real-time
 //! loop hands over a plain copy of the numbers (`Sample`); the writer thread turns it into JSON.
 
+use crate::lateness::Lateness;
 use crate::link::Counters;
 use crate::writer::BackgroundWriter;
 use std::io;
@@ -19,6 +20,8 @@ pub struct Sample {
     pub kernel_timestamped: u64,
     /// Ground-truth records the writer thread could not take (its ring was full).
     pub log_records_lost: u64,
+    /// How late the forwarded packets were released so far (lateness.rs).
+    pub lateness: Lateness,
 }
 
 /// Samples waiting for the writer thread: 100 s of them at the default interval.
@@ -38,6 +41,8 @@ pub fn encode(s: &Sample, out: &mut Vec<u8>) {
         "ecn_marked": c.ecn_marked, "rate_kbit": s.rate_kbit,
         "dropped_shutdown": c.dropped_shutdown, "kernel_overruns": s.kernel_overruns,
         "kernel_timestamped": s.kernel_timestamped, "log_records_lost": s.log_records_lost,
+        "released_late_1ms": s.lateness.over[0], "released_late_10ms": s.lateness.over[1],
+        "released_late_100ms": s.lateness.over[2], "max_lateness_ms": s.lateness.max_ns as f64 / 1e6,
     });
     out.extend_from_slice(line.to_string().as_bytes());
     out.push(b'\n');
@@ -82,8 +87,10 @@ mod tests {
         assert_eq!((v["queue_packets"].as_u64(), v["queue_bytes"].as_u64(), v["forwarded"].as_u64()), (Some(3), Some(4542), Some(7)));
         assert_eq!(v["rate_kbit"], 1000.0);
         assert_eq!(v["log_records_lost"], 2);
-        for k in ["enqueued", "dropped_tail", "dropped_aqm", "dropped_loss", "ecn_marked", "dropped_shutdown", "kernel_overruns", "kernel_timestamped"] {
+        for k in ["enqueued", "dropped_tail", "dropped_aqm", "dropped_loss", "ecn_marked", "dropped_shutdown", "kernel_overruns", "kernel_timestamped",
+                  "released_late_1ms", "released_late_10ms", "released_late_100ms"] {
             assert_eq!(v[k], 0, "{k}");
         }
+        assert_eq!(v["max_lateness_ms"], 0.0);
     }
 }
