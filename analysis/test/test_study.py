@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import statistics
 import subprocess
 import sys
@@ -439,3 +440,35 @@ def test_congestion_controller_metrics_aggregate_over_the_runs_event_logs(tmp_pa
     assert report.returncode == 0, report.stderr
     assert "congestion controller" in report.stdout
     assert f"{expected_n_dd['mean']:.4g} ±" in report.stdout, report.stdout
+
+
+def test_accept_invalid_uses_runs_that_failed_only_the_named_checks_and_says_so(synthetic_study: Path,
+                                                                                tmp_path: Path) -> None:
+    out = tmp_path / "copy"
+    shutil.copytree(synthetic_study, out)
+    r = run_cli("aggregate", str(out), "--accept-invalid", "host_cpu_not_saturated")
+    assert r.returncode == 0, r.stderr
+    assert "[INCLUDES 1 INVALID run(s)" in r.stdout and "host_cpu_not_saturated" in r.stdout
+    doc = json.loads((out / "study.json").read_text())
+    used = {(e["point"], e["rep"]): e for e in doc["runs"] if e["used"]}
+    # tcp3 rep 4 had two invalid attempts and no valid one: its last is used, marked; a valid attempt still wins.
+    assert used[("tcp3", 4)]["attempt"] == 2 and used[("tcp3", 4)]["accepted_invalid"] == ["host_cpu_not_saturated"]
+    assert used[("highloss", 1)]["attempt"] == 2 and "accepted_invalid" not in used[("highloss", 1)]
+    assert (doc["summary"]["runs_used"], doc["summary"]["runs_used_invalid"]) == (11, 1)
+    assert doc["accept_invalid"] == ["host_cpu_not_saturated"] and "INVALID only" in doc["statistics"]["over"]
+    tcp3 = next(p for p in doc["points"] if p["name"] == "tcp3")
+    assert tcp3["flows"]["forward:video"]["all"]["throughput_bps"]["n"] == 4
+    t = pq.read_table(out / "study.parquet").to_pydict()
+    marked = {d for d, a in zip(t["run_dir"], t["accepted_invalid"]) if a == "host_cpu_not_saturated"}
+    assert marked == {used[("tcp3", 4)]["dir"]} and set(t["accepted_invalid"]) == {None, "host_cpu_not_saturated"}
+    report = run_cli("report", str(out))
+    assert report.returncode == 0 and report.stdout.startswith("[INCLUDES 1 INVALID run(s)"), report.stdout[:300]
+    assert "tcp3 [1 INVALID]" in report.stdout and "lowloss [" not in report.stdout
+    assert "INCLUDES 1 INVALID run(s)" in (out / "dashboard.html").read_text()
+    # A check no attempt failed is refused by name (a typo would otherwise change nothing, silently).
+    bad = run_cli("aggregate", str(out), "--accept-invalid", "host_cpu_not_saturate")
+    assert bad.returncode == 2 and "host_cpu_not_saturate: no attempt of this study failed that check" in bad.stderr
+    # Without the option the aggregation is the strict one again.
+    assert run_cli("aggregate", str(out)).returncode == 0
+    strict = json.loads((out / "study.json").read_text())
+    assert (strict["summary"]["runs_used"], strict["summary"]["runs_used_invalid"], strict["invalid_note"]) == (10, 0, None)

@@ -108,7 +108,12 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
     if not (out / "plan.json").exists():
         print(f"rtclab study: {out} holds no plan.json: not a study directory", file=sys.stderr)
         return runner.EXIT_BAD_STUDY
-    doc = agg.aggregate(out, analyse_missing=not args.no_analyze)
+    accept = frozenset(n.strip() for arg in args.accept_invalid or [] for n in arg.split(",") if n.strip())
+    try:
+        doc = agg.aggregate(out, analyse_missing=not args.no_analyze, accept_invalid=accept)
+    except ValueError as e:
+        print(f"rtclab study: {e}", file=sys.stderr)
+        return runner.EXIT_BAD_STUDY
     print(agg.text_summary(doc), end="")
     print(f"wrote {out / 'study.json'}, {out / 'study.parquet'}, {_dashboard(out, doc)}")
     return runner.EXIT_OK
@@ -178,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     a = sub.add_parser("aggregate", help="study.parquet and study.json from a study directory's runs")
     a.add_argument("out_dir")
     a.add_argument("--no-analyze", action="store_true", help="leave out valid runs without metrics.json")
+    a.add_argument("--accept-invalid", action="append", metavar="CHECK[,CHECK]",
+                   help="use a repetition's last attempt that failed only these validity checks when it has no valid "
+                        "one (e.g. host_cpu_not_saturated on a small machine); every output says so")
     a.set_defaults(func=cmd_aggregate)
     rp = sub.add_parser("report", help="terminal tables per phase, point and flow, and OUT/dashboard.html")
     rp.add_argument("out_dir")

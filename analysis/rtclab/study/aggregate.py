@@ -89,8 +89,8 @@ CATALOGUE: dict[str, Metric] = {m.name: m for m in [
 ]}
 CONTROLLER_FLOW = "controller:a"  # the pseudo-flow that carries the forward sender's controller metrics
 
-FIXED_COLUMNS = ["study", "quick_factor", "point", "rep", "attempt", "run_dir", "run_id", "flow", "direction", "kind",
-                 "ssrc", "phase", "phase_start_s", "phase_end_s", "phase_cross_traffic"]
+FIXED_COLUMNS = ["study", "quick_factor", "point", "rep", "attempt", "run_dir", "run_id", "accepted_invalid", "flow",
+                 "direction", "kind", "ssrc", "phase", "phase_start_s", "phase_end_s", "phase_cross_traffic"]
 
 
 def _finite(x: Any) -> float | None:
@@ -338,8 +338,18 @@ def _as_string(v: Any) -> str | None:
     return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
 
 
-def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
-    """Writes OUT/study.parquet and OUT/study.json from OUT/plan.json and the runs; returns study.json's content."""
+def accepted_attempt(r: state.Repetition, accept_invalid: frozenset[str]) -> state.Attempt | None:
+    """A repetition without a valid attempt: its last invalid attempt whose failed checks are all in accept_invalid."""
+    for a in reversed(r.attempts):
+        if a.status == state.INVALID and a.failed_names and set(a.failed_names) <= accept_invalid:
+            return a
+    return None
+
+
+def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Writes OUT/study.parquet and OUT/study.json from OUT/plan.json and the runs; returns study.json's content.
+    accept_invalid: validity checks whose failure alone does not exclude a run (a repetition without a valid attempt
+    then uses its last attempt that failed only those); every output names them (`invalid_note`)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -348,6 +358,12 @@ def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
     points = plan["points"]
     point_names = [p["name"] for p in points]
     reps = state.scan(out, point_names, int(plan["repetitions"]))
+    failed_anywhere = {n for r in reps.values() for a in r.attempts for n in a.failed_names}
+    unknown = sorted(accept_invalid - failed_anywhere)
+    if unknown:
+        raise ValueError(f"--accept-invalid {', '.join(unknown)}: no attempt of this study failed "
+                         f"{'that check' if len(unknown) == 1 else 'those checks'} (checks that failed: "
+                         f"{', '.join(sorted(failed_anywhere)) or 'none'})")
     max_attempts = int(plan["max_attempts"])
     selected_metrics = [x for x in plan.get("metrics") or list(CATALOGUE) if x in CATALOGUE]
     flow_patterns = list(plan.get("flows") or ["*"])
@@ -376,6 +392,7 @@ def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
     runs_listed: list[dict[str, Any]] = []
     excluded: list[dict[str, Any]] = []
     missing: list[dict[str, Any]] = []
+    accepted_runs: list[str] = []
     rows: list[dict[str, Any]] = []
     phase_info: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in point_names}
     used_dirs: dict[str, list[str]] = {name: [] for name in point_names}
@@ -387,10 +404,11 @@ def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
     def pooled_flow(label: str) -> bool:
         return label not in ("bottleneck", CONTROLLER_FLOW) and any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns)
     for (point, rep), r in sorted(reps.items(), key=lambda kv: (point_names.index(kv[0][0]), kv[0][1])):
-        chosen = r.valid
+        chosen = r.valid or (accepted_attempt(r, accept_invalid) if accept_invalid else None)
         for a in r.attempts:
             entry = a.to_json(out)
             entry["used"] = False
+            accepted = a is chosen and a.status == state.INVALID
             if a is chosen:
                 mpath = a.path / "metrics.json"
                 why = None
@@ -407,6 +425,9 @@ def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
                     excluded.append(entry)
                 else:
                     entry["used"] = True
+                    if accepted:
+                        entry["accepted_invalid"] = a.failed_names
+                        accepted_runs.append(entry["dir"])
                     used_dirs[point].append(entry["dir"])
                     if pooling != point:
                         if pooling is not None:
@@ -423,6 +444,7 @@ def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
                     for x in run_rows(m):
                         rows.append({"study": plan["study"], "quick_factor": quick_factor, "point": point, "rep": rep,
                                      "attempt": a.attempt, "run_dir": entry["dir"], "run_id": run_id,
+                                     "accepted_invalid": ",".join(a.failed_names) if accepted else None,
                                      **params_of[point], **x})
             else:
                 entry["excluded_because"] = {state.INVALID: "invalid: " + "; ".join(a.failed_checks or ["?"]),
@@ -464,8 +486,14 @@ def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
             columns[c], types[c] = [_as_string(v) for v in vals], pa.string()
     table = pa.table({c: pa.array(columns[c], type=types[c]) for c in columns})
     quick_note = plan.get("quick_note")
+    invalid_note = (f"INCLUDES {len(accepted_runs)} INVALID run(s): repetitions without a valid run use an attempt "
+                    f"that failed only {', '.join(sorted(accept_invalid))} (--accept-invalid; column accepted_invalid)"
+                    if accepted_runs else None)
+    used_runs = (f"runs used: valid, or INVALID only for {', '.join(sorted(accept_invalid))}" if accepted_runs
+                 else "valid runs")
     table = table.replace_schema_metadata({"rtclab_study": plan["study"], "quick_factor": str(quick_factor),
-                                           "quick_note": quick_note or "", "phase_column": "every row is one phase"})
+                                           "quick_note": quick_note or "", "invalid_note": invalid_note or "",
+                                           "phase_column": "every row is one phase"})
     tmp = out / "study.parquet.tmp"
     pq.write_table(table, tmp)
     tmp.replace(out / "study.parquet")
@@ -511,18 +539,19 @@ def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "rtclab_version": RTCLAB_VERSION,
         "quick_factor": quick_factor, "quick_note": quick_note,
+        "accept_invalid": sorted(accept_invalid), "invalid_note": invalid_note,
         "statistics": {
-            "over": "the valid runs of a point (one per repetition); a run where a metric is undefined (null in its "
-                    "metrics.json) is left out of that metric's n",
+            "over": f"the {used_runs} of a point (one per repetition); a run where a metric is undefined (null in "
+                    "its metrics.json) is left out of that metric's n",
             "mean": "arithmetic mean", "sd": "sample standard deviation (n - 1); null when n < 2",
             "ci95": "mean -/+ t(0.975, n - 1) * sd / sqrt(n), Student's t; null when n < 2",
             "n": "runs with a value", "phase": "each statistic sits under its phase: 'all' is the whole call, the "
                                               "others as metrics.json defines phases (cross traffic)"},
-        "distributions": {"over": "the samples of the point's valid runs pooled (a run with more samples weighs more)",
+        "distributions": {"over": f"the samples of the point's {used_runs} pooled (a run with more samples weighs more)",
                           "quantiles": "p5, p25, p50, p75, p95: numpy.percentile (linear interpolation) of the pooled "
                                        "samples; the box is p25-p50-p75, the whiskers p5 and p95",
                           "n_samples": "pooled samples", "n_runs": "runs that gave a sample",
-                          "runs": "the point's valid runs", **DISTRIBUTIONS},
+                          "runs": f"the point's {used_runs}", **DISTRIBUTIONS},
         "metrics": {k: {"family": CATALOGUE[k].family, "unit": CATALOGUE[k].unit,
                         "definition": CATALOGUE[k].definition} for k in selected_metrics},
         "flows_aggregated": flow_patterns,
@@ -531,7 +560,7 @@ def aggregate(out: Path, analyse_missing: bool = True) -> dict[str, Any]:
                  "total_call_s": plan.get("total_call_s")},
         "summary": {"repetitions_with_valid_run": sum(1 for r in reps.values() if r.valid is not None),
                     "repetitions_without": len(missing), "attempts": counts, "runs_used": len(
-                        [e for e in runs_listed if e["used"]])},
+                        [e for e in runs_listed if e["used"]]), "runs_used_invalid": len(accepted_runs)},
         "runs": runs_listed, "excluded": excluded, "missing": missing,
         "points": out_points,
     }
@@ -549,6 +578,8 @@ def text_summary(doc: dict[str, Any], metrics: tuple[str, ...] = ("throughput_bp
     flow = "forward:video" if any("forward:video" in p["flows"] for p in doc["points"]) else "forward:tcp"
     if doc.get("quick_note"):
         lines.append(f"[{doc['quick_note']}]")
+    if doc.get("invalid_note"):
+        lines.append(f"[{doc['invalid_note']}]")
     head = ["point", "n"] + [f"{m} (all)" for m in metrics]
     body = []
     for p in doc["points"]:
@@ -565,7 +596,8 @@ def text_summary(doc: dict[str, Any], metrics: tuple[str, ...] = ("throughput_bp
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
     lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)))
     lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)) for b in body]
-    lines.append(f"{flow} over the whole run; mean ±95% CI half-width (Student t) over the valid runs")
+    over = "runs used (INVALID ones among them, above)" if doc.get("invalid_note") else "valid runs"
+    lines.append(f"{flow} over the whole run; mean ±95% CI half-width (Student t) over the {over}")
     s = doc["summary"]
     lines.append(f"repetitions with a valid run: {s['repetitions_with_valid_run']}, without: {s['repetitions_without']}"
                  f"; attempts: {', '.join(f'{k} {v}' for k, v in sorted(s['attempts'].items())) or 'none'}")

@@ -555,9 +555,12 @@ def render(doc: dict[str, Any], out: Path, page: Path) -> str:
     title = f"rtclab study {doc['study']}"
     quick = f'<div class="quick">{html.escape(doc["quick_note"])} (quick factor {doc["quick_factor"]:g})</div>' \
         if doc.get("quick_note") else ""
+    if doc.get("invalid_note"):
+        quick += f'<div class="quick">{html.escape(doc["invalid_note"])}</div>'
     s = doc["summary"]
+    used_invalid = f" ({s['runs_used_invalid']} of them INVALID, above)" if s.get("runs_used_invalid") else ", all valid"
     description = html.escape((doc.get("description") or "").rstrip("."))
-    summary = (f"{description}. {len(doc['points'])} point(s); {s['runs_used']} valid run(s) used; {s['repetitions_without']} repetition(s) without a valid run. Every figure has a phase "
+    summary = (f"{description}. {len(doc['points'])} point(s); {s['runs_used']} run(s) used{used_invalid}; {s['repetitions_without']} repetition(s) without a valid run. Every figure has a phase "
                "selector (top right): the cross-traffic phase first when the study has one, then the whole call. "
                "Error bars: 95% confidence interval of the mean over the point's runs (Student t; none when n &lt; "
                "2). Definitions: docs/studies.md.")

@@ -151,6 +151,12 @@ def shown_flows(doc: dict[str, Any]) -> list[str]:
     return [f for f in FLOWS_SHOWN if f in present]
 
 
+def point_label(doc: dict[str, Any], point: dict[str, Any]) -> str:
+    """The point's name, with the count of INVALID runs it uses (aggregate --accept-invalid) when there are any."""
+    k = sum(1 for r in doc.get("runs") or [] if r.get("used") and r.get("accepted_invalid") and r["point"] == point["name"])
+    return f"{point['name']} [{k} INVALID]" if k else str(point["name"])
+
+
 def tables(doc: dict[str, Any], phase: str, metrics: list[str] | None = None) -> list[Table]:
     """The report's tables for one phase: the packet flows (point x flow) and the bottleneck (per point)."""
     title = f"phase {phase_title(doc, phase)}"
@@ -166,7 +172,7 @@ def tables(doc: dict[str, Any], phase: str, metrics: list[str] | None = None) ->
                     continue
                 ns = {c["n"] for c in cells if c is not None}
                 n = str(max(ns)) if ns else "0"
-                rows.append([p["name"], flow, n] + [fmt_stat(m, c, with_n=len(ns) > 1)
+                rows.append([point_label(doc, p), flow, n] + [fmt_stat(m, c, with_n=len(ns) > 1)
                                                     for m, c in zip(flow_metrics, cells)])
         out.append(Table(f"{title}: flows", ["point", "flow", "n"] + [HEADERS.get(m, m) for m in flow_metrics], rows))
     if neck_metrics:
@@ -174,7 +180,7 @@ def tables(doc: dict[str, Any], phase: str, metrics: list[str] | None = None) ->
         for p in doc["points"]:
             cells = [stat(p, "bottleneck", phase, m) for m in neck_metrics]
             ns = {c["n"] for c in cells if c is not None}
-            rows.append([p["name"], str(max(ns)) if ns else "0"] + [fmt_stat(m, c, with_n=len(ns) > 1)
+            rows.append([point_label(doc, p), str(max(ns)) if ns else "0"] + [fmt_stat(m, c, with_n=len(ns) > 1)
                                                                     for m, c in zip(neck_metrics, cells)])
         out.append(Table(f"{title}: forward bottleneck", ["point", "n"] + [HEADERS.get(m, m) for m in neck_metrics],
                          rows))
@@ -185,7 +191,7 @@ def tables(doc: dict[str, Any], phase: str, metrics: list[str] | None = None) ->
         for p in doc["points"]:
             cells = [stat(p, CONTROLLER_FLOW, phase, m) for m in ctrl_metrics]
             ns = {c["n"] for c in cells if c is not None}
-            rows.append([p["name"], str(max(ns)) if ns else "0"] + [fmt_stat(m, c, with_n=len(ns) > 1)
+            rows.append([point_label(doc, p), str(max(ns)) if ns else "0"] + [fmt_stat(m, c, with_n=len(ns) > 1)
                                                                     for m, c in zip(ctrl_metrics, cells)])
         out.append(Table(f"{title}: the forward sender's congestion controller (RTC event log)",
                          ["point", "n"] + [HEADERS.get(m, m) for m in ctrl_metrics], rows))
@@ -194,14 +200,19 @@ def tables(doc: dict[str, Any], phase: str, metrics: list[str] | None = None) ->
 
 def render(doc: dict[str, Any], phase: str | None = None, metrics: list[str] | None = None) -> str:
     """The whole terminal report."""
-    lines = [f"study {doc['study']}: {len(doc['points'])} point(s), {doc['summary']['runs_used']} valid run(s) used"]
+    used, invalid = doc["summary"]["runs_used"], doc["summary"].get("runs_used_invalid") or 0
+    lines = [f"study {doc['study']}: {len(doc['points'])} point(s), "
+             + (f"{used} run(s) used, {invalid} of them INVALID" if invalid else f"{used} valid run(s) used")]
+    if doc.get("invalid_note"):
+        lines.insert(0, f"[{doc['invalid_note']}]")
     if doc.get("quick_note"):
         lines.insert(0, f"[{doc['quick_note']}]")
     text = "\n".join(lines) + "\n"
     for ph in report_phases(doc, phase):
         for t in tables(doc, ph, metrics):
             text += "\n" + t.render()
-    text += ("\nmean ±95% CI half-width (Student t) over each point's valid runs; n = runs with a value (n=k in a cell "
+    over = "runs used ([k INVALID]: k of them invalid, above)" if invalid else "valid runs"
+    text += (f"\nmean ±95% CI half-width (Student t) over each point's {over}; n = runs with a value (n=k in a cell "
              "where it differs); no ± when n < 2. rate = goodput, link-layer bits received; U = rate / capacity; loss "
              "= bytes lost / sent; queue = one-way delay - propagation delay (captures); Tq = RTCP RTT - RTTm "
              "(getStats); fair share = capacity / competitors (docs/studies.md)\n")

@@ -38,6 +38,7 @@ class Attempt:
     run_status: str | None  # manifest.json status
     error: str | None
     failed_checks: list[str] = field(default_factory=list)
+    failed_names: list[str] = field(default_factory=list)  # the names of failed_checks' checks
     exit_code: int | None = None
     wall_s: float | None = None
 
@@ -127,7 +128,8 @@ def classify(path: Path, point: str, rep: int, attempt: int, log: dict[str, Any]
         manifest = {}
     run_status = manifest.get("status") if manifest else None
     validity = manifest.get("validity") or {}
-    failed = [f"{c.get('name')}: {c.get('detail')}" for c in validity.get("checks") or [] if c.get("ok") is False]
+    failed_c = [c for c in validity.get("checks") or [] if isinstance(c, dict) and c.get("ok") is False]
+    failed = [f"{c.get('name')}: {c.get('detail')}" for c in failed_c]
     end = (log or {}).get("end")
     started_by_study = log is not None and "start" in log
     if run_status == "complete" and validity.get("valid") is True:
@@ -142,6 +144,7 @@ def classify(path: Path, point: str, rep: int, attempt: int, log: dict[str, Any]
         status = INTERRUPTED if interrupted else INCOMPLETE
     return Attempt(point=point, rep=rep, attempt=attempt, path=path, status=status, run_status=run_status,
                    error=None if status == VALID else error, failed_checks=failed,
+                   failed_names=[str(c.get("name")) for c in failed_c],
                    exit_code=(end or {}).get("exit_code"), wall_s=(end or {}).get("wall_s"))
 
 
