@@ -29,7 +29,12 @@ run_suite types npx --no-install tsc -p .
 node_dirs=()
 for d in scenarios/test signaling/test client/test netem/test harness/test analysis/test; do [ -d "$d" ] && node_dirs+=("$d"); done
 [ ${#node_dirs[@]} -gt 0 ] && run_suite node node --test --test-concurrency=1 "${node_dirs[@]}"
-[ -d analysis/test ] && run_suite analyzer .venv/bin/python -m pytest analysis/test -q --durations=15  # the slowest, for the time budget
+# The analyzer: its tests without real calls on every core (pytest-xdist), then the real calls one at a time, with
+# their durations (the slowest part of the time budget).
+if [ -d analysis/test ]; then
+  run_suite analyzer .venv/bin/python -m pytest analysis/test -q -m "not real_calls" -n auto
+  run_suite analyzer-real-calls .venv/bin/python -m pytest analysis/test -q -m real_calls -p no:xdist --durations=8
+fi
 
 echo
 if [ ${#failed_suites[@]} -gt 0 ]; then echo "failed suites: ${failed_suites[*]}"; fi
