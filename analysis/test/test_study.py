@@ -465,6 +465,8 @@ def test_accept_invalid_uses_runs_that_failed_only_the_named_checks_and_says_so(
     assert report.returncode == 0 and report.stdout.startswith("[INCLUDES 1 INVALID run(s)"), report.stdout[:300]
     assert "tcp3 [1 INVALID]" in report.stdout and "lowloss [" not in report.stdout
     assert "INCLUDES 1 INVALID run(s)" in (out / "dashboard.html").read_text()
+    compared = run_cli("compare", str(synthetic_study), str(out), "--out", str(tmp_path / "compare.html"))
+    assert compared.returncode == 0 and "1 INVALID run(s) included" in compared.stdout, compared.stdout[:500]
     # A check no attempt failed is refused by name (a typo would otherwise change nothing, silently).
     bad = run_cli("aggregate", str(out), "--accept-invalid", "host_cpu_not_saturate")
     assert bad.returncode == 2 and "host_cpu_not_saturate: no attempt of this study failed that check" in bad.stderr
