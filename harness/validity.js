@@ -152,7 +152,7 @@ export function bottleneckOnTime(counters) {
   const parts = Object.entries(counters).map(([direction, c]) => {
     if (!c || typeof c.released_late_10ms !== 'number') {
       ok = false;
-      return `${direction}: the bottleneck reported no release times (rebuild it: scripts/setup.sh)`;
+      return `${direction}: no whole line of the bottleneck's stats file holds its release times (an old build? scripts/setup.sh rebuilds it)`;
     }
     const fraction = c.forwarded > 0 ? c.released_late_10ms / c.forwarded : 0;
     ok &&= fraction <= MAX_LATE_RELEASE_FRACTION;

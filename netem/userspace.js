@@ -106,16 +106,23 @@ export class UserspaceBottleneck extends EventEmitter {
   }
 
   /**
-   * Its latest stats line (counts since its start, docs/run-directory.md), at most one stats interval old while it
-   * runs; null before the first line or if the file is unreadable.
+   * Its latest whole stats line (counts since its start, docs/run-directory.md), at most one stats interval old while
+   * it runs; null before the first line or if the file is unreadable.
    * @returns {Record<string, number> | null}
    */
   lastCounters() {
+    let text;
     try {
-      const line = readFileSync(this.stats, 'utf8').trimEnd().split('\n').pop();
-      return line ? JSON.parse(line) : null;
+      text = readFileSync(this.stats, 'utf8');
     } catch {
-      return null; // not written yet, or a line cut by a kill
+      return null; // not written yet
+    }
+    // Only lines that end in a newline: the writer thread may be in the middle of the next one.
+    const whole = text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean);
+    try {
+      return whole.length ? JSON.parse(whole[whole.length - 1]) : null;
+    } catch {
+      return null; // a damaged line (a disk that filled): no counters to vouch for the run
     }
   }
 
