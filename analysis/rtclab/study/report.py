@@ -151,15 +151,17 @@ def shown_flows(doc: dict[str, Any]) -> list[str]:
     return [f for f in FLOWS_SHOWN if f in present]
 
 
-def point_label(doc: dict[str, Any], point: dict[str, Any]) -> str:
-    """The point's name, with the count of INVALID runs it uses (aggregate --accept-invalid) when there are any."""
-    k = sum(1 for r in doc.get("runs") or [] if r.get("used") and r.get("accepted_invalid") and r["point"] == point["name"])
-    return f"{point['name']} [{k} INVALID]" if k else str(point["name"])
+def point_labels(doc: dict[str, Any]) -> dict[str, str]:
+    """Each point's name, with the count of INVALID runs it uses (aggregate --accept-invalid) when there are any."""
+    invalid = Counter(r["point"] for r in doc.get("runs") or [] if r.get("used") and r.get("accepted_invalid"))
+    return {p["name"]: f"{p['name']} [{invalid[p['name']]} INVALID]" if invalid[p["name"]] else str(p["name"])
+            for p in doc["points"]}
 
 
 def tables(doc: dict[str, Any], phase: str, metrics: list[str] | None = None) -> list[Table]:
     """The report's tables for one phase: the packet flows (point x flow) and the bottleneck (per point)."""
     title = f"phase {phase_title(doc, phase)}"
+    label = point_labels(doc)
     flow_metrics = [m for m in (metrics or FLOW_METRICS) if CATALOGUE[m].family == "flow"]
     neck_metrics = [m for m in (metrics or BOTTLENECK_METRICS) if CATALOGUE[m].family == "bottleneck"]
     out = []
@@ -172,7 +174,7 @@ def tables(doc: dict[str, Any], phase: str, metrics: list[str] | None = None) ->
                     continue
                 ns = {c["n"] for c in cells if c is not None}
                 n = str(max(ns)) if ns else "0"
-                rows.append([point_label(doc, p), flow, n] + [fmt_stat(m, c, with_n=len(ns) > 1)
+                rows.append([label[p["name"]], flow, n] + [fmt_stat(m, c, with_n=len(ns) > 1)
                                                     for m, c in zip(flow_metrics, cells)])
         out.append(Table(f"{title}: flows", ["point", "flow", "n"] + [HEADERS.get(m, m) for m in flow_metrics], rows))
     if neck_metrics:
@@ -180,7 +182,7 @@ def tables(doc: dict[str, Any], phase: str, metrics: list[str] | None = None) ->
         for p in doc["points"]:
             cells = [stat(p, "bottleneck", phase, m) for m in neck_metrics]
             ns = {c["n"] for c in cells if c is not None}
-            rows.append([point_label(doc, p), str(max(ns)) if ns else "0"] + [fmt_stat(m, c, with_n=len(ns) > 1)
+            rows.append([label[p["name"]], str(max(ns)) if ns else "0"] + [fmt_stat(m, c, with_n=len(ns) > 1)
                                                                     for m, c in zip(neck_metrics, cells)])
         out.append(Table(f"{title}: forward bottleneck", ["point", "n"] + [HEADERS.get(m, m) for m in neck_metrics],
                          rows))
@@ -191,7 +193,7 @@ def tables(doc: dict[str, Any], phase: str, metrics: list[str] | None = None) ->
         for p in doc["points"]:
             cells = [stat(p, CONTROLLER_FLOW, phase, m) for m in ctrl_metrics]
             ns = {c["n"] for c in cells if c is not None}
-            rows.append([point_label(doc, p), str(max(ns)) if ns else "0"] + [fmt_stat(m, c, with_n=len(ns) > 1)
+            rows.append([label[p["name"]], str(max(ns)) if ns else "0"] + [fmt_stat(m, c, with_n=len(ns) > 1)
                                                                     for m, c in zip(ctrl_metrics, cells)])
         out.append(Table(f"{title}: the forward sender's congestion controller (RTC event log)",
                          ["point", "n"] + [HEADERS.get(m, m) for m in ctrl_metrics], rows))
