@@ -1,39 +1,119 @@
 #!/usr/bin/env bash
-# Runs every test suite of rtclab (after scripts/setup.sh), each suite even when an earlier one failed, and ends with
-# one summary line. Suites that place real calls or build namespaces need root.
+# Runs rtclab's tests (after scripts/setup.sh), in two tiers, each suite even when an earlier one failed, and ends with
+# one line, "N passed, N failed", totalled from each runner's own report (JUnit XML from node --test and pytest, read
+# by scripts/junit-totals.py; cargo test's "test result:" lines).
+#   bash scripts/test.sh          both tiers (npm test)
+#   bash scripts/test.sh --fast   the fast tier only, for the edit loop (npm run test:fast; about a minute here)
+#   bash scripts/test.sh --real   the real tier only
+#
+# Which tier a test is in, by one rule:
+#   real tier: what needs root and the machine's quiet: network namespaces, tc, a real Chromium, real calls.
+#     Node: files named *.integration.test.js (namespaces, the bottleneck, or a real browser) or *.e2e.test.js
+#     (real calls through the emulated network). pytest: tests marked `real_calls` or `integration`
+#     (pyproject.toml).
+#   fast tier: everything else: unit, plan, property and conformance tests, the type checks (tsc; mypy in
+#     analysis/test/test_types.py) and cargo's tests. A new test is fast unless its file name or marker says otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+tier=all
+case "${1:-}" in
+  '') ;;
+  --fast) tier=fast ;;
+  --real) tier=real ;;
+  *) echo "usage: scripts/test.sh [--fast | --real]" >&2; exit 2 ;;
+esac
 passed=0 failed=0 failed_suites=()
-log=$(mktemp -d)/test
+log=$(mktemp -d /tmp/rtclab-test.XXXXXX)
+trap 'rm -rf "$log"' EXIT
+started=$SECONDS
 
-run_suite() { # name, command...
-  local name=$1; shift
-  echo "=== $name: $*"
-  "$@" 2>&1 | tee "$log.$name"
-  local rc=${PIPESTATUS[0]}
-  local p f
-  # Count tests from each runner's own closing lines.
-  p=$(grep -hoP '^# pass \K\d+|test result: \w+\. \K\d+(?= passed)|(?<![\w])\d+(?= passed)' "$log.$name" | tail -n +1 | awk '{s+=$1} END {print s+0}')
-  f=$(grep -hoP '^# fail \K\d+|test result: \w+\. \d+ passed; \K\d+(?= failed)|(?<![\w])\d+(?= failed)' "$log.$name" | awk '{s+=$1} END {print s+0}')
+# A suite's output goes to $log/NAME.out (and to the terminal as it comes, unless it runs beside another suite: then
+# it is shown whole when counted); how it is totalled is given by its kind:
+#   junit FILE: the JUnit XML the runner wrote; cargo: cargo test's "test result:" lines; none: a check without tests
+#   (tsc), one failure when it fails.
+run_suite() { # name kind report live|quiet command...
+  local name=$1 kind=$2 report=$3 show=$4 t0=$SECONDS rc; shift 4
+  [ "$show" = live ] && echo "=== $name: $*"
+  if [ "$show" = live ]; then "$@" 2>&1 | tee "$log/$name.out"; rc=${PIPESTATUS[0]}
+  else "$@" >"$log/$name.out" 2>&1; rc=$?; fi
+  echo "$kind $report $show $((SECONDS - t0)) $rc" >"$log/$name.meta"
+}
+count_suite() { # name: shows its output (unless it was shown live) and adds its totals
+  local name=$1 kind report show secs rc p f
+  [ -f "$log/$name.meta" ] || return 0
+  read -r kind report show secs rc <"$log/$name.meta"
+  [ "$show" = live ] || { echo "=== $name"; cat "$log/$name.out"; }
+  case $kind in
+    junit) read -r p f < <(python3 scripts/junit-totals.py "$report") ;;
+    cargo) read -r p f < <(grep -hoP '^test result: \w+\. \K\d+ passed; \d+(?= failed)' "$log/$name.out" \
+             | awk -F'[ ;]+' '{p+=$1; f+=$3} END {print p+0, f+0}') ;;
+    *) p=0 f=0 ;;
+  esac
+  echo "=== $name: $p passed, $f failed, exit $rc, $secs s"
   passed=$((passed + p)); failed=$((failed + f))
   if [ "$rc" -ne 0 ]; then
     failed_suites+=("$name")
-    [ "$f" -eq 0 ] && failed=$((failed + 1)) # a suite that crashed before counting still counts as a failure
+    [ "$f" -eq 0 ] && failed=$((failed + 1)) # a suite that failed without a failed test (crash, tsc) is one failure
   fi
 }
 
-[ -f netem/bottleneck/Cargo.toml ] && run_suite bottleneck cargo test --release --locked --quiet --manifest-path netem/bottleneck/Cargo.toml
-for d in analysis/*/Cargo.toml; do [ -f "$d" ] && run_suite "$(basename "$(dirname "$d")")" cargo test --release --locked --quiet --manifest-path "$d"; done
-# TypeScript's checker over the JavaScript (tsconfig.json: checkJs); it prints nothing when every file checks.
-run_suite types npx --no-install tsc -p .
-node_dirs=()
-for d in scenarios/test signaling/test client/test netem/test harness/test analysis/test; do [ -d "$d" ] && node_dirs+=("$d"); done
-[ ${#node_dirs[@]} -gt 0 ] && run_suite node node --test --test-concurrency=1 "${node_dirs[@]}"
-# The analyzer: its tests without real calls on every core (pytest-xdist), then the real calls one at a time, with
-# their durations (the slowest part of the time budget).
-if [ -d analysis/test ]; then
-  run_suite analyzer .venv/bin/python -m pytest analysis/test -q -m "not real_calls" -n auto
-  run_suite analyzer-real-calls .venv/bin/python -m pytest analysis/test -q -m real_calls -p no:xdist --durations=8
+node_tests() { # fast | real: the Node test files of that tier
+  local f
+  for f in scenarios/test/*.test.js signaling/test/*.test.js client/test/*.test.js netem/test/*.test.js \
+           harness/test/*.test.js analysis/test/*.test.js; do
+    [ -f "$f" ] || continue
+    case $f in
+      *.integration.test.js | *.e2e.test.js) [ "$1" = real ] && echo "$f" ;;
+      *) [ "$1" = fast ] && echo "$f" ;;
+    esac
+  done
+}
+# The junit reporter to a file for the totals, and the spec reporter for the reader.
+node_test() { # report concurrency files...
+  local report=$1 concurrency=$2; shift 2
+  node --test --test-concurrency="$concurrency" --test-reporter=junit --test-reporter-destination="$report" \
+    --test-reporter=spec --test-reporter-destination=stdout "$@"
+}
+
+if [ "$tier" != real ]; then
+  echo "=== fast tier"
+  # Two lanes at once: pytest on both cores (pytest-xdist), and beside it the cargo tests, the TypeScript checker and
+  # node's tests (four files at a time: most of their time is spent waiting on the processes they start). Safe: no
+  # fast test measures time against a budget or needs the machine to itself (the timing-sensitive ones are in the
+  # real tier, run alone below), so sharing the cores only makes them slower, never wrong.
+  if [ -d analysis/test ]; then
+    run_suite analyzer junit "$log/analyzer.xml" quiet .venv/bin/python -m pytest analysis/test -q -n auto \
+      -m "not real_calls and not integration" --durations=5 --junitxml="$log/analyzer.xml" &
+  fi
+  [ -f netem/bottleneck/Cargo.toml ] && run_suite bottleneck cargo - quiet cargo test --release --locked --quiet --manifest-path netem/bottleneck/Cargo.toml
+  for d in analysis/*/Cargo.toml; do
+    [ -f "$d" ] && run_suite "$(basename "$(dirname "$d")")" cargo - quiet cargo test --release --locked --quiet --manifest-path "$d"
+  done
+  # TypeScript's checker over the JavaScript (tsconfig.json: checkJs); it prints nothing when every file checks.
+  run_suite types none - quiet npx --no-install tsc -p .
+  mapfile -t fast < <(node_tests fast)
+  [ ${#fast[@]} -gt 0 ] && run_suite node junit "$log/node.xml" quiet node_test "$log/node.xml" 4 "${fast[@]}"
+  wait
+  for name in bottleneck core types node analyzer; do count_suite "$name"; done
+  echo "=== fast tier: $((SECONDS - started)) s"
+fi
+
+if [ "$tier" != fast ]; then
+  echo "=== real tier"
+  real_started=$SECONDS
+  # One at a time, and nothing else at once: real calls check that the machine's CPU was not saturated during the call
+  # (host_cpu_not_saturated), and the bottleneck's tests measure its timing; work beside them would make sound code fail.
+  mapfile -t real < <(node_tests real)
+  if [ ${#real[@]} -gt 0 ]; then
+    run_suite node-real junit "$log/node-real.xml" live node_test "$log/node-real.xml" 1 "${real[@]}"
+    count_suite node-real
+  fi
+  if [ -d analysis/test ]; then
+    run_suite analyzer-real junit "$log/analyzer-real.xml" live .venv/bin/python -m pytest analysis/test -q -p no:xdist \
+      -m "real_calls or integration" --durations=8 --junitxml="$log/analyzer-real.xml"
+    count_suite analyzer-real
+  fi
+  echo "=== real tier: $((SECONDS - real_started)) s"
 fi
 
 echo

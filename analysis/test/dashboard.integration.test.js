@@ -73,8 +73,8 @@ test('dashboard of a 60 s run loads in Chromium without errors, every chart with
     assert.deepEqual(external, [], 'the page must not load anything from the network');
     const ids = charts.map((c) => c.id);
     assert.deepEqual(ids, ['timeseries', 'owd', 'cdf']);
-    // rates, congestion controller, RTT/Tq, loss events, fps, resolution
-    assert.equal(charts[0].panels, 6, JSON.stringify(charts[0]));
+    // rates, congestion controller, RTT/Tq, loss events, fps, resolution, CPU per component (cpu.jsonl)
+    assert.equal(charts[0].panels, 7, JSON.stringify(charts[0]));
     for (const c of charts) {
       assert.ok(c.traces > 0 && c.points > 0 && c.drawn, `chart ${c.id} has no data: ${JSON.stringify(c)}`);
       assert.deepEqual(c.empty, [], `chart ${c.id} has panels without data`);

@@ -144,6 +144,29 @@ test('VP8 call: connects, streams full getStats at the interval, decodes video, 
     });
 });
 
+test('direction forward: only the caller sends; the callee opens no camera, answers recvonly and decodes', async (t) => {
+  await withCall(t, { room: 'forward', call: { codec: 'VP8', direction: 'forward' }, getstats_interval_ms: 500, media_ms: 2500 },
+    async ([caller, callee]) => {
+      const last = (/** @type {TestPeer} */ p) => statsOf(p).at(-1).report;
+      const sent = (/** @type {TestPeer} */ p, /** @type {string} */ kind) => last(p)
+        .filter((/** @type {any} */ s) => s.type === 'outbound-rtp' && s.kind === kind).reduce((n, /** @type {any} */ s) => n + (s.packetsSent ?? 0), 0);
+      const decoded = (/** @type {TestPeer} */ p) => last(p).find((/** @type {any} */ s) => s.type === 'inbound-rtp' && s.kind === 'video')?.framesDecoded ?? 0;
+      assert.ok(sent(caller, 'video') > 0 && sent(caller, 'audio') > 0, 'the caller sends video and audio');
+      assert.equal(sent(callee, 'video') + sent(callee, 'audio'), 0, 'the callee sends no media');
+      assert.ok(decoded(callee) > 0, 'the callee decodes the caller\'s video');
+      assert.equal(decoded(caller), 0, 'the caller receives no video');
+      assert.equal(callee.reports.filter((r) => r.kind === 'media').length, 0, 'the callee opened no camera or microphone');
+      assert.ok(!caller.reports.some((r) => r.kind === 'state' && r.payload.event === 'media-flowing'), 'the caller waits for no remote video');
+      const answer = await callee.page.evaluate(() => /** @type {any} */ (window).rtclab.call.pc.localDescription.sdp);
+      const directions = [...answer.matchAll(/a=(sendrecv|sendonly|recvonly|inactive)/g)].map((m) => m[1]);
+      assert.deepEqual([...new Set(directions)], ['recvonly'], `the answer's directions: ${directions}`);
+      for (const peer of [caller, callee]) {
+        const preview = await peer.page.evaluate(() => /** @type {HTMLVideoElement} */ (document.getElementById('local')).srcObject !== null);
+        assert.equal(preview, false, 'no local preview unless call.local_preview');
+      }
+    });
+});
+
 for (const codec of ['VP9', 'H264', 'AV1']) {
   test(`${codec} call: the requested codec is sent and decoded on both sides`, async (t) => {
     await withCall(t, { room: codec.toLowerCase(), call: { codec, red_fec: false, max_bitrate_kbps: null }, getstats_interval_ms: 500, media_ms: 2500 },
