@@ -25,8 +25,12 @@ import { liveNumbers } from './stats.js';
  */
 export async function startCall(config, socket, view) {
   // The callee sends its first video track only: the tracks under study go caller -> callee, and every extra track
-  // the callee sent back would cost an encoder and a decoder on this machine's CPUs (docs/multiflow.md).
-  const media = await acquireMedia(config.role === 'callee' ? { ...config.call, tracks: config.call.tracks.slice(0, 1) } : config.call);
+  // the callee sent back would cost an encoder and a decoder on this machine's CPUs (docs/multiflow.md). With
+  // direction `forward` it sends nothing at all: no camera, no microphone, no encoder (its transceivers answer
+  // recvonly, negotiation.js).
+  const forwardOnly = config.call.direction === 'forward';
+  const media = config.role === 'callee' && forwardOnly ? { stream: new MediaStream(), video: [] }
+    : await acquireMedia(config.role === 'callee' ? { ...config.call, tracks: config.call.tracks.slice(0, 1) } : config.call);
   const { stream } = media;
   view.onLocalStream(stream);
 
@@ -68,7 +72,9 @@ export async function startCall(config, socket, view) {
       .then((framesDecoded) => (framesDecoded === null ? undefined : state.report('media-flowing', { framesDecoded })))
       .catch(reportError);
   };
-  if (config.call.start_s === 0) watchMedia();
+  // A caller that receives nothing (direction forward) has no remote video to wait for.
+  const receivesVideo = !(forwardOnly && config.role === 'caller');
+  if (config.call.start_s === 0 && receivesVideo) watchMedia();
 
   return {
     pc,
@@ -76,7 +82,7 @@ export async function startCall(config, socket, view) {
     /** A call joining (true) or leaving (false): every encoding switched on or off, then a `sending` state. */
     setSending: async (on) => {
       await setSending(pc, on);
-      if (on) watchMedia();
+      if (on && receivesVideo) watchMedia();
       await state.report('sending', { on });
     },
     hangup: async (reason = 'hangup') => {

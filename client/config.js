@@ -19,6 +19,8 @@ export const CALL_FIELDS = Object.freeze({
   max_bitrate_kbps: { type: ['number', 'null'], exclusiveMinimum: 0 },
   degradation_preference: { enum: ['balanced', 'maintain-framerate', 'maintain-resolution'] },
   audio: { type: 'boolean' },
+  direction: { enum: ['both', 'forward'] },
+  local_preview: { type: 'boolean' },
   priority: { enum: ['very-low', 'low', 'medium', 'high'] },
   network_priority: { enum: ['very-low', 'low', 'medium', 'high'] },
   start_s: { type: 'number', minimum: 0 },
@@ -77,7 +79,8 @@ function breaks(value, rule) {
 
 /**
  * @typedef {{ codec: string, red_fec: boolean, width: number, height: number, fps: number,
- *   max_bitrate_kbps: number | null, degradation_preference: RTCDegradationPreference | string, audio: boolean,
+ *   max_bitrate_kbps: number | null, degradation_preference: RTCDegradationPreference | string, audio: boolean, direction: 'both' | 'forward',
+ *   local_preview: boolean,
  *   priority: RTCPriorityType, network_priority: RTCPriorityType, tracks: TrackSettings[], start_s: number }} CallSettings
  *   start_s: above 0, the call's media starts switched off (a call that joins later)
  * @typedef {{ id: string, priority: RTCPriorityType, network_priority: RTCPriorityType,

@@ -20,7 +20,11 @@ const format = (/** @type {number | null} */ value, /** @type {string} */ unit, 
   value === null || value === undefined ? '-' : `${value.toFixed(digits)} ${unit}`;
 
 const view = {
-  onLocalStream: (/** @type {MediaStream} */ stream) => { /** @type {HTMLVideoElement} */ ($('local')).srcObject = stream; },
+  // Only when asked (call.local_preview): drawing 720p frames 30 times a second costs the renderer and the GPU
+  // process CPU that the call needs, and nobody looks at a run's page (docs/harness.md, "A run's CPU").
+  onLocalStream: (/** @type {MediaStream} */ stream) => {
+    if (/** @type {any} */ (window).rtclab.config.call.local_preview) /** @type {HTMLVideoElement} */ ($('local')).srcObject = stream;
+  },
   onRemoteStream: (/** @type {MediaStream} */ stream) => { /** @type {HTMLVideoElement} */ ($('remote')).srcObject = stream; },
   onStatus: (/** @type {string} */ text) => { $('status').textContent = text; },
   onNumbers: (/** @type {any} */ n) => {

@@ -126,6 +126,8 @@ export class Negotiation {
   async #answer(message) {
     const { pc } = this;
     await pc.setRemoteDescription({ type: 'offer', sdp: message.sdp });
+    // Media only from caller to callee: every m-section answered recvonly, whatever this page captured.
+    if (this.config.call.direction === 'forward') for (const t of pc.getTransceivers()) t.direction = 'recvonly';
     setCodecPreferences(pc, this.config.call);
     const answer = await pc.createAnswer();
     await pc.setLocalDescription(answer);

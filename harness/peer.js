@@ -51,6 +51,7 @@ const LOAD_TIMEOUT_MS = 30_000;
  *   absent or empty: the host's network
  * @property {string} logFile console lines, page errors and Chromium's stderr are appended to it
  * @property {ReportHandler} [onReport] receives every report of the page (not in manual mode)
+ * @property {(pid: number | null) => void} [onLaunched] called once the browser process runs, with its pid
  * @property {(reason: string) => void} [onExit] called once if the browser dies or disconnects before close(), with
  *   how it ended ('killed by SIGKILL', 'exit status 1', 'the DevTools pipe closed'); the log file says why
  */
@@ -79,6 +80,9 @@ export class Peer {
 
   get name() { return this.#options.name; }
 
+  /** The browser process's pid once launched (its renderers and services are its descendants), else null. */
+  pid = /** @type {number | null} */ (null);
+
   /** The open page (puppeteer), for tests and anything the protocol does not cover. */
   get page() {
     if (!this.#page) throw new Error(`peer ${this.name}: no page (open() has not finished)`);
@@ -99,6 +103,8 @@ export class Peer {
     this.#launch = launchChromium({ nsExec, flags, stderrFile: logFile });
     const { browser, profileDir } = await this.#launch;
     this.profileDir = profileDir;
+    this.pid = browser.process()?.pid ?? null;
+    this.#options.onLaunched?.(this.pid);
     if (this.#closing) throw new Error(`peer ${this.name}: closed while opening`);
     browser.on('disconnected', () => { this.#died(browser); });
 

@@ -13,6 +13,7 @@ import { createNetwork, claimRun, releaseRun, newId, DATA_PREFIX, MGMT_PREFIX } 
 import { startSignalingServer } from '../signaling/server.js';
 import { chromiumBinary, chromiumFlags } from './browser.js';
 import { Peer } from './peer.js';
+import { CpuAccounting } from './cpu-accounting.js';
 import { busyFraction, cpuSetBusyFraction, pinnedCpus, readCpuTimes, readPerCpuTimes } from './hostload.js';
 import { RunRecorder, collectEventLogs } from './recorder.js';
 import { TeardownStack } from './teardown.js';
@@ -106,6 +107,8 @@ class CallRun {
     this.cpuSet = pinnedCpus();
     /** @type {number | null} share of the pinned CPUs' time that was busy during the call */
     this.cpuSetBusy = null;
+    /** Every process of the run, sampled from the start to the end of the teardown (cpu.jsonl). */
+    this.cpu = new CpuAccounting({ file: path.join(runDir, 'cpu.jsonl') });
   }
 
   get timings() {
@@ -143,6 +146,7 @@ class CallRun {
       captures: null, validity: null, calls: this.callsManifest(), dscp_marking: DSCP_MARKING ? 'nftables' : 'off',
     });
     this.recorder.event('run_start', { id: this.id, scenario: this.scenario.name });
+    this.cpu.start();
     // From here on netem's clean finds the run even if this process is killed before its network exists.
     claimRun(this.id, this.runDir);
     this.teardown.push('run record', async () => releaseRun(this.id));
@@ -263,6 +267,7 @@ class CallRun {
       flags: chromiumFlags({ clip: c.call.video_clip ?? defaultClip, origin, mgmtPrefix: MGMT_PREFIX, call: c.call,
         eventLogDir: c.index === 0 ? this.eventLogDir(side) : null }),
       onReport: (kind, payload) => this.pageReport(c, side, kind, payload),
+      onLaunched: (pid) => this.cpu.nameBrowser(pid ?? undefined, key),
       onExit: (reason) => this.failWith(`browser ${key} (Chromium) exited during the run: ${reason}; see ${logFile}`),
     });
     c.peers[side] = peer;
@@ -339,8 +344,9 @@ class CallRun {
     this.onProgress({ phase: 'connecting' });
     const timeout_s = Math.max(...this.calls.map((c) => c.call.connect_timeout_s));
     const deadline = Date.now() + timeout_s * 1000;
+    // direction forward: the caller receives no video, so the callee's decoded frames say that media flows.
     const ready = (/** @type {CallState} */ c) => (c.call.start_s === 0
-      ? c.framesDecoded.a > 0 && c.framesDecoded.b > 0 : c.pairs.a !== null && c.pairs.b !== null);
+      ? (c.call.direction === 'forward' || c.framesDecoded.a > 0) && c.framesDecoded.b > 0 : c.pairs.a !== null && c.pairs.b !== null);
     while (!this.calls.every(ready)) {
       this.checkStillRunning();
       if (Date.now() > deadline) {
@@ -471,7 +477,7 @@ class CallRun {
     await this.recordMarkCounters();
     const validity = validityChecks({
       dataPrefix: DATA_PREFIX, selectedPairs: this.recorder.selectedPairs,
-      calls: this.calls.map((c) => ({ id: c.call.id, files: c.files, framesDecoded: c.framesDecoded })),
+      calls: this.calls.map((c) => ({ id: c.call.id, files: c.files, framesDecoded: c.framesDecoded, direction: c.call.direction })),
       connectTimeoutS: Math.max(0, ...this.calls.map((c) => c.call.connect_timeout_s)), connectSeconds: this.connectSeconds,
       cpuLimited: this.recorder.cpuLimitedCount, samples: this.recorder.sampleCount,
       bottleneckAlive, bottleneckCounters: net.bottleneckCounters(), captures, captureEnabled: this.scenario.capture.enabled, hostCpuBusy,
@@ -548,6 +554,7 @@ class CallRun {
     this.recorder.manifest.versions ??= await this.versions;
     this.recorder.manifest.calls = this.callsManifest();
     this.timings.ended = Date.now() / 1000;
+    await this.cpu.stop();
     this.recorder.event('run_end', { status: this.recorder.manifest.status });
     this.recorder.writeManifest();
     this.recorder.close();

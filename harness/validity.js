@@ -23,7 +23,7 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   dataPrefix: string,
  *   selectedPairs: {side: string, local: any, remote: any}[],
  *   framesDecoded?: Record<string, number>,
- *   calls?: {id: string, files: {a: string, b: string}, framesDecoded: {a: number, b: number}}[],
+ *   calls?: {id: string, files: {a: string, b: string}, framesDecoded: {a: number, b: number}, direction?: 'both' | 'forward'}[],
  *   connectTimeoutS: number, connectSeconds: number | null,
  *   cpuLimited: Record<string, number>, samples: Record<string, number>,
  *   bottleneckAlive: boolean | null,
@@ -76,7 +76,9 @@ export function validityChecks(o) {
       add(`ice_pair_on_data_path${suffix}`, true, `${p.local.address} <-> ${p.remote.address || '(peer-reflexive)'} for the whole call (${pairs.length} pair report(s))`);
     }
 
-    for (const side of /** @type {const} */ (['a', 'b'])) {
+    // A call whose media goes forward only (call.direction) has video to decode at b alone.
+    const decoding = /** @type {('a' | 'b')[]} */ (call.direction === 'forward' ? ['b'] : ['a', 'b']);
+    for (const side of decoding) {
       const frames = call.framesDecoded[side] ?? 0;
       add(`video_decoded_${side}${suffix}`, frames > 0, `${call.files[side]} decoded ${frames} video frames`);
     }

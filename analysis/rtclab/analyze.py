@@ -15,8 +15,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import (__version__, chrome_ecn, crosscheck, fairness, getstats, metrics, multiflow, packets, phases, queue,
-               rundir, scenario)
+from . import (__version__, chrome_ecn, cpu, crosscheck, fairness, getstats, metrics, multiflow, packets, phases,
+               queue, rundir, scenario)
 from .eventlog import analysis as eventlog_analysis
 
 # 2: queuing_delay_ms and getStats' tq_ms are measured from the configured propagation delay (their earlier
@@ -183,6 +183,11 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
             checks += crosscheck.tshark_jitter(run, flows, table, clocks, pt_names)
         gt_checks, gt_summary = crosscheck.gtlog_owd(run, table)
         checks += gt_checks
+    # Where the machine's CPU went during the call (the harness's cpu.jsonl; null for runs from before it).
+    host_cpus = (run.manifest.get("host") or {}).get("cpus")
+    cpu_use = cpu.analyse(rundir.read_cpu(run), t0, duration_s, host_cpus if isinstance(host_cpus, int) else None)
+    if cpu_use is not None and not cpu_use["window"]["samples"]:
+        gaps.append("cpu.jsonl holds no sample within the call: the CPU per process group is unknown")
     controller = None
     if run.has_calls:
         with _step(progress, "event logs", timings):
@@ -205,7 +210,8 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
             for s, c in caps.items()
         } | {"getstats": gs["available"] if gs is not None else None,
              "ground_truth_log": run.file("bottleneck-forward.gtlog").exists(),
-             "qdisc_stats": run.file("qdisc-stats.jsonl").exists()},
+             "qdisc_stats": run.file("qdisc-stats.jsonl").exists(),
+             "cpu_accounting": run.file("cpu.jsonl").exists()},
         "problems": run.problems,
         "gaps": gaps,
         "scenario": scenario.to_json(scen) if scen else None,
@@ -223,6 +229,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
         "bottleneck_queue": queue.analyse(run, t0),
         "ground_truth": gt_summary,
         "congestion_controller": controller,
+        "cpu": cpu_use,
         "crosschecks": checks,
         "warnings": [c["detail"] for c in checks if c["ok"] is False],
         "timings_s": timings,

@@ -214,6 +214,11 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
         panels.append(("Received resolution at b", "frame height (px)", height))
     if not fps and not height and not no_call:
         omitted.append("fps and resolution: no inbound video in getStats from b")
+    cpu = _cpu_panel(m)
+    if cpu:
+        panels.append(cpu)
+    else:
+        omitted.append("CPU per component: the run has no cpu.jsonl (a run from before it was recorded) or no sample in it")
     if panels:
         figs.append(("timeseries", _stack(m, panels, duration_s)))
     if t is not None and have_packets:
@@ -552,3 +557,40 @@ def _meter_panels(m: dict[str, Any]) -> list[tuple[str, str, list[dict]]]:
         return []
     return [("Rate meters at the bottleneck (action log): rate per window and limit", "Mbit/s", rates),
             ("Meter actions: CE-mark fraction in force, or 1 while a demote / CE-all hold runs", "fraction", acts)]
+
+
+CPU_COLOURS = {"bottleneck": "#d62728", "capture": "#9467bd", "iperf3": "#8c564b", "harness": "#7f7f7f"}
+CHROMIUM_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#17becf", "#bcbd22", "#e377c2")
+
+
+def _cpu_panel(m: dict[str, Any]) -> tuple[str, str, list[dict]] | None:
+    """Where the machine's CPU went (cpu.jsonl; docs/metrics.md, "CPU"): each component of the run stacked, then
+    what the run does not account for, up to the host's busy cores (a line), against the machine's cores."""
+    c = m.get("cpu") or {}
+    ser = c.get("series") or {}
+    x = ser.get("t_s") or []
+    if not x:
+        return None
+    traces: list[dict] = []
+    browsers = 0
+    # The stack in the order of the call's means (largest at the bottom); components only seen outside it last.
+    order = list(c.get("components") or {}) + [k for k in ser.get("components", {}) if k not in (c.get("components") or {})]
+    for name in order:
+        y = ser["components"].get(name)
+        if y is None:
+            continue
+        colour = CPU_COLOURS.get(name)
+        if colour is None and name.startswith("chromium-"):
+            colour, browsers = CHROMIUM_COLOURS[browsers % len(CHROMIUM_COLOURS)], browsers + 1
+        traces.append({"type": "scatter", "mode": "lines", "stackgroup": "cpu", "name": name, "x": x, "y": y,
+                       "line": {"width": 0.5, **({"color": colour} if colour else {})}})
+    traces.append({"type": "scatter", "mode": "lines", "stackgroup": "cpu", "name": "outside the run", "x": x,
+                   "y": ser.get("outside_run") or [], "line": {"width": 0.5, "color": "#c7c7c7"}})
+    traces.append({"type": "scatter", "mode": "lines", "name": "host busy (/proc/stat)", "x": x,
+                   "y": ser.get("host_busy") or [], "line": {"color": "black", "width": 1.5}})
+    cpus = c.get("cpus")
+    if cpus:
+        traces.append({"type": "scatter", "mode": "lines", "name": f"the machine ({cpus} cores)", "x": [x[0], x[-1]],
+                       "y": [cpus, cpus], "line": {"color": "black", "dash": "dot"}})
+    return ("CPU per component of the run (cpu.jsonl), stacked; outside the run = host busy - the run's processes",
+            "cores", traces)

@@ -174,6 +174,7 @@ def render(m: dict[str, Any]) -> str:
     for c in m.get("cross_traffic", []):
         out.append(f"cross traffic {c['file']}: {_rate(c.get('throughput_bps'))}, mean RTT {_f(c.get('mean_rtt_ms'))} ms")
     out += _controller_lines(m.get("congestion_controller"))
+    out += _cpu_lines(m.get("cpu"))
     checks = m.get("crosschecks", [])
     if checks:
         out.append("")
@@ -256,4 +257,30 @@ def _controller_lines(cc: dict[str, Any] | None) -> list[str]:
         wire = (a.get("replay_wire_send_times") or {}).get("update_agreement")
         lines.append(f"  trendline replay agrees with the logged detector state at {rep['agreeing_updates']} of "
                      f"{rep['updates']} updates ({pct(rep['update_agreement'])}; {pct(wire)} with capture send times)")
+    return lines
+
+
+CPU_GROUPS_SHOWN = 5
+
+
+def _cpu_lines(c: dict[str, Any] | None) -> list[str]:
+    """Where the machine's CPU went during the call (cpu.jsonl; docs/metrics.md, "CPU"): the host's busy cores, each
+    component of the run, what the run does not account for; then the busiest groups. Nothing for a run without
+    cpu.jsonl or without a sample within the call."""
+    busy = ((c or {}).get("host_busy") or {}).get("mean_cores")
+    if c is None or busy is None:
+        return []
+    cpus = c.get("cpus")
+    pct = lambda cores: f"{100 * cores / cpus:.0f} %" if cpus else "-"  # noqa: E731  share of the whole machine
+    parts = [f"{name} {e['mean_cores']:.2f}" for name, e in c["components"].items()]
+    parts.append(f"outside the run {c['outside_run']['mean_cores']:.2f}")
+    lines = ["", f"CPU (mean over the call, {cpus or '?'} cores): host {busy:.2f} cores busy ({pct(busy)}); "
+             + ", ".join(parts) + f"; kernel (irq+softirq) {c['kernel_irq_softirq']['mean_cores']:.2f}"]
+    top = list(c["groups"].items())[:CPU_GROUPS_SHOWN]
+    if top:
+        lines.append("  busiest groups: " + ", ".join(f"{name} {e['mean_cores']:.2f} ({pct(e['mean_cores'])}, p95 "
+                                                     f"{e['p95_cores']:.2f})" for name, e in top))
+    lines.append(f"  (cores = CPU-seconds per second; % of the machine's {cpus or '?'} cores; outside the run = host "
+                 f"busy - the run's processes: other processes and kernel time charged to none; "
+                 f"{c['window']['samples']} samples of cpu.jsonl)")
     return lines

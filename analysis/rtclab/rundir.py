@@ -331,3 +331,81 @@ def iperf3_summaries(run: RunDir) -> list[dict[str, Any]]:
             "retransmits": (end.get("sum_sent") or {}).get("retransmits"),
         })
     return out
+
+
+# --- Per-process CPU accounting (cpu.jsonl, docs/run-directory.md) ------------------------------------------------
+
+CPU_HOST_KINDS = ("busy", "user", "system", "irq", "softirq", "steal")
+
+
+@dataclass
+class CpuSample:
+    t: float  # epoch seconds, the end of the interval
+    dt: float  # the interval's length, seconds
+    host: dict[str, float]  # CPU_HOST_KINDS in cores (CPU-seconds per second); busy is always there
+    groups: dict[str, float]  # cores per `<component>/<role>`; a group that used nothing is absent
+    procs: dict[int, float]  # cores per pid
+
+
+@dataclass
+class CpuLog:
+    header: dict[str, Any]  # the file's first line (empty when it has none)
+    processes: dict[int, dict[str, Any]]  # pid -> its last `process` line (the harness regroups a late-named browser)
+    samples: list[CpuSample]
+
+
+def _number(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    return float(x) if np.isfinite(x) else None
+
+
+def _cpu_sample(r: dict[str, Any]) -> CpuSample | None:
+    """A `sample` line, or None when a field it needs is not a number."""
+    t, dt, host = _number(r.get("t")), _number(r.get("dt")), r.get("host")
+    groups, procs = r.get("groups") or {}, r.get("procs") or {}
+    if t is None or dt is None or dt <= 0 or not isinstance(host, dict) or _number(host.get("busy")) is None \
+            or not isinstance(groups, dict) or not isinstance(procs, dict):
+        return None
+    g = {str(k): _number(v) for k, v in groups.items()}
+    try:
+        p = {int(k): _number(v) for k, v in procs.items()}
+    except ValueError:
+        return None
+    if any(v is None for v in g.values()) or any(v is None for v in p.values()):
+        return None
+    return CpuSample(t, dt, {k: v for k in CPU_HOST_KINDS if (v := _number(host.get(k))) is not None},
+                     {k: v for k, v in g.items() if v is not None}, {k: v for k, v in p.items() if v is not None})
+
+
+def read_cpu(run: RunDir) -> CpuLog | None:
+    """cpu.jsonl: the harness's per-process CPU accounting; None when the run has none (runs from before it). A cut
+    last line is skipped by read_jsonl; a line whose fields are not what the format says is skipped and named."""
+    path = run.file("cpu.jsonl")
+    if not path.exists():
+        return None
+    header: dict[str, Any] = {}
+    processes: dict[int, dict[str, Any]] = {}
+    samples: list[CpuSample] = []
+    bad = 0
+    for r in read_jsonl(path, run.problems):
+        kind = r.get("kind")
+        if kind == "header":
+            header = header or r
+        elif kind == "process":
+            pid, group = r.get("pid"), r.get("group")
+            if isinstance(pid, int) and not isinstance(pid, bool) and isinstance(group, str):
+                processes[pid] = r
+            else:
+                bad += 1
+        elif kind == "sample":
+            s = _cpu_sample(r)
+            if s is None:
+                bad += 1
+            else:
+                samples.append(s)
+        # Other kinds: a newer harness's additions, not this analyzer's to read.
+    if bad:
+        run.problems.append(f"{path.name}: {bad} line(s) with missing or non-numeric fields skipped")
+    samples.sort(key=lambda s: s.t)
+    return CpuLog(header, processes, samples)

@@ -70,3 +70,22 @@ def test_path_joins_captures_and_log_with_the_analyzers_key(standing_queue):
     assert out["owd_minus_log_release"]["p50_us"] == 35.0 and out["owd_minus_log_release"]["n"] == 298
     queue = [x - min(owd) for x in owd]
     assert out["queuing_delay_after_skip"]["p99_us"] == us(queue, 99)
+
+
+def test_cpu_bench_budget_is_the_analyzers_cpu_summary(tmp_path):
+    """bench/cpu/cost.py --budget prints, per run, each component's mean cores and the host's as metrics.json `cpu`
+    has them (the analyzer's one computation), and the headroom to the 90 % validity limit."""
+    from rtclab import analyze, synth
+    run = tmp_path / "run"
+    synth.write_run(run, synth.SynthConfig())
+    m, _ = analyze.analyze(run, run_tshark=False)
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "cpu" / "cost.py"), "--budget", str(run)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = {line[:18].strip(): line[18:].split() for line in r.stdout.splitlines()[1:]}
+    c = m["cpu"]
+    for name, entry in c["components"].items():
+        assert float(rows[name][0]) == pytest.approx(entry["mean_cores"], abs=5e-4), name
+    assert float(rows["outside the run"][0]) == pytest.approx(c["outside_run"]["mean_cores"], abs=5e-4)
+    assert float(rows["host (/proc/stat)"][0]) == pytest.approx(c["host_busy"]["mean_cores"], abs=5e-4)
+    assert float(rows["headroom to 90 %"][0]) == pytest.approx(0.9 * c["cpus"] - c["host_busy"]["mean_cores"], abs=1e-3)

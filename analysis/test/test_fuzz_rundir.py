@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from rtclab import analyze, rundir, synth
 from runbuild import write_gtlog
 
-FILES = ["capture-a.pcap", "capture-b.pcap", "getstats-a.jsonl", "getstats-b.jsonl", "events.jsonl", "manifest.json"]
+FILES = ["capture-a.pcap", "capture-b.pcap", "getstats-a.jsonl", "getstats-b.jsonl", "events.jsonl", "cpu.jsonl",
+         "manifest.json"]
 PCAP_HEADER = 24
 PCAP_RECORD_HEADER = 16
 

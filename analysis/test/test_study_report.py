@@ -142,16 +142,19 @@ def test_the_report_prints_study_json_numbers_with_their_phase(studies: dict[str
     assert r.returncode == 0, r.stderr
     tables = _tables(r.stdout)
     titles = list(tables)
+    # The CPU table (the runs' cpu.jsonl) closes the whole call's tables.
+    whole = ["phase all (the whole call): flows", "phase all (the whole call): forward bottleneck",
+             "phase all (the whole call): CPU, mean cores (cpu.jsonl)"]
     if which == "cross":  # the cross-traffic phase first, then the whole call
         assert titles == ["phase cross_traffic (2-6 s of the call): flows", "phase cross_traffic (2-6 s of the call): "
-                          "forward bottleneck", "phase all (the whole call): flows",
-                          "phase all (the whole call): forward bottleneck"], titles
+                          "forward bottleneck", *whole], titles
     else:
-        assert titles == ["phase all (the whole call): flows", "phase all (the whole call): forward bottleneck"]
+        assert titles == whole
     cols = {"rate kbit/s": ("throughput_bps", 1e-3), "U": ("utilisation", 1.0), "loss (bytes)": ("loss_ratio_bytes", 1.0),
             "queue ms": ("queuing_delay_ms_mean", 1.0), "Tq ms": ("tq_ms_mean", 1.0),
             "call / fair share": ("call_share_of_fair_share", 1.0), "TCP / fair share": ("tcp_share_of_fair_share", 1.0),
-            "Jain": ("jain_index", 1.0)}
+            "Jain": ("jain_index", 1.0), "host busy": ("cpu_host_busy_cores", 1.0),
+            "chromium-a": ("cpu_chromium_a_cores", 1.0), "outside the run": ("cpu_outside_run_cores", 1.0)}
     points = {p["name"]: p for p in doc["points"]}
     checked = 0
     for title, (head, rows) in tables.items():
@@ -159,7 +162,7 @@ def test_the_report_prints_study_json_numbers_with_their_phase(studies: dict[str
         assert rows and len(rows) >= len(points)
         for row in rows:
             p = points[row[0]]
-            flow = row[1] if head[1] == "flow" else "bottleneck"
+            flow = row[1] if head[1] == "flow" else ("cpu" if "CPU" in title else "bottleneck")
             for h, cell in zip(head, row):
                 if h not in cols:
                     continue
@@ -253,7 +256,8 @@ def test_every_figure_of_the_dashboard_has_data(studies: dict[str, Path], which:
     figs = figures_of(out / "dashboard.html")
     param = "kbit"
     expected = {"bars-utilisation", "bars-loss_ratio_bytes", "bars-queuing_delay_ms_mean", "bars-tq_ms_mean",
-                "bars-call_share_of_fair_share", "box-queuing_delay_ms", "box-tq_ms", "series-rate", "series-delay"}
+                "bars-call_share_of_fair_share", "box-queuing_delay_ms", "box-tq_ms", "series-rate", "series-delay",
+                "cpu"}
     expected |= {f"sweep-{param}-{m}" for m in ("queuing_delay_ms_mean", "tq_ms_mean", "utilisation",
                                                 "loss_ratio_bytes")}
     assert set(figs) == expected
@@ -261,7 +265,9 @@ def test_every_figure_of_the_dashboard_has_data(studies: dict[str, Path], which:
     for fid, fig in figs.items():
         visible = [tr for tr in fig["data"] if tr.get("visible", True)]
         assert visible and all(_has_data(tr) for tr in visible), fid
-        if not fid.startswith("series"):
+        if fid == "cpu":  # the runs' CPU is counted over the whole call only: no phase selector, and it says so
+            assert "phase: all (the whole call)" in fig["layout"]["title"]["text"] and "updatemenus" not in fig["layout"]
+        elif not fid.startswith("series"):
             assert f"phase: {first}" in fig["layout"]["title"]["text"], fid
             buttons = fig["layout"]["updatemenus"][0]["buttons"]
             assert buttons[0]["label"].startswith(first) and any(b["label"].startswith("all") for b in buttons), fid
@@ -346,6 +352,7 @@ console.log(JSON.stringify(result));
 """
 
 
+@pytest.mark.integration  # a real headless Chromium: the real tier (scripts/test.sh)
 def test_the_dashboards_load_in_chromium_without_errors(studies: dict[str, Path], tmp_path: Path) -> None:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} missing: the setup installs Debian's chromium")

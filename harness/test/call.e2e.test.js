@@ -65,12 +65,14 @@ test('a 30 s call through the default scenario: captures, getStats, a valid mani
     assert.ok(fs.statSync(path.join(out, f)).size > 0, `${f} is empty`);
   }
 
-  // Both sides decoded video, by the browsers' own account.
-  for (const side of ['a', 'b']) {
-    const last = jsonl(path.join(out, `getstats-${side}.jsonl`)).at(-1);
-    const inbound = last.report.find((/** @type {any} */ s) => s.type === 'inbound-rtp' && s.kind === 'video');
-    assert.ok(inbound?.framesDecoded > 0, `${side}: no decoded frames`);
-  }
+  // b decoded video, by its browser's own account; the default scenario's media goes a -> b only (call.direction
+  // forward), so b sent none back and a decoded none.
+  const inboundVideo = (/** @type {string} */ side) => jsonl(path.join(out, `getstats-${side}.jsonl`)).at(-1).report
+    .find((/** @type {any} */ s) => s.type === 'inbound-rtp' && s.kind === 'video');
+  assert.ok(inboundVideo('b')?.framesDecoded > 0, 'b: no decoded frames');
+  assert.equal(inboundVideo('a'), undefined, 'a received video although the call is forward only');
+  const sentByB = jsonl(path.join(out, 'getstats-b.jsonl')).at(-1).report.filter((/** @type {any} */ s) => s.type === 'outbound-rtp');
+  assert.deepEqual(sentByB, [], 'b sent media although the call is forward only');
 
   // Video RTP from a to b is present at both captures (the VP8 payload type the browsers negotiated).
   const outbound = jsonl(path.join(out, 'getstats-a.jsonl')).at(-1).report

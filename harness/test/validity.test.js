@@ -51,6 +51,15 @@ test('CPU-limited video beyond 10% of samples, undecoded video, a dead bottlenec
   assert.deepEqual(failing({ ...good, hostCpuBusy: 0.97 }), ['host_cpu_not_saturated']);
 });
 
+test('media forward only (call.direction): b alone must decode video, a receives none', () => {
+  const forward = { ...good, calls: [{ id: 'c1', files: { a: 'a', b: 'b' }, framesDecoded: { a: 0, b: 880 }, direction: /** @type {const} */ ('forward') }] };
+  const v = validityChecks(forward);
+  assert.equal(v.valid, true);
+  assert.deepEqual(v.checks.filter((c) => c.name.startsWith('video_decoded')).map((c) => c.name), ['video_decoded_b']);
+  assert.deepEqual(failing({ ...forward, calls: [{ ...forward.calls[0], framesDecoded: { a: 0, b: 0 } }] }), ['video_decoded_b']);
+  assert.deepEqual(failing({ ...forward, calls: [{ ...forward.calls[0], direction: /** @type {const} */ ('both') }] }), ['video_decoded_a']);
+});
+
 test('call_connected_in_time is computed from the time media took to flow, against the scenario\'s timeout', () => {
   assert.deepEqual(failing({ ...good, connectSeconds: 20.5 }), ['call_connected_in_time']);
   assert.deepEqual(failing({ ...good, connectSeconds: null }), ['call_connected_in_time']);

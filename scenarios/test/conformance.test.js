@@ -98,7 +98,7 @@ for (const [name, scenario] of cases()) {
     }
     const page = readConfig({ room: 'r1', role: 'caller', call: scenario.call, getstats_interval_ms: scenario.getstats.interval_ms,
       candidate_prefix: '10.0.' }, '');
-    for (const used of ['audio', 'codec', 'degradation_preference', 'fps', 'height', 'max_bitrate_kbps', 'red_fec', 'width']) {
+    for (const used of ['audio', 'codec', 'degradation_preference', 'direction', 'local_preview', 'fps', 'height', 'max_bitrate_kbps', 'red_fec', 'width']) {
       assert.ok(used in page.call, `the page reads call.${used}`);
     }
     for (const [field, value] of Object.entries(page.call)) assert.deepEqual(value, scenario.call[field], `call.${field} as the page reads it`);

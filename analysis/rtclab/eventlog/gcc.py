@@ -23,7 +23,10 @@ Array = npt.NDArray[Any]
 
 
 def latest_before(times: Array, values: Array, at: Array, fill: float) -> Array:
-    """The value of a step series (times, values) at each time in `at`, `fill` before its first step."""
+    """The value of a step series (times, values) at each time in `at`, `fill` before its first step (and
+    everywhere for an empty series: a browser that sends no media logs no estimates)."""
+    if not len(values):
+        return np.full(np.shape(at), fill, dtype=float)
     idx = np.searchsorted(times, at, side="right") - 1
     out = np.where(idx >= 0, values[np.maximum(idx, 0)], fill)
     return out.astype(float)

@@ -6,7 +6,7 @@ excluded and listed. Definitions in docs/studies.md.
 Flows are labelled the same way in every run, so that runs can be pooled: `<direction>:<kind>` (forward:video,
 reverse:audio, forward:tcp, ...), with `:2`, `:3`, ... for further flows of the same direction and kind, ranked by
 packets sent in the run; and `bottleneck`, the forward bottleneck's fairness entry of each phase (metrics.json
-`fairness[phase]`)."""
+`fairness[phase]`); `controller:a` and `cpu`, pseudo-flows of the whole call."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ Extractor = Callable[[dict[str, Any]], Any]
 class Metric:
     name: str
     family: str  # "flow": a packet flow's entry (flows[i], flows[i].phases[p]); "bottleneck": fairness[p];
-    # "controller": the forward sender's congestion controller from its RTC event log (whole call only)
+    # "controller": the forward sender's congestion controller from its RTC event log (whole call only); "cpu": the
+    # machine's CPU during the run (cpu.jsonl, whole call only)
     unit: str
     definition: str
 
@@ -88,6 +89,27 @@ CATALOGUE: dict[str, Metric] = {m.name: m for m in [
            "share of logged detector updates the trendline replay agrees with"),
 ]}
 CONTROLLER_FLOW = "controller:a"  # the pseudo-flow that carries the forward sender's controller metrics
+
+# Where the machine's CPU went during each run (metrics.json `cpu`, from the harness's cpu.jsonl; whole call only).
+# Not in CATALOGUE: a study file's `metrics` picks among the network metrics (studies/schema.json); these are always
+# aggregated, as a property of the runs themselves (was the machine busy, what did the call cost).
+CPU_FLOW = "cpu"  # the pseudo-flow that carries them
+CPU_COMPONENTS = ["chromium-a", "chromium-b", "bottleneck", "capture", "iperf3", "harness"]
+CPU_CATALOGUE: dict[str, Metric] = {m.name: m for m in [
+    Metric("cpu_host_busy_cores", "cpu", "cores", "cpu.host_busy.mean_cores: the host's busy CPU (/proc/stat: all "
+           "but idle and iowait) over the call, in cores (CPU-seconds per second)"),
+    Metric("cpu_host_busy_fraction", "cpu", "ratio", "cpu.host_busy.mean_fraction: cpu_host_busy_cores / the "
+           "machine's cores"),
+    Metric("cpu_run_cores", "cpu", "cores", "cpu.run.mean_cores: every process the run started, summed"),
+    Metric("cpu_outside_run_cores", "cpu", "cores", "cpu.outside_run.mean_cores: host busy - the run's processes "
+           "(clamped at 0 per interval): other processes and kernel time charged to none"),
+    Metric("cpu_kernel_cores", "cpu", "cores", "cpu.kernel_irq_softirq.mean_cores: the host's irq + softirq time"),
+    Metric("cpu_chromium_cores", "cpu", "cores", "every chromium-* component of cpu.components (all calls' "
+           "browsers), summed"),
+    *(Metric(f"cpu_{c.replace('-', '_')}_cores", "cpu", "cores", f"cpu.components['{c}'].mean_cores (0 when the run "
+             f"had no such process)") for c in CPU_COMPONENTS),
+]}
+METRICS: dict[str, Metric] = {**CATALOGUE, **CPU_CATALOGUE}  # every per-run metric, for lookups of unit and family
 
 FIXED_COLUMNS = ["study", "quick_factor", "point", "rep", "attempt", "run_dir", "run_id", "accepted_invalid", "flow",
                  "direction", "kind", "ssrc", "phase", "phase_start_s", "phase_end_s", "phase_cross_traffic"]
@@ -165,6 +187,21 @@ def controller_values(cc: dict[str, Any]) -> dict[str, float | None]:
     return {k: _finite(v) for k, v in raw.items()}
 
 
+def cpu_values(c: dict[str, Any]) -> dict[str, float | None]:
+    """The run's CPU over the call (metrics.json `cpu`); a component without a process there counts 0."""
+    comps = c.get("components") or {}
+
+    def cores(name: str) -> float:
+        return float(_get(comps, name, "mean_cores") or 0.0)
+    raw = {"cpu_host_busy_cores": _get(c, "host_busy", "mean_cores"),
+           "cpu_host_busy_fraction": _get(c, "host_busy", "mean_fraction"),
+           "cpu_run_cores": _get(c, "run", "mean_cores"), "cpu_outside_run_cores": _get(c, "outside_run", "mean_cores"),
+           "cpu_kernel_cores": _get(c, "kernel_irq_softirq", "mean_cores"),
+           "cpu_chromium_cores": sum(cores(n) for n in comps if n.startswith("chromium-")),
+           **{f"cpu_{n.replace('-', '_')}_cores": cores(n) for n in CPU_COMPONENTS}}
+    return {k: _finite(v) for k, v in raw.items()}
+
+
 def flow_labels(flows: list[dict[str, Any]]) -> list[str]:
     """Labels that mean the same flow in every run: direction:kind, then :2, :3 ... by packets sent."""
     labels = [""] * len(flows)
@@ -208,6 +245,12 @@ def run_rows(m: dict[str, Any]) -> list[dict[str, Any]]:
                      "phase": "all", "phase_start_s": _finite(whole.get("start_s")),
                      "phase_end_s": _finite(whole.get("end_s")), "phase_cross_traffic": False,
                      **controller_values(cc)})
+    cpu = m.get("cpu")
+    if isinstance(cpu, dict) and _get(cpu, "window", "samples"):
+        whole = next((ph for ph in phases if ph["name"] == "all"), phases[0])
+        rows.append({"flow": CPU_FLOW, "direction": None, "kind": "cpu", "ssrc": None, "phase": "all",
+                     "phase_start_s": _finite(whole.get("start_s")), "phase_end_s": _finite(whole.get("end_s")),
+                     "phase_cross_traffic": False, **cpu_values(cpu)})
     return rows
 
 
@@ -379,7 +422,7 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
             if s["path"] not in varied_paths:
                 varied_paths.append(s["path"])
     axis_names = [ax["name"] for ax in plan.get("axes") or []]
-    reserved = set(FIXED_COLUMNS) | set(CATALOGUE)
+    reserved = set(FIXED_COLUMNS) | set(METRICS)
     axis_col = {a: (a if a not in reserved else f"param_{a}") for a in axis_names}
     path_col = {p: (p if p not in reserved and p not in axis_col.values() else f"param_{p}") for p in varied_paths}
     params_of: dict[str, dict[str, Any]] = {}
@@ -402,7 +445,7 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
     pooling: str | None = None
 
     def pooled_flow(label: str) -> bool:
-        return label not in ("bottleneck", CONTROLLER_FLOW) and any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns)
+        return label not in ("bottleneck", CONTROLLER_FLOW, CPU_FLOW) and any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns)
     for (point, rep), r in sorted(reps.items(), key=lambda kv: (point_names.index(kv[0][0]), kv[0][1])):
         chosen = r.valid or (accepted_attempt(r, accept_invalid) if accept_invalid else None)
         for a in r.attempts:
@@ -466,9 +509,9 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
     param_columns = list(dict.fromkeys([*axis_col.values(), *path_col.values()]))
     columns: dict[str, Any] = {}
     types: dict[str, Any] = {}
-    for c in FIXED_COLUMNS + param_columns + list(CATALOGUE):
+    for c in FIXED_COLUMNS + param_columns + list(METRICS):
         vals = [x.get(c) for x in rows]
-        if c in CATALOGUE or c in ("quick_factor", "phase_start_s", "phase_end_s"):
+        if c in METRICS or c in ("quick_factor", "phase_start_s", "phase_end_s"):
             columns[c], types[c] = vals, pa.float64()
         elif c in ("rep", "attempt", "ssrc"):
             columns[c], types[c] = vals, pa.int64()
@@ -504,7 +547,7 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
     for x in rows:
         label = x["flow"]
         if label not in wanted:
-            wanted[label] = any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns)
+            wanted[label] = label == CPU_FLOW or any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns)
         if wanted[label]:
             groups.setdefault((x["point"], label, x["phase"]), []).append(x)
     out_points = []
@@ -514,10 +557,10 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
         for (pt, flow, phase), grp in groups.items():
             if pt != name:
                 continue
-            family = {"bottleneck": "bottleneck", CONTROLLER_FLOW: "controller"}.get(flow, "flow")
+            family = {"bottleneck": "bottleneck", CONTROLLER_FLOW: "controller", CPU_FLOW: "cpu"}.get(flow, "flow")
             stats: dict[str, Any] = {}
-            for metric in selected_metrics:
-                if CATALOGUE[metric].family != family:
+            for metric in selected_metrics + list(CPU_CATALOGUE):
+                if METRICS[metric].family != family:
                     continue
                 present = [float(v) for v in (g.get(metric) for g in grp) if v is not None]
                 stats[metric] = summarise(present)
@@ -552,8 +595,8 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
                                        "samples; the box is p25-p50-p75, the whiskers p5 and p95",
                           "n_samples": "pooled samples", "n_runs": "runs that gave a sample",
                           "runs": f"the point's {used_runs}", **DISTRIBUTIONS},
-        "metrics": {k: {"family": CATALOGUE[k].family, "unit": CATALOGUE[k].unit,
-                        "definition": CATALOGUE[k].definition} for k in selected_metrics},
+        "metrics": {k: {"family": METRICS[k].family, "unit": METRICS[k].unit,
+                        "definition": METRICS[k].definition} for k in selected_metrics + list(CPU_CATALOGUE)},
         "flows_aggregated": flow_patterns,
         "plan": {"repetitions": plan["repetitions"], "max_attempts": max_attempts, "seed": plan["seed"],
                  "shuffle": plan["shuffle"], "points": len(points), "runs_planned": len(plan["order"]),

@@ -15,8 +15,8 @@ import numpy as np
 
 from .. import multiflow
 from ..dashboard import _plotly_js
-from .aggregate import CATALOGUE, flow_labels, summarise
-from .report import HEADERS, fmt, fmt_stat, phase_names, phase_title, report_phases, scale, stat
+from .aggregate import CATALOGUE, CPU_FLOW, flow_labels, summarise
+from .report import CPU_METRICS, HEADERS, fmt, fmt_stat, phase_names, phase_title, report_phases, scale, stat
 
 VIDEO = "forward:video"
 # (flow, metric, title) of the bar charts; the fair-share chart adds the TCP competitors' mean share.
@@ -421,12 +421,44 @@ def figures(doc: dict[str, Any], out: Path) -> tuple[list[tuple[str, Figure]], l
     shares = shares_figure(doc, out)
     if shares:
         figs.append(("shares", shares))
+    cpu = cpu_figure(doc)
+    if cpu:
+        figs.append(("cpu", cpu))
+    else:
+        notes.append("CPU per component: no run used has cpu.jsonl (runs from before it was recorded)")
     sfigs, snotes = series_figures(doc, out, chosen, (main, words))
     figs += sfigs
     notes += snotes
     if not sfigs:
         notes.append("time series: no run to draw")
     return figs, notes
+
+
+def cpu_figure(doc: dict[str, Any]) -> Figure | None:
+    """Where the machine's CPU went over the call, per point: the host's busy cores, each component of the run and
+    what the run does not account for, as bars with their 95% CI over the point's runs (the `cpu` pseudo-flow of
+    study.json, whole call only)."""
+    pts = [p for p in doc["points"] if CPU_FLOW in (p.get("flows") or {})]
+    if not pts:
+        return None
+    data = []
+    for m in CPU_METRICS:
+        stats = [stat(p, CPU_FLOW, "all", m) for p in pts]
+        if all(s is None for s in stats):
+            continue
+        data.append({"type": "bar", "name": HEADERS[m], "x": [p["name"] for p in pts],
+                     "y": [None if s is None else s["mean"] for s in stats],
+                     "error_y": {"type": "data", "visible": True,
+                                 "array": [None if s is None else s["ci95_half_width"] for s in stats]},
+                     "customdata": [p["name"] for p in pts],
+                     "hovertext": [f"{HEADERS[m]}: {_hover(m, s, p['name'])}" for s, p in zip(stats, pts)],
+                     "hoverinfo": "text"})
+    return {"data": data, "layout": {
+        "title": _title(doc, "CPU over the call: host busy, each component of the run, outside the run (cpu.jsonl)",
+                        "all", "mean cores ±95% CI over the point's runs"),
+        "barmode": "group", "height": 430, "xaxis": {"title": {"text": "point"}},
+        "yaxis": {"title": {"text": "cores (CPU-seconds per second)"}},
+        "margin": {"l": 70, "r": 20, "t": 105, "b": 60}, "legend": {"orientation": "h", "y": -0.22}}}
 
 
 def shares_figure(doc: dict[str, Any], out: Path) -> Figure | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .aggregate import CATALOGUE, CONTROLLER_FLOW
+from .aggregate import CATALOGUE, CONTROLLER_FLOW, CPU_FLOW, METRICS
 
 # The key metrics: of each packet flow shown, and of the forward bottleneck (the call against its competitors).
 FLOW_METRICS = ["throughput_bps", "utilisation", "loss_ratio_bytes", "queuing_delay_ms_mean", "tq_ms_mean"]
@@ -26,7 +26,15 @@ HEADERS = {"throughput_bps": "rate kbit/s", "send_rate_bps": "sent kbit/s", "rec
            "tq_ms_mean": "Tq ms", "tq_ms_p95": "Tq p95 ms", "jain_index": "Jain", "bottleneck_utilisation":
            "U (all traffic)", "call_share_of_fair_share": "call / fair share",
            "tcp_share_of_fair_share": "TCP / fair share", "n_dd": "n_dd", "overuse_events": "over-use events",
-           "overusing_fraction": "overusing share", "replay_update_agreement": "replay agrees"}
+           "overusing_fraction": "overusing share", "replay_update_agreement": "replay agrees",
+           "cpu_host_busy_cores": "host busy", "cpu_host_busy_fraction": "host busy share", "cpu_run_cores": "the run",
+           "cpu_outside_run_cores": "outside the run", "cpu_kernel_cores": "kernel (irq+softirq)",
+           "cpu_chromium_cores": "all browsers", "cpu_chromium_a_cores": "chromium-a",
+           "cpu_chromium_b_cores": "chromium-b", "cpu_bottleneck_cores": "bottleneck", "cpu_capture_cores": "capture",
+           "cpu_iperf3_cores": "iperf3", "cpu_harness_cores": "harness"}
+# The CPU table (whole call): the host, then each component of the run, then what the run does not account for.
+CPU_METRICS = ["cpu_host_busy_cores", "cpu_chromium_a_cores", "cpu_chromium_b_cores", "cpu_bottleneck_cores",
+               "cpu_capture_cores", "cpu_iperf3_cores", "cpu_harness_cores", "cpu_outside_run_cores"]
 
 
 class StudyReportError(Exception):
@@ -105,16 +113,19 @@ def stat(point: dict[str, Any], flow: str, phase: str, metric: str) -> dict[str,
 
 def scale(metric: str) -> float:
     """Display scale of a metric: bit/s are shown in kbit/s."""
-    return 1e-3 if CATALOGUE[metric].unit == "bit/s" else 1.0
+    return 1e-3 if METRICS[metric].unit == "bit/s" else 1.0
 
 
 def fmt(metric: str, x: float | None) -> str:
-    """A value of `metric` in its display unit (HEADERS): kbit/s and ms with one decimal, ratios with 4 digits."""
+    """A value of `metric` in its display unit (HEADERS): kbit/s and ms with one decimal, cores with two, ratios with
+    4 digits."""
     if x is None:
         return "-"
-    unit = CATALOGUE[metric].unit
+    unit = METRICS[metric].unit
     if unit in ("bit/s", "ms"):
         return f"{x * scale(metric):.1f}"
+    if unit == "cores":
+        return f"{x:.2f}"
     return f"{x:.4g}"
 
 
@@ -158,6 +169,17 @@ def point_labels(doc: dict[str, Any]) -> dict[str, str]:
             for p in doc["points"]}
 
 
+def _point_rows(doc: dict[str, Any], label: dict[str, str], flow: str, phase: str, metrics: list[str]) -> list[list[str]]:
+    """One row per point: its label, n (the largest of its cells'), and each metric's cell."""
+    rows = []
+    for p in doc["points"]:
+        cells = [stat(p, flow, phase, m) for m in metrics]
+        ns = {c["n"] for c in cells if c is not None}
+        rows.append([label[p["name"]], str(max(ns)) if ns else "0"] + [fmt_stat(m, c, with_n=len(ns) > 1)
+                                                                for m, c in zip(metrics, cells)])
+    return rows
+
+
 def tables(doc: dict[str, Any], phase: str, metrics: list[str] | None = None) -> list[Table]:
     """The report's tables for one phase: the packet flows (point x flow) and the bottleneck (per point)."""
     title = f"phase {phase_title(doc, phase)}"
@@ -178,25 +200,21 @@ def tables(doc: dict[str, Any], phase: str, metrics: list[str] | None = None) ->
                                                     for m, c in zip(flow_metrics, cells)])
         out.append(Table(f"{title}: flows", ["point", "flow", "n"] + [HEADERS.get(m, m) for m in flow_metrics], rows))
     if neck_metrics:
-        rows = []
-        for p in doc["points"]:
-            cells = [stat(p, "bottleneck", phase, m) for m in neck_metrics]
-            ns = {c["n"] for c in cells if c is not None}
-            rows.append([label[p["name"]], str(max(ns)) if ns else "0"] + [fmt_stat(m, c, with_n=len(ns) > 1)
-                                                                    for m, c in zip(neck_metrics, cells)])
+        rows = _point_rows(doc, label, "bottleneck", phase, neck_metrics)
         out.append(Table(f"{title}: forward bottleneck", ["point", "n"] + [HEADERS.get(m, m) for m in neck_metrics],
                          rows))
     # The forward sender's congestion controller (RTC event log) is counted over the whole call only.
     ctrl_metrics = [m for m in (metrics or list(CATALOGUE)) if CATALOGUE[m].family == "controller"]
     if phase == "all" and ctrl_metrics and any(CONTROLLER_FLOW in (p.get("flows") or {}) for p in doc["points"]):
-        rows = []
-        for p in doc["points"]:
-            cells = [stat(p, CONTROLLER_FLOW, phase, m) for m in ctrl_metrics]
-            ns = {c["n"] for c in cells if c is not None}
-            rows.append([label[p["name"]], str(max(ns)) if ns else "0"] + [fmt_stat(m, c, with_n=len(ns) > 1)
-                                                                    for m, c in zip(ctrl_metrics, cells)])
+        rows = _point_rows(doc, label, CONTROLLER_FLOW, phase, ctrl_metrics)
         out.append(Table(f"{title}: the forward sender's congestion controller (RTC event log)",
                          ["point", "n"] + [HEADERS.get(m, m) for m in ctrl_metrics], rows))
+    # Where the machine's CPU went (cpu.jsonl), over the whole call only; not with --metric (catalogue metrics only).
+    if phase == "all" and not metrics and any(CPU_FLOW in (p.get("flows") or {}) for p in doc["points"]):
+        rows = _point_rows(doc, label, CPU_FLOW, phase, CPU_METRICS)
+        out.append(Table(f"{title}: CPU, mean cores (cpu.jsonl)", ["point", "n"] + [HEADERS[m] for m in CPU_METRICS],
+                         rows, note="cores = CPU-seconds per second; outside the run = host busy - the run's "
+                                    "processes (docs/metrics.md, \"CPU\")"))
     return out
 
 
