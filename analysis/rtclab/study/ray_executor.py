@@ -31,7 +31,7 @@ from .spec import REPO_ROOT
 
 SLOT = "rtclab_slot"
 # What a node returns of a run directory; the rest (captures, getStats series, packets.parquet) stays on the node.
-SMALL_FILES = ("manifest.json", "metrics.json", "report.txt", "dashboard.html", "events.jsonl", "harness.log")
+SMALL_FILES = ("manifest.json", "metrics.json", "report.txt", "dashboard.html", "events.jsonl", "harness.log", "cpu.jsonl")
 NODE_RUNS = Path("results") / "ray-runs"  # under the node's repository
 
 
