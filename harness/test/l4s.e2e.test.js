@@ -1,7 +1,7 @@
 // @ts-check
 // A short real call with Chrome's L4S path on (call.l4s) through CoDel marking CE (scenarios/examples/l4s-codel-ecn.yaml):
-// pins what studies/RESULTS.md ("Chrome's L4S path") measured with Chromium 156, so that a Chrome that changes is noticed. Run it under the
-// machine-wide lock: flock /tmp/rtclab-realcalls.lock node --test harness/test/l4s.e2e.test.js
+// pins what studies/RESULTS.md ("Chrome's L4S path") measured with Chromium 156, so that a Chrome that changes is
+// noticed. Run it under the machine-wide lock: flock /tmp/rtclab-realcalls.lock node --test harness/test/l4s.e2e.test.js
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
