@@ -20,7 +20,7 @@ const usage = `usage: npm run call -- [options]
   --scenario FILE   scenario YAML (default: scenarios/default.yaml)
   --duration S      call (or run) length in seconds (overrides the scenario's duration_s)
   --out DIR         run directory (default: results/<date>-<id>/)
-  --backend B       auto | kernel | userspace (overrides the scenario's backend)
+  --backend B       auto | kernel | userspace | uml (overrides the scenario's backend)
   --no-analyze      stop after the call; analyse later with: rtclab analyze DIR`;
 
 /** @param {string} message @returns {never} */

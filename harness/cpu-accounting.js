@@ -70,6 +70,8 @@ export function processGroup({ pid, argv, comm, browserKey, harnessPid }) {
     const config = argv[argv.indexOf('--config') + 1] ?? '';
     return `bottleneck/${/reverse/.test(config) ? 'reverse' : 'forward'}`;
   }
+  // The uml backend's guest: its kernel and every guest process are host processes named linux.uml.
+  if (comm === 'linux.uml' || exe.endsWith('linux.uml')) return 'bottleneck/uml';
   if (comm === 'tcpdump') return `capture/${argv[argv.indexOf('-i') + 1]?.startsWith('b-') ? 'b' : 'a'}`;
   if (comm === 'iperf3') return `iperf3/${argv.includes('-s') ? 'server' : 'client'}`;
   return 'harness/other';

@@ -1,10 +1,11 @@
 // @ts-check
 // The backend interface, and choosing the backend: kernel if the probe finds everything the scenario needs, else
 // userspace (auto); a forced kernel backend on a kernel without what it needs fails with a message naming what is
-// missing.
+// missing. uml (the kernel plan in a user-mode Linux guest) only when asked for: auto never picks it.
 import { kernelNeeds } from './kernel.js';
 import { probeKernel, missingFeatures } from './probe.js';
 import { checkBottleneckBuilt } from './userspace.js';
+import { umlUnavailable } from './uml/guest.js';
 
 /**
  * What both backends (kernel-backend.js, userspace.js) do. Each reports what it does itself, as typed events.
@@ -24,7 +25,9 @@ import { checkBottleneckBuilt } from './userspace.js';
  *   by: string, error?: string }} CapacityChange
  * @typedef {{ event: 'bottleneck_exit', direction: 'forward' | 'reverse', code: number | null, signal: string | null,
  *   message: string, log: string }} BottleneckExit  message: the process's own last line (may be empty)
- * @typedef {CapacityChange | BottleneckExit} BackendEvent
+ * @typedef {{ event: 'guest_exit', code: number | null, signal: string | null, message: string, log: string }} GuestExit
+ *   the uml backend's guest ended while the network was up; log: its console
+ * @typedef {CapacityChange | BottleneckExit | GuestExit} BackendEvent
  */
 
 /** Why a feature is needed, for messages. */
@@ -54,23 +57,33 @@ export function kernelShortcomings(links, have) {
   return out;
 }
 
+/** Every feature the uml guest has (init.sh loads them all): only what no tc plan can do stays out of reach. */
+const UML_FEATURES = new Set(['tbf', 'pfifo', 'bfifo', 'codel', 'pie', 'sfq', 'fq_codel', 'prio', 'netem', 'ifb', 'ingress', 'u32', 'mirred']);
+
 /**
- * @param {'auto' | 'kernel' | 'userspace'} requested
+ * @param {'auto' | 'kernel' | 'userspace' | 'uml'} requested
  * @param {{ forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link }} links
  * @param {string} [id] the run it is for (names the kernel probe's scratch namespace)
- * @returns {Promise<{ requested: string, used: 'kernel' | 'userspace', reason: string }>}
+ * @returns {Promise<{ requested: string, used: 'kernel' | 'userspace' | 'uml', reason: string }>}
  */
 export async function chooseBackend(requested, links, id) {
   if (requested === 'userspace') {
     checkBottleneckBuilt();
     return { requested, used: 'userspace', reason: 'requested' };
   }
+  if (requested === 'uml') {
+    const why = umlUnavailable();
+    if (why) throw new Error(`uml backend: ${why}`);
+    const shortcomings = kernelShortcomings(links, UML_FEATURES).map((s) => s.replace('this kernel lacks them', 'the guest lacks them'));
+    if (shortcomings.length) throw new Error(`uml backend: ${shortcomings.join('; ')}`);
+    return { requested, used: 'uml', reason: 'requested' };
+  }
   const shortcomings = kernelShortcomings(links, await probeKernel(id));
   if (requested === 'kernel') {
     if (shortcomings.length) throw new Error(`kernel backend: ${shortcomings.join('; ')}`);
     return { requested, used: 'kernel', reason: 'requested' };
   }
-  if (requested !== 'auto') throw new Error(`backend: "${requested}" is not one of auto, kernel, userspace`);
+  if (requested !== 'auto') throw new Error(`backend: "${requested}" is not one of auto, kernel, userspace, uml`);
   if (!shortcomings.length) return { requested, used: 'kernel', reason: 'the kernel has every qdisc the scenario needs' };
   checkBottleneckBuilt();
   return { requested, used: 'userspace', reason: `kernel backend unusable: ${shortcomings.join('; ')}` };

@@ -1,16 +1,16 @@
 // @ts-check
 // A census of everything rtclab can leave on a host, found by its names (netem/names.js): namespaces and their
 // mounts, root-side veths, nft tables, NFQUEUE rules in the root namespace, state and reservation files, browser
-// profiles, and processes (Chromium, tcpdump, iperf3, the bottleneck, the harness, netem's CLI, the signaling server,
-// the study runner). The kill campaign (bench/reliability) counts it after every kill; empty means clean.
+// profiles, uml guest directories, and processes (Chromium, tcpdump, iperf3, the bottleneck, the uml guest, the
+// harness, netem's CLI, the signaling server, the study runner). The kill campaign (bench/reliability) counts it after every kill; empty means clean.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NS_RE, ROOT_VETH_RE, NFT_TABLE_RE, STATE_DIR } from './names.js';
+import { NS_RE, ROOT_VETH_RE, NFT_TABLE_RE, STATE_DIR, UML_DIR } from './names.js';
 import { chromiumProfiles } from './cleanup.js';
 
 /** Command lines that belong to rtclab's processes. */
-const OURS = [/rtclab-bottleneck/, /capture-[ab]\.pcap/, /iperf3.*(rtclab|iperf3-\d+)/, /rtclab-chromium-/,
+const OURS = [/rtclab-bottleneck/, /umid=rtclab-/, /netem\/uml\/exec\.js/, /capture-[ab]\.pcap/, /iperf3.*(rtclab|iperf3-\d+)/, /rtclab-chromium-/,
   /harness\/cli\.js/, /netem\/cli\.js/, /signaling\/server\.js/, /rtclab\.study/, /chromium-in-ns|chromium\.sh/];
 
 /** @param {string[]} argv */
@@ -44,6 +44,7 @@ function fullCensus(ignorePids) {
     ? readdirSync(STATE_DIR).filter((f) => f !== 'mgmt').map((f) => join(STATE_DIR, f)) : [];
   const mgmtDir = join(STATE_DIR, 'mgmt');
   const reservations = existsSync(mgmtDir) ? readdirSync(mgmtDir).map((f) => join(mgmtDir, f)) : [];
+  const umlDirs = existsSync(UML_DIR) ? readdirSync(UML_DIR).map((f) => join(UML_DIR, f)) : [];
   /** @type {string[]} */
   const processes = [];
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p)).map(Number)) {
@@ -58,7 +59,7 @@ function fullCensus(ignorePids) {
     processes.push(`${pid} ${cmdline.slice(0, 160)}`);
   }
   return { namespaces, netns_mounts: mounts, root_links: rootLinks, nft_tables: nftTables, nfqueue_rules_in_root: nfqueueRules,
-    state_files: stateFiles, mgmt_reservations: reservations, browser_profiles: chromiumProfiles(), processes };
+    state_files: stateFiles, mgmt_reservations: reservations, uml_guest_dirs: umlDirs, browser_profiles: chromiumProfiles(), processes };
 }
 
 /** @param {Record<string, string[]>} c @returns {number} how many things are left */

@@ -1,13 +1,14 @@
 // @ts-check
 // Tearing a run down by its id, and cleaning up everything any earlier run left (found by naming convention,
-// like Mininet's `mn -c`): processes in the run's namespaces, the namespaces, root veths, the nft table, state, and
-// the run's browser profiles.
+// like Mininet's `mn -c`): processes in the run's namespaces (the uml backend's guest among them), the namespaces,
+// root veths, the nft table, state, the uml guest's directory, and the run's browser profiles.
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { run, sleep } from './exec.js';
 import { NS_RE, ROOT_VETH_RE, NFT_TABLE_RE, CHROMIUM_PROFILE_RE, checkId, nsName, names } from './names.js';
 import { releaseMgmtSubnet, removeState, stateIds, reservationIds, cliRunDir, loadState } from './state.js';
+import { removeGuestDir, guestDirIds } from './uml/guest.js';
 
 /** @param {number} pid */
 function alive(pid) {
@@ -58,6 +59,7 @@ export async function teardown(id, opts = {}) {
   for (const ns of namespaces) pids.push(...(await pidsIn(ns)));
   await killPids(pids.filter((p) => p !== process.pid));
   for (const ns of namespaces) await run(['ip', 'netns', 'del', ns]);
+  removeGuestDir(id);
   const n = names(id);
   for (const dev of Object.values(n.rootVeths)) {
     const r = await run(['ip', 'link', 'show', 'dev', dev]);
@@ -104,7 +106,7 @@ export function chromiumProfiles() {
 /** Ids of every run that left something on this host, and whose owner is gone. @returns {Promise<string[]>} */
 export async function leftoverIds() {
   /** @type {Set<string>} */
-  const ids = new Set([...stateIds(), ...reservationIds()]);
+  const ids = new Set([...stateIds(), ...reservationIds(), ...guestDirIds()]);
   for (const dir of chromiumProfiles()) ids.add(/** @type {string} */ (CHROMIUM_PROFILE_RE.exec(dir)?.[1]));
   for (const ns of await listNamespaces()) {
     const m = NS_RE.exec(ns);

@@ -2,7 +2,7 @@
 // Argument parsing of netem's CLI (pure, unit-tested).
 
 export const USAGE = `usage: node netem/cli.js <command>   (npm run net -- <command>)
-  up [--scenario FILE] [--id ID] [--backend auto|kernel|userspace]   bring a network up, print its id
+  up [--scenario FILE] [--id ID] [--backend auto|kernel|userspace|uml]   bring a network up, print its id
   plan [--scenario FILE]                                            the backend it would use and why, and the commands, without running them
   exec ID a|r|b -- CMD...                                           run a command in that host's namespace
   show ID                                                           addresses, qdiscs + stats, bottleneck processes
@@ -13,7 +13,7 @@ export class UsageError extends Error {}
 
 /**
  * @param {string[]} argv arguments after the script name
- * @returns {{ cmd: 'help' } | { cmd: 'up', scenario?: string, id?: string, backend?: 'auto'|'kernel'|'userspace' }
+ * @returns {{ cmd: 'help' } | { cmd: 'up', scenario?: string, id?: string, backend?: 'auto'|'kernel'|'userspace'|'uml' }
  *   | { cmd: 'plan', scenario?: string }
  *   | { cmd: 'exec', id: string, host: 'a'|'r'|'b', command: string[] } | { cmd: 'show' | 'down', id: string }
  *   | { cmd: 'clean', ids: string[] }}
@@ -41,7 +41,7 @@ export function parseArgs(argv) {
         else if (flag === '--id') out.id = id(value());
         else if (flag === '--backend') {
           const b = value();
-          if (!['auto', 'kernel', 'userspace'].includes(b)) throw new UsageError(`up: --backend "${b}" is not one of auto, kernel, userspace`);
+          if (!['auto', 'kernel', 'userspace', 'uml'].includes(b)) throw new UsageError(`up: --backend "${b}" is not one of auto, kernel, userspace, uml`);
           out.backend = b;
         } else throw new UsageError(`up: unknown option ${rest[i]}`);
       }

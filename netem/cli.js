@@ -13,6 +13,7 @@ import { saveState, loadState, cliRunDir } from './state.js';
 import { run } from './exec.js';
 import { planTopology } from './topology.js';
 import { planKernelNetwork } from './kernel-backend.js';
+import { guestRun, channelDir } from './uml/guest.js';
 
 /** @param {string} file */
 function lastLine(file) {
@@ -28,7 +29,7 @@ function requireRun(id) {
   if (!existsSync(`/run/netns/${names(id).namespaces.r}`)) throw new Error(`no network ${id} is up (see \`ip netns list\`)`);
 }
 
-/** @param {{ scenario?: string, id?: string, backend?: 'auto'|'kernel'|'userspace' }} a */
+/** @param {{ scenario?: string, id?: string, backend?: 'auto'|'kernel'|'userspace'|'uml' }} a */
 async function up(a) {
   const scenario = loadScenario(a.scenario); // fails on a bad scenario before anything is set up
   const id = a.id ?? newId();
@@ -77,6 +78,13 @@ async function show(id) {
   }
   out.push(`\n[${ns.r}] qdiscs`);
   out.push((await run(['ip', 'netns', 'exec', ns.r, 'tc', '-s', 'qdisc', 'show'])).stdout.trimEnd());
+  if (state?.info.backend.used === 'uml') {
+    out.push(`\n[uml guest in ${ns.r}, kernel ${state.info.backend.kernel}] addresses and qdiscs`);
+    for (const argv of [['ip', '-br', 'addr'], ['tc', '-s', 'qdisc', 'show']]) {
+      const r = await guestRun(channelDir(id), argv);
+      out.push((r.stdout + r.stderr).trimEnd());
+    }
+  }
   out.push(`\n[${ns.r}] NFQUEUE rules`);
   out.push((await run(['ip', 'netns', 'exec', ns.r, 'iptables', '-w', '-t', 'mangle', '-S', 'FORWARD'])).stdout.trimEnd());
   console.log(out.join('\n'));

@@ -13,6 +13,7 @@ import { teardown } from './cleanup.js';
 import { chooseBackend } from './backend.js';
 import { KernelBackend } from './kernel-backend.js';
 import { UserspaceBackend } from './userspace.js';
+import { UmlBackend } from './uml/backend.js';
 import { Capture } from './captures.js';
 import { CrossTraffic } from './cross.js';
 import { markRuleLine, markTableRuleset, ruleCounters, MARK_TABLE } from './marking.js';
@@ -24,7 +25,7 @@ export { newId, DATA_PREFIX, MGMT_PREFIX } from './names.js';
 
 /**
  * @typedef {{ id?: string, scenario: any, runDir: string, log?: (msg: string) => void, t0_ms?: number,
- *   backend?: 'auto' | 'kernel' | 'userspace', detached?: boolean }} CreateOptions
+ *   backend?: 'auto' | 'kernel' | 'userspace' | 'uml', detached?: boolean }} CreateOptions
  *   scenario: a scenario (normalised here again through the scenario model, which also validates it);
  *   t0_ms: wall clock of schedule time 0 (the planned call start; default now): the userspace bottleneck gets it
  *   at spawn; backend: overrides scenario.backend; detached: processes outlive this Node process (the CLI).
@@ -82,7 +83,7 @@ export function releaseRun(id) {
 export class Network extends EventEmitter {
   /**
    * @param {{ id: string, scenario: any, links: { forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link },
-   *   runDir: string, log: (msg: string) => void, backend: { requested: string, used: 'kernel' | 'userspace', reason: string },
+   *   runDir: string, log: (msg: string) => void, backend: { requested: string, used: 'kernel' | 'userspace' | 'uml', reason: string, kernel?: string },
    *   t0_ms: number, detached: boolean }} o
    */
   constructor(o) {
@@ -99,7 +100,9 @@ export class Network extends EventEmitter {
     const common = { nsExec: this.nsExec('r'), links: this.links, runDir: this.runDir, log: o.log, detached: o.detached,
       onEvent: (/** @type {import('./backend.js').BackendEvent} */ e) => this.backendEvent(e) };
     /** @type {import('./backend.js').Backend} */
-    this.backend = o.backend.used === 'kernel' ? new KernelBackend(common) : new UserspaceBackend({ ...common, t0_ms: o.t0_ms });
+    this.backend = o.backend.used === 'kernel' ? new KernelBackend(common)
+      : o.backend.used === 'uml' ? new UmlBackend({ ...common, id: o.id, hostNsExec: common.nsExec, nsR: n.namespaces.r })
+        : new UserspaceBackend({ ...common, t0_ms: o.t0_ms });
     /** @type {{ a?: Capture, b?: Capture }} */
     this.captures = {};
     /** @type {CrossTraffic | null} */
@@ -111,6 +114,9 @@ export class Network extends EventEmitter {
   backendEvent(e) {
     if (this.isDown) return;
     this.emit('event', e);
+    if (e.event === 'guest_exit') {
+      this.emit('failure', { component: 'uml guest', message: `${e.message} during the run; its console: ${e.log}` });
+    }
     if (e.event === 'bottleneck_exit') {
       const how = e.signal ? `killed by ${e.signal}` : `exit code ${e.code}`;
       this.emit('failure', { component: `userspace bottleneck (${e.direction})`,
@@ -135,6 +141,8 @@ export class Network extends EventEmitter {
     this.info.sysctl = await setDefaultCongestionControl(this.id, cc);
     if (!this.info.sysctl.set) log(`note: default congestion control ${cc} not set in a/b (${this.info.sysctl.error}); iperf3 sets it per flow with -C`);
     await this.backend.start();
+    // The uml backend: the guest kernel that ran the qdiscs (uname -r inside it), for the manifest.
+    if (this.backend instanceof UmlBackend) this.info.backend = { ...this.info.backend, kernel: this.backend.kernel };
   }
 
   /**

@@ -15,6 +15,8 @@ export const CHROMIUM_PROFILE_PREFIX = 'rtclab-chromium-';
 export const CHROMIUM_PROFILE_RE = /^rtclab-chromium-([a-z0-9]{6})-[ab]-/;
 /** Where the CLI keeps the state of networks it left up, and detached processes' logs. */
 export const STATE_DIR = '/run/rtclab';
+/** The uml backend's guests: /run/rtclab-uml/<id>/ holds a guest's command channel and UML's own umid directory. */
+export const UML_DIR = '/run/rtclab-uml';
 
 export function newId() {
   const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';

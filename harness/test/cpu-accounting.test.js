@@ -41,6 +41,8 @@ test('the run\'s other processes by component and role', () => {
   assert.equal(processGroup({ pid: 2, argv: ['/usr/lib/chromium/chromium', '--type=renderer'], comm: 'chromium', browserKey: 'c2-a', harnessPid: 1 }), 'chromium-c2-a/renderer');
   assert.equal(group('/x/target/release/rtclab-bottleneck --queue-num 0 --config /r/bottleneck-forward.json'), 'bottleneck/forward');
   assert.equal(group('/x/target/release/rtclab-bottleneck --queue-num 1 --config /r/bottleneck-reverse.json'), 'bottleneck/reverse');
+  assert.equal(group('/usr/bin/linux.uml umid=rtclab-x mem=256M rootfstype=hostfs'), 'bottleneck/uml');
+  assert.equal(processGroup({ pid: 3, argv: [], comm: 'linux.uml', browserKey: null, harnessPid: 1 }), 'bottleneck/uml');
   assert.equal(group('tcpdump -i a-eth0 -n -s 256 -w /r/capture-a.pcap'), 'capture/a');
   assert.equal(group('tcpdump -i b-eth0 -n -s 256 -w /r/capture-b.pcap'), 'capture/b');
   assert.equal(group('iperf3 -s -p 5201 -1'), 'iperf3/server');

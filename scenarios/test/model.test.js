@@ -37,7 +37,7 @@ test('the default scenario is the Carlucci et al. base case with every default f
 test('command-line overrides replace the file\'s values and are validated too', () => {
   assert.equal(loadScenario(undefined, { duration_s: 30 }).duration_s, 30);
   assert.deepEqual(problemsOf(() => loadScenario(undefined, { backend: 'magic' })),
-    ['backend: "magic" is not one of auto, kernel, userspace']);
+    ['backend: "magic" is not one of auto, kernel, userspace, uml']);
 });
 
 test('an unknown discipline is named with the allowed values', () => {

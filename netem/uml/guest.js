@@ -1,0 +1,159 @@
+// @ts-check
+// The user-mode Linux guest of the uml backend (docs/netem.md, "uml"): a Linux 6.1 kernel as a process in namespace
+// r, attached to r's two data veths with the vector driver's raw transport, its root the host's own file system
+// (hostfs). Commands reach it through a channel directory (init.sh serves it): guestRun() here, or the `nsExec`
+// prefix guestExecPrefix() (netem/uml/exec.js) for the kernel backend's tc plan.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, closeSync, readFileSync, renameSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { UML_DIR } from '../names.js';
+import { sleep } from '../exec.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+export const INIT_SCRIPT = join(HERE, 'init.sh');
+export const EXEC_SCRIPT = join(HERE, 'exec.js');
+/** Debian's user-mode-linux package: the kernel binary and its modules. */
+export const UML_BINARIES = ['/usr/bin/linux.uml', '/usr/bin/linux'];
+export const UML_MODULES = '/usr/lib/uml/modules';
+/** Boot and module loading take 2-5 s here; a busy machine can take longer. */
+const BOOT_TIMEOUT_MS = 60000;
+
+/** The guest kernel binary, or null when user-mode Linux is not installed. */
+export function umlBinary() {
+  return UML_BINARIES.find((b) => existsSync(b)) ?? null;
+}
+
+/** Why this machine cannot run the uml backend (null: it can). */
+export function umlUnavailable() {
+  if (!umlBinary()) return `user-mode Linux is not installed (none of ${UML_BINARIES.join(', ')}): apt-get install user-mode-linux kmod`;
+  if (!existsSync(UML_MODULES) || !readdirSync(UML_MODULES).length) return `no user-mode Linux modules in ${UML_MODULES}`;
+  if (!existsSync('/sbin/modprobe') && !existsSync('/usr/sbin/modprobe') && !existsSync('/usr/bin/modprobe')) return 'modprobe not found: apt-get install kmod';
+  return null;
+}
+
+/** Everything of run id's guest on the host: the channel, UML's own umid directory. @param {string} id */
+export const guestDir = (id) => join(UML_DIR, id);
+/** @param {string} id */
+export const channelDir = (id) => join(guestDir(id), 'chan');
+
+/**
+ * The command prefix that runs a command in the guest (like `ip netns exec NS`): exec.js writes it to the channel,
+ * waits for the guest's answer, prints its output and exits with its status.
+ * @param {string} id
+ */
+export const guestExecPrefix = (id) => [process.execPath, EXEC_SCRIPT, channelDir(id), '--'];
+
+/** @param {string} s */
+const shQuote = (s) => `'${s.replaceAll("'", "'\\''")}'`;
+
+/** @param {number} pid */
+function alive(pid) {
+  try { process.kill(pid, 0); return true; } catch { return false; }
+}
+
+/** @param {string} file */
+function readOr(file, fallback = '') {
+  try { return readFileSync(file, 'utf8'); } catch { return fallback; }
+}
+
+let seq = 0;
+
+/**
+ * Run argv in the guest through the channel; never throws for a non-zero exit (like exec.js's run()).
+ * @param {string} chan channel directory @param {string[]} argv
+ * @param {{ timeout_ms?: number }} [o]
+ * @returns {Promise<import('../exec.js').RunResult>}
+ */
+export async function guestRun(chan, argv, o = {}) {
+  if (!existsSync(join(chan, 'ready'))) return { code: 127, stdout: '', stderr: `the uml guest is not serving ${chan}` };
+  const pid = Number(readOr(join(chan, '..', 'guest.pid'), '0'));
+  // Names sort by time: the guest serves them in that order. CLOCK_MONOTONIC is shared by every process.
+  const name = join(chan, `${process.hrtime.bigint().toString().padStart(20, '0')}-${process.pid}-${seq++}`);
+  writeFileSync(`${name}.tmp`, `exec ${argv.map(shQuote).join(' ')}\n`);
+  renameSync(`${name}.tmp`, `${name}.cmd`);
+  const deadline = Date.now() + (o.timeout_ms ?? 20000);
+  try {
+    for (let i = 0; ; i++) {
+      if (existsSync(`${name}.rc`)) {
+        const code = Number(readOr(`${name}.rc`, '127').trim());
+        return { code, stdout: readOr(`${name}.out`), stderr: readOr(`${name}.err`) };
+      }
+      if (Date.now() > deadline) return { code: 124, stdout: '', stderr: `no answer from the uml guest within ${o.timeout_ms ?? 20000} ms` };
+      if (i % 20 === 0 && pid && !alive(pid)) return { code: 127, stdout: '', stderr: `the uml guest (pid ${pid}) is not running` };
+      await sleep(i < 40 ? 2 : 10);
+    }
+  } finally {
+    for (const ext of ['cmd', 'out', 'err', 'rc']) rmSync(`${name}.${ext}`, { force: true });
+  }
+}
+
+/**
+ * Boot the guest in namespace nsR on the two data veths, and wait until it serves its channel.
+ * @param {{ id: string, nsR: string, devs: string[], consoleLog: string, detached: boolean, mem_mb?: number,
+ *   onExit?: (code: number | null, signal: string | null) => void }} o
+ *   devs: host interfaces in r the guest takes as vec0, vec1, ...; consoleLog: the guest's console (kernel messages,
+ *   init's); detached: the guest outlives this Node process (the CLI's `up`); onExit: the guest ended on its own
+ * @returns {Promise<{ pid: number, kernel: string, argv: string[] }>} kernel: uname -r in the guest
+ */
+export async function startGuest(o) {
+  const why = umlUnavailable();
+  if (why) throw new Error(`uml backend: ${why}`);
+  const dir = guestDir(o.id);
+  const chan = channelDir(o.id);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(chan, { recursive: true });
+  const argv = ['ip', 'netns', 'exec', o.nsR, /** @type {string} */ (umlBinary()), `umid=rtclab-${o.id}`, `uml_dir=${dir}`,
+    `mem=${o.mem_mb ?? 256}M`, 'rootfstype=hostfs', 'rootflags=/', 'rw', `init=${INIT_SCRIPT}`, 'con=null', 'con0=null,fd:1', 'ssl=null',
+    ...o.devs.map((dev, i) => `vec${i}:transport=raw,ifname=${dev},depth=128`),
+    `rtclab_chan=${chan}`, `rtclab_modules=${UML_MODULES}`];
+  const fd = openSync(o.consoleLog, 'a');
+  const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', fd, fd], detached: true });
+  closeSync(fd);
+  const pid = /** @type {number} */ (proc.pid);
+  writeFileSync(join(dir, 'guest.pid'), String(pid));
+  /** @type {{ code: number | null, signal: string | null } | null} */
+  let exited = null;
+  proc.on('exit', (code, signal) => {
+    exited = { code, signal };
+    o.onExit?.(code, signal);
+  });
+  if (o.detached) proc.unref();
+  const deadline = Date.now() + BOOT_TIMEOUT_MS;
+  const lastWords = () => readOr(o.consoleLog).trimEnd().split('\n').slice(-3).join(' | ');
+  while (!existsSync(join(chan, 'ready'))) {
+    if (existsSync(join(chan, 'failed'))) throw new Error(`uml guest: ${readOr(join(chan, 'failed')).trim()} (console: ${o.consoleLog})`);
+    const e = /** @type {{ code: number | null, signal: string | null } | null} */ (exited);
+    if (e) throw new Error(`uml guest exited while booting (${e.signal ?? `exit code ${e.code}`}): ${lastWords()}`);
+    if (Date.now() > deadline) throw new Error(`uml guest not ready within ${BOOT_TIMEOUT_MS / 1000} s: ${lastWords()}`);
+    await sleep(20);
+  }
+  return { pid, kernel: readOr(join(chan, 'ready')).trim(), argv };
+}
+
+/**
+ * Stop the guest: SIGTERM (UML halts), then SIGKILL to everything still in its process group; remove its directory.
+ * The namespace teardown kills whatever of it is left as well (every guest process lives in r).
+ * @param {string} id @param {number | null} pid
+ */
+export async function stopGuest(id, pid) {
+  if (pid && alive(pid)) {
+    try { process.kill(-pid, 'SIGTERM'); } catch { /* gone */ }
+    const deadline = Date.now() + 3000;
+    while (alive(pid) && Date.now() < deadline) await sleep(20);
+    try { process.kill(-pid, 'SIGKILL'); } catch { /* gone */ }
+    while (alive(pid) && Date.now() < deadline + 2000) await sleep(20);
+  }
+  removeGuestDir(id);
+}
+
+/** @param {string} id */
+export function removeGuestDir(id) {
+  rmSync(guestDir(id), { recursive: true, force: true });
+}
+
+/** Ids that have a guest directory (a guest may be running, or left it after a SIGKILL). */
+export function guestDirIds() {
+  if (!existsSync(UML_DIR)) return [];
+  return readdirSync(UML_DIR).filter((f) => /^[a-z0-9]{6}$/.test(f));
+}
