@@ -39,7 +39,7 @@ async function up(a) {
     process.on(sig, () => { void teardown(id).finally(() => process.exit(128 + (sig === 'SIGINT' ? 2 : sig === 'SIGTERM' ? 15 : 1))); });
   }
   const runDir = cliRunDir(id);
-  const net = await createNetwork({ id, scenario, runDir, backend: a.backend, detached: true,
+  await createNetwork({ id, scenario, runDir, backend: a.backend, detached: true,
     log: (m) => { if (process.env.RTCLAB_VERBOSE) console.error(m); } });
   saveState(id, { ...loadState(id), scenario_file: a.scenario ?? null });
   console.log(id);

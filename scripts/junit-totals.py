@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Prints "PASSED FAILED" for the JUnit XML files given (node --test's junit reporter, pytest's --junitxml): scripts/test.sh
-totals every runner from the runner's own machine-readable report instead of reading its printed lines. A test case is
-failed when it carries a <failure> or an <error>, skipped when it carries <skipped>, passed otherwise; node's tests that
-have subtests are <testsuite> elements, so only the leaves (<testcase>) are counted, as pytest reports them. A file that
-is missing or cut short (the runner crashed) counts as one failure."""
+"""Prints "PASSED FAILED" for the JUnit XML files given (node --test's junit reporter, pytest's --junitxml):
+scripts/test.sh totals every runner from the runner's own machine-readable report instead of reading its printed lines.
+A test case is failed when it carries a <failure> or an <error>, skipped when it carries <skipped>, passed otherwise;
+node's tests that have subtests are <testsuite> elements, so only the leaves (<testcase>) are counted, as pytest reports
+them. A file that is missing or cut short (the runner crashed) counts as one failure."""
 
 import sys
 import xml.etree.ElementTree as ET

@@ -12,7 +12,8 @@
 #     (real calls through the emulated network). pytest: tests marked `real_calls` or `integration`
 #     (pyproject.toml).
 #   fast tier: everything else: unit, plan, property and conformance tests, the type checks (tsc; mypy in
-#     analysis/test/test_types.py) and cargo's tests. A new test is fast unless its file name or marker says otherwise.
+#     analysis/test/test_types.py), the linters (ruff, clippy, rustfmt; their rules in pyproject.toml, rustfmt.toml
+#     and tsconfig.json's flags) and cargo's tests. A new test is fast unless its file name or marker says otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tier=all
@@ -30,7 +31,7 @@ started=$SECONDS
 # A suite's output goes to $log/NAME.out (and to the terminal as it comes, unless it runs beside another suite: then
 # it is shown whole when counted); how it is totalled is given by its kind:
 #   junit FILE: the JUnit XML the runner wrote; cargo: cargo test's "test result:" lines; none: a check without tests
-#   (tsc), one failure when it fails.
+#   (tsc, the linters), one failure when it fails.
 run_suite() { # name kind report live|quiet command...
   local name=$1 kind=$2 report=$3 show=$4 t0=$SECONDS rc; shift 4
   [ "$show" = live ] && echo "=== $name: $*"
@@ -68,6 +69,26 @@ node_tests() { # fast | real: the Node test files of that tier
     esac
   done
 }
+# The Rust crates, for the linters.
+crates=()
+for d in netem/bottleneck analysis/core; do [ -f "$d/Cargo.toml" ] && crates+=("$d/Cargo.toml"); done
+# clippy over every target (the tests too) and, for the analyzer's core, its Python bindings (the feature maturin
+# builds); any warning fails.
+clippy_all() {
+  local m rc=0 features
+  for m in "${crates[@]}"; do
+    features=(); grep -q '^python = ' "$m" && features=(--features python)
+    cargo clippy --release --locked --quiet --all-targets "${features[@]}" --manifest-path "$m" -- -D warnings || rc=1
+  done
+  return $rc
+}
+# rustfmt's check (rustfmt.toml at the root); prints the diff it wants.
+rustfmt_all() {
+  local m rc=0
+  for m in "${crates[@]}"; do cargo fmt --check --manifest-path "$m" || rc=1; done
+  return $rc
+}
+
 # The junit reporter to a file for the totals, and the spec reporter for the reader.
 node_test() { # report concurrency files...
   local report=$1 concurrency=$2; shift 2
@@ -77,24 +98,30 @@ node_test() { # report concurrency files...
 
 if [ "$tier" != real ]; then
   echo "=== fast tier"
-  # Two lanes at once: pytest on both cores (pytest-xdist), and beside it the cargo tests, the TypeScript checker and
-  # node's tests (four files at a time: most of their time is spent waiting on the processes they start). Safe: no
-  # fast test measures time against a budget or needs the machine to itself (the timing-sensitive ones are in the
-  # real tier, run alone below), so sharing the cores only makes them slower, never wrong.
+  # Two lanes at once: pytest on both cores (pytest-xdist), and beside it the linters, the cargo tests, clippy, the
+  # TypeScript checker and node's tests (four files at a time: most of their time is spent waiting on the processes
+  # they start). Safe: no fast test measures time against a budget or needs the machine to itself (the
+  # timing-sensitive ones are in the real tier, run alone below), so sharing the cores only makes them slower, never
+  # wrong.
   if [ -d analysis/test ]; then
     run_suite analyzer junit "$log/analyzer.xml" quiet .venv/bin/python -m pytest analysis/test -q -n auto \
       -m "not real_calls and not integration" --durations=5 --junitxml="$log/analyzer.xml" &
   fi
+  # The linters (each a second or two); quiet when the code passes.
+  run_suite ruff none - quiet .venv/bin/ruff check --no-cache
+  run_suite rustfmt none - quiet rustfmt_all
   [ -f netem/bottleneck/Cargo.toml ] && run_suite bottleneck cargo - quiet cargo test --release --locked --quiet --manifest-path netem/bottleneck/Cargo.toml
   for d in analysis/*/Cargo.toml; do
     [ -f "$d" ] && run_suite "$(basename "$(dirname "$d")")" cargo - quiet cargo test --release --locked --quiet --manifest-path "$d"
   done
+  # After the tests' release build, which it shares the crates' target directories with (and their lock).
+  run_suite clippy none - quiet clippy_all
   # TypeScript's checker over the JavaScript (tsconfig.json: checkJs); it prints nothing when every file checks.
   run_suite types none - quiet npx --no-install tsc -p .
   mapfile -t fast < <(node_tests fast)
   [ ${#fast[@]} -gt 0 ] && run_suite node junit "$log/node.xml" quiet node_test "$log/node.xml" 4 "${fast[@]}"
   wait
-  for name in bottleneck core types node analyzer; do count_suite "$name"; done
+  for name in ruff rustfmt bottleneck core clippy types node analyzer; do count_suite "$name"; done
   echo "=== fast tier: $((SECONDS - started)) s"
 fi
 

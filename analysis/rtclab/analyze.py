@@ -15,8 +15,21 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import (__version__, chrome_ecn, cpu, crosscheck, fairness, getstats, metrics, multiflow, packets, phases,
-               queue, rundir, scenario)
+from . import (
+    __version__,
+    chrome_ecn,
+    cpu,
+    crosscheck,
+    fairness,
+    getstats,
+    metrics,
+    multiflow,
+    packets,
+    phases,
+    queue,
+    rundir,
+    scenario,
+)
 from .eventlog import analysis as eventlog_analysis
 
 # 2: queuing_delay_ms and getStats' tq_ms are measured from the configured propagation delay (their earlier
@@ -49,6 +62,16 @@ def twcc_ext_id(run: rundir.RunDir) -> int:
                     return int(line.split(":", 1)[1].split()[0].split("/")[0])
     from_log = eventlog_analysis.transport_cc_id(run.path)
     return from_log if from_log is not None else 3
+
+
+def capacity_steps(link: scenario.Link, duration_s: float) -> list[list[float]] | None:
+    """The forward capacity over the call as steps [[t_s, bit/s], ...] from 0 to duration_s (the last point closes the
+    last step), from the scenario's schedule; None without a rate limit (or with a trace)."""
+    if not link.schedule:
+        return None
+    starts = [0.0, *(at for at, _ in link.schedule if 0.0 < at < duration_s)]
+    steps = [[t, float(link.capacity_bps_at(t) or 0.0)] for t in starts]
+    return [*steps, [duration_s, steps[-1][1]]]
 
 
 def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
@@ -98,7 +121,8 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
             gaps.append("no getStats: the browsers' view (bitrates, RTT, Tq, fps, freezes) is missing")
     if t0 is None:
         if gs is None or not any(gs["available"].values()):
-            raise NothingToAnalyse(f"{path}: no readable capture and no getStats sample; problems: " + "; ".join(run.problems))
+            raise NothingToAnalyse(f"{path}: no readable capture and no getStats sample; problems: "
+                                   + "; ".join(run.problems))
         t0 = 0.0
 
     duration_s = float(run.scenario.duration_s) if run.scenario else None
@@ -199,7 +223,10 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
         "run": {
             "id": run.manifest.get("id") or path.name, "path": str(path), "status": run.manifest.get("status"),
             "error": run.manifest.get("error"), "scenario": run.scenario_doc.get("name"),
-            "backend": (run.manifest.get("backend") or {}).get("used"), "call_start": t0, "duration_s": duration_s,
+            "backend": (run.manifest.get("backend") or {}).get("used"),
+            # The uml backend's guest kernel, whose qdiscs the run went through (null for the other backends).
+            "backend_kernel": (run.manifest.get("backend") or {}).get("kernel"),
+            "call_start": t0, "duration_s": duration_s,
             "calls": len(multiflow.calls(run)),
         },
         "validity": validity,
@@ -220,6 +247,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
                    for p in phase_list],
         "cross_traffic_timing": [t.to_json() for t in timing],
         "capacity_bps": capacity(0.0, duration_s) if capacity and duration_s else None,
+        "capacity_steps": capacity_steps(scen.forward, duration_s) if scen and duration_s else None,
         "flows": flows,
         "fairness": fair,
         "multiflow": multi,

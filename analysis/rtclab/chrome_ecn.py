@@ -137,7 +137,8 @@ def analyse(run: rundir.RunDir, table: PacketTable | None, t0: float) -> dict[st
         counters = side_counters(lines)
         if counters is not None and table is not None:
             compared += feedback_vs_captures(side, counters, table)
-            counters["target_reaction"] = target_reaction(target_samples(lines), congestion_events_s(table, SENDS[side]), t0)
+            counters["target_reaction"] = target_reaction(target_samples(lines),
+                                                          congestion_events_s(table, SENDS[side]), t0)
         if counters is not None:
             counters["t_s"] = counters.pop("t") - t0
         sides[side] = counters

@@ -21,9 +21,9 @@ def _progress(quiet: bool):
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from .analyze import NothingToAnalyse, analyze, _json_default
-    from .report import render
     from . import dashboard
+    from .analyze import NothingToAnalyse, _json_default, analyze
+    from .report import render
 
     run = Path(args.run_dir)
     try:
@@ -107,7 +107,8 @@ def run_node_program(name: str, args: list[str]) -> int:
     program = REPO / NODE_PROGRAMS[name]
     node = shutil.which("node")
     if node is None or not program.exists():
-        print(f"rtclab {name}: needs node and {program} (run scripts/setup.sh in the rtclab repository)", file=sys.stderr)
+        print(f"rtclab {name}: needs node and {program} (run scripts/setup.sh in the rtclab repository)",
+              file=sys.stderr)
         return 2
     try:
         return subprocess.call([node, str(program), *args])
@@ -124,10 +125,13 @@ def main(argv: list[str] | None = None) -> int:
         return run_node_program(argv[0], argv[1:])
     p = argparse.ArgumentParser(prog="rtclab", description="Analyse rtclab run directories; run and aggregate studies.")
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("study", help="studies of many runs: rtclab study run FILE | aggregate OUT | report OUT | compare A B "
+    sub.add_parser("study",
+                   help="studies of many runs: rtclab study run FILE | aggregate OUT | report OUT | compare A B "
                    "(docs/studies.md)")
-    sub.add_parser("call", help="place a call: the harness (npm run call), e.g. rtclab call --scenario FILE (docs/harness.md)")
-    sub.add_parser("net", help="the emulated network alone (npm run net): rtclab net up|show|down|clean (docs/netem.md)")
+    sub.add_parser("call",
+                   help="place a call: the harness (npm run call), e.g. rtclab call --scenario FILE (docs/harness.md)")
+    sub.add_parser("net",
+                   help="the emulated network alone (npm run net): rtclab net up|show|down|clean (docs/netem.md)")
     a = sub.add_parser("analyze", help="report + metrics.json + packets.parquet + dashboard.html for one run")
     a.add_argument("run_dir")
     a.add_argument("--json", action="store_true", help="print the metrics as JSON instead of the report")
@@ -135,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--no-dashboard", action="store_true")
     a.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
     a.set_defaults(func=cmd_analyze)
-    d = sub.add_parser("dashboard", help="rebuild dashboard.html from metrics.json and packets.parquet (no re-analysis)")
+    d = sub.add_parser("dashboard",
+                       help="rebuild dashboard.html from metrics.json and packets.parquet (no re-analysis)")
     d.add_argument("run_dir")
     d.add_argument("-q", "--quiet", action="store_true")
     d.set_defaults(func=cmd_dashboard)

@@ -8,8 +8,6 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
-
 from .fairness import headline_fairness
 
 
@@ -65,14 +63,15 @@ def rows(runs: list[Path], progress: Callable[[str], None] | None = None) -> lis
 def text(table: list[dict[str, Any]]) -> str:
     head = ["run", "valid", "video Mb/s", "sd", "U %", "loss % bytes", "queue mean", "p95", "q-minOWD", "owd p50",
             "jitter", "Jain"]
-    fmt = lambda x, s=1.0, d=2: "-" if x is None else f"{x * s:.{d}f}"  # noqa: E731
+    fmt = lambda x, s=1.0, d=2: "-" if x is None else f"{x * s:.{d}f}"
     body = [[r["label"], str(r["valid"]), fmt(r["video_rate_bps"], 1e-6), fmt(r["video_rate_sd_bps"], 1e-6),
-             fmt(r["utilisation"], 100, 0), fmt(r["loss_ratio_bytes"], 100), fmt(r["queuing_delay_ms"].get("mean"), 1, 1),
+             fmt(r["utilisation"], 100, 0), fmt(r["loss_ratio_bytes"], 100),
+             fmt(r["queuing_delay_ms"].get("mean"), 1, 1),
              fmt(r["queuing_delay_ms"].get("p95"), 1, 1), fmt(r["queuing_delay_vs_min_owd_ms"].get("mean"), 1, 1),
              fmt(r["owd_ms"].get("p50"), 1, 1), fmt(r["jitter_ms"]),
              fmt(r["jain_index"], 1, 3)] for r in table]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
-    line = lambda c: "  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(c, widths)))  # noqa: E731
+    line = lambda c: "  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(c, widths)))
     return "\n".join([line(head), line(["-" * w for w in widths]), *(line(b) for b in body)]) + "\n"
 
 
@@ -88,13 +87,15 @@ def figures(table: list[dict[str, Any]]) -> list[tuple[str, dict]]:
            "mean": [r["queuing_delay_ms"].get("mean") for r in table]}
     rate = {"type": "bar", "name": "video rate", "x": labels,
             "y": [None if r["video_rate_bps"] is None else r["video_rate_bps"] / 1e6 for r in table],
-            "error_y": {"type": "data", "array": [None if r["video_rate_sd_bps"] is None else r["video_rate_sd_bps"] / 1e6
+            "error_y": {"type": "data",
+                        "array": [None if r["video_rate_sd_bps"] is None else r["video_rate_sd_bps"] / 1e6
                                                   for r in table]}}
     loss = {"type": "bar", "name": "loss", "x": labels,
             "y": [None if r["loss_ratio_bytes"] is None else 100 * r["loss_ratio_bytes"] for r in table]}
-    lay = lambda t, y: {"title": {"text": t}, "yaxis": {"title": {"text": y}}, "height": 360,  # noqa: E731
+    lay = lambda t, y: {"title": {"text": t}, "yaxis": {"title": {"text": y}}, "height": 360,
                         "margin": {"l": 60, "r": 20, "t": 40, "b": 90}}
-    return [("queuing_box", {"data": [box], "layout": lay("Video queuing delay, OWD - configured propagation (box p25-p75, "
+    return [("queuing_box", {"data": [box],
+                             "layout": lay("Video queuing delay, OWD - configured propagation (box p25-p75, "
                                                          "whiskers p5-p95)", "ms")}),
             ("rate_bars", {"data": [rate], "layout": lay("Video received rate (mean ± sd of 1 s windows)", "Mbit/s")}),
             ("loss_bars", {"data": [loss], "layout": lay("Video loss ratio l = bytes lost / bytes sent", "%")})]

@@ -55,10 +55,10 @@ def analyse(log: CpuLog | None, t0: float, duration_s: float, cpus: int | None) 
     names = {p["group"] for p in log.processes.values()} | {g for s in log.samples for g in s.groups}
     groups: dict[str, dict[str, Any]] = {}
     for g in names:
-        entry = _summary(_column(inside, lambda s: s.groups.get(g, 0.0)), dt, busy_mean)
+        entry = _summary(_column(inside, lambda s, g=g: s.groups.get(g, 0.0)), dt, busy_mean)
         groups[g] = {"component": component(g), "role": g.split("/", 1)[1] if "/" in g else "", **entry,
                      "processes": sum(1 for p in log.processes.values() if p["group"] == g)}
-    components = {c: _summary(_column(inside, lambda s: sum(v for g, v in s.groups.items() if component(g) == c)),
+    components = {c: _summary(_column(inside, lambda s, c=c: sum(v for g, v in s.groups.items() if component(g) == c)),
                               dt, busy_mean)
                   for c in {component(g) for g in names}}
 
@@ -73,7 +73,7 @@ def analyse(log: CpuLog | None, t0: float, duration_s: float, cpus: int | None) 
         "window": {"start_s": 0.0, "end_s": duration_s, "samples": len(inside),
                    "seconds": float(dt.sum()) if inside else 0.0, "samples_outside": len(log.samples) - len(inside)},
         "host_busy": dict(host_busy, mean_fraction=busy_mean / cpus if busy_mean is not None and cpus else None),
-        "host_mean_cores": {k: (float(np.dot(_column(inside, lambda s: s.host.get(k, 0.0)), dt) / dt.sum())
+        "host_mean_cores": {k: (float(np.dot(_column(inside, lambda s, k=k: s.host.get(k, 0.0)), dt) / dt.sum())
                                 if inside else None) for k in ("user", "system", "irq", "softirq", "steal")},
         "kernel_irq_softirq": _summary(_column(inside, lambda s: s.host.get("irq", 0.0) + s.host.get("softirq", 0.0)),
                                        dt, busy_mean),

@@ -149,15 +149,17 @@ def tshark_jitter(run: RunDir, flows: list[dict[str, Any]], table: PacketTable |
             out.append(_check(f"jitter_vs_tshark:{direction}", None, f"tshark could not run: {e}", ""))
             continue
         for f in rtp:
-            s = next((s for s in streams if s["ssrc"] == f["ssrc"] and s["src"] == f["src"] and s["dst"] == f["dst"]), None)
+            s = next((s for s in streams if s["ssrc"] == f["ssrc"] and s["src"] == f["src"]
+                      and s["dst"] == f["dst"]), None)
             name = f"jitter_vs_tshark:{direction}:{f['kind']}:{f['ssrc']}"
             if s is None:
-                out.append(_check(name, False, f"tshark found no RTP stream for ssrc {f['ssrc']} {f['src']} -> {f['dst']}", ""))
+                out.append(_check(name, False,
+                                  f"tshark found no RTP stream for ssrc {f['ssrc']} {f['src']} -> {f['dst']}", ""))
                 continue
             ours = f["jitter_ms"] or {}
-            tol = lambda ref: JITTER_TOLERANCE_MS + JITTER_TOLERANCE_FRACTION * abs(ref)  # noqa: E731
-            # The maxima are the same quantity (the RFC 3550 recurrence over the same arrivals). tshark's "mean" is not a
-            # plain mean of J (it skips marker-bit packets and weights by its packet counter), so it is shown only.
+            tol = lambda ref: JITTER_TOLERANCE_MS + JITTER_TOLERANCE_FRACTION * abs(ref)
+            # The maxima are the same quantity (the RFC 3550 recurrence over the same arrivals). tshark's "mean" is not
+            # a plain mean of J (it skips marker-bit packets and weights by its packet counter), so it is shown only.
             ours_max = ours.get("max_tshark_rule")
             ok = ours_max is not None and abs(ours_max - s["max_jitter_ms"]) <= tol(s["max_jitter_ms"])
             # tshark counts duplicates as received packets, so its "lost" is ours minus the duplicates.
@@ -168,7 +170,8 @@ def tshark_jitter(run: RunDir, flows: list[dict[str, Any]], table: PacketTable |
                 f"{direction} {f['kind']} ssrc {f['ssrc']}: jitter mean {ours.get('mean', float('nan')):.3f} ms / "
                 f"max {ours.get('max', float('nan')):.3f} ms ({ours_max if ours_max is not None else float('nan'):.3f} "
                 f"by tshark's rule), tshark {s['mean_jitter_ms']:.3f} / {s['max_jitter_ms']:.3f} ms; "
-                f"lost {f.get('rtp_seq_lost')} by sequence number with {f['duplicates']} duplicates, tshark {s['lost']}",
+                f"lost {f.get('rtp_seq_lost')} by sequence number with {f['duplicates']} duplicates, "
+                f"tshark {s['lost']}",
                 f"max jitter within {JITTER_TOLERANCE_MS} ms + {JITTER_TOLERANCE_FRACTION:.0%} (means differ by "
                 f"definition, shown only); loss as for getStats",
                 ours=ours, tshark=s))
@@ -208,7 +211,8 @@ def gtlog_owd(run: RunDir, table: PacketTable | None) -> tuple[list[dict[str, An
     residual_ms = (c["owd_ns"][rows[ok_rows]] - in_r_ns) / 1e6
     p99 = percentile(np.abs(residual_ms), 99)
     ok = (p99 is not None and p99 <= GTLOG_OWD_TOLERANCE_MS and drop_but_delivered == 0 and fwd_but_lost == 0)
-    counts = {GTLOG_EVENTS.get(int(e), str(int(e))): int(n) for e, n in zip(*np.unique(rec["event"], return_counts=True))}
+    events, event_counts = np.unique(rec["event"], return_counts=True)
+    counts = {GTLOG_EVENTS.get(int(e), str(int(e))): int(n) for e, n in zip(events, event_counts)}
     summary: dict[str, Any] = {
         "records": int(rec.size), "departures": int(dep.size), "joined": int(has.sum()), "events": counts,
         "drops_confirmed_by_capture": agree_drop, "dropped_but_captured_at_b": drop_but_delivered,
@@ -261,4 +265,5 @@ def _ce_marks(run: RunDir, table: PacketTable, rows: np.ndarray, rec: np.ndarray
               f"sent ECN-capable and received CE (captures); {acc['logged_not_received_ce']} logged marks not seen "
               f"at b, {acc['received_ce_not_logged']} CE arrivals the log did not mark")
     return [_check("ce_marks_vs_ground_truth", bad == 0, detail,
-                   "every packet: marked in the log <=> ECT at a and CE at b", **{k: v for k, v in acc.items() if k != "by_flow"})]
+                   "every packet: marked in the log <=> ECT at a and CE at b",
+                   **{k: v for k, v in acc.items() if k != "by_flow"})]

@@ -72,7 +72,8 @@ def _cross_shapes(m: dict[str, Any]) -> list[dict[str, Any]]:
     return shapes + _join_leave_shapes(m)
 
 
-def _layout(m: dict[str, Any], title: str, ytitle: str, xtitle: str = "time since call start (s)", **extra: Any) -> dict:
+def _layout(m: dict[str, Any], title: str, ytitle: str,
+            xtitle: str = "time since call start (s)", **extra: Any) -> dict:
     lay = {"title": {"text": title}, "xaxis": {"title": {"text": xtitle}}, "yaxis": {"title": {"text": ytitle}},
            "margin": {"l": 60, "r": 20, "t": 40, "b": 45}, "height": 340, "legend": {"orientation": "h", "y": -0.25},
            "shapes": _cross_shapes(m) if xtitle.startswith("time") else []}
@@ -110,11 +111,22 @@ def _rate_traces(m: dict[str, Any], t: PacketTable, t0_ns: int, duration_s: floa
     traces.append({"type": "scatter", "mode": "lines", "name": "sent by a, all forward traffic",
                    "x": (np.arange(n_bins) * w + w / 2).round(3).tolist(), "y": sent.round(4).tolist(),
                    "line": {"color": "#999", "width": 1, "dash": "dash"}})
-    cap = m.get("capacity_bps")
-    if cap:
-        traces.append({"type": "scatter", "mode": "lines", "name": "capacity", "x": [0, duration_s],
-                       "y": [cap / 1e6, cap / 1e6], "line": {"color": "black", "dash": "dot"}})
+    traces += capacity_traces(m, duration_s)
     return traces
+
+
+def capacity_traces(m: dict[str, Any], duration_s: float, scale: float = 1e-6) -> list[dict[str, Any]]:
+    """The forward capacity as a step line over the call (its schedule, metrics.json capacity_steps), or the mean
+    capacity flat for a run analysed before the steps existed; `scale` from bit/s to the panel's unit."""
+    steps = m.get("capacity_steps")
+    if steps:
+        return [{"type": "scatter", "mode": "lines", "name": "capacity", "x": [t for t, _ in steps],
+                 "y": [bps * scale for _, bps in steps], "line": {"color": "black", "dash": "dot", "shape": "hv"}}]
+    cap = m.get("capacity_bps")
+    if not cap:
+        return []
+    return [{"type": "scatter", "mode": "lines", "name": "capacity", "x": [0, duration_s], "y": [cap * scale] * 2,
+             "line": {"color": "black", "dash": "dot"}}]
 
 
 def _gs_series(m: dict[str, Any], direction: str, prefix: str) -> list[tuple[str, list]]:
@@ -173,9 +185,7 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
     cc += [_line("available outgoing bitrate (GCC estimate)", v, 1e-6)
            for _, v in _gs_series(m, "forward", "available_outgoing_bitrate_bps")]
     if cc:
-        if m.get("capacity_bps"):
-            cc.append({"type": "scatter", "mode": "lines", "name": "capacity", "x": [0, duration_s],
-                       "y": [m["capacity_bps"] / 1e6] * 2, "line": {"color": "black", "dash": "dot"}})
+        cc += capacity_traces(m, duration_s)
         panels.append(("Congestion controller at a: sent, target, available outgoing bitrate", "Mbit/s", cc))
     elif not no_call:
         omitted.append("congestion controller: no getStats from a")
@@ -218,7 +228,8 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
     if cpu:
         panels.append(cpu)
     else:
-        omitted.append("CPU per component: the run has no cpu.jsonl (a run from before it was recorded) or no sample in it")
+        omitted.append("CPU per component: the run has no cpu.jsonl (a run from before it was recorded) "
+                       "or no sample in it")
     if panels:
         figs.append(("timeseries", _stack(m, panels, duration_s)))
     if t is not None and have_packets:
@@ -248,10 +259,13 @@ def _owd_scatter(m: dict[str, Any], t: PacketTable, t0_ns: int) -> tuple[str, di
     if not traces:
         return None
     title = "Per-packet one-way delay a → b" + (f" (every {step}th packet)" if step > 1 else "")
-    return ("owd", {"data": traces, "layout": _layout(m, title, "one-way delay (ms)", xtitle="time since call start (s), at departure")})
+    return ("owd", {"data": traces,
+                    "layout": _layout(m, title, "one-way delay (ms)",
+                                      xtitle="time since call start (s), at departure")})
 
 
-def _loss_traces(m: dict[str, Any], t: PacketTable, t0_ns: int, duration_s: float) -> tuple[str, str, list[dict]] | None:
+def _loss_traces(m: dict[str, Any], t: PacketTable, t0_ns: int,
+                 duration_s: float) -> tuple[str, str, list[dict]] | None:
     c = t.cols
     w = max(1.0, _window_s(duration_s))
     traces = []
@@ -297,7 +311,8 @@ def _cdf(m: dict[str, Any], t: PacketTable) -> tuple[str, dict] | None:
                            "line": {"dash": dash, "color": KIND_COLOURS.get(f["kind"])}})
     if not traces:
         return None
-    return ("cdf", {"data": traces, "layout": _layout(m, "CDF of one-way and queuing delay a → b", "fraction of packets",
+    return ("cdf", {"data": traces,
+                    "layout": _layout(m, "CDF of one-way and queuing delay a → b", "fraction of packets",
                                                       xtitle="delay (ms)")})
 
 
@@ -318,7 +333,8 @@ def _cards(m: dict[str, Any]) -> str:
     if video:
         thr = (video.get("throughput_bps") or {}).get("mean")
         cards += [("video rate", f"{thr / 1e6:.2f} Mbit/s" if thr else "-"),
-                  ("video utilisation", f"{100 * video['utilisation']:.0f} %" if video.get("utilisation") is not None else "-"),
+                  ("video utilisation", f"{100 * video['utilisation']:.0f} %"
+                   if video.get("utilisation") is not None else "-"),
                   ("video queuing delay (OWD - propagation)", _ms_mean_p95(video.get("queuing_delay_ms"))),
                   ("video OWD - min OWD", _ms_mean_p95(video.get("queuing_delay_vs_min_owd_ms"))),
                   ("video loss", f"{100 * video['loss_ratio']:.2f} %" if video.get("loss_ratio") is not None else "-"),
@@ -333,7 +349,8 @@ def _cards(m: dict[str, Any]) -> str:
         cards.append((f"Jain's index ({phase.replace('_', ' ')})", f"{fair['jain_index']:.3f}"))
     warn = sum(1 for c in m.get("crosschecks", []) if c["ok"] is False)
     cards.append(("cross-checks", f"{sum(1 for c in m.get('crosschecks', []) if c['ok'])} agree, {warn} warn"))
-    return "".join(f'<div class="card"><div class="k">{html.escape(k)}</div><div class="v">{html.escape(val)}</div></div>'
+    return "".join(f'<div class="card"><div class="k">{html.escape(k)}</div><div '
+                   f'class="v">{html.escape(val)}</div></div>'
                    for k, val in cards)
 
 
@@ -345,13 +362,14 @@ def _flow_table(m: dict[str, Any]) -> str:
         if f["packets_sent"] + f["packets_received"] < 20:
             continue
         j = f.get("jitter_ms") or {}
-        fmt = lambda x, d=1: "-" if x is None else f"{x:.{d}f}"  # noqa: E731
+        fmt = lambda x, d=1: "-" if x is None else f"{x:.{d}f}"
         rows.append([f["direction"], _flow_label(f), f["packets_sent"], f["packets_received"],
                      fmt(None if f["loss_ratio"] is None else 100 * f["loss_ratio"], 2), fmt(f["owd_ms"]["p50"]),
                      fmt(f["owd_ms"]["p95"]), fmt(f["owd_ms"]["p99"]), fmt(f["queuing_delay_ms"]["mean"]),
                      fmt((f.get("queuing_delay_vs_min_owd_ms") or {}).get("mean")),
                      fmt(j.get("mean"), 2), f["reordered"], f["duplicates"],
-                     fmt(None if (f.get("throughput_bps") or {}).get("mean") is None else f["throughput_bps"]["mean"] / 1e6, 3),
+                     fmt(None if (f.get("throughput_bps") or {}).get("mean") is None
+                         else f["throughput_bps"]["mean"] / 1e6, 3),
                      fmt(None if f.get("utilisation") is None else 100 * f["utilisation"], 0)])
     th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     tr = "".join("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in r) + "</tr>" for r in rows)
@@ -365,7 +383,7 @@ def _multiflow_table(m: dict[str, Any]) -> str:
     tracks = [(c, t) for c in mf.get("calls") or [] for t in c["tracks"]]
     if len([t for _, t in tracks if t["kind"] == "video"]) < 2:
         return ""
-    fmt = lambda x, d=1, k=1.0: "-" if x is None else f"{x * k:.{d}f}"  # noqa: E731
+    fmt = lambda x, d=1, k=1.0: "-" if x is None else f"{x * k:.{d}f}"
     head = ["call/track", "active s", "priority", "DSCP", "rate Mbit/s", "steady Mbit/s", "converged after s",
             "CV (1 s)", "loss %", "queue mean ms", "queue p95 ms", "fps", "height"]
     rows = [[f"{c['id']}/{t['id']}", f"{c['start_s']:g}-{c['stop_s']:.1f}", t["priority"], t["dscp"],
@@ -383,7 +401,8 @@ def _multiflow_table(m: dict[str, Any]) -> str:
         body = "".join("<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in row) + "</tr>" for row in r)
         return f'<table class="flows"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
     period = (f"while every video flow is active, {sh['start_s']:.1f}-{sh['end_s']:.1f} s; Jain's index "
-              f"{fmt(sh.get('jain_index'), 3)}" if sh.get("flows") else html.escape(sh.get("note") or "no shared period"))
+              f"{fmt(sh.get('jain_index'), 3)}" if sh.get("flows")
+              else html.escape(sh.get("note") or "no shared period"))
     return (f"<h2>Calls and tracks</h2>{table(head, rows)}<h2>Priority shares ({period})</h2>"
             f"{table(share_head, share_rows)}")
 
@@ -400,9 +419,11 @@ PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <style>
 body{{font-family:system-ui,sans-serif;margin:16px;color:#222}} h1{{font-size:20px}}
-.cards{{display:flex;flex-wrap:wrap;gap:8px}} .card{{border:1px solid #ccc;border-radius:6px;padding:8px 12px;min-width:130px}}
+.cards{{display:flex;flex-wrap:wrap;gap:8px}}
+.card{{border:1px solid #ccc;border-radius:6px;padding:8px 12px;min-width:130px}}
 .card .k{{font-size:12px;color:#666}} .card .v{{font-size:17px;font-weight:600}}
-.chart{{width:100%;min-height:340px;margin-top:12px}} table.flows{{border-collapse:collapse;font-size:12px;margin-top:16px}}
+.chart{{width:100%;min-height:340px;margin-top:12px}}
+table.flows{{border-collapse:collapse;font-size:12px;margin-top:16px}}
 table.flows td,table.flows th{{border:1px solid #ddd;padding:3px 6px;text-align:right}} .notes{{color:#a33}}
 </style>
 <script>{plotly}</script></head><body>
@@ -417,7 +438,10 @@ table.flows td,table.flows th{{border:1px solid #ddd;padding:3px 6px;text-align:
 (function () {{
   var figs = JSON.parse(document.getElementById('figures').textContent);
   var gl = false;
-  try {{ var cv = document.createElement('canvas'); gl = !!(cv.getContext('webgl') || cv.getContext('experimental-webgl')); }} catch (e) {{}}
+  try {{
+    var cv = document.createElement('canvas');
+    gl = !!(cv.getContext('webgl') || cv.getContext('experimental-webgl'));
+  }} catch (e) {{}}
   var done = [];
   window.rtclabTimings = {{start: performance.now()}};
   figs.forEach(function (f) {{
@@ -498,7 +522,8 @@ def _controller_panels(m: dict[str, Any]) -> list[tuple[str, str, list[dict]]]:
         return []
     rates = [_line("target (lower of the two)", ser["target_bps"], 1e-6, line={"shape": "hv", "color": "black"}),
              _line("delay-based estimate", ser["delay_based_bps"], 1e-6, line={"shape": "hv", "color": "#d62728"}),
-             _line("loss-based estimate", ser["loss_based_bps"], 1e-6, line={"shape": "hv", "color": "#2ca02c", "dash": "dot"})]
+             _line("loss-based estimate", ser["loss_based_bps"], 1e-6,
+                   line={"shape": "hv", "color": "#2ca02c", "dash": "dot"})]
     rates = [r for r in rates if r["x"]]
     for name, key, symbol in (("probe cluster", "probe_clusters_bps", "triangle-up"),
                               ("probe result", "probe_results_bps", "circle-open")):
@@ -506,9 +531,7 @@ def _controller_panels(m: dict[str, Any]) -> list[tuple[str, str, list[dict]]]:
         if pts:
             rates.append({"type": "scatter", "mode": "markers", "name": name, "x": [p[0] for p in pts],
                           "y": [p[1] * 1e-6 for p in pts], "marker": {"symbol": symbol, "size": 7}})
-    if m.get("capacity_bps"):
-        rates.append({"type": "scatter", "mode": "lines", "name": "capacity", "x": [0, m["run"].get("duration_s") or 0],
-                      "y": [m["capacity_bps"] / 1e6] * 2, "line": {"color": "black", "dash": "dot"}})
+    rates += capacity_traces(m, m["run"].get("duration_s") or 0)
     out = [("GCC at a (RTC event log): target, delay-based and loss-based estimates, probes", "Mbit/s", rates)]
     m_pts, g_pts = ser.get("replay_m_ms") or [], ser.get("replay_gamma_ms") or []
     if m_pts:
@@ -540,7 +563,8 @@ def _meter_panels(m: dict[str, Any]) -> list[tuple[str, str, list[dict]]]:
             rates.append({"type": "scatter", "mode": "lines", "name": f"{name} rate", "x": s["t_s"],
                           "y": [r / 1e3 for r in s["rate_kbit"]], "line": {"shape": "hv"}})
             if s.get("limit_kbit") and s["t_s"]:
-                rates.append({"type": "scatter", "mode": "lines", "name": f"{name} limit", "x": [s["t_s"][0], s["t_s"][-1]],
+                rates.append({"type": "scatter", "mode": "lines", "name": f"{name} limit",
+                              "x": [s["t_s"][0], s["t_s"][-1]],
                               "y": [s["limit_kbit"] / 1e3] * 2, "line": {"dash": "dot", "color": "black"}})
             if s["action"] == "ce_fraction":
                 acts.append({"type": "scatter", "mode": "lines", "name": f"{name} CE fraction", "x": s["t_s"],
@@ -574,7 +598,8 @@ def _cpu_panel(m: dict[str, Any]) -> tuple[str, str, list[dict]] | None:
     traces: list[dict] = []
     browsers = 0
     # The stack in the order of the call's means (largest at the bottom); components only seen outside it last.
-    order = list(c.get("components") or {}) + [k for k in ser.get("components", {}) if k not in (c.get("components") or {})]
+    order = list(c.get("components") or {}) + [k for k in ser.get("components", {})
+                                               if k not in (c.get("components") or {})]
     for name in order:
         y = ser["components"].get(name)
         if y is None:

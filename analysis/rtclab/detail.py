@@ -65,7 +65,8 @@ def show_flow(run: Path, side: str, flow_id: int, limit: int) -> str:
                 break
             fields = ""
             if hasattr(p, "rtp"):
-                fields = f"ssrc {p.rtp.ssrc} seq {p.rtp.seq} ts {p.rtp.timestamp} pt {p.rtp.p_type} marker {p.rtp.marker}"
+                fields = (f"ssrc {p.rtp.ssrc} seq {p.rtp.seq} ts {p.rtp.timestamp} pt {p.rtp.p_type} "
+                          f"marker {p.rtp.marker}")
             elif hasattr(p, "tcp"):
                 fields = f"seq {p.tcp.seq_raw} ack {p.tcp.ack_raw} len {p.tcp.len} flags {p.tcp.flags}"
             lines.append(f"{p.number:>8} {p.sniff_timestamp} {p.ip.src} -> {p.ip.dst} {p.highest_layer} "

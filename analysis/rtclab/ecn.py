@@ -51,7 +51,8 @@ def log_vs_capture(ecn_in: np.ndarray, event: np.ndarray, ecn_sent: np.ndarray, 
         by_flow[int(f)] = {"bottleneck_ce_marks": int((logged & m).sum()), "ce_received": int((seen & m).sum()),
                            "disagreements": int(((logged != seen) & m).sum())}
     return {"packets": int(event.size), "bottleneck_ce_marks": int(logged.sum()), "ce_received": int(seen.sum()),
-            "logged_not_received_ce": int((logged & ~seen).sum()), "received_ce_not_logged": int((seen & ~logged).sum()),
+            "logged_not_received_ce": int((logged & ~seen).sum()),
+            "received_ce_not_logged": int((seen & ~logged).sum()),
             "by_flow": by_flow}
 
 
@@ -73,7 +74,8 @@ def read_actions(path: Path, problems: list[str]) -> list[dict[str, Any]]:
             except json.JSONDecodeError:
                 problems.append(f"{path.name} line {n}: not JSON, skipped")
                 continue
-            if not isinstance(r, dict) or r.get("event") not in ACTION_EVENTS or not {"t", "meter", "action"} <= r.keys():
+            if (not isinstance(r, dict) or r.get("event") not in ACTION_EVENTS
+                    or not {"t", "meter", "action"} <= r.keys()):
                 problems.append(f"{path.name} line {n}: not an action record, skipped")
                 continue
             out.append(r)
@@ -128,7 +130,8 @@ def meter_actions(run_dir: Path, t0_s: float, problems: list[str]) -> dict[str, 
         series: dict[str, dict[str, Any]] = {}
         for r in records:
             label = f"meter {r['meter']} ({r['action']}) {flow_label(r.get('flow'))}"
-            s = series.setdefault(label, {"meter": int(r["meter"]), "action": r["action"], "flow": flow_label(r.get("flow")),
+            s = series.setdefault(label, {"meter": int(r["meter"]), "action": r["action"],
+                                          "flow": flow_label(r.get("flow")),
                                           "t_s": [], "rate_kbit": [], "limit_kbit": None, "fraction": [], "holds": []})
             t = float(r["t"]) - t0_s
             if r["event"] == "window":

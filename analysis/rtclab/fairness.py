@@ -95,7 +95,8 @@ def headline_fairness(metrics_json: dict[str, Any]) -> tuple[str, dict[str, Any]
     Returns (phase name, its fairness entry)."""
     fairness = metrics_json.get("fairness") or {}
     cross = [p for p in metrics_json.get("phases") or []
-             if (p.get("cross_traffic") or str(p.get("name", "")).startswith("cross_traffic")) and p["name"] in fairness]
+             if (p.get("cross_traffic") or str(p.get("name", "")).startswith("cross_traffic"))
+             and p["name"] in fairness]
     if cross:
         best = max(cross, key=lambda p: p["end_s"] - p["start_s"])
         return best["name"], fairness[best["name"]]

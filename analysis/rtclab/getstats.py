@@ -42,7 +42,8 @@ def _selected_pair(report: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def read_side(path: Path, problems: list[str]) -> SideStats | None:
     if not path.exists():
-        problems.append(f"{path.name} missing: the browser's view of that side (bitrates, RTT, fps, getStats loss) is not available")
+        problems.append(f"{path.name} missing: the browser's view of that side (bitrates, RTT, fps, getStats loss) is "
+                        "not available")
         return None
     side = SideStats()
     for line in read_jsonl(path, problems):
@@ -208,7 +209,8 @@ def analyse(run: RunDir, t0: float) -> dict[str, Any]:
                     "nack_sent": _last(objs, "nackCount"), "pli_sent": _last(objs, "pliCount"),
                     "packets_lost": _last(objs, "packetsLost"), "packets_received": _last(objs, "packetsReceived"),
                     "jitter_ms": _summary(_series(objs, "jitter", t0, 1000.0)),
-                    "jitter_ms_last": (_last(objs, "jitter") or 0) * 1000 if _last(objs, "jitter") is not None else None,
+                    "jitter_ms_last": (_last(objs, "jitter") or 0) * 1000
+                    if _last(objs, "jitter") is not None else None,
                 }
                 if match is None:
                     match = {"ssrc": ssrc, "kind": kind}

@@ -114,7 +114,8 @@ def _subset_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int, ki
     n_sent, n_got = int(sent_rows.size), int(got.size)
     lost_mask = sent_status == LOST
     bytes_sent = int(frame_bytes[sent_rows].sum(dtype=np.int64)) + ETHERNET_HEADER_BYTES * n_sent
-    bytes_lost = int(frame_bytes[sent_rows[lost_mask]].sum(dtype=np.int64)) + ETHERNET_HEADER_BYTES * int(lost_mask.sum())
+    n_lost = int(lost_mask.sum())
+    bytes_lost = int(frame_bytes[sent_rows[lost_mask]].sum(dtype=np.int64)) + ETHERNET_HEADER_BYTES * n_lost
     qd = c["queuing_delay_ns"][got]
     # Arrivals: every first copy that reached the receiver, matched or not (a capture missing on the sending side
     # still gives rates, jitter and sequence-number loss), in the receiving capture's order: by time, and by frame
@@ -136,7 +137,8 @@ def _subset_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int, ki
         "packets_sent": n_sent,
         "packets_received": n_got,
         "packets_lost": int(lost_mask.sum()),
-        "packets_unknown": int((status == UNKNOWN).sum()),  # not seen arriving, but sent while the other capture was off
+        # Not seen arriving, but sent while the other capture was off.
+        "packets_unknown": int((status == UNKNOWN).sum()),
         "bytes_sent": bytes_sent,
         "bytes_lost": bytes_lost,
         "loss_ratio": (float(lost_mask.sum()) / n_sent) if n_sent else None,

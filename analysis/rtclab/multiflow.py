@@ -214,7 +214,8 @@ def _track_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int) -> 
     arrived = rows[(c["status"][rows] == DELIVERED) | (c["status"][rows] == UNMATCHED)]
     tr = c["t_recv_ns"][arrived]
     inside = arrived[(tr >= lo_ns) & (tr < hi_ns)]
-    out["rate_bps"] = (float((c["ip_len"][inside].astype(np.int64) + ETHERNET_HEADER_BYTES).sum()) * 8 / dur_s) if dur_s > 0 else None
+    frame_bytes = c["ip_len"][inside].astype(np.int64) + ETHERNET_HEADER_BYTES
+    out["rate_bps"] = (float(frame_bytes.sum()) * 8 / dur_s) if dur_s > 0 else None
     return out
 
 
@@ -239,7 +240,8 @@ def analyse(run: RunDir, t: PacketTable, t0_ns: int, duration_s: float, ssrc_kin
                 owner[s] = (call.id, tr.id)
             m = _track_metrics(t, trows, lo_ns, hi_ns)
             conv, steady, cv = convergence(_rates(t, trows, lo_ns, hi_ns, 1.0))
-            entry = {"id": tr.id, "kind": tr.kind, "priority": tr.priority, "bitrate_priority": BITRATE_PRIORITY.get(tr.priority),
+            entry = {"id": tr.id, "kind": tr.kind, "priority": tr.priority,
+                     "bitrate_priority": BITRATE_PRIORITY.get(tr.priority),
                      "dscp": tr.dscp, "ssrcs": tr.ssrcs, **m, "steady_rate_bps": steady,
                      "convergence_s": conv, "rate_cv": cv}
             if tr.kind == "video":
@@ -255,7 +257,8 @@ def analyse(run: RunDir, t: PacketTable, t0_ns: int, duration_s: float, ssrc_kin
             "owner": {str(k): list(v) for k, v in owner.items()}}
 
 
-def shares(t: PacketTable, video: list[tuple[Call, Track, np.ndarray]], t0_ns: int, duration_s: float) -> dict[str, Any]:
+def shares(t: PacketTable, video: list[tuple[Call, Track, np.ndarray]], t0_ns: int,
+           duration_s: float) -> dict[str, Any]:
     """Over the period every video flow is active: each flow's rate, the share its priority asks for (its bitrate
     priority over the sum of all flows'), the share it got (its rate over the sum of rates), their ratio, and Jain's
     index over the flows' rates."""
@@ -332,7 +335,8 @@ def dscp_marked(run: RunDir, cap_a: Capture | None, t0_ns: int) -> dict[str, Any
         ok &= n > 0 and frac >= MARKED_FRACTION_MIN
         parts.append(f"{name}: {marked}/{n} packets ({frac * 100:.1f}%) carried DSCP {want}")
     return {"name": "dscp_marked", "ok": bool(ok),
-            "detail": "; ".join(parts) + f" (at least {MARKED_FRACTION_MIN * 100:g}% needed, at capture-a after call start)"}
+            "detail": "; ".join(parts)
+            + f" (at least {MARKED_FRACTION_MIN * 100:g}% needed, at capture-a after call start)"}
 
 
 def run_shares(metrics_file: Path) -> tuple[bool, dict[str, Any]] | None:
@@ -350,7 +354,8 @@ def pooled_shares(shares: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     flows: dict[str, dict[str, Any]] = {}
     for sh in shares:
         for f in sh["flows"]:
-            e = flows.setdefault(f"{f['call']}/{f['track']}", {"priority": f["priority"], "asked_share": f["asked_share"],
+            e = flows.setdefault(f"{f['call']}/{f['track']}", {"priority": f["priority"],
+                                                               "asked_share": f["asked_share"],
                                                                "achieved": []})
             if f["achieved_share"] is not None:
                 e["achieved"].append(float(f["achieved_share"]))
@@ -399,7 +404,8 @@ def shares_page(points: list[dict[str, Any]], title: str) -> str:
             "RTCRtpEncodingParameters.priority asks for (docs/multiflow.md), averaged over each point's valid runs.</p>"
             "<div id=shares></div><table border=1 cellpadding=3><tr><th>point</th><th>flow</th><th>priority</th>"
             f"<th>asked</th><th>achieved</th><th>valid runs</th><th>Jain's index</th></tr>{rows}</table>"
-            f"<script>Plotly.newPlot('shares', {json.dumps(fig)}.data, {json.dumps(fig)}.layout)</script></body></html>")
+            f"<script>Plotly.newPlot('shares', {json.dumps(fig)}.data, {json.dumps(fig)}.layout)</script>"
+            "</body></html>")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,8 @@ from .rundir import Capture, join_keys
 
 # Row status in the `status` column.
 DELIVERED, LOST, DUPLICATE, UNMATCHED, UNKNOWN = 0, 1, 2, 3, 4
-STATUS_NAMES = {DELIVERED: "delivered", LOST: "lost", DUPLICATE: "duplicate", UNMATCHED: "unmatched", UNKNOWN: "unknown"}
+STATUS_NAMES = {DELIVERED: "delivered", LOST: "lost", DUPLICATE: "duplicate",
+                UNMATCHED: "unmatched", UNKNOWN: "unknown"}
 FORWARD, REVERSE = 0, 1
 DIRECTION_NAMES = {FORWARD: "forward", REVERSE: "reverse"}
 
@@ -130,16 +131,20 @@ def build(cap_a: Capture, cap_b: Capture, addr_a: int, addr_b: int,
         cols[name] = out
     def joined(departures: str, extras) -> np.ndarray:
         return np.concatenate([x for d in parts for x in (d[departures], extras(d))])
-    cols["direction"] = np.concatenate([np.full(len(d["s_idx"]) + len(d["x_idx"]), d["direction"], np.uint8) for d in parts])
+    cols["direction"] = np.concatenate([np.full(len(d["s_idx"]) + len(d["x_idx"]), d["direction"],
+                                                np.uint8) for d in parts])
     cols["status"] = joined("status", lambda d: d["extra_status"])
     cols["t_send_ns"] = joined("t_send", lambda d: np.full(len(d["x_idx"]), -1, np.int64))
     cols["t_recv_ns"] = joined("t_recv", lambda d: d["recv"].cols["ts_ns"][d["x_idx"]])
-    is_departure = np.concatenate([np.r_[np.ones(len(d["s_idx"]), bool), np.zeros(len(d["x_idx"]), bool)] for d in parts])
+    is_departure = np.concatenate([np.r_[np.ones(len(d["s_idx"]), bool),
+                                         np.zeros(len(d["x_idx"]), bool)] for d in parts])
     tos, frame = cols.pop("tos"), cols.pop("frame")
     cols["frame_send"] = np.where(is_departure, frame, 0).astype(np.uint32)
-    cols["frame_recv"] = np.where(is_departure, joined("frame_recv", lambda d: np.zeros(len(d["x_idx"]), np.uint32)), frame)
+    cols["frame_recv"] = np.where(is_departure,
+                                  joined("frame_recv", lambda d: np.zeros(len(d["x_idx"]), np.uint32)), frame)
     cols["ecn_send"] = np.where(is_departure, tos & 3, 255).astype(np.uint8)
-    cols["ecn_recv"] = np.where(is_departure, joined("ecn_recv", lambda d: np.zeros(len(d["x_idx"]), np.uint8)), tos & 3)
+    cols["ecn_recv"] = np.where(is_departure,
+                                joined("ecn_recv", lambda d: np.zeros(len(d["x_idx"]), np.uint8)), tos & 3)
     cols["dscp"] = tos >> 2
     delivered = cols["status"] == DELIVERED
     cols["owd_ns"] = np.where(delivered, cols["t_recv_ns"] - cols["t_send_ns"], -1)

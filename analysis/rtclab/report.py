@@ -24,7 +24,7 @@ def _rate(bps: float | None) -> str:
 
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    line = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
     return [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)]
 
 
@@ -58,7 +58,8 @@ def render(m: dict[str, Any]) -> str:
     run = m["run"]
     out.append(f"rtclab analysis of run {run['id']} ({run.get('scenario') or 'scenario unknown'}), "
                f"status {run.get('status') or 'unknown'}, {(run.get('duration_s') or 0):.1f} s, "
-               f"backend {run.get('backend') or '-'}")
+               f"backend {run.get('backend') or '-'}"
+               + (f" (guest kernel {run['backend_kernel']})" if run.get("backend_kernel") else ""))
     v = m.get("validity") or {}
     out.append(f"validity: {'valid' if v.get('valid') else ('INVALID' if v.get('valid') is False else 'unknown')}"
                + "".join(f"\n  {'ok  ' if c.get('ok') else 'FAIL'} {c.get('name')}: {c.get('detail', '')}"
@@ -72,7 +73,8 @@ def render(m: dict[str, Any]) -> str:
     sc = m.get("scenario") or {}
     if sc:
         out.append(f"propagation delay (scenario): forward {sc['forward']['delay_ms']:g} ms, reverse "
-                   f"{sc['reverse']['delay_ms']:g} ms; RTTm {sc['forward']['delay_ms'] + sc['reverse']['delay_ms']:g} ms")
+                   f"{sc['reverse']['delay_ms']:g} ms; "
+                   f"RTTm {sc['forward']['delay_ms'] + sc['reverse']['delay_ms']:g} ms")
     for side in ("a", "b"):
         left = ((m.get("inputs") or {}).get(f"capture_{side}") or {}).get("not_joined") or {}
         if left:
@@ -127,7 +129,8 @@ def render(m: dict[str, Any]) -> str:
             vm = video[0]["phases"][p["name"]] if video else {}
             media = [] if no_call else [_rate((vm.get("throughput_bps") or {}).get("mean")),
                                         _f((vm.get("queuing_delay_ms") or {}).get("mean")),
-                                        _f(None if vm.get("loss_ratio") is None else 100 * vm["loss_ratio"], ".2f", "%")]
+                                        _f(None if vm.get("loss_ratio") is None
+                                           else 100 * vm["loss_ratio"], ".2f", "%")]
             rows.append([p["name"], f"{p['start_s']:g}-{p['end_s']:g} s", *media,
                          _rate(fair.get("received_bps")),
                          _f(None if fair.get("utilisation") is None else 100 * fair["utilisation"], ".0f", "%"),
@@ -170,9 +173,11 @@ def render(m: dict[str, Any]) -> str:
     bq = m.get("bottleneck_queue")
     if bq and bq.get("queue_delay_ms", {}).get("mean") is not None:
         out.append(f"forward bottleneck queue ({bq['source']}): mean {_f(bq['queue_delay_ms']['mean'])} ms, "
-                   f"max {_f(bq['queue_delay_ms']['max'])} ms at the link rate; max {_f(bq['queue_packets']['max'], '.0f')} packets")
+                   f"max {_f(bq['queue_delay_ms']['max'])} ms at the link rate; max "
+                   f"{_f(bq['queue_packets']['max'], '.0f')} packets")
     for c in m.get("cross_traffic", []):
-        out.append(f"cross traffic {c['file']}: {_rate(c.get('throughput_bps'))}, mean RTT {_f(c.get('mean_rtt_ms'))} ms")
+        out.append(f"cross traffic {c['file']}: {_rate(c.get('throughput_bps'))}, "
+                   f"mean RTT {_f(c.get('mean_rtt_ms'))} ms")
     out += _controller_lines(m.get("congestion_controller"))
     out += _cpu_lines(m.get("cpu"))
     checks = m.get("crosschecks", [])
@@ -195,13 +200,15 @@ def _ecn_lines(m: dict[str, Any]) -> list[str]:
             continue
         sent, got = e.get("sent") or {}, e.get("received") or {}
         rows.append([f"{f['kind']} {f['src']}>{f['dst']}",
-                     " ".join(f"{k} {v}" for k, v in sent.items() if v), " ".join(f"{k} {v}" for k, v in got.items() if v),
+                     " ".join(f"{k} {v}" for k, v in sent.items() if v),
+                     " ".join(f"{k} {v}" for k, v in got.items() if v),
                      str(e.get("ce_marked_on_path")), _f(e.get("ce_ratio"), ".4f")])
     out: list[str] = []
     if rows:
         out += ["", "ECN, forward flows that sent ECN-capable packets (codepoints at a and at b):"]
         out += _table(["flow", "sent", "received", "CE marks", "CE ratio"], rows)
-        out.append("  (CE marks: packets sent ECT(0) or ECT(1) that arrived CE; CE ratio: their share of the ECN-capable "
+        out.append("  (CE marks: packets sent ECT(0) or ECT(1) that arrived CE; CE ratio: their share of the "
+                   "ECN-capable "
                    "packets delivered)")
     actions = (((m.get("ground_truth") or {}).get("meter_actions") or {}).get("forward") or {}).get("summary") or []
     for a in actions:
@@ -245,14 +252,16 @@ def _controller_lines(cc: dict[str, Any] | None) -> list[str]:
         return []
     ctrl, join, rep = a["controller"], a.get("join") or {}, a.get("replay") or {}
     share = ctrl.get("detector_state_fraction") or {}
-    pct = lambda v: "-" if v is None else f"{v * 100:.1f}%"  # noqa: E731
+    pct = lambda v: "-" if v is None else f"{v * 100:.1f}%"
     lines = [f"congestion controller at a ({a['file']}, format v{a['format_version']}): n_dd {ctrl['n_dd']} "
              f"delay-based decreases, {ctrl['overuse_events']} over-use events in {_f(ctrl['window_s'])} s; detector "
              f"normal {pct(share.get('normal'))}, overusing {pct(share.get('overusing'))}, "
-             f"underusing {pct(share.get('underusing'))}; probes {ctrl['probes_succeeded']} ok, {ctrl['probes_failed']} failed"]
+             f"underusing {pct(share.get('underusing'))}; probes {ctrl['probes_succeeded']} ok, "
+             f"{ctrl['probes_failed']} failed"]
     if join:
         lines.append(f"  log joined with capture-a: {join['matched']} of {join['logged_rtp']} logged RTP packets "
-                     f"({pct(join['join_rate'])}); send to wire median {_f((join.get('send_to_wire_ms') or {}).get('median'), '.2f')} ms")
+                     f"({pct(join['join_rate'])}); send to wire median "
+                     f"{_f((join.get('send_to_wire_ms') or {}).get('median'), '.2f')} ms")
     if rep.get("update_agreement") is not None:
         wire = (a.get("replay_wire_send_times") or {}).get("update_agreement")
         lines.append(f"  trendline replay agrees with the logged detector state at {rep['agreeing_updates']} of "
@@ -271,7 +280,7 @@ def _cpu_lines(c: dict[str, Any] | None) -> list[str]:
     if c is None or busy is None:
         return []
     cpus = c.get("cpus")
-    pct = lambda cores: f"{100 * cores / cpus:.0f} %" if cpus else "-"  # noqa: E731  share of the whole machine
+    pct = lambda cores: f"{100 * cores / cpus:.0f} %" if cpus else "-"  # share of the whole machine
     parts = [f"{name} {e['mean_cores']:.2f}" for name, e in c["components"].items()]
     parts.append(f"outside the run {c['outside_run']['mean_cores']:.2f}")
     lines = ["", f"CPU (mean over the call, {cpus or '?'} cores): host {busy:.2f} cores busy ({pct(busy)}); "

@@ -322,7 +322,8 @@ def iperf3_summaries(run: RunDir) -> list[dict[str, Any]]:
             continue
         end = doc.get("end") or {}
         streams = end.get("streams") or []
-        rtts = [s["sender"]["mean_rtt"] for s in streams if isinstance(s.get("sender"), dict) and "mean_rtt" in s["sender"]]
+        rtts = [s["sender"]["mean_rtt"] for s in streams if isinstance(s.get("sender"), dict)
+                and "mean_rtt" in s["sender"]]
         sent = (end.get("sum_sent") or {}).get("bits_per_second")
         out.append({
             "file": p.name,

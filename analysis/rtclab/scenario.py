@@ -142,7 +142,7 @@ def _link(doc: dict[str, Any] | None) -> Link:
 
 def _cross(doc: dict[str, Any]) -> CrossTraffic:
     props = schema()["properties"]["cross_traffic"]["items"]["properties"]
-    get = lambda k: doc.get(k, props[k].get("default"))  # noqa: E731
+    get = lambda k: doc.get(k, props[k].get("default"))
     return CrossTraffic(direction=get("direction"), flows=get("flows"), start_s=get("start_s"), stop_s=get("stop_s"),
                         congestion_control=get("congestion_control"), dscp=get("dscp"))
 

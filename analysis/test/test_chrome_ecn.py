@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from rtclab.chrome_ecn import (FEEDBACK_LAG_S, captured_ce, congestion_events_s, feedback_vs_captures,
-                               rfc8888_feedback_received, side_counters, target_reaction, target_samples)
+from rtclab.chrome_ecn import (
+    FEEDBACK_LAG_S,
+    captured_ce,
+    congestion_events_s,
+    feedback_vs_captures,
+    rfc8888_feedback_received,
+    side_counters,
+    target_reaction,
+    target_samples,
+)
 from rtclab.packets import CLS_RTCP, CLS_RTP, DELIVERED, FORWARD, LOST, REVERSE, PacketTable
 
 T_REPORT = 100.0  # epoch seconds of the last getStats sample
@@ -30,7 +38,8 @@ def test_side_counters_take_the_last_sample_and_leave_unfilled_counters_none() -
     assert c is not None
     assert c["t"] == T_REPORT and c["ccfb_messages_received"] == 7
     video = next(s for s in c["sent"] if s["kind"] == "video")
-    assert (video["packets_sent_with_ect1"], video["reported_received_with_ce"], video["reported_bleached_ect1"]) == (50, 3, 0)
+    assert (video["packets_sent_with_ect1"], video["reported_received_with_ce"],
+            video["reported_bleached_ect1"]) == (50, 3, 0)
     audio = next(s for s in c["sent"] if s["kind"] == "audio")
     assert audio["packets_sent_with_ect1"] is None and audio["reported_received_with_ce"] is None
     assert c["received"] == [{"ssrc": 33, "kind": "video", "packets_received": 40, "packets_received_with_ect1": 39,
@@ -54,7 +63,8 @@ def _table() -> PacketTable:
         (REVERSE, CLS_RTP, 11, 3, t_report - 3 * s),          # other direction
     ]
     cols = {name: np.array([r[i] for r in rows], dtype=dt) for i, (name, dt) in enumerate(
-        [("direction", np.uint8), ("cls", np.uint8), ("ssrc", np.uint32), ("ecn_recv", np.uint8), ("t_recv_ns", np.int64)])}
+        [("direction", np.uint8), ("cls", np.uint8), ("ssrc", np.uint32), ("ecn_recv", np.uint8),
+         ("t_recv_ns", np.int64)])}
     empty = np.zeros(0, dtype=np.int64)
     return PacketTable(cols=cols, flow_first=empty, order=empty, bounds=np.zeros(1, dtype=np.int64))
 
@@ -110,7 +120,8 @@ def test_congestion_events_are_ce_arrivals_and_losses_of_one_direction() -> None
             (REVERSE, LOST, 255, 6 * s, -1),         # other direction
             (REVERSE, DELIVERED, 3, 7 * s, 8 * s)]
     cols = {name: np.array([r[i] for r in rows], dtype=dt) for i, (name, dt) in enumerate(
-        [("direction", np.uint8), ("status", np.uint8), ("ecn_recv", np.uint8), ("t_send_ns", np.int64), ("t_recv_ns", np.int64)])}
+        [("direction", np.uint8), ("status", np.uint8), ("ecn_recv", np.uint8), ("t_send_ns", np.int64),
+         ("t_recv_ns", np.int64)])}
     empty = np.zeros(0, dtype=np.int64)
     table = PacketTable(cols=cols, flow_first=empty, order=empty, bounds=np.zeros(1, dtype=np.int64))
     assert congestion_events_s(table, FORWARD).tolist() == [2.0, 5.0]

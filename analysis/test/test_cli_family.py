@@ -14,7 +14,8 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is no
 
 
 def rtclab(*args: str, cwd) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rtclab.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "rtclab.cli", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=60)
 
 
 def test_rtclab_call_is_the_harness_and_keeps_its_exit_status(tmp_path):

@@ -186,7 +186,8 @@ def test_the_report_prints_the_host_the_components_and_the_busiest_groups(analys
     text = report.render(analysed["m"])
     e = expected()
     comps = sorted(e["components"].items(), key=lambda kv: (-kv[1][0], kv[0]))
-    line = (f"CPU (mean over the call, 2 cores): host {e['busy_mean']:.2f} cores busy ({100 * e['busy_mean'] / 2:.0f} %); "
+    line = (f"CPU (mean over the call, 2 cores): host {e['busy_mean']:.2f} cores busy "
+            f"({100 * e['busy_mean'] / 2:.0f} %); "
             + ", ".join(f"{c} {mean:.2f}" for c, (mean, _) in comps)
             + f", outside the run {e['outside_mean']:.2f}; kernel (irq+softirq) {e['kernel_mean']:.2f}")
     assert line in text.splitlines(), text
@@ -260,7 +261,8 @@ def test_a_study_aggregates_each_runs_cpu_over_the_call(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
     table = pq.read_table(out / "study.parquet").to_pydict()
     rows = [i for i, fl in enumerate(table["flow"]) if fl == "cpu"]
-    assert sorted(table["cpu_host_busy_cores"][i] for i in rows) == pytest.approx(sorted(per_run["cpu_host_busy_cores"]))
+    busy = sorted(table["cpu_host_busy_cores"][i] for i in rows)
+    assert busy == pytest.approx(sorted(per_run["cpu_host_busy_cores"]))
     assert {table["phase"][i] for i in rows} == {"all"}
     text = study_report.render(doc)
     assert "phase all (the whole call): CPU, mean cores (cpu.jsonl)" in text

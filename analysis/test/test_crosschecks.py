@@ -17,7 +17,8 @@ A, B = "10.0.1.2", "10.0.2.2"
 
 
 def small_capture(path: Path) -> list[dict]:
-    """RTP with and without the transport-wide-cc extension, RTCP, STUN, DTLS, TCP, ECN bits; returns what was written."""
+    """RTP with and without the transport-wide-cc extension, RTCP, STUN, DTLS, TCP, ECN bits; returns what was
+    written."""
     cap = Pcap(snaplen=200)
     written = []
     stun = struct.pack("!HHI12s", 0x0001, 0, 0x2112A442, b"0123456789ab")
@@ -26,7 +27,8 @@ def small_capture(path: Path) -> list[dict]:
         kind = ["rtp", "rtp_noext", "rtcp", "stun", "dtls", "tcp"][i % 6]
         tos = [0, 1, 2, 3][i % 4]
         if kind == "rtp":
-            tr, proto = udp(50000, 50001, rtp(96, 100 + i, 3000 * i, 0xCAFE0000 + i, 300, twcc=60000 + i, marker=i % 2 == 0)), 17
+            tr, proto = udp(50000, 50001,
+                            rtp(96, 100 + i, 3000 * i, 0xCAFE0000 + i, 300, twcc=60000 + i, marker=i % 2 == 0)), 17
         elif kind == "rtp_noext":
             tr, proto = udp(50000, 50001, rtp(111, 7 + i, 960 * i, 0xBEEF, 80)), 17
         elif kind == "rtcp":
@@ -102,7 +104,8 @@ def test_jitter_and_loss_agree_with_tshark_rtp_streams(synthetic_run):
     for c in checks:
         ours, ts = c["values"]["ours"], c["values"]["tshark"]
         # Without duplicates both RFC 3550 recurrences see the same packets in the same order: the maxima agree to
-        # tshark's printed precision. tshark averages only over packets without the marker bit, so means differ a little.
+        # tshark's printed precision. tshark averages only over packets without the marker bit, so means differ a
+        # little.
         assert ours["max"] == pytest.approx(ts["max_jitter_ms"], abs=0.0015)
         assert ours["mean"] == pytest.approx(ts["mean_jitter_ms"], rel=0.01)
 
@@ -112,7 +115,8 @@ def test_a_jitter_disagreement_is_a_warning_with_the_numbers(synthetic_run):
     flows = json.loads(json.dumps(m["flows"]))
     video = next(f for f in flows if f["kind"] == "video" and f["direction"] == "forward")
     video["jitter_ms"]["max_tshark_rule"] += 1.0
-    checks = crosscheck.tshark_jitter(crosscheck.RunDir(path=run, manifest=json.loads((run / "manifest.json").read_text())),
+    checks = crosscheck.tshark_jitter(crosscheck.RunDir(path=run,
+                                                        manifest=json.loads((run / "manifest.json").read_text())),
                                       flows, table, {96: 90000.0, 111: 48000.0}, {96: "VP8", 111: "opus"})
     bad = [c for c in checks if c["ok"] is False]
     assert len(bad) == 1 and "tshark" in bad[0]["detail"] and str(video["ssrc"]) in bad[0]["detail"]

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from pcapbuild import ipv4_frame, udp
-from runbuild import MS, T0_NS, A, B, Run, log_key, scenario, write_gtlog
 from rtclab import compare
 from rtclab.analyze import analyze
 from rtclab.fairness import headline_fairness
+from runbuild import MS, T0_NS, A, Run, log_key, scenario, write_gtlog
 
 
 def flow(m: dict, direction: str, kind: str, sport: int | None = None) -> dict:
@@ -290,3 +290,16 @@ def test_packets_left_out_of_the_join_are_counted_and_reported(tmp_path):
     assert m["inputs"]["capture_a"]["not_joined"] == {"non_ipv4": 1, "other_addresses": 1}
     assert m["inputs"]["capture_b"]["not_joined"] == {"non_ipv4": 0, "other_addresses": 0}
     assert "capture-a: 1 non-IPv4 records, 1 IPv4 packets between other addresses, left out of the join" in r.stdout
+
+
+def test_capacity_steps_follow_the_schedule_over_the_call():
+    """metrics.json capacity_steps: each step of the forward schedule that starts inside the call, from t = 0 (the
+    first step's rate before it starts), closed at the end of the call; steps after the call are left out."""
+    from rtclab.analyze import capacity_steps
+    from rtclab.scenario import Link
+    schedule = [(0.0, 1000.0), (40.0, 2500.0), (60.0, 600.0), (80.0, 1000.0), (120.0, 5.0)]
+    link = Link(delay_ms=50, jitter_ms=0, loss_percent=0, schedule=schedule, trace=None, qdisc_kind="fifo")
+    assert capacity_steps(link, 100.0) == [[0.0, 1e6], [40, 2.5e6], [60, 6e5], [80, 1e6], [100.0, 1e6]]
+    late_start = Link(delay_ms=0, jitter_ms=0, loss_percent=0, schedule=[(10, 2000)], trace=None, qdisc_kind="fifo")
+    assert capacity_steps(late_start, 30.0) == [[0.0, 2e6], [10, 2e6], [30.0, 2e6]]
+    assert capacity_steps(Link(0, 0, 0, None, None, "fifo"), 30.0) is None

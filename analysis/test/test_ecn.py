@@ -21,7 +21,8 @@ def test_the_account_counts_each_codepoint_and_the_ce_ratio_over_ect_packets():
     assert acc["received"] == {"not_ect": 0, "ect1": 1, "ect0": 2, "ce": 3}
     assert acc["ect_delivered"] == 5 and acc["ce_marked_on_path"] == 2
     assert acc["ce_ratio"] == pytest.approx(2 / 5)
-    assert ecn.ecn_account(np.array([0], np.uint8), np.array([0], np.uint8), np.array([0], np.uint8))["ce_ratio"] is None
+    assert ecn.ecn_account(np.array([0], np.uint8), np.array([0], np.uint8),
+                           np.array([0], np.uint8))["ce_ratio"] is None
 
 
 def test_log_and_captures_agree_packet_by_packet_and_each_disagreement_is_counted():
@@ -92,7 +93,8 @@ def test_the_action_log_is_read_summarised_and_drawn(tmp_path):
     assert (frac["windows"], frac["windows_over_limit"], frac["ce_marked"]) == (3, 2, 50)
     assert frac["mean_fraction"] == pytest.approx((0.5 + 0.75 + 0.5) / 3)
     dem = summary[(1, "class")]
-    assert (dem["holds"], dem["held_s"], dem["demoted"], dem["first_action_s"]) == (1, pytest.approx(2.0), 17, pytest.approx(0.1))
+    assert (dem["holds"], dem["held_s"], dem["demoted"], dem["first_action_s"]) == (
+        1, pytest.approx(2.0), 17, pytest.approx(0.1))
     series = {s["meter"]: s for s in got["forward"]["series"]}
     assert series[0]["t_s"] == pytest.approx([0.15, 0.30, 0.45])
     assert series[1]["holds"] == [[pytest.approx(0.1), pytest.approx(2.1)]]

@@ -21,7 +21,9 @@ _spec.loader.exec_module(ecn_table)
 
 def test_jitter_is_the_mean_delay_change_between_neighbours_of_the_synthetic_tcp_flow(tmp_path):
     run = tmp_path / "run"
-    truth = synth.write_run(run, synth.SynthConfig(duration_s=3.0, duplicate=0.0, reorder=0.0, loss=0.0, tcp_flows=1, tcp_start_s=0.5, tcp_stop_s=2.5))
+    truth = synth.write_run(run,
+                            synth.SynthConfig(duration_s=3.0, duplicate=0.0, reorder=0.0, loss=0.0, tcp_flows=1,
+                                              tcp_start_s=0.5, tcp_stop_s=2.5))
     m, _ = analyze(run, run_tshark=False, write=True)
     tcp = next(f for f in m["flows"] if f["direction"] == "forward" and f["protocol"] == "tcp")
     # Independent: the model's own one-way delays of its TCP packets, in send order.

@@ -9,11 +9,12 @@ import numpy as np
 from rtclab.eventlog import gcc, parser, replay
 from rtclab.eventlog.feedback import Feedback
 
-N, O, U = parser.NORMAL, parser.OVERUSING, parser.UNDERUSING
+N, O, U = parser.NORMAL, parser.OVERUSING, parser.UNDERUSING  # noqa: E741 one letter each, for the tables below
 
 
-def make_log(delay: list[tuple[int, int, int]], loss: list[tuple[int, int]], rtp: dict | None = None) -> parser.EventLog:
-    a = lambda rows, i: np.array([r[i] for r in rows], dtype=np.int64)  # noqa: E731
+def make_log(delay: list[tuple[int, int, int]], loss: list[tuple[int, int]],
+             rtp: dict | None = None) -> parser.EventLog:
+    a = lambda rows, i: np.array([r[i] for r in rows], dtype=np.int64)
     empty = {c: np.zeros(0, np.int64) for c in parser.RTP_COLUMNS}
     return parser.EventLog(
         version=2, utc_offset_ms=0, outgoing_rtp=rtp or empty, incoming_rtp=dict(empty), incoming_rtcp=[],

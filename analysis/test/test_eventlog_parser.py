@@ -44,7 +44,8 @@ def v2_log() -> bytes:
                  rtp_timestamp=90000 * i, ssrc=0xDEADBEEF, payload_size=1000 + i, header_size=24, padding_size=0,
                  transport_sequence_number=(i + 10) if i != 2 else None) for i in range(5)]
     rtp_batch(s.outgoing_rtp_packets.add(), rows)
-    d = s.delay_based_bwe_updates.add(timestamp_ms=1100, bitrate_bps=500_000, detector_state=v2.DelayBasedBweUpdates.BWE_NORMAL)
+    d = s.delay_based_bwe_updates.add(timestamp_ms=1100, bitrate_bps=500_000,
+                                      detector_state=v2.DelayBasedBweUpdates.BWE_NORMAL)
     d.number_of_deltas = 2
     d.timestamp_ms_deltas = encode(1100, [1200, 1300], 8, signed=False)
     d.bitrate_bps_deltas = encode(500_000, [400_000, 450_000], 20, signed=True)
@@ -111,7 +112,8 @@ def test_v1_events_and_its_detector_numbering():
     e = s.stream.add(timestamp_us=5_000_000, type=v1.Event.VIDEO_SENDER_CONFIG_EVENT)
     e.video_sender_config.ssrcs.append(0x1234)
     e.video_sender_config.header_extensions.add(name=parser.TRANSPORT_CC_URI, id=5)
-    header = struct.pack("!BBHII", 0x90, 96, 77, 3000, 0x1234) + struct.pack("!HH", 0xBEDE, 1) + bytes([0x51, 0x01, 0x02, 0])
+    header = (struct.pack("!BBHII", 0x90, 96, 77, 3000, 0x1234) + struct.pack("!HH", 0xBEDE, 1)
+              + bytes([0x51, 0x01, 0x02, 0]))
     e = s.stream.add(timestamp_us=5_001_000, type=v1.Event.RTP_EVENT)
     e.rtp_packet.incoming, e.rtp_packet.header, e.rtp_packet.packet_length = False, header, 1200
     for t, state in ((5_002_000, v1.DelayBasedBweUpdate.BWE_NORMAL), (5_003_000, v1.DelayBasedBweUpdate.BWE_OVERUSING),
@@ -121,7 +123,8 @@ def test_v1_events_and_its_detector_numbering():
     log = parser.parse(s.SerializeToString())
     assert log.version == 1
     # v1 numbers NORMAL 0, UNDERUSING 1, OVERUSING 2; the parser gives v2's numbers for both formats
-    assert [parser.DETECTOR_STATES[x] for x in log.delay_based["state"].tolist()] == ["normal", "overusing", "underusing"]
+    states = [parser.DETECTOR_STATES[x] for x in log.delay_based["state"].tolist()]
+    assert states == ["normal", "overusing", "underusing"]
     assert log.delay_based["time_ms"].tolist() == [5002, 5003, 5004]
     o = log.outgoing_rtp
     assert o["seq"].tolist() == [77] and o["transport_seq"].tolist() == [0x0102] and o["header_size"].tolist() == [20]

@@ -60,7 +60,8 @@ def apply(run: Path, what: tuple) -> None:
 
 @settings(max_examples=60, deadline=5000, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(damage)
-def test_damaged_run_directories_are_analysed_or_refused_with_a_reason(small_run: Path, tmp_path: Path, damages: list) -> None:
+def test_damaged_run_directories_are_analysed_or_refused_with_a_reason(small_run: Path,
+                                                                       tmp_path: Path, damages: list) -> None:
     run = tmp_path / "damaged"
     shutil.rmtree(run, ignore_errors=True)
     shutil.copytree(small_run, run)
@@ -80,12 +81,14 @@ def test_damaged_run_directories_are_analysed_or_refused_with_a_reason(small_run
             continue
         if not (run / name).exists():
             assert name in named, f"{name} removed but not named: {named}"
-        elif d[0] == "cut" and (run / name).stat().st_size not in pcap_record_ends((small_run / name).read_bytes()) + [PCAP_HEADER]:
+        elif (d[0] == "cut" and (run / name).stat().st_size
+              not in pcap_record_ends((small_run / name).read_bytes()) + [PCAP_HEADER]):
             assert name in named, f"{name} cut inside a record but not named: {named}"
 
 
 def test_the_command_line_never_shows_a_traceback_for_damaged_input(small_run: Path, tmp_path: Path) -> None:
-    cases: list[list[tuple]] = [[("cut", "capture-a.pcap", 0.3)], [("delete", "manifest.json", 0.0)], [("overwrite", "manifest.json", 0.0, b"{nope")],
+    cases: list[list[tuple]] = [[("cut", "capture-a.pcap", 0.3)], [("delete", "manifest.json", 0.0)],
+                                [("overwrite", "manifest.json", 0.0, b"{nope")],
              [("delete", "capture-a.pcap", 0.0), ("delete", "capture-b.pcap", 0.0)], [("cut", "getstats-b.jsonl", 0.5)]]
     for i, damages in enumerate(cases):
         run = tmp_path / f"run{i}"

@@ -19,8 +19,10 @@ from rtclab.study import spec
 
 ROOT = Path(__file__).resolve().parents[2]
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False) | st.text(max_size=8),
-                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+json_values = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False)
+                           | st.text(max_size=8),
+                           lambda inner: st.lists(inner, max_size=3)
+                           | st.dictionaries(st.text(max_size=6), inner, max_size=3),
                            max_leaves=6)
 
 axis = st.sampled_from([
@@ -31,7 +33,8 @@ axis = st.sampled_from([
 ])
 study = st.builds(lambda axes, reps, seed: {"name": "fuzz", "base": str(ROOT / "scenarios" / "examples" / "codel.yaml"),
                                             "axes": axes, "repetitions": reps, "seed": seed},
-                  st.lists(axis, min_size=1, max_size=2, unique_by=lambda a: a["path"]), st.integers(1, 5), st.integers(0, 99))
+                  st.lists(axis, min_size=1, max_size=2, unique_by=lambda a: a["path"]),
+                  st.integers(1, 5), st.integers(0, 99))
 
 
 def paths(doc: Any, prefix: tuple = ()) -> list[tuple]:
@@ -65,11 +68,13 @@ def mutate(doc: dict[str, Any], mutations: list[tuple[int, str, Any]]) -> dict[s
     return doc
 
 
-mutated = st.tuples(study, st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(["set", "delete", "add"]), json_values),
+mutated = st.tuples(study,
+                    st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(["set", "delete", "add"]), json_values),
                                     max_size=2)).map(lambda t: mutate(*t))
 
 
-@settings(max_examples=15, deadline=30_000, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=30_000, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mutated)
 def test_study_files_are_accepted_or_refused_with_sentences(tmp_path: Path, doc: dict[str, Any]) -> None:
     file = tmp_path / "study.yaml"
@@ -84,8 +89,10 @@ def test_study_files_are_accepted_or_refused_with_sentences(tmp_path: Path, doc:
 
 
 def test_the_command_line_refuses_bad_study_files_with_exit_2_and_no_traceback(tmp_path: Path) -> None:
-    bad = [{"name": "x", "base": str(ROOT / "scenarios" / "default.yaml"), "axes": [{"path": "network.forward.qdisc.target_ms", "values": [-1]}]},
-           {"name": "x", "base": str(ROOT / "scenarios" / "default.yaml"), "axes": [{"path": "network.sideways", "values": [1]}]},
+    bad = [{"name": "x", "base": str(ROOT / "scenarios" / "default.yaml"),
+            "axes": [{"path": "network.forward.qdisc.target_ms", "values": [-1]}]},
+           {"name": "x", "base": str(ROOT / "scenarios" / "default.yaml"),
+            "axes": [{"path": "network.sideways", "values": [1]}]},
            {"name": "x", "base": str(ROOT / "scenarios" / "default.yaml"), "repetitions": "many"},
            {"name": "x", "base": "/nonexistent.yaml"}, [1, 2, 3]]
     for i, doc in enumerate(bad):

@@ -154,7 +154,7 @@ def expected_flow(pk: list[Pkt], lo: int, hi: int, propagation_ms: float) -> dic
         else:
             reordered += 1
             extents.append(j - min(k for k in range(j) if seq_arrival[k] > s))
-    dist = lambda v: {"min": min(v), "mean": statistics.fmean(v), "sd": statistics.pstdev(v), "max": max(v),  # noqa: E731
+    dist = lambda v: {"min": min(v), "mean": statistics.fmean(v), "sd": statistics.pstdev(v), "max": max(v),
                       **{f"p{q}": percentile(v, q) for q in (5, 25, 50, 75, 90, 95, 99)}, "count": len(v)}
     out = {"packets_sent": len(sent), "packets_received": len(got), "packets_lost": sum(lost_flags),
            "bytes_sent": sum(p.frame_bytes for p in sent),
@@ -285,7 +285,8 @@ def test_utilisation_and_fairness(exact_run):
     assert math.isclose(fair["jain_index"], jain, rel_tol=1e-12)
     # Utilisation counts all forward traffic received in the phase, the burst too (it is no connection of its own).
     burst = sum(p.frame_bytes for p in pk if p.flow == "burst" for t in p.arrivals[:1] if lo <= t < hi)
-    assert math.isclose(fair["utilisation"], (sum(rates) + burst * 8 / (CROSS_STOP_S - CROSS_START_S)) / (CAPACITY_KBIT * 1000), rel_tol=1e-12)
+    received_bps = sum(rates) + burst * 8 / (CROSS_STOP_S - CROSS_START_S)
+    assert math.isclose(fair["utilisation"], received_bps / (CAPACITY_KBIT * 1000), rel_tol=1e-12)
     assert sorted(c["throughput_bps"] for c in fair["connections"]) == pytest.approx(sorted(rates), rel=1e-12)
     # After the cross traffic, TCP's last segments still arrive (sent before 4 s), but only in the first of the
     # phase's two 1 s windows: the WebRTC 5-tuple alone shares the link.

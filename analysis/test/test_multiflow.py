@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from pcapbuild import ipv4_frame, rtp, udp
-from runbuild import A, B, MS, T0_NS, Run, Sent, scenario
 
+from pcapbuild import ipv4_frame, rtp, udp
 from rtclab import analyze, multiflow, rundir
+from runbuild import MS, T0_NS, A, B, Run, Sent, scenario
 
 S = 1_000_000_000
 ETH = 14
@@ -56,7 +56,8 @@ def two_call_run(path: Path, *, c1_dscp_on_wire: int = 46) -> dict[str, list[Sen
          "tracks": [{"id": "v1", "priority": "high", "network_priority": "low", "max_bitrate_kbps": None, "dscp": 0}]},
     ]
     calls = [{"id": c, "getstats": {"a": f"getstats-{c}-a.jsonl", "b": f"getstats-{c}-b.jsonl"},
-              "selected_pairs": pair(sp, dp), "tracks": {"a": [{"id": "v1", "kind": "video", "ssrcs": [ssrc, ssrc + 1]}]}}
+              "selected_pairs": pair(sp, dp),
+              "tracks": {"a": [{"id": "v1", "kind": "video", "ssrcs": [ssrc, ssrc + 1]}]}}
              for c, sp, dp, ssrc in (("c1", 40000, 50000, 0x1000), ("c2", 40002, 50002, 0x2000))]
     run.write(path, scen, manifest_extra={"format_version": 3, "calls": calls})
     return sent
@@ -154,12 +155,14 @@ def one_call_run(path: Path, *, track: dict, call_dscp: int, wire_dscp: int, ssr
 @pytest.mark.parametrize("network_priority, wire, ok", [("high", 34, True), ("medium", 36, True),
                                                          ("very-low", 8, True), ("high", 0, False)])
 def test_dscp_marked_expects_chromes_own_marking_for_network_priority(tmp_path, network_priority, wire, ok):
-    """Chromium 156's mapping as measured here (docs/multiflow.md): video high AF41 34, medium AF42 36, very-low CS1 8."""
+    """Chromium 156's mapping as measured here (docs/multiflow.md): video high AF41 34, medium AF42 36, very-low
+    CS1 8."""
     one_call_run(tmp_path, track={"network_priority": network_priority, "dscp": 0}, call_dscp=0, wire_dscp=wire)
     m, _ = analyze.analyze(tmp_path, run_tshark=False, write=False)
     check = next(c for c in m["validity"]["checks"] if c["name"] == "dscp_marked")
     want = multiflow.CHROME_DSCP["video"][network_priority]
-    assert check["ok"] is ok and f"c1/v1: {300 if ok else 0}/300 packets" in check["detail"] and f"DSCP {want}" in check["detail"]
+    assert check["ok"] is ok
+    assert f"c1/v1: {300 if ok else 0}/300 packets" in check["detail"] and f"DSCP {want}" in check["detail"]
 
 
 def test_a_track_with_its_own_dscp_is_checked_on_its_ssrcs(tmp_path):
@@ -217,5 +220,6 @@ def test_fairness_counts_every_call_of_the_scenario_as_a_competitor(tmp_path):
     assert fair["competitors_expected"] == 2
     rates = sorted(c["throughput_bps"] for c in fair["connections"] if c["role"] == "call")
     # each call's forward 5-tuple over the whole 10 s: link-layer bits of its arrivals / 10 s
-    assert rates == pytest.approx(sorted([rate_bps(sent["c1"], 0, 10), rate_bps(sent["c2_slow"] + sent["c2_fast"], 0, 10)]))
+    assert rates == pytest.approx(sorted([rate_bps(sent["c1"], 0, 10),
+                                          rate_bps(sent["c2_slow"] + sent["c2_fast"], 0, 10)]))
     assert fair["jain_index"] == pytest.approx(sum(rates) ** 2 / (2 * sum(r * r for r in rates)))

@@ -4,6 +4,7 @@ through the harness, its TCP rates and CE marks checked against tshark's reading
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -13,8 +14,6 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
-
-import importlib.util
 
 import numpy as np
 import pyarrow.parquet as pq

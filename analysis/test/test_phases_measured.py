@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from runbuild import MS, T0_NS, Run, scenario
 from rtclab.analyze import analyze
 from rtclab.report import render
+from runbuild import MS, T0_NS, Run, scenario
 
 SEC = 1_000_000_000
 DURATION_S = 10.0
@@ -105,7 +105,7 @@ def test_fairness_over_the_cross_phase_covers_only_the_time_tcp_ran(late_run):
     assert len(call) == 1 and set(tcp) == {"10.0.1.2:40001", "10.0.1.2:40002"}
     assert call[0]["throughput_bps"] == pytest.approx(rate(lambda p: p.frame[23] == 17), rel=1e-9)
     for sport in (40001, 40002):
-        want = rate(lambda p: p.frame[23] == 6 and int.from_bytes(p.frame[34:36], "big") == sport)
+        want = rate(lambda p, sport=sport: p.frame[23] == 6 and int.from_bytes(p.frame[34:36], "big") == sport)
         assert tcp[f"10.0.1.2:{sport}"]["throughput_bps"] == pytest.approx(want, rel=1e-9)
         # Over the phase's whole length: nearly one 1502-byte frame every 10 ms (a schedule-bound phase would
         # hold a quarter of it).

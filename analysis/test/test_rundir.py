@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from runbuild import MS, T0_NS, Run, scenario
 from rtclab import rundir
 from rtclab.scenario import ScenarioError, to_json, view
+from runbuild import MS, T0_NS, Run, scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -158,7 +158,8 @@ points:
     sc = plan.point("sched").scenario
     assert sc is not None
     assert sc["duration_s"] == pytest.approx(40)
-    assert sc["cross_traffic"][0]["start_s"] == pytest.approx(10) and sc["cross_traffic"][0]["stop_s"] == pytest.approx(30)
+    cross = sc["cross_traffic"][0]
+    assert cross["start_s"] == pytest.approx(10) and cross["stop_s"] == pytest.approx(30)
     assert [s["at_s"] for s in sc["network"]["forward"]["rate"]["schedule"]] == pytest.approx([0, 20])
     assert "QUICK" in (plan.quick_note() or "") and plan.to_json()["quick_factor"] == 0.1
     r = run_cli("run", str(f), "--quick", "0.1", "--dry-run", "--out", str(tmp_path / "o"))
@@ -474,4 +475,5 @@ def test_accept_invalid_uses_runs_that_failed_only_the_named_checks_and_says_so(
     # Without the option the aggregation is the strict one again.
     assert run_cli("aggregate", str(out)).returncode == 0
     strict = json.loads((out / "study.json").read_text())
-    assert (strict["summary"]["runs_used"], strict["summary"]["runs_used_invalid"], strict["invalid_note"]) == (10, 0, None)
+    assert (strict["summary"]["runs_used"], strict["summary"]["runs_used_invalid"],
+            strict["invalid_note"]) == (10, 0, None)

@@ -89,8 +89,8 @@ def test_real_study_interrupted_and_resumed(tmp_path: Path) -> None:
     # First invocation: interrupted once the first run is over and the second is in its call.
     err1 = (tmp_path / "first.stderr").open("w")
     proc = subprocess.Popen(cmd, stdout=err1, stderr=subprocess.STDOUT, cwd=tmp_path)
-    ends = lambda: [r for r in _log(out) if r.get("event") == "end"]  # noqa: E731
-    starts = lambda: [r for r in _log(out) if r.get("event") == "start"]  # noqa: E731
+    ends = lambda: [r for r in _log(out) if r.get("event") == "end"]
+    starts = lambda: [r for r in _log(out) if r.get("event") == "start"]
     _wait(lambda: len(ends()) >= 1, 240, proc, "the first run to end")
     assert ends()[0]["exit_code"] in (0, 1, 3), ends()[0]
     _wait(lambda: len(starts()) >= 2, 60, proc, "the second run to start")
@@ -163,7 +163,8 @@ def check_accounting(out: Path, second_dir: str, second_status: str) -> None:
     listed = sorted(r["dir"] for r in doc["runs"])
     assert on_disk == listed
     started = [r["dir"] for r in _log(out) if r["event"] == "start"]
-    assert sorted(started) == on_disk, "an attempt was started twice, or a directory appeared that the study did not start"
+    assert sorted(started) == on_disk, \
+        "an attempt was started twice, or a directory appeared that the study did not start"
     # The interrupted attempt is kept and reported, and did not count.
     interrupted = [r for r in doc["runs"] if r["dir"] == second_dir]
     assert len(interrupted) == 1

@@ -314,7 +314,8 @@ def check_ray_study(tmp_path: Path, f: Path, out: Path, victim: dict[str, Any], 
     # A serial run of the same study's first point (one call: the test command's time): the gathered study, its
     # points, runs and run directories have the structure of the serial one.
     one_point = tmp_path / "exec-serial.yaml"
-    one_point.write_text(f.read_text().split("  - name: codel")[0] + "repetitions: 1\nmax_attempts: 1\nshuffle: false\n")
+    one_point.write_text(f.read_text().split("  - name: codel")[0]
+                         + "repetitions: 1\nmax_attempts: 1\nshuffle: false\n")
     serial = tmp_path / "serial"
     r = run_study(str(one_point), "--out", str(serial))
     assert r.returncode in (0, 3), r.stderr

@@ -16,7 +16,8 @@ STUDY_FILES = sorted(p for p in (ROOT / "studies").rglob("*.yaml"))
 
 def test_the_reference_studies_are_there() -> None:
     names = {p.relative_to(ROOT / "studies").as_posix() for p in STUDY_FILES}
-    for expected in ["carlucci2016/a-single-flow.yaml", "carlucci2016/b-codel-target.yaml", "carlucci2016/b-pie-target.yaml",
+    for expected in ["carlucci2016/a-single-flow.yaml", "carlucci2016/b-codel-target.yaml",
+                     "carlucci2016/b-pie-target.yaml",
                      "carlucci2016/c-tcp-10mbps.yaml", "carlucci2016/c-fair-share.yaml", "cdc2014/grid.yaml"]:
         assert expected in names
         assert expected.replace(".yaml", "-quick.yaml") in names or expected == "carlucci2016/c-fair-share.yaml"

@@ -150,9 +150,11 @@ def test_the_report_prints_study_json_numbers_with_their_phase(studies: dict[str
                           "forward bottleneck", *whole], titles
     else:
         assert titles == whole
-    cols = {"rate kbit/s": ("throughput_bps", 1e-3), "U": ("utilisation", 1.0), "loss (bytes)": ("loss_ratio_bytes", 1.0),
+    cols = {"rate kbit/s": ("throughput_bps", 1e-3), "U": ("utilisation", 1.0),
+            "loss (bytes)": ("loss_ratio_bytes", 1.0),
             "queue ms": ("queuing_delay_ms_mean", 1.0), "Tq ms": ("tq_ms_mean", 1.0),
-            "call / fair share": ("call_share_of_fair_share", 1.0), "TCP / fair share": ("tcp_share_of_fair_share", 1.0),
+            "call / fair share": ("call_share_of_fair_share", 1.0),
+            "TCP / fair share": ("tcp_share_of_fair_share", 1.0),
             "Jain": ("jain_index", 1.0), "host busy": ("cpu_host_busy_cores", 1.0),
             "chromium-a": ("cpu_chromium_a_cores", 1.0), "outside the run": ("cpu_outside_run_cores", 1.0)}
     points = {p["name"]: p for p in doc["points"]}
@@ -266,7 +268,8 @@ def test_every_figure_of_the_dashboard_has_data(studies: dict[str, Path], which:
         visible = [tr for tr in fig["data"] if tr.get("visible", True)]
         assert visible and all(_has_data(tr) for tr in visible), fid
         if fid == "cpu":  # the runs' CPU is counted over the whole call only: no phase selector, and it says so
-            assert "phase: all (the whole call)" in fig["layout"]["title"]["text"] and "updatemenus" not in fig["layout"]
+            assert "phase: all (the whole call)" in fig["layout"]["title"]["text"]
+            assert "updatemenus" not in fig["layout"]
         elif not fid.startswith("series"):
             assert f"phase: {first}" in fig["layout"]["title"]["text"], fid
             buttons = fig["layout"]["updatemenus"][0]["buttons"]
@@ -283,17 +286,20 @@ def test_every_figure_of_the_dashboard_has_data(studies: dict[str, Path], which:
         tr = next(t for t in bars if t["visible"] and p["name"] in t["customdata"])
         i = tr["customdata"].index(p["name"])
         assert tr["y"][i] == pytest.approx(s["mean"])
-        assert tr["error_y"]["array"][i] == (None if s["ci95_half_width"] is None else pytest.approx(s["ci95_half_width"]))
+        assert tr["error_y"]["array"][i] == (None if s["ci95_half_width"] is None
+                                             else pytest.approx(s["ci95_half_width"]))
     if which == "cross":
         assert {tuple(t["x"]) for t in bars if t["visible"]} == {("fifo", "codel")}  # x: the first axis' labels
         shaded = figs["series-rate"]["layout"]["shapes"]
         assert [(s["x0"], s["x1"]) for s in shaded] == [(2.0, 6.0)]
-        assert any(t["name"] == "TCP competitors (mean) kbit=4000" for t in figs["bars-call_share_of_fair_share"]["data"])
+        bars = figs["bars-call_share_of_fair_share"]["data"]
+        assert any(t["name"] == "TCP competitors (mean) kbit=4000" for t in bars)
     # Boxes: whiskers p5/p95, box p25/p50/p75 of study.json's distributions.
     box = next(t for t in figs["box-queuing_delay_ms"]["data"] if t["visible"])
     for name, lo, med, hi in zip(box["x"], box["lowerfence"], box["median"], box["upperfence"]):
         d = next(p for p in doc["points"] if p["name"] == name)["distributions"]["forward:video"][first]
-        assert (lo, med, hi) == (d["queuing_delay_ms"]["p5"], d["queuing_delay_ms"]["p50"], d["queuing_delay_ms"]["p95"])
+        assert (lo, med, hi) == (d["queuing_delay_ms"]["p5"], d["queuing_delay_ms"]["p50"],
+                                 d["queuing_delay_ms"]["p95"])
     # One overlaid series per point (its first valid run).
     assert len(figs["series-rate"]["data"]) == len(doc["points"])
 

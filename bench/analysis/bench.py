@@ -82,7 +82,8 @@ def time_rtclab(run: Path, pin: bool) -> tuple[float, int, float, dict]:
 def time_tshark(capture: Path) -> tuple[float, int]:
     # TCP sequence analysis off: the fields asked for do not need it, and on the synthetic TCP flows (no real
     # handshake, ACKs not tied to the data) it makes tshark quadratic (100 000 packets: 55 s instead of 5 s).
-    cmd = ["tshark", "-n", "-r", str(capture), "-o", "rtp.heuristic_rtp:TRUE", "-o", "tcp.analyze_sequence_numbers:FALSE",
+    cmd = ["tshark", "-n", "-r", str(capture), "-o", "rtp.heuristic_rtp:TRUE", "-o",
+           "tcp.analyze_sequence_numbers:FALSE",
            "-T", "fields"]
     for f in TSHARK_FIELDS:
         cmd += ["-e", f]
@@ -136,10 +137,12 @@ def main() -> int:
         fwd = [f for f in m["flows"] if f["direction"] == "forward"]
         lost = sum(f["packets_lost"] for f in fwd)
         unknown = sum(f["packets_unknown"] for f in fwd)
-        print(f"\nrtclab analyze (join + metrics + metrics.json + packets.parquet{'' if args.no_pin else ', one core'}):")
+        print("\nrtclab analyze (join + metrics + metrics.json + "
+              f"packets.parquet{'' if args.no_pin else ', one core'}):")
         print(f"  {records:,} capture records ({departures:,} departures joined) in {wall:.2f} s "
               f"= {records / wall / 1e6:.2f} M records/s, {departures / wall / 1e6:.2f} M departures/s")
-        print(f"  CPU time {cpu_s:.2f} s (user + system) = {records / cpu_s / 1e6:.2f} M records/s of CPU; the rest of the "
+        print(f"  CPU time {cpu_s:.2f} s (user + system) = {records / cpu_s / 1e6:.2f} M records/s of CPU; "
+              f"the rest of the "
               f"wall time is other processes on this shared machine")
         print(f"  steps (s): {m['timings_s']}")
         print(f"  peak memory {peak_bytes / 1e6:.0f} MB = {peak_bytes / records:.0f} bytes per record "

@@ -24,11 +24,12 @@ import time
 from pathlib import Path
 
 try:
-    import rtclab  # noqa: F401
+    import rtclab  # noqa: F401 (only whether it imports)
 except ImportError:  # run by the system python3 (bench/bottleneck/run.sh): use the repository's environment
     for packages in sorted((Path(__file__).resolve().parents[2] / ".venv" / "lib").glob("python3*/site-packages")):
         site.addsitedir(str(packages))
 import numpy as np
+
 from rtclab.stats import percentile as percentile_of
 
 
@@ -88,7 +89,8 @@ def percentile(sorted_nonzero: list[float], total: int, q: float) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seconds", type=float, default=6.0, help="measuring time in total: half spinning, half sleeping (default 6)")
+    ap.add_argument("--seconds", type=float, default=6.0,
+                    help="measuring time in total: half spinning, half sleeping (default 6)")
     ap.add_argument("--pps", type=int, default=10000, help="rate of the virtual packet train (default 10000)")
     ap.add_argument("--burst-s", type=float, default=0.7)
     ap.add_argument("--pause-s", type=float, default=0.3)

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The benchmark's checks on the bottleneck's ground-truth log (docs/bottleneck-log.md) and pcaps, for bench/bottleneck/.
-The files are read by the analyzer's run-directory library (rtclab.rundir) and percentiles follow the analyzer's one
-rule (rtclab.stats): run it with the repository's .venv/bin/python (a plain python3 falls back to that environment's
-packages). Each command prints one JSON object.
+"""The benchmark's checks on the bottleneck's ground-truth log (docs/bottleneck-log.md) and pcaps, for
+bench/bottleneck/. The files are read by the analyzer's run-directory library (rtclab.rundir) and percentiles follow the
+analyzer's one rule (rtclab.stats): run it with the repository's .venv/bin/python (a plain python3 falls back to that
+environment's packages). Each command prints one JSON object.
 
   gtlog.py lateness LOG [--skip-s S]          events, trailing fragment, release lateness (release_ns - due_ns)
   gtlog.py spacing B.pcap --kbit K [--dport P] [--skip-s S]
@@ -28,11 +28,12 @@ import sys
 from pathlib import Path
 
 try:
-    import rtclab  # noqa: F401
+    import rtclab  # noqa: F401 (only whether it imports)
 except ImportError:  # run by the system python3 (bench/bottleneck/lib.sh): use the repository's environment
     for packages in sorted((Path(__file__).resolve().parents[2] / ".venv" / "lib").glob("python3*/site-packages")):
         site.addsitedir(str(packages))
 import numpy as np
+
 from rtclab import rundir
 from rtclab.packets import match
 from rtclab.stats import percentile
@@ -48,7 +49,7 @@ def read_gtlog(path):
     try:
         log = rundir.read_gtlog(Path(path))
     except ValueError as e:
-        raise SystemExit(f"{path}: {e}")
+        raise SystemExit(f"{path}: {e}") from None
     names = log.records.dtype.names
     return log.header, [dict(zip(names, r)) for r in log.records.tolist()], log.trailing_bytes
 
@@ -58,7 +59,7 @@ def read_pcap(path):
     try:
         yield from rundir.pcap_records(Path(path))
     except rundir.CaptureError as e:
-        raise SystemExit(str(e))
+        raise SystemExit(str(e)) from None
 
 
 def ipv4_packets(path, src=None, dst=None, dport=None, with_key=True):
@@ -133,7 +134,8 @@ def cmd_spacing(args):
         if gap <= 3 * frame_ns:
             errors.append(abs(gap - frame_ns))
     span_s = (pkts[-1]["t"] - pkts[0]["t"]) / 1e9
-    return {"packets": len(pkts), "packets_per_s": round(len(pkts) / span_s, 1), "spacing_error": percentiles_us(errors)}
+    return {"packets": len(pkts), "packets_per_s": round(len(pkts) / span_s, 1),
+            "spacing_error": percentiles_us(errors)}
 
 
 def cmd_path(args):
@@ -162,7 +164,8 @@ def cmd_path(args):
         logged = {i: records[g] for i, g in enumerate(log_match.tolist()) if g >= 0}
         # Lost outside the model: left a but never reached the bottleneck, or forwarded by it but missing at b.
         out["sent_not_in_log"] = len(sent) - len(logged)
-        out["log_forwarded_missing_at_b"] = sum(1 for i, r in logged.items() if r["event"] in FORWARDED and i not in owd)
+        out["log_forwarded_missing_at_b"] = sum(1 for i, r in logged.items()
+                                                if r["event"] in FORWARDED and i not in owd)
         out["log_dropped_present_at_b"] = sum(1 for i, r in logged.items() if r["event"] >= 2 and i in owd)
         fwd = {i: r for i, r in logged.items() if r["event"] in FORWARDED and i in owd}
         # Capture one-way delay minus the log's account: due - arrival = sojourn + transmission + delay (+ jitter),

@@ -21,16 +21,16 @@ import bisect
 import json
 import re
 import site
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
 try:
-    import rtclab  # noqa: F401
+    import rtclab  # noqa: F401 (only whether it imports)
 except ImportError:  # run by the system python3: use the repository's environment
     for packages in sorted((Path(__file__).resolve().parents[2] / ".venv" / "lib").glob("python3*/site-packages")):
         site.addsitedir(str(packages))
 import numpy as np
+
 from rtclab import rundir
 from rtclab.stats import percentile
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from rtclab import cpu, rundir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,7 +81,8 @@ def cpu_over_call(run: Path) -> dict[str, Any]:
 
 
 def run_call(scenario: Path, duration: float, out: Path) -> dict[str, Any]:
-    cmd = ["node", "harness/cli.js", "--scenario", str(scenario), "--duration", str(duration), "--out", str(out), "--no-analyze"]
+    cmd = ["node", "harness/cli.js", "--scenario", str(scenario), "--duration", str(duration), "--out",
+           str(out), "--no-analyze"]
     with open(out.with_suffix(".log"), "w") as log:
         code = subprocess.run(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
     if not (out / "cpu.jsonl").exists():
@@ -112,14 +114,16 @@ def budget(runs: list[Path]) -> str:
     # A study's runs are all called 1-1, 1-2 ...: then their point names them too.
     unique = len({run.name for run in runs}) == len(runs)
     labels = [run.name if unique else f"{run.parent.name}/{run.name}" for run in runs]
-    names = sorted({k for _, r in found for k in r["components"]}, key=lambda k: -max(r["components"].get(k, 0) for _, r in found))
+    names = sorted({k for _, r in found for k in r["components"]},
+                   key=lambda k: -max(r["components"].get(k, 0) for _, r in found))
     width = max(12, *(len(label) for label in labels))
     rows = [f"{'component':<18} " + " ".join(f"{label:>{width}}" for label in labels)]
     for name in names:
         rows.append(f"{name:<18} " + " ".join(f"{r['components'].get(name, 0.0):>{width}.3f}" for _, r in found))
     cpus = [r["cpus"] or 2 for _, r in found]
     rows.append(f"{'host (/proc/stat)':<18} " + " ".join(f"{r['host']:>{width}.3f}" for _, r in found))
-    rows.append(f"{'headroom to 90 %':<18} " + " ".join(f"{0.9 * n - r['host']:>{width}.3f}" for n, (_, r) in zip(cpus, found)))
+    rows.append(f"{'headroom to 90 %':<18} "
+                + " ".join(f"{0.9 * n - r['host']:>{width}.3f}" for n, (_, r) in zip(cpus, found)))
     rows.append(f"{'validity':<18} " + " ".join(f"{'valid' if r['valid'] else 'INVALID':>{width}}" for _, r in found))
     return "\n".join(rows)
 
@@ -151,7 +155,8 @@ def main() -> int:
                 label = "before" if before else "after"
                 print(f"{setup} pair {i + 1}/{args.pairs}: {label} ({duration:.0f} s call) ...", flush=True)
                 r = run_call(scenario_file(setup, before, work), duration, work / f"{setup}-{label}-{i + 1}")
-                print(f"  host {r['host']:.3f} cores, {'valid' if r['valid'] else 'INVALID ' + ', '.join(r['failed'])}", flush=True)
+                verdict = "valid" if r["valid"] else "INVALID " + ", ".join(r["failed"])
+                print(f"  host {r['host']:.3f} cores, {verdict}", flush=True)
                 results[before].append(r)
         print(table(setup, results[True], results[False]), flush=True)
     return 0

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from rtclab import rundir
 from rtclab.stats import percentile
 
@@ -86,7 +87,8 @@ def summarise(run_dir: Path, kbit: int, flows: int, wall_s: float, load_before: 
         lines = [json.loads(x) for x in stats_path.read_text().splitlines() if x.strip().startswith("{")]
         stats_lost = max((x.get("log_records_lost", 0) for x in lines), default=0)
     fairness = metrics.get("fairness", {})
-    cross = next((v for k, v in fairness.items() if v.get("start_s") is not None and k.startswith("cross_traffic")), None)
+    cross = next((v for k, v in fairness.items() if v.get("start_s") is not None
+                  and k.startswith("cross_traffic")), None)
     video = next((f for f in metrics.get("flows", []) if f.get("direction") == "forward" and f.get("kind") == "video"),
                  None)
     video_cross = None

@@ -24,9 +24,8 @@ from typing import Any
 
 from rtclab import synth
 from rtclab.study import aggregate as agg
-from rtclab.study import dashboard
+from rtclab.study import dashboard, spec, state
 from rtclab.study import plan as planmod
-from rtclab.study import spec, state
 
 
 def _perturb(x: Any, rng: random.Random) -> Any:
@@ -86,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         import pyarrow.parquet as pq
         rows = pq.read_metadata(out / "study.parquet").num_rows
         used = doc["summary"]["runs_used"]
-        print(f"aggregated {used} runs ({rows} run x flow x phase rows, {args.points} points) in {t_agg:.2f} s ({c_agg:.2f} s of CPU): "
+        print(f"aggregated {used} runs ({rows} run x flow x phase rows, {args.points} points) in {t_agg:.2f} s "
+              f"({c_agg:.2f} s of CPU): "
               f"{used / t_agg:.0f} runs/s; study.json {(out / 'study.json').stat().st_size / 1e6:.1f} MB, "
               f"study.parquet {(out / 'study.parquet').stat().st_size / 1e6:.1f} MB (set-up {t_build:.1f} s)")
         t2, c2 = time.perf_counter(), time.process_time()

@@ -43,7 +43,8 @@ def shell_loop(work: Path, scenario: Path, runs: int, duration_s: float) -> tupl
 
 def study(work: Path, scenario: Path, runs: int, duration_s: float) -> tuple[float, list[Path], float]:
     f = work / "overhead.yaml"
-    f.write_text(f"name: bench-overhead\nbase: {scenario}\npoints:\n  - name: only\n    set: {{duration_s: {duration_s:g}}}\n"
+    f.write_text(f"name: bench-overhead\nbase: {scenario}\npoints:\n  - name: only\n    set: {{duration_s: "
+                 f"{duration_s:g}}}\n"
                  f"repetitions: {runs}\nmax_attempts: 1\nshuffle: false\n")
     out = work / "study"
     t0 = time.perf_counter()

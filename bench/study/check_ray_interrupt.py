@@ -24,9 +24,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "analysis" / "test"))
 
-from test_study_executors import (STUDY, cluster_pids, free_port, kill_pids, namespaces,  # noqa: E402
-                                  RAY)
-from rtclab.study.ray_executor import NODE_RUNS, study_key  # noqa: E402
+from test_study_executors import RAY, STUDY, cluster_pids, free_port, kill_pids, namespaces  # noqa: E402 (after the sys.path insert)
+
+from rtclab.study.ray_executor import NODE_RUNS, study_key  # noqa: E402 (after the sys.path insert)
 
 
 def start_cluster(temp_dir: Path) -> str:
@@ -83,7 +83,8 @@ def main() -> int:
                   f"{(run.parent / '1-1.exit').read_text().strip() if (run.parent / '1-1.exit').exists() else '?'}")
         for run in out.glob("runs/*/1-1"):
             m = json.loads((run / "manifest.json").read_text()) if (run / "manifest.json").exists() else {}
-            print(f"gathered: {run.relative_to(out)}: {sorted(p.name for p in run.iterdir())}, status {m.get('status')}")
+            print(f"gathered: {run.relative_to(out)}: {sorted(p.name for p in run.iterdir())}, "
+                  f"status {m.get('status')}")
             stopped = m.get("status") == "incomplete" and "SIGTERM" in str(m.get("error"))
             ok &= stopped or m.get("status") == "complete"  # stopped, or its call had ended before the stop
         left = [i for i in ids if i in namespaces()]

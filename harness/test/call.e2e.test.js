@@ -141,7 +141,7 @@ test('a missing Chromium ends the run with a clear error', async () => {
 test('a browser killed mid-call: clear error, run incomplete with its data kept, nothing left behind', { timeout: 120_000 }, async () => {
   const out = path.join(tmp, 'killed');
   const { code, stderr } = await runCli(['--out', out, '--duration', '60'], {
-    during: (child) => {
+    during: () => {
       const timer = setInterval(() => {
         if (!callStarted(out)) return;
         const id = manifestOf(out).id;

@@ -27,9 +27,11 @@ def _tcp_forward(m: dict[str, Any], dscp: int) -> tuple[list[dict[str, Any]], se
     """The forward TCP flows of the cross-traffic items sent with this DSCP, busiest first (iperf3's control
     connection is the smallest), found by their server port: a flow's `dscp` in metrics.json is its first packet's,
     and iperf3 sets the DSCP after its SYN. Also the items' indices."""
-    items = {n for n, item in enumerate((m.get("scenario") or {}).get("cross_traffic") or []) if item.get("dscp", 0) == dscp}
+    items = {n for n, item in enumerate((m.get("scenario") or {}).get("cross_traffic") or [])
+             if item.get("dscp", 0) == dscp}
     ports = {str(BASE_PORT + n) for n in items}
-    out = [f for f in m["flows"] if f["direction"] == "forward" and f["protocol"] == "tcp" and f["dst"].rsplit(":", 1)[1] in ports]
+    out = [f for f in m["flows"] if f["direction"] == "forward" and f["protocol"] == "tcp"
+           and f["dst"].rsplit(":", 1)[1] in ports]
     return sorted(out, key=lambda f: -f["packets_sent"]), items
 
 
@@ -60,7 +62,8 @@ def run_row(run_dir: Path) -> dict[str, Any]:
     owd = p["owd_ms"]
     # iperf3's own RTT of the best-effort items (those sent with DSCP 0).
     be_files = {f"iperf3-{n}.json" for n in be_items}
-    be_rtt = [x["mean_rtt_ms"] for x in m.get("cross_traffic") or [] if x["file"] in be_files and x["mean_rtt_ms"] is not None]
+    be_rtt = [x["mean_rtt_ms"] for x in m.get("cross_traffic") or [] if x["file"] in be_files
+              and x["mean_rtt_ms"] is not None]
     actions = (((m.get("ground_truth") or {}).get("meter_actions") or {}).get("forward") or {}).get("summary") or []
     mine = [a for a in actions if a["windows"] > 0 and a["flow"] != "class"]
     act = max(mine, key=lambda a: a["windows"]) if mine else None
@@ -128,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("study_dir", type=Path)
     ap.add_argument("--json", action="store_true", help="the rows as JSON instead of a Markdown table")
     ap.add_argument("--every-attempt", action="store_true",
-                    help="one row per analysed attempt, valid or not, with its status (instead of the valid runs' means)")
+                    help="one row per analysed attempt, valid or not, with its status "
+                         "(instead of the valid runs' means)")
     a = ap.parse_args(argv)
     if not (a.study_dir / "study.json").exists():
         print(f"ecn_table: {a.study_dir}/study.json missing: run or aggregate the study first", file=sys.stderr)

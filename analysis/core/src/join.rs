@@ -211,13 +211,25 @@ pub fn direction_keys(src: &[u32], dst: &[u32], key: &[u64], ip_id: &[u16], a: u
 
 /// The flow of each packet: numbers (direction, 5-tuple, class, and SSRC for RTP) by first appearance.
 #[allow(clippy::too_many_arguments)]
-pub fn flow_ids(direction: &[u8], src: &[u32], dst: &[u32], sport: &[u16], dport: &[u16], proto: &[u8], cls: &[u8],
-                ssrc: &[u32], rtp_cls: u8) -> (Vec<u32>, Vec<i64>) {
+pub fn flow_ids(
+    direction: &[u8],
+    src: &[u32],
+    dst: &[u32],
+    sport: &[u16],
+    dport: &[u16],
+    proto: &[u8],
+    cls: &[u8],
+    ssrc: &[u32],
+    rtp_cls: u8,
+) -> (Vec<u32>, Vec<i64>) {
     let keys: Vec<u64> = (0..src.len())
         .map(|i| {
             let mut h = (src[i] as u64).wrapping_mul(0x1000_0000_01B3);
             h ^= (dst[i] as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            h ^= ((sport[i] as u64) << 48) | ((dport[i] as u64) << 32) | ((proto[i] as u64) << 24) | ((cls[i] as u64) << 16);
+            h ^= ((sport[i] as u64) << 48)
+                | ((dport[i] as u64) << 32)
+                | ((proto[i] as u64) << 24)
+                | ((cls[i] as u64) << 16);
             if cls[i] == rtp_cls {
                 h ^= (ssrc[i] as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
             }

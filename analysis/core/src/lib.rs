@@ -1,6 +1,6 @@
 //! rtclab-core: the analyzer's fast path (the Python package `rtclab` calls it as `rtclab._core`).
 pub mod join;
 pub mod pcap;
-pub mod series;
 #[cfg(feature = "python")]
 mod python;
+pub mod series;

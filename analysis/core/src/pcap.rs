@@ -71,14 +71,14 @@ pub struct Columns {
     pub tos: Vec<u8>, // DSCP << 2 | ECN
     pub sport: Vec<u16>,
     pub dport: Vec<u16>,
-    pub key: Vec<u64>,      // FNV-1a 64: the ground-truth log's key
-    pub join_key: Vec<u64>, // checksum-blind key for the capture-to-capture join
+    pub key: Vec<u64>,           // FNV-1a 64: the ground-truth log's key
+    pub join_key: Vec<u64>,      // checksum-blind key for the capture-to-capture join
     pub key_complete: Vec<bool>, // false when the capture cut the packet before the key's bytes ended
     pub cls: Vec<u8>,
-    pub ssrc: Vec<u32>,   // RTP SSRC, or the RTCP sender's SSRC
+    pub ssrc: Vec<u32>, // RTP SSRC, or the RTCP sender's SSRC
     pub rtp_seq: Vec<u16>,
     pub rtp_ts: Vec<u32>,
-    pub rtp_pt: Vec<u8>,  // RTP payload type, or the first RTCP packet type
+    pub rtp_pt: Vec<u8>, // RTP payload type, or the first RTCP packet type
     pub rtp_marker: Vec<bool>,
     pub twcc_seq: Vec<i32>, // transport-wide sequence number, -1 when absent
     pub tcp_seq: Vec<u32>,
@@ -227,7 +227,7 @@ fn decode_ipv4(ip: &[u8], twcc_id: u8) -> Option<(u32, u32, u8, u16, u16, u8, De
     let src = be32(ip, 12);
     let dst = be32(ip, 16);
     let payload_total = (ip_len as usize).saturating_sub(ihl);
-    let avail = &ip[ihl..ip.len().min(ihl + payload_total.max(0)).max(ihl)];
+    let avail = &ip[ihl..ip.len().min(ihl + payload_total).max(ihl)];
     let key_len = KEY_BYTES.min(payload_total);
     let key_part = &avail[..key_len.min(avail.len())];
     let mut d = Decoded {
@@ -333,7 +333,8 @@ pub fn parse_bytes(data: &[u8], twcc_id: u8) -> Result<Capture, String> {
     };
     let snaplen = rd32(16);
     let linktype = rd32(20) & 0x0fff_ffff;
-    if !matches!(linktype, LINKTYPE_ETHERNET | LINKTYPE_RAW | LINKTYPE_IPV4 | LINKTYPE_LINUX_SLL | LINKTYPE_LINUX_SLL2) {
+    if !matches!(linktype, LINKTYPE_ETHERNET | LINKTYPE_RAW | LINKTYPE_IPV4 | LINKTYPE_LINUX_SLL | LINKTYPE_LINUX_SLL2)
+    {
         return Err(format!("unsupported link type {linktype} (Ethernet, raw IP and Linux cooked captures are read)"));
     }
     let frac_ns: i64 = if nanosecond { 1 } else { 1000 };
@@ -342,8 +343,31 @@ pub fn parse_bytes(data: &[u8], twcc_id: u8) -> Result<Capture, String> {
     let mut c = Columns::default();
     // Transparent huge pages for the columns: a 4 KiB page fault per few hundred packets costs more than parsing them.
     macro_rules! reserve_all { ($($f:ident),*) => { $( c.$f.reserve(guess); advise_huge(&c.$f); )* } }
-    reserve_all!(frame, ts_ns, ip_src, ip_dst, proto, ip_len, ip_id, tos, sport, dport, key, join_key, key_complete, cls, ssrc,
-        rtp_seq, rtp_ts, rtp_pt, rtp_marker, twcc_seq, tcp_seq, tcp_flags, payload_len);
+    reserve_all!(
+        frame,
+        ts_ns,
+        ip_src,
+        ip_dst,
+        proto,
+        ip_len,
+        ip_id,
+        tos,
+        sport,
+        dport,
+        key,
+        join_key,
+        key_complete,
+        cls,
+        ssrc,
+        rtp_seq,
+        rtp_ts,
+        rtp_pt,
+        rtp_marker,
+        twcc_seq,
+        tcp_seq,
+        tcp_flags,
+        payload_len
+    );
     let mut off = 24usize;
     let mut records = 0u64;
     let mut non_ipv4 = 0u64;

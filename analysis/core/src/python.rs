@@ -7,6 +7,9 @@ use std::path::PathBuf;
 
 use crate::{join, pcap, series};
 
+/// Two numpy arrays, as a Python tuple.
+type ArrayPair<'py, A, B> = PyResult<(Bound<'py, PyArray1<A>>, Bound<'py, PyArray1<B>>)>;
+
 /// read_pcap(path, twcc_ext_id=3) -> dict: one numpy array per column, and "records", "non_ipv4", "span_ns"
 /// ((first, last) record time of any kind, or None), "linktype",
 /// "nanosecond", "snaplen", "error" (None, or why reading stopped early; the columns hold what came before).
@@ -17,8 +20,31 @@ fn read_pcap<'py>(py: Python<'py>, path: PathBuf, twcc_ext_id: u8) -> PyResult<B
     let d = PyDict::new(py);
     let c = cap.cols;
     macro_rules! put { ($($f:ident),*) => { $( d.set_item(stringify!($f), c.$f.into_pyarray(py))?; )* } }
-    put!(frame, ts_ns, ip_src, ip_dst, proto, ip_len, ip_id, tos, sport, dport, key, join_key, key_complete, cls, ssrc, rtp_seq,
-        rtp_ts, rtp_pt, rtp_marker, twcc_seq, tcp_seq, tcp_flags, payload_len);
+    put!(
+        frame,
+        ts_ns,
+        ip_src,
+        ip_dst,
+        proto,
+        ip_len,
+        ip_id,
+        tos,
+        sport,
+        dport,
+        key,
+        join_key,
+        key_complete,
+        cls,
+        ssrc,
+        rtp_seq,
+        rtp_ts,
+        rtp_pt,
+        rtp_marker,
+        twcc_seq,
+        tcp_seq,
+        tcp_flags,
+        payload_len
+    );
     d.set_item("records", cap.records)?;
     d.set_item("non_ipv4", cap.non_ipv4)?;
     d.set_item("span_ns", cap.span_ns)?;
@@ -35,7 +61,7 @@ fn join_keys<'py>(
     py: Python<'py>,
     sent: PyReadonlyArray1<'py, u64>,
     recv: PyReadonlyArray1<'py, u64>,
-) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)> {
+) -> ArrayPair<'py, i64, i64> {
     let (s, r) = {
         let sent = sent.as_slice()?;
         let recv = recv.as_slice()?;
@@ -62,10 +88,7 @@ fn rfc3550_jitter_s<'py>(
 
 /// group_ids(keys) -> (group of each element, index of each group's first element), groups numbered by first appearance.
 #[pyfunction]
-fn group_ids<'py>(
-    py: Python<'py>,
-    keys: PyReadonlyArray1<'py, u64>,
-) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)> {
+fn group_ids<'py>(py: Python<'py>, keys: PyReadonlyArray1<'py, u64>) -> ArrayPair<'py, u32, i64> {
     let (ids, first) = join::group_ids(keys.as_slice()?);
     Ok((ids.into_pyarray(py), first.into_pyarray(py)))
 }
@@ -81,7 +104,7 @@ fn direction_keys<'py>(
     ip_id: PyReadonlyArray1<'py, u16>,
     a: u32,
     b: u32,
-) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u64>>)> {
+) -> ArrayPair<'py, i64, u64> {
     let (rows, keys) = join::direction_keys(src.as_slice()?, dst.as_slice()?, key.as_slice()?, ip_id.as_slice()?, a, b);
     Ok((rows.into_pyarray(py), keys.into_pyarray(py)))
 }
@@ -100,9 +123,18 @@ fn flow_ids<'py>(
     cls: PyReadonlyArray1<'py, u8>,
     ssrc: PyReadonlyArray1<'py, u32>,
     rtp_cls: u8,
-) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>)> {
-    let (ids, first) = join::flow_ids(direction.as_slice()?, src.as_slice()?, dst.as_slice()?, sport.as_slice()?,
-        dport.as_slice()?, proto.as_slice()?, cls.as_slice()?, ssrc.as_slice()?, rtp_cls);
+) -> ArrayPair<'py, u32, i64> {
+    let (ids, first) = join::flow_ids(
+        direction.as_slice()?,
+        src.as_slice()?,
+        dst.as_slice()?,
+        sport.as_slice()?,
+        dport.as_slice()?,
+        proto.as_slice()?,
+        cls.as_slice()?,
+        ssrc.as_slice()?,
+        rtp_cls,
+    );
     Ok((ids.into_pyarray(py), first.into_pyarray(py)))
 }
 

@@ -71,9 +71,10 @@ def side(path: Path, table: packets.PacketTable | None, direction: int, call_sta
     if joined is not None and joined.matched.any() and log.utc_offset_ms is not None:
         # The same replay with the capture's microsecond wire times as send times (Chrome's own are whole ms).
         wire_ms = np.where(joined.matched, joined.t_wire_send_ns / 1e6 - log.utc_offset_ms, log.outgoing_rtp["time_ms"])
-        out["replay_wire_send_times"] = {"send_times": "capture", **replay.agreement(log, replay.replay(log, fb, wire_ms))}
+        out["replay_wire_send_times"] = {"send_times": "capture",
+                                         **replay.agreement(log, replay.replay(log, fb, wire_ms))}
     if offset_ms is not None and call_start_s is not None:
-        to_s = lambda ms: (np.asarray(ms, dtype=float) + offset_ms) / 1000 - call_start_s  # noqa: E731
+        to_s = lambda ms: (np.asarray(ms, dtype=float) + offset_ms) / 1000 - call_start_s
         ser = gcc.series(log)
         d_t, d_v = ser["delay_based"]
         l_t, l_v = ser["loss_based"]
@@ -86,7 +87,8 @@ def side(path: Path, table: packets.PacketTable | None, direction: int, call_sta
             "delay_based_bps": _decimate(to_s(d_t), d_v), "loss_based_bps": _decimate(to_s(l_t), l_v),
             "target_bps": _decimate(to_s(g_t[ok]), g_v[ok]),
             "probe_clusters_bps": _decimate(to_s(pc["time_ms"]), pc["bitrate_bps"]),
-            "probe_results_bps": _decimate(to_s(pr["time_ms"][pr["failure"] < 0]), pr["bitrate_bps"][pr["failure"] < 0]),
+            "probe_results_bps": _decimate(to_s(pr["time_ms"][pr["failure"] < 0]),
+                                           pr["bitrate_bps"][pr["failure"] < 0]),
             "detector_bands": _bands(to_s(log.delay_based["time_ms"]), log.delay_based["state"], end_s),
             "replay_m_ms": _decimate(to_s(rep.t_ms), rep.m), "replay_gamma_ms": _decimate(to_s(rep.t_ms), rep.gamma),
         }

@@ -110,7 +110,7 @@ def transport_feedback(rtcp: list[tuple[int, bytes]]) -> tuple[Feedback, int]:
                     recv_us += [x if x is not None else -1 for x in t]
                     n_feedback += 1
             pos += length
-    as64 = lambda v: np.array(v, dtype=np.int64)  # noqa: E731
+    as64 = lambda v: np.array(v, dtype=np.int64)
     return Feedback(as64(index), as64(times), as64(seqs), np.array(received, dtype=bool), as64(recv_us)), bad
 
 

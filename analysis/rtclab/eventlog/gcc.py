@@ -80,7 +80,8 @@ def controller_summary(log: EventLog, start_ms: float = -np.inf, end_ms: float |
         "delay_based_updates": int(len(d["time_ms"])),
         "loss_based_updates": int(len(lo["time_ms"])),
         "n_dd": n_dd(d["time_ms"], d["bitrate_bps"], lo["time_ms"], lo["bitrate_bps"], start_ms, end_ms),
-        "window_s": max(0.0, (end_ms - max(start_ms, float(d["time_ms"][0]) if len(d["time_ms"]) else end_ms)) / 1000.0),
+        "window_s": max(0.0, (end_ms - max(start_ms, float(d["time_ms"][0])
+                                           if len(d["time_ms"]) else end_ms)) / 1000.0),
         "detector_state_s": durations,
         "detector_state_fraction": {k: (v / total if total else None) for k, v in durations.items()},
         "overuse_events": int(((d["state"] == OVERUSING) & (np.r_[-1, d["state"][:-1]] != OVERUSING)

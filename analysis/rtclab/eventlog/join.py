@@ -54,7 +54,7 @@ def join_rtp(log: EventLog, table: packets.PacketTable, direction: int) -> Joine
     twcc = np.full(len(row), -1, dtype=np.int64)
     has = o["transport_seq"] >= 0
     twcc[has] = unwrap16(o["transport_seq"][has])
-    pick = lambda col, fill: np.where(hit, c[col][np.maximum(row, 0)], fill)  # noqa: E731
+    pick = lambda col, fill: np.where(hit, c[col][np.maximum(row, 0)], fill)
     return JoinedRtp(
         log_time_ms=o["time_ms"], ssrc=o["ssrc"], seq=o["seq"], transport_seq=twcc,
         size_bytes=o["header_size"] + o["payload_size"] + o["padding_size"], row=row,
@@ -73,7 +73,8 @@ def join_summary(log: EventLog, joined: JoinedRtp, table: packets.PacketTable, d
                            "join_rate": (float(joined.matched.mean()) if n_log else None)}
     if n_log and log.utc_offset_ms is not None:
         span_ns = (log.unix_ms(joined.log_time_ms[[0, -1]]) * 1_000_000).astype(np.int64)
-        in_span = rows[(c["t_send_ns"][rows] >= span_ns[0] - 50_000_000) & (c["t_send_ns"][rows] <= span_ns[1] + 50_000_000)]
+        t_send = c["t_send_ns"][rows]
+        in_span = rows[(t_send >= span_ns[0] - 50_000_000) & (t_send <= span_ns[1] + 50_000_000)]
         out["capture_coverage"] = float(np.isin(in_span, joined.row).mean()) if len(in_span) else None
         last_capture_s = float(c["t_send_ns"][rows].max()) / 1e9 if len(rows) else None
         out["log_ends_before_capture_s"] = (last_capture_s - span_ns[1] / 1e9) if last_capture_s else None

@@ -220,7 +220,7 @@ def replay(log: EventLog, fb: Feedback, send_time_ms: Array | None = None) -> Re
                 g_out.append(trend.threshold)
         fb_times.append(now)
         states.append(trend.state)
-    as_f = lambda v: np.array(v, dtype=float)  # noqa: E731
+    as_f = lambda v: np.array(v, dtype=float)
     return Replay(as_f(t_out), as_f(m_out), as_f(g_out), np.array(fb_times, np.int64), np.array(states, np.int64))
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from . import aggregate as agg
-from . import plan as planmod
 from . import executors, runner, spec, state
+from . import plan as planmod
 
 
 def _plan(args: argparse.Namespace) -> planmod.Plan:

@@ -298,7 +298,8 @@ def run_samples(run_dir: Path, m: dict[str, Any], wanted: Callable[[str], bool])
         except Exception:  # a damaged table: the boxes count this run as giving no queuing-delay sample
             t = None
         if t is not None:
-            keep = pc.and_(pc.equal(t["status"].cast("string"), "delivered"), pc.greater_equal(t["queuing_delay_ns"], 0))
+            keep = pc.and_(pc.equal(t["status"].cast("string"), "delivered"),
+                           pc.greater_equal(t["queuing_delay_ns"], 0))
             t = t.filter(keep)
             flow_ids = t["flow"].to_numpy().astype(np.int64)
             t_send = t["t_send_ns"].to_numpy()
@@ -445,7 +446,8 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
     pooling: str | None = None
 
     def pooled_flow(label: str) -> bool:
-        return label not in ("bottleneck", CONTROLLER_FLOW, CPU_FLOW) and any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns)
+        return (label not in ("bottleneck", CONTROLLER_FLOW, CPU_FLOW)
+                and any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns))
     for (point, rep), r in sorted(reps.items(), key=lambda kv: (point_names.index(kv[0][0]), kv[0][1])):
         chosen = r.valid or (accepted_attempt(r, accept_invalid) if accept_invalid else None)
         for a in r.attempts:
@@ -483,7 +485,8 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
                     for ph in m.get("phases") or []:
                         phase_info[point].setdefault(ph["name"], {
                             "start_s": ph.get("scheduled_start_s", ph.get("start_s")),
-                            "end_s": ph.get("scheduled_end_s", ph.get("end_s")), "cross_traffic": ph.get("cross_traffic")})
+                            "end_s": ph.get("scheduled_end_s", ph.get("end_s")),
+                            "cross_traffic": ph.get("cross_traffic")})
                     for x in run_rows(m):
                         rows.append({"study": plan["study"], "quick_factor": quick_factor, "point": point, "rep": rep,
                                      "attempt": a.attempt, "run_dir": entry["dir"], "run_id": run_id,
@@ -590,7 +593,8 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
             "ci95": "mean -/+ t(0.975, n - 1) * sd / sqrt(n), Student's t; null when n < 2",
             "n": "runs with a value", "phase": "each statistic sits under its phase: 'all' is the whole call, the "
                                               "others as metrics.json defines phases (cross traffic)"},
-        "distributions": {"over": f"the samples of the point's {used_runs} pooled (a run with more samples weighs more)",
+        "distributions": {"over": f"the samples of the point's {used_runs} pooled "
+                                  "(a run with more samples weighs more)",
                           "quantiles": "p5, p25, p50, p75, p95: numpy.percentile (linear interpolation) of the pooled "
                                        "samples; the box is p25-p50-p75, the whiskers p5 and p95",
                           "n_samples": "pooled samples", "n_runs": "runs that gave a sample",

@@ -15,8 +15,22 @@ from typing import Any
 
 from ..dashboard import _plotly_js
 from .aggregate import CATALOGUE
-from .report import (BOTTLENECK_METRICS, FLOW_METRICS, HEADERS, StudyReportError, Table, chromium_versions,
-                     cross_traffic_phase, fmt, fmt_stat, load, phase_names, phase_title, scale, stat)
+from .report import (
+    BOTTLENECK_METRICS,
+    FLOW_METRICS,
+    HEADERS,
+    StudyReportError,
+    Table,
+    chromium_versions,
+    cross_traffic_phase,
+    fmt,
+    fmt_stat,
+    load,
+    phase_names,
+    phase_title,
+    scale,
+    stat,
+)
 from .tdist import t_quantile
 
 VIDEO = "forward:video"

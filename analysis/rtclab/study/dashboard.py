@@ -15,8 +15,8 @@ import numpy as np
 
 from .. import multiflow
 from ..dashboard import _plotly_js
-from .aggregate import CATALOGUE, CPU_FLOW, flow_labels, summarise
-from .report import CPU_METRICS, HEADERS, fmt, fmt_stat, phase_names, phase_title, report_phases, scale, stat
+from .aggregate import CPU_FLOW, flow_labels, summarise
+from .report import CPU_METRICS, HEADERS, fmt_stat, phase_names, phase_title, report_phases, scale, stat
 
 VIDEO = "forward:video"
 # (flow, metric, title) of the bar charts; the fair-share chart adds the TCP competitors' mean share.
@@ -124,7 +124,8 @@ def numeric_parameters(doc: dict[str, Any]) -> dict[str, dict[str, float]]:
     short = _short_names(list(by_path))
     for path, vals in by_path.items():
         if len(vals) == len(doc["points"]):
-            candidates.setdefault(short[path], {pt: None if isinstance(v, str) else _number(v) for pt, v in vals.items()})
+            candidates.setdefault(short[path], {pt: None if isinstance(v, str) else _number(v)
+                                                for pt, v in vals.items()})
     out: dict[str, dict[str, float]] = {}
     seen: set[tuple[float, ...]] = set()
     for name, nums in candidates.items():
@@ -284,7 +285,8 @@ def sweep_figure(doc: dict[str, Any], phases: list[str], param: str, values: dic
     return {"data": data, "layout": lay}
 
 
-Series = tuple[list[float], list[float], list[float], list[float], str, list[tuple[float, float]]]
+Series = tuple[list[float], list[float], list[float], list[float], str, list[tuple[float, float]],
+               list[list[float]] | None]
 
 
 def _run_series(run_dir: Path, main: str = VIDEO) -> Series:
@@ -296,6 +298,7 @@ def _run_series(run_dir: Path, main: str = VIDEO) -> Series:
     video = next((f for lab, f in zip(flow_labels(flows), flows) if lab == main), None)
     spans = [(float(p["start_s"]), float(p["end_s"])) for p in m.get("phases") or [] if p.get("cross_traffic")]
     t0_ns = int(round(float((m.get("run") or {}).get("call_start") or 0.0) * 1e9))
+    steps = m.get("capacity_steps")  # the forward capacity's schedule, [[t_s, bit/s], ...]
     ppath = run_dir / "packets.parquet"
     if video is not None and ppath.exists():
         import pyarrow.parquet as pq
@@ -319,7 +322,7 @@ def _run_series(run_dir: Path, main: str = VIDEO) -> Series:
         mid = (np.arange(n) + 0.5) * SERIES_WINDOW_S
         has = qcnt > 0
         return (mid.round(3).tolist(), rate_kbps.round(2).tolist(), mid[has].round(3).tolist(),
-                (qsum[has] / qcnt[has]).round(3).tolist(), "captures", spans)
+                (qsum[has] / qcnt[has]).round(3).tolist(), "captures", spans, steps)
     series = (((m.get("getstats") or {}).get("directions") or {}).get("forward") or {}).get("series") or {}
     ssrc = None if video is None else video.get("ssrc")
     if ssrc is None:  # no capture: the video stream getStats saw
@@ -327,7 +330,8 @@ def _run_series(run_dir: Path, main: str = VIDEO) -> Series:
     def named(prefix: str) -> list[list[float]]:
         return next((v for k, v in series.items() if k.startswith(prefix) and k.endswith(f":{ssrc}")), [])
     recv, tq = named("received_bitrate_bps:"), named("tq_ms:")
-    return ([p[0] for p in recv], [p[1] / 1e3 for p in recv], [p[0] for p in tq], [p[1] for p in tq], "getStats", spans)
+    return ([p[0] for p in recv], [p[1] / 1e3 for p in recv], [p[0] for p in tq], [p[1] for p in tq], "getStats", spans,
+            steps)
 
 
 def series_figures(doc: dict[str, Any], out: Path, runs: list[tuple[str, str]],
@@ -336,10 +340,11 @@ def series_figures(doc: dict[str, Any], out: Path, runs: list[tuple[str, str]],
     cross-traffic intervals shaded."""
     rate, delay, notes = [], [], []
     spans: set[tuple[float, float]] = set()
+    capacities: set[tuple[tuple[float, ...], ...]] = set()
     sources = set()
     for i, (point, d) in enumerate(runs):
         try:
-            t1, kbps, t2, q, source, sp = _run_series(out / d, main[0])
+            t1, kbps, t2, q, source, sp, steps = _run_series(out / d, main[0])
         except Exception as e:  # a run whose files cannot be read: the others are drawn, this one named
             notes.append(f"time series of {d} left out: {type(e).__name__}: {e}")
             continue
@@ -350,6 +355,13 @@ def series_figures(doc: dict[str, Any], out: Path, runs: list[tuple[str, str]],
         if t1:
             rate.append({"type": "scatter", "mode": "lines", "name": name, "x": t1, "y": kbps, **style,
                          "legendgroup": name})
+        # The run's forward capacity over time, drawn once per distinct schedule (RFC 8867's figures: rate against
+        # the capacity), in the run's colour when the points' schedules differ.
+        if steps and len(steps) > 2 and tuple(map(tuple, steps)) not in capacities:
+            capacities.add(tuple(map(tuple, steps)))
+            rate.append({"type": "scatter", "mode": "lines", "name": f"capacity ({point})", "x": [t for t, _ in steps],
+                         "y": [bps / 1e3 for _, bps in steps],
+                         "line": {"color": COLOURS[i % len(COLOURS)], "dash": "dot", "shape": "hv", "width": 1.5}})
         if t2:
             delay.append({"type": "scatter", "mode": "lines", "name": name, "x": t2, "y": q, **style,
                           "legendgroup": name, "showlegend": False})
@@ -365,7 +377,8 @@ def series_figures(doc: dict[str, Any], out: Path, runs: list[tuple[str, str]],
             "title": {"text": f"Received rate of {main[1]} over time ({what}){sub}", "x": 0.01, "xanchor": "left"},
             "height": 400,
             "xaxis": {"title": {"text": "time since call start (s)"}}, "yaxis": {"title": {"text": "kbit/s"}},
-            "shapes": shade, "margin": {"l": 70, "r": 20, "t": 70, "b": 60}, "legend": {"orientation": "h", "y": -0.2}}}))
+            "shapes": shade, "margin": {"l": 70, "r": 20, "t": 70, "b": 60},
+            "legend": {"orientation": "h", "y": -0.2}}}))
     if delay:
         dwhat = "captures: mean per 1 s by departure, OWD - propagation" if src == "captures" else \
             "Tq = RTT - RTTm per getStats sample"
@@ -520,7 +533,8 @@ def points_table(doc: dict[str, Any], out: Path, page: Path, phase: str) -> str:
                   ("queuing_delay_ms_mean", "tq_ms_mean", "utilisation", "loss_ratio_bytes")]
         rows.append(f'<tr id="point-{html.escape(p["name"])}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    return (f"<p>{html.escape(words[0].upper() + words[1:])}'s means in phase {html.escape(phase_title(doc, phase))}, ±95% CI half-width, n runs. "
+    return (f"<p>{html.escape(words[0].upper() + words[1:])}'s means in phase {html.escape(phase_title(doc, phase))}, "
+            "±95% CI half-width, n runs. "
             f"Click a bar, box or point of a chart to come here.</p><table><thead><tr>{th}</tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
 
@@ -567,7 +581,8 @@ td,th{{border:1px solid #ddd;padding:3px 6px;text-align:left}} tr:target{{backgr
   var done = [];
   figs.forEach(function (f) {{
     var el = document.getElementById(f.id);
-    done.push(Plotly.newPlot(el, f.fig.data, f.fig.layout, {{responsive: true, displaylogo: false}}).then(function (gd) {{
+    var config = {{responsive: true, displaylogo: false}};
+    done.push(Plotly.newPlot(el, f.fig.data, f.fig.layout, config).then(function (gd) {{
       gd.on('plotly_click', function (ev) {{
         var p = ev.points && ev.points[0];
         var name = p && (p.customdata !== undefined ? p.customdata : p.x);
@@ -590,9 +605,11 @@ def render(doc: dict[str, Any], out: Path, page: Path) -> str:
     if doc.get("invalid_note"):
         quick += f'<div class="quick">{html.escape(doc["invalid_note"])}</div>'
     s = doc["summary"]
-    used_invalid = f" ({s['runs_used_invalid']} of them INVALID, above)" if s.get("runs_used_invalid") else ", all valid"
+    used_invalid = (f" ({s['runs_used_invalid']} of them INVALID, above)" if s.get("runs_used_invalid")
+                    else ", all valid")
     description = html.escape((doc.get("description") or "").rstrip("."))
-    summary = (f"{description}. {len(doc['points'])} point(s); {s['runs_used']} run(s) used{used_invalid}; {s['repetitions_without']} repetition(s) without a valid run. Every figure has a phase "
+    summary = (f"{description}. {len(doc['points'])} point(s); {s['runs_used']} run(s) used{used_invalid}; "
+               f"{s['repetitions_without']} repetition(s) without a valid run. Every figure has a phase "
                "selector (top right): the cross-traffic phase first when the study has one, then the whole call. "
                "Error bars: 95% confidence interval of the mean over the point's runs (Student t; none when n &lt; "
                "2). Definitions: docs/studies.md.")

@@ -31,7 +31,8 @@ from .spec import REPO_ROOT
 
 SLOT = "rtclab_slot"
 # What a node returns of a run directory; the rest (captures, getStats series, packets.parquet) stays on the node.
-SMALL_FILES = ("manifest.json", "metrics.json", "report.txt", "dashboard.html", "events.jsonl", "harness.log", "cpu.jsonl")
+SMALL_FILES = ("manifest.json", "metrics.json", "report.txt", "dashboard.html", "events.jsonl",
+               "harness.log", "cpu.jsonl")
 NODE_RUNS = Path("results") / "ray-runs"  # under the node's repository
 
 
@@ -61,7 +62,8 @@ def check_node(repo: Path, commit: str, driver_checkout: str | None = None) -> s
     """What keeps this machine from running the driver's rtclab, in a sentence; None when nothing does."""
     host = socket.gethostname()
     if not (repo / "harness" / "cli.js").is_file():
-        return f"node {host}: {repo} holds no rtclab repository (harness/cli.js); clone it there and run scripts/setup.sh"
+        return (f"node {host}: {repo} holds no rtclab repository (harness/cli.js); "
+                "clone it there and run scripts/setup.sh")
     here = repo_commit(repo)
     if here != commit and checkout_id(repo) != driver_checkout:
         return (f"node {host}: {repo} is at commit {here or '(not a git checkout)'}, the driver at {commit}: check out "
@@ -168,7 +170,8 @@ def _start_detached(cmd: list[str], repo: Path, log_path: Path, stem: Path) -> t
     # The harness runs in the background of a shell that waits for it: SIGINT is ignored in a non-interactive
     # shell's background jobs, so a stop is sent as SIGTERM, which the harness handles the same way.
     # (`cd` on its own: `cd X && node ... &` would background a subshell, and $! would not be the harness.)
-    script = (f"cd {shlex.quote(str(repo))} || exit 1; {shlex.join(cmd)} </dev/null >>{shlex.quote(str(log_path))} 2>&1 & "
+    script = (f"cd {shlex.quote(str(repo))} || exit 1; "
+              f"{shlex.join(cmd)} </dev/null >>{shlex.quote(str(log_path))} 2>&1 & "
               f"echo $! > {shlex.quote(str(pid_file))}; wait $!; echo $? > {shlex.quote(str(code_file))}.tmp; "
               f"mv {shlex.quote(str(code_file))}.tmp {shlex.quote(str(code_file))}")
     subprocess.run(["setsid", "-f", "bash", "-c", script], check=True, stdin=subprocess.DEVNULL)
@@ -207,8 +210,9 @@ class RayExecutor:
         _probe(address)
         try:
             import ray
-        except ImportError:
-            raise ExecutorError("--ray needs the ray package: run scripts/setup.sh (it installs requirements.lock)")
+        except ImportError as e:
+            raise ExecutorError("--ray needs the ray package: "
+                                "run scripts/setup.sh (it installs requirements.lock)") from e
         self.ray = ray
         commit = repo_commit(REPO_ROOT)
         if commit is None:
@@ -258,7 +262,8 @@ class RayExecutor:
             raise ExecutorError("--ray: " + "; ".join(problems))
 
     def start(self, job: Job, lock_fd: int) -> dict[str, Any]:
-        spec = {"repo": str(self.repo), "commit": self.commit, "driver_checkout": checkout_id(REPO_ROOT), "study_key": self.study_key, "point": job.point,
+        spec = {"repo": str(self.repo), "commit": self.commit, "driver_checkout": checkout_id(REPO_ROOT),
+                "study_key": self.study_key, "point": job.point,
                 "name": job.run_dir.name, "scenario": job.scenario.read_text(), "extra_args": self.extra_args,
                 "gather_captures": self.gather_captures}
         ref = self._run.remote(spec)

@@ -147,7 +147,8 @@ class Table:
     note: str = ""
 
     def render(self) -> str:
-        widths = [max(len(h), *(len(r[i]) for r in self.rows)) if self.rows else len(h) for i, h in enumerate(self.head)]
+        widths = [max(len(h), *(len(r[i]) for r in self.rows)) if self.rows else len(h)
+                  for i, h in enumerate(self.head)]
         lines = [self.title, "  ".join(h.ljust(w) for h, w in zip(self.head, widths)),
                  "  ".join("-" * w for w in widths)]
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in self.rows]
@@ -169,7 +170,8 @@ def point_labels(doc: dict[str, Any]) -> dict[str, str]:
             for p in doc["points"]}
 
 
-def _point_rows(doc: dict[str, Any], label: dict[str, str], flow: str, phase: str, metrics: list[str]) -> list[list[str]]:
+def _point_rows(doc: dict[str, Any], label: dict[str, str], flow: str, phase: str,
+                metrics: list[str]) -> list[list[str]]:
     """One row per point: its label, n (the largest of its cells'), and each metric's cell."""
     rows = []
     for p in doc["points"]:

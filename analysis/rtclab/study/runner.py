@@ -27,10 +27,10 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-from . import executors
+from . import executors, state
 from . import plan as planmod
-from . import state
 from .spec import REPO_ROOT
+
 DEFAULT_OVERHEAD_S = 25.0  # set-up, teardown and analysis of one run, before any was measured (bench/call)
 EXIT_OK, EXIT_FAILED, EXIT_BAD_STUDY, EXIT_SOME_MISSING, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -139,7 +139,8 @@ class StudyRunner:
             run_dir.mkdir()
         except FileExistsError:
             raise StudyDirError(f"{run_dir} exists already; the study directory was changed by hand") from None
-        job = executors.Job(point=point, rep=rep, attempt=attempt, scenario=self.out / "points" / point / "scenario.json",
+        job = executors.Job(point=point, rep=rep, attempt=attempt,
+                            scenario=self.out / "points" / point / "scenario.json",
                             run_dir=run_dir, log_path=run_dir.parent / f"{rep}-{attempt}.log")
         record: dict[str, Any] = {"event": "start", "point": point, "rep": rep, "attempt": attempt,
                                   "dir": str(run_dir.relative_to(self.out)), "t": time.time(),
@@ -207,7 +208,8 @@ class StudyRunner:
         if note:
             self.progress.say(note)
         self.progress.say(f"{len(plan.order)} runs planned ({len(names)} points x {plan.study.repetitions} "
-                          f"repetitions, {'shuffled with seed ' + str(plan.study.seed) if plan.study.shuffle else 'in order'}"
+                          "repetitions, "
+                          f"{'shuffled with seed ' + str(plan.study.seed) if plan.study.shuffle else 'in order'}"
                           f"), {already} already done in {out}; executor: {self.executor.name}")
         running: dict[tuple[str, int], executors.Job] = {}
         while True:

@@ -350,7 +350,8 @@ def load(file: Path | str) -> Study:
             lengths = {len(m["values"]) for m in members}
             if len(lengths) != 1:
                 problems.append(f"{where}: its members have different numbers of values "
-                                f"({', '.join(str(m['path']) + ': ' + str(len(m['values'])) for m in members)}); a zip group "
+                                f"({', '.join(str(m['path']) + ': ' + str(len(m['values'])) for m in members)}); "
+                                "a zip group "
                                 f"varies them together, the i-th value of each")
                 continue
             n = lengths.pop()
@@ -497,9 +498,11 @@ def check_points(study: Study, node: str = "node", timeout_s: float = 120) -> No
         proc = subprocess.run([node, str(CHECK_POINTS_JS)], input=json.dumps(items), capture_output=True, text=True,
                               timeout=timeout_s, cwd=REPO_ROOT)
     except (OSError, subprocess.TimeoutExpired) as e:
-        raise StudyError(str(study.file), [f"the scenario model could not run ({node} {CHECK_POINTS_JS}): {e}"]) from None
+        raise StudyError(str(study.file),
+                         [f"the scenario model could not run ({node} {CHECK_POINTS_JS}): {e}"]) from None
     if proc.returncode not in (0, 1):
-        raise StudyError(str(study.file), [f"the scenario model failed (exit {proc.returncode}): {proc.stderr.strip()}"])
+        raise StudyError(str(study.file),
+                         [f"the scenario model failed (exit {proc.returncode}): {proc.stderr.strip()}"])
     results = json.loads(proc.stdout)
     problems = []
     for pt, r in zip(study.points, results):

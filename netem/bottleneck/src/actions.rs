@@ -16,7 +16,9 @@ fn addr(a: [u8; 4]) -> String {
 fn flow_json(f: &Option<FlowKey>) -> serde_json::Value {
     match f {
         None => serde_json::Value::Null,
-        Some(f) => serde_json::json!({"src": addr(f.src), "dst": addr(f.dst), "proto": f.proto, "sport": f.sport, "dport": f.dport}),
+        Some(f) => {
+            serde_json::json!({"src": addr(f.src), "dst": addr(f.dst), "proto": f.proto, "sport": f.sport, "dport": f.dport})
+        }
     }
 }
 

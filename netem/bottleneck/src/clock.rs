@@ -65,8 +65,12 @@ impl Waiter {
     pub fn new(queue_fd: i32) -> io::Result<Waiter> {
         unsafe {
             let mask = termination_signals();
-            let sigfd = check(libc::signalfd(-1, &mask, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC), "cannot create a signalfd")?;
-            let timerfd = check(libc::timerfd_create(libc::CLOCK_REALTIME, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC), "cannot create a timerfd")?;
+            let sigfd =
+                check(libc::signalfd(-1, &mask, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC), "cannot create a signalfd")?;
+            let timerfd = check(
+                libc::timerfd_create(libc::CLOCK_REALTIME, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC),
+                "cannot create a timerfd",
+            )?;
             let epfd = check(libc::epoll_create1(libc::EPOLL_CLOEXEC), "cannot create an epoll set")?;
             for (fd, token) in [(queue_fd, TOKEN_QUEUE), (timerfd, TOKEN_TIMER), (sigfd, TOKEN_SIGNAL)] {
                 let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: token };
@@ -83,9 +87,15 @@ impl Waiter {
         }
         let spec = libc::itimerspec {
             it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-            it_value: libc::timespec { tv_sec: (at_ns / 1_000_000_000) as i64, tv_nsec: (at_ns % 1_000_000_000) as i64 },
+            it_value: libc::timespec {
+                tv_sec: (at_ns / 1_000_000_000) as i64,
+                tv_nsec: (at_ns % 1_000_000_000) as i64,
+            },
         };
-        check(unsafe { libc::timerfd_settime(self.timerfd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) }, "cannot arm the timerfd")?;
+        check(
+            unsafe { libc::timerfd_settime(self.timerfd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) },
+            "cannot arm the timerfd",
+        )?;
         self.armed_ns = at_ns;
         Ok(())
     }

@@ -39,10 +39,18 @@ pub struct LinkConfig {
 pub enum RateConfig {
     Unlimited,
     /// Piecewise constant; a constant rate is one step at 0 s. Steps sorted by time.
-    Schedule { steps: Vec<RateStep>, burst_bytes: u64 },
+    Schedule {
+        steps: Vec<RateStep>,
+        burst_bytes: u64,
+    },
     /// Mahimahi delivery opportunities (ms offsets, sorted), repeating with `period_ms`. `burst_bytes` is part of
     /// the normalised form but a trace player has no token bucket: it is kept only to write the link back.
-    Trace { path: String, opportunities_ms: Vec<u64>, period_ms: u64, burst_bytes: u64 },
+    Trace {
+        path: String,
+        opportunities_ms: Vec<u64>,
+        period_ms: u64,
+        burst_bytes: u64,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -116,9 +124,13 @@ pub enum MeterActionConfig {
 impl MeterConfig {
     fn to_json(&self) -> Value {
         let action = match &self.action {
-            MeterActionConfig::Demote { to_band, hold_ms } => json!({"kind": "demote", "to_band": to_band, "hold_ms": num(*hold_ms)}),
+            MeterActionConfig::Demote { to_band, hold_ms } => {
+                json!({"kind": "demote", "to_band": to_band, "hold_ms": num(*hold_ms)})
+            }
             MeterActionConfig::CeAll { hold_ms } => json!({"kind": "ce_all", "hold_ms": num(*hold_ms)}),
-            MeterActionConfig::CeFraction { gain, initial_fraction } => json!({"kind": "ce_fraction", "gain": num(*gain), "initial_fraction": num(*initial_fraction)}),
+            MeterActionConfig::CeFraction { gain, initial_fraction } => {
+                json!({"kind": "ce_fraction", "gain": num(*gain), "initial_fraction": num(*initial_fraction)})
+            }
         };
         json!({"dscp": self.dscp, "per": if self.per_flow { "flow" } else { "class" }, "window_ms": num(self.window_ms),
                "limit_kbit": num(self.limit_kbit), "action": action})
@@ -151,15 +163,24 @@ impl QdiscConfig {
                 "limit_packets": limit_packets, "ecn": ecn}),
             QdiscConfig::Sfq { limit_packets, quantum_bytes, perturb_s, divisor } => json!({"kind": "sfq",
                 "limit_packets": limit_packets, "quantum_bytes": quantum_bytes, "perturb_s": num(*perturb_s), "divisor": divisor}),
-            QdiscConfig::FqCodel { target_ms, interval_ms, limit_packets, quantum_bytes, flows, ecn } => json!({"kind": "fq_codel",
+            QdiscConfig::FqCodel { target_ms, interval_ms, limit_packets, quantum_bytes, flows, ecn } => {
+                json!({"kind": "fq_codel",
                 "target_ms": num(*target_ms), "interval_ms": num(*interval_ms), "limit_packets": limit_packets,
-                "quantum_bytes": quantum_bytes, "flows": flows, "ecn": ecn}),
+                "quantum_bytes": quantum_bytes, "flows": flows, "ecn": ecn})
+            }
             QdiscConfig::Prio { bands, meters } => {
                 let bands: Vec<Value> = bands
                     .iter()
                     .map(|b| {
-                        let cap = b.rate_cap.map_or(Value::Null, |c| json!({"kbit": kbit_value(c.bits_per_s), "burst_bytes": c.burst_bytes}));
-                        if b.dscp.is_empty() { json!({"qdisc": b.qdisc.to_json(), "rate_cap": cap}) } else { json!({"dscp": b.dscp, "qdisc": b.qdisc.to_json(), "rate_cap": cap}) }
+                        let cap = b.rate_cap.map_or(
+                            Value::Null,
+                            |c| json!({"kbit": kbit_value(c.bits_per_s), "burst_bytes": c.burst_bytes}),
+                        );
+                        if b.dscp.is_empty() {
+                            json!({"qdisc": b.qdisc.to_json(), "rate_cap": cap})
+                        } else {
+                            json!({"dscp": b.dscp, "qdisc": b.qdisc.to_json(), "rate_cap": cap})
+                        }
                     })
                     .collect();
                 let meters: Vec<Value> = meters.iter().map(|m| m.to_json()).collect();
@@ -183,7 +204,10 @@ impl LinkConfig {
                 json!({"kbit": kbit_value(steps[0].bits_per_s), "burst_bytes": burst_bytes})
             }
             RateConfig::Schedule { steps, burst_bytes } => {
-                let steps: Vec<Value> = steps.iter().map(|s| json!({"at_s": num(s.at_ns as f64 / 1e9), "kbit": kbit_value(s.bits_per_s)})).collect();
+                let steps: Vec<Value> = steps
+                    .iter()
+                    .map(|s| json!({"at_s": num(s.at_ns as f64 / 1e9), "kbit": kbit_value(s.bits_per_s)}))
+                    .collect();
                 json!({"schedule": steps, "burst_bytes": burst_bytes})
             }
             RateConfig::Trace { path, burst_bytes, .. } => json!({"trace": path, "burst_bytes": burst_bytes}),
@@ -221,7 +245,10 @@ pub fn parse_link(v: &Value, read_trace: &dyn Fn(&str) -> Result<String, String>
 fn check_keys(obj: &Map<String, Value>, prefix: &str, allowed: &[&str]) -> Result<(), ConfigError> {
     for k in obj.keys() {
         if !allowed.contains(&k.as_str()) {
-            return Err(err(&format!("{prefix}{k}"), format!("is not a known field (allowed: {})", allowed.join(", "))));
+            return Err(err(
+                &format!("{prefix}{k}"),
+                format!("is not a known field (allowed: {})", allowed.join(", ")),
+            ));
         }
     }
     Ok(())
@@ -229,10 +256,18 @@ fn check_keys(obj: &Map<String, Value>, prefix: &str, allowed: &[&str]) -> Resul
 
 /// A field that must be present (netem writes every field of the normalised link).
 fn required<'a>(obj: &'a Map<String, Value>, key: &str, field: &str) -> Result<&'a Value, ConfigError> {
-    obj.get(key).ok_or_else(|| err(field, "is required (the bottleneck takes the normalised link: netem fills every default)"))
+    obj.get(key)
+        .ok_or_else(|| err(field, "is required (the bottleneck takes the normalised link: netem fills every default)"))
 }
 
-fn number(obj: &Map<String, Value>, key: &str, field: &str, min: f64, max: f64, exclusive_min: bool) -> Result<f64, ConfigError> {
+fn number(
+    obj: &Map<String, Value>,
+    key: &str,
+    field: &str,
+    min: f64,
+    max: f64,
+    exclusive_min: bool,
+) -> Result<f64, ConfigError> {
     let x = required(obj, key, field)?.as_f64().ok_or_else(|| err(field, "must be a number"))?;
     let low_ok = if exclusive_min { x > min } else { x >= min };
     if !low_ok || x > max || !x.is_finite() {
@@ -272,7 +307,13 @@ fn parse_rate(v: &Value, read_trace: &dyn Fn(&str) -> Result<String, String>) ->
     check_keys(obj, "rate.", &["kbit", "schedule", "trace", "burst_bytes"])?;
     let given: Vec<&str> = ["kbit", "schedule", "trace"].into_iter().filter(|k| obj.contains_key(*k)).collect();
     if given.len() != 1 {
-        return Err(err("rate", format!("must have exactly one of kbit, schedule, trace (got: {})", if given.is_empty() { "none".into() } else { given.join(", ") })));
+        return Err(err(
+            "rate",
+            format!(
+                "must have exactly one of kbit, schedule, trace (got: {})",
+                if given.is_empty() { "none".into() } else { given.join(", ") }
+            ),
+        ));
     }
     let burst_bytes = integer(obj, "burst_bytes", "rate.burst_bytes", 1514, u32::MAX as u64)?;
     if obj.contains_key("kbit") {
@@ -287,20 +328,27 @@ fn parse_rate(v: &Value, read_trace: &dyn Fn(&str) -> Result<String, String>) ->
             let o = item.as_object().ok_or_else(|| err(&field, "must be an object {at_s, kbit}"))?;
             check_keys(o, &format!("{field}."), &["at_s", "kbit"])?;
             let at_s = number(o, "at_s", &format!("{field}.at_s"), 0.0, 1e9, false)?;
-            let step = RateStep { at_ns: (at_s * 1e9).round() as u64, bits_per_s: bits_per_s(o, &format!("{field}.kbit"))? };
+            let step =
+                RateStep { at_ns: (at_s * 1e9).round() as u64, bits_per_s: bits_per_s(o, &format!("{field}.kbit"))? };
             if steps.last().is_some_and(|last| step.at_ns < last.at_ns) {
-                return Err(err(&format!("{field}.at_s"), "must not be earlier than the step before (the normalised schedule is sorted)"));
+                return Err(err(
+                    &format!("{field}.at_s"),
+                    "must not be earlier than the step before (the normalised schedule is sorted)",
+                ));
             }
             steps.push(step);
         }
         match steps.first() {
             None => return Err(err("rate.schedule", "must have at least one step")),
-            Some(first) if first.at_ns != 0 => return Err(err("rate.schedule[0].at_s", "must be 0 (the rate before any other step)")),
+            Some(first) if first.at_ns != 0 => {
+                return Err(err("rate.schedule[0].at_s", "must be 0 (the rate before any other step)"))
+            }
             Some(_) => {}
         }
         return Ok(RateConfig::Schedule { steps, burst_bytes });
     }
-    let path = obj["trace"].as_str().filter(|p| !p.is_empty()).ok_or_else(|| err("rate.trace", "must be a file path"))?;
+    let path =
+        obj["trace"].as_str().filter(|p| !p.is_empty()).ok_or_else(|| err("rate.trace", "must be a file path"))?;
     // netem resolves a trace against the scenario's directory; a relative path here would silently depend on the
     // bottleneck's working directory instead.
     if !path.starts_with('/') {
@@ -313,15 +361,21 @@ fn parse_rate(v: &Value, read_trace: &dyn Fn(&str) -> Result<String, String>) ->
         if line.is_empty() {
             continue;
         }
-        let ms: u64 = line.parse().map_err(|_| err("rate.trace", format!("line {} of {path} is not an integer ms timestamp: {line:?}", n + 1)))?;
+        let ms: u64 = line.parse().map_err(|_| {
+            err("rate.trace", format!("line {} of {path} is not an integer ms timestamp: {line:?}", n + 1))
+        })?;
         if let Some(&last) = opportunities_ms.last() {
             if ms < last {
-                return Err(err("rate.trace", format!("line {} of {path} goes back in time ({ms} after {last})", n + 1)));
+                return Err(err(
+                    "rate.trace",
+                    format!("line {} of {path} goes back in time ({ms} after {last})", n + 1),
+                ));
             }
         }
         opportunities_ms.push(ms);
     }
-    let period_ms = *opportunities_ms.last().ok_or_else(|| err("rate.trace", format!("{path} holds no delivery opportunities")))?;
+    let period_ms =
+        *opportunities_ms.last().ok_or_else(|| err("rate.trace", format!("{path} holds no delivery opportunities")))?;
     if period_ms == 0 {
         return Err(err("rate.trace", format!("{path} must end at a timestamp > 0 ms (it is the trace's period)")));
     }
@@ -332,7 +386,10 @@ const KINDS: &str = "fifo, codel, pie, sfq, fq_codel, prio";
 
 fn parse_qdisc(v: &Value, field: &str, prio_allowed: bool) -> Result<QdiscConfig, ConfigError> {
     let obj = v.as_object().ok_or_else(|| err(field, "must be an object with a kind"))?;
-    let kind = obj.get("kind").and_then(|k| k.as_str()).ok_or_else(|| err(&format!("{field}.kind"), format!("is required, one of: {KINDS}")))?;
+    let kind = obj
+        .get("kind")
+        .and_then(|k| k.as_str())
+        .ok_or_else(|| err(&format!("{field}.kind"), format!("is required, one of: {KINDS}")))?;
     let f = |k: &str| format!("{field}.{k}");
     let p = format!("{field}.");
     match kind {
@@ -340,10 +397,19 @@ fn parse_qdisc(v: &Value, field: &str, prio_allowed: bool) -> Result<QdiscConfig
             // limit_ms is netem's to convert (bytes at the first rate); the bottleneck gets packets or bytes.
             check_keys(obj, &p, &["kind", "limit_packets", "limit_bytes"])?;
             let limit = match (obj.contains_key("limit_packets"), obj.contains_key("limit_bytes")) {
-                (true, false) => FifoLimit::Packets(integer(obj, "limit_packets", &f("limit_packets"), 1, u32::MAX as u64)?),
+                (true, false) => {
+                    FifoLimit::Packets(integer(obj, "limit_packets", &f("limit_packets"), 1, u32::MAX as u64)?)
+                }
                 (false, true) => FifoLimit::Bytes(integer(obj, "limit_bytes", &f("limit_bytes"), 1, u32::MAX as u64)?),
-                (true, true) => return Err(err(field, "fifo takes exactly one of limit_packets, limit_bytes (got both)")),
-                (false, false) => return Err(err(&f("limit_packets"), "is required (fifo takes exactly one of limit_packets, limit_bytes)")),
+                (true, true) => {
+                    return Err(err(field, "fifo takes exactly one of limit_packets, limit_bytes (got both)"))
+                }
+                (false, false) => {
+                    return Err(err(
+                        &f("limit_packets"),
+                        "is required (fifo takes exactly one of limit_packets, limit_bytes)",
+                    ))
+                }
             };
             Ok(QdiscConfig::Fifo { limit })
         }
@@ -377,7 +443,11 @@ fn parse_qdisc(v: &Value, field: &str, prio_allowed: bool) -> Result<QdiscConfig
             })
         }
         "fq_codel" => {
-            check_keys(obj, &p, &["kind", "target_ms", "interval_ms", "limit_packets", "quantum_bytes", "flows", "ecn"])?;
+            check_keys(
+                obj,
+                &p,
+                &["kind", "target_ms", "interval_ms", "limit_packets", "quantum_bytes", "flows", "ecn"],
+            )?;
             Ok(QdiscConfig::FqCodel {
                 target_ms: number(obj, "target_ms", &f("target_ms"), 0.0, 1e6, true)?,
                 interval_ms: number(obj, "interval_ms", &f("interval_ms"), 0.0, 1e6, true)?,
@@ -389,7 +459,9 @@ fn parse_qdisc(v: &Value, field: &str, prio_allowed: bool) -> Result<QdiscConfig
         }
         "prio" if prio_allowed => {
             check_keys(obj, &p, &["kind", "bands", "meters"])?;
-            let arr = required(obj, "bands", &f("bands"))?.as_array().ok_or_else(|| err(&f("bands"), "must be an array of {dscp, qdisc}"))?;
+            let arr = required(obj, "bands", &f("bands"))?
+                .as_array()
+                .ok_or_else(|| err(&f("bands"), "must be an array of {dscp, qdisc}"))?;
             if arr.len() < 2 || arr.len() > 16 {
                 return Err(err(&f("bands"), format!("must have 2 to 16 bands (got {})", arr.len())));
             }
@@ -402,9 +474,17 @@ fn parse_qdisc(v: &Value, field: &str, prio_allowed: bool) -> Result<QdiscConfig
                 let dscp = match bo.get("dscp") {
                     None if last => Vec::new(),
                     None => return Err(err(&format!("{bf}.dscp"), "is required on every band but the last")),
-                    Some(_) if last => return Err(err(&format!("{bf}.dscp"), "must be absent on the last band (it takes every other DSCP)")),
+                    Some(_) if last => {
+                        return Err(err(
+                            &format!("{bf}.dscp"),
+                            "must be absent on the last band (it takes every other DSCP)",
+                        ))
+                    }
                     Some(d) => {
-                        let list = d.as_array().filter(|l| !l.is_empty()).ok_or_else(|| err(&format!("{bf}.dscp"), "must be a non-empty array of integers 0-63"))?;
+                        let list = d
+                            .as_array()
+                            .filter(|l| !l.is_empty())
+                            .ok_or_else(|| err(&format!("{bf}.dscp"), "must be a non-empty array of integers 0-63"))?;
                         let mut out = Vec::new();
                         for x in list {
                             match x.as_u64() {
@@ -421,14 +501,21 @@ fn parse_qdisc(v: &Value, field: &str, prio_allowed: bool) -> Result<QdiscConfig
                 }
                 let q = required(bo, "qdisc", &format!("{bf}.qdisc"))?;
                 let qdisc = parse_qdisc(q, &format!("{bf}.qdisc"), false)?;
-                let rate_cap = parse_rate_cap(required(bo, "rate_cap", &format!("{bf}.rate_cap"))?, &format!("{bf}.rate_cap"))?;
+                let rate_cap =
+                    parse_rate_cap(required(bo, "rate_cap", &format!("{bf}.rate_cap"))?, &format!("{bf}.rate_cap"))?;
                 bands.push(PrioBand { dscp, qdisc, rate_cap });
             }
-            let marr = required(obj, "meters", &f("meters"))?.as_array().ok_or_else(|| err(&f("meters"), "must be an array of meters"))?;
+            let marr = required(obj, "meters", &f("meters"))?
+                .as_array()
+                .ok_or_else(|| err(&f("meters"), "must be an array of meters"))?;
             if marr.len() > 255 {
                 return Err(err(&f("meters"), format!("must have at most 255 meters (got {})", marr.len())));
             }
-            let meters = marr.iter().enumerate().map(|(i, m)| parse_meter(m, &format!("{field}.meters[{i}]"), bands.len())).collect::<Result<Vec<_>, _>>()?;
+            let meters = marr
+                .iter()
+                .enumerate()
+                .map(|(i, m)| parse_meter(m, &format!("{field}.meters[{i}]"), bands.len()))
+                .collect::<Result<Vec<_>, _>>()?;
             Ok(QdiscConfig::Prio { bands, meters })
         }
         "prio" => Err(err(&f("kind"), "cannot be prio inside a prio band (allowed: fifo, codel, pie, sfq, fq_codel)")),
@@ -437,7 +524,10 @@ fn parse_qdisc(v: &Value, field: &str, prio_allowed: bool) -> Result<QdiscConfig
 }
 
 fn dscp_list(v: &Value, field: &str) -> Result<Vec<u8>, ConfigError> {
-    let list = v.as_array().filter(|l| !l.is_empty()).ok_or_else(|| err(field, "must be a non-empty array of integers 0-63"))?;
+    let list = v
+        .as_array()
+        .filter(|l| !l.is_empty())
+        .ok_or_else(|| err(field, "must be a non-empty array of integers 0-63"))?;
     list.iter()
         .map(|x| match x.as_u64() {
             Some(n) if n <= 63 => Ok(n as u8),
@@ -458,7 +548,8 @@ fn parse_rate_cap(v: &Value, field: &str) -> Result<Option<RateCapConfig>, Confi
 }
 
 fn parse_meter(v: &Value, field: &str, n_bands: usize) -> Result<MeterConfig, ConfigError> {
-    let obj = v.as_object().ok_or_else(|| err(field, "must be an object {dscp, per, window_ms, limit_kbit, action}"))?;
+    let obj =
+        v.as_object().ok_or_else(|| err(field, "must be an object {dscp, per, window_ms, limit_kbit, action}"))?;
     check_keys(obj, &format!("{field}."), &["dscp", "per", "window_ms", "limit_kbit", "action"])?;
     let f = |k: &str| format!("{field}.{k}");
     let dscp = dscp_list(required(obj, "dscp", &f("dscp"))?, &f("dscp"))?;
@@ -469,7 +560,9 @@ fn parse_meter(v: &Value, field: &str, n_bands: usize) -> Result<MeterConfig, Co
     };
     let window_ms = number(obj, "window_ms", &f("window_ms"), 0.0, 1e6, true)?;
     let limit_kbit = number(obj, "limit_kbit", &f("limit_kbit"), 0.0, 10_000_000.0, true)?;
-    let a = required(obj, "action", &f("action"))?.as_object().ok_or_else(|| err(&f("action"), "must be an object with a kind"))?;
+    let a = required(obj, "action", &f("action"))?
+        .as_object()
+        .ok_or_else(|| err(&f("action"), "must be an object with a kind"))?;
     let af = |k: &str| format!("{field}.action.{k}");
     let ap = format!("{field}.action.");
     let action = match a.get("kind").and_then(|k| k.as_str()) {
@@ -487,7 +580,10 @@ fn parse_meter(v: &Value, field: &str, n_bands: usize) -> Result<MeterConfig, Co
         }
         Some("ce_fraction") => {
             check_keys(a, &ap, &["kind", "gain", "initial_fraction"])?;
-            MeterActionConfig::CeFraction { gain: number(a, "gain", &af("gain"), 0.0, 1e6, true)?, initial_fraction: number(a, "initial_fraction", &af("initial_fraction"), 0.0, 1.0, false)? }
+            MeterActionConfig::CeFraction {
+                gain: number(a, "gain", &af("gain"), 0.0, 1e6, true)?,
+                initial_fraction: number(a, "initial_fraction", &af("initial_fraction"), 0.0, 1.0, false)?,
+            }
         }
         _ => return Err(err(&af("kind"), "is required, one of: demote, ce_all, ce_fraction")),
     };
@@ -567,15 +663,41 @@ mod tests {
         vec![
             link(25, kbit(1000), json!({"kind": "fifo", "limit_bytes": 37500})),
             link(0, Value::Null, fifo(1000)),
-            with(link(10, json!({"schedule": [{"at_s": 0, "kbit": 2000}, {"at_s": 3.5, "kbit": 500}], "burst_bytes": 3028}), codel(true)), "jitter_ms", json!(5)),
-            with(link(10, json!({"trace": "/t/trace.txt", "burst_bytes": 3028}), pie(false)), "loss_percent", json!(1.5)),
+            with(
+                link(
+                    10,
+                    json!({"schedule": [{"at_s": 0, "kbit": 2000}, {"at_s": 3.5, "kbit": 500}], "burst_bytes": 3028}),
+                    codel(true),
+                ),
+                "jitter_ms",
+                json!(5),
+            ),
+            with(
+                link(10, json!({"trace": "/t/trace.txt", "burst_bytes": 3028}), pie(false)),
+                "loss_percent",
+                json!(1.5),
+            ),
             link(25, kbit(2000), sfq(25)),
             link(25, kbit(2000), fq_codel(true)),
-            link(25, kbit(18000), prio(json!([{"dscp": [46], "qdisc": fifo(100), "rate_cap": {"kbit": 2000, "burst_bytes": 3028}}, {"qdisc": fq_codel(false)}]), json!([
+            link(
+                25,
+                kbit(18000),
+                prio(
+                    json!([{"dscp": [46], "qdisc": fifo(100), "rate_cap": {"kbit": 2000, "burst_bytes": 3028}}, {"qdisc": fq_codel(false)}]),
+                    json!([
                 {"dscp": [46], "per": "flow", "window_ms": 150, "limit_kbit": 2000, "action": {"kind": "ce_fraction", "gain": 0.5, "initial_fraction": 0}},
                 {"dscp": [46, 34], "per": "class", "window_ms": 100, "limit_kbit": 2500.5, "action": {"kind": "demote", "to_band": 1, "hold_ms": 2000}},
-                {"dscp": [34], "per": "flow", "window_ms": 100, "limit_kbit": 1000, "action": {"kind": "ce_all", "hold_ms": 1500}}]))),
-            link(25, kbit(2000), prio(json!([{"dscp": [46, 34], "qdisc": fifo(100)}, {"dscp": [10], "qdisc": sfq(127)}, {"qdisc": fq_codel(false)}]), json!([]))),
+                {"dscp": [34], "per": "flow", "window_ms": 100, "limit_kbit": 1000, "action": {"kind": "ce_all", "hold_ms": 1500}}]),
+                ),
+            ),
+            link(
+                25,
+                kbit(2000),
+                prio(
+                    json!([{"dscp": [46, 34], "qdisc": fifo(100)}, {"dscp": [10], "qdisc": sfq(127)}, {"qdisc": fq_codel(false)}]),
+                    json!([]),
+                ),
+            ),
         ]
     }
 
@@ -584,7 +706,8 @@ mod tests {
         match v {
             Value::Object(m) => {
                 for (k, x) in m {
-                    let (p, q) = (if path.is_empty() { k.clone() } else { format!("{path}.{k}") }, format!("{pointer}/{k}"));
+                    let (p, q) =
+                        (if path.is_empty() { k.clone() } else { format!("{path}.{k}") }, format!("{pointer}/{k}"));
                     out.push((p.clone(), q.clone()));
                     fields(x, &p, &q, out);
                 }
@@ -611,7 +734,10 @@ mod tests {
         assert_eq!(c.delay_ms, 25.0);
         assert_eq!(c.jitter_ms, 0.0);
         assert_eq!(c.loss_percent, 0.0);
-        assert_eq!(c.rate, RateConfig::Schedule { steps: vec![RateStep { at_ns: 0, bits_per_s: 1_000_000 }], burst_bytes: 3028 });
+        assert_eq!(
+            c.rate,
+            RateConfig::Schedule { steps: vec![RateStep { at_ns: 0, bits_per_s: 1_000_000 }], burst_bytes: 3028 }
+        );
         assert_eq!(c.qdisc, QdiscConfig::Fifo { limit: FifoLimit::Bytes(37500) });
     }
 
@@ -624,7 +750,10 @@ mod tests {
             fields(&v, "", "", &mut all);
             for (path, pointer) in all {
                 // These choose the form of their object, and a fifo's limit is one of two fields (both checked below).
-                if ["rate.kbit", "rate.schedule", "rate.trace"].contains(&path.as_str()) || path.ends_with("].dscp") || path.ends_with("limit_bytes") {
+                if ["rate.kbit", "rate.schedule", "rate.trace"].contains(&path.as_str())
+                    || path.ends_with("].dscp")
+                    || path.ends_with("limit_bytes")
+                {
                     continue;
                 }
                 let e = parse_link(&remove(&v, &pointer), &trace_1_1_2_4).expect_err(&path);
@@ -655,7 +784,11 @@ mod tests {
             ("/qdisc/bands/2/qdisc", "qdisc.bands[2].qdisc.extra"),
             ("/qdisc/bands/0/rate_cap", "qdisc.bands[0].rate_cap.extra"),
         ];
-        let schedule = link(0, json!({"schedule": [{"at_s": 0, "kbit": 2000}, {"at_s": 1, "kbit": 500}], "burst_bytes": 3028}), fifo(10));
+        let schedule = link(
+            0,
+            json!({"schedule": [{"at_s": 0, "kbit": 2000}, {"at_s": 1, "kbit": 500}], "burst_bytes": 3028}),
+            fifo(10),
+        );
         let mut prio = complete_links().pop().unwrap();
         prio["qdisc"]["bands"][0]["rate_cap"] = json!({"kbit": 2000, "burst_bytes": 3028});
         for (pointer, field) in cases {
@@ -665,7 +798,9 @@ mod tests {
             assert_eq!(parse_link(&v, &no_trace).unwrap_err().field, field);
         }
         let metered = &complete_links()[complete_links().len() - 2];
-        for (pointer, field) in [("/qdisc/meters/0", "qdisc.meters[0].extra"), ("/qdisc/meters/1/action", "qdisc.meters[1].action.extra")] {
+        for (pointer, field) in
+            [("/qdisc/meters/0", "qdisc.meters[0].extra"), ("/qdisc/meters/1/action", "qdisc.meters[1].action.extra")]
+        {
             let mut v = metered.clone();
             v.pointer_mut(pointer).unwrap().as_object_mut().unwrap().insert("extra".into(), json!(1));
             assert_eq!(parse_link(&v, &no_trace).unwrap_err().field, field);
@@ -687,8 +822,18 @@ mod tests {
         assert_eq!(bad(link(0, json!({"kbit": 0.0001, "burst_bytes": 3028}), fifo(10))), "rate.kbit");
         assert_eq!(bad(link(0, json!({"kbit": 1000, "burst_bytes": 1000}), fifo(10))), "rate.burst_bytes");
         assert_eq!(bad(link(0, json!({"kbit": 1000, "trace": "/x", "burst_bytes": 3028}), fifo(10))), "rate");
-        assert_eq!(bad(link(0, json!({"schedule": [{"at_s": 1, "kbit": 500}], "burst_bytes": 3028}), fifo(10))), "rate.schedule[0].at_s");
-        assert_eq!(bad(link(0, json!({"schedule": [{"at_s": 0, "kbit": 500}, {"at_s": 5, "kbit": 1}, {"at_s": 2, "kbit": 1}], "burst_bytes": 3028}), fifo(10))), "rate.schedule[2].at_s");
+        assert_eq!(
+            bad(link(0, json!({"schedule": [{"at_s": 1, "kbit": 500}], "burst_bytes": 3028}), fifo(10))),
+            "rate.schedule[0].at_s"
+        );
+        assert_eq!(
+            bad(link(
+                0,
+                json!({"schedule": [{"at_s": 0, "kbit": 500}, {"at_s": 5, "kbit": 1}, {"at_s": 2, "kbit": 1}], "burst_bytes": 3028}),
+                fifo(10)
+            )),
+            "rate.schedule[2].at_s"
+        );
         assert_eq!(bad(link(0, json!({"schedule": [], "burst_bytes": 3028}), fifo(10))), "rate.schedule");
         assert_eq!(bad(link(0, json!({"trace": "relative.txt", "burst_bytes": 3028}), fifo(10))), "rate.trace");
         assert_eq!(bad(link(0, kbit(1000), json!({"kind": "fifo", "limit_packets": 0}))), "qdisc.limit_packets");
@@ -700,22 +845,52 @@ mod tests {
         let e = parse_link(&link(0, kbit(1000), json!({"kind": "red"})), &no_trace).unwrap_err();
         assert_eq!(e.field, "qdisc.kind");
         assert!(e.to_string().contains("fq_codel"), "{e}");
-        let band = |dscp: Value| prio(json!([{"dscp": dscp, "qdisc": fifo(10)}, {"dscp": [46], "qdisc": fifo(10)}, {"qdisc": fifo(10)}]), json!([]));
+        let band = |dscp: Value| {
+            prio(
+                json!([{"dscp": dscp, "qdisc": fifo(10)}, {"dscp": [46], "qdisc": fifo(10)}, {"qdisc": fifo(10)}]),
+                json!([]),
+            )
+        };
         assert_eq!(bad(link(0, kbit(1000), band(json!([64])))), "qdisc.bands[0].dscp");
         assert_eq!(bad(link(0, kbit(1000), band(json!([46])))), "qdisc.bands[1].dscp");
-        let last_with_dscp = prio(json!([{"dscp": [46], "qdisc": fifo(10)}, {"dscp": [0], "qdisc": fifo(10)}]), json!([]));
+        let last_with_dscp =
+            prio(json!([{"dscp": [46], "qdisc": fifo(10)}, {"dscp": [0], "qdisc": fifo(10)}]), json!([]));
         assert_eq!(bad(link(0, kbit(1000), last_with_dscp)), "qdisc.bands[1].dscp");
-        let nested = prio(json!([{"dscp": [46], "qdisc": fifo(10)}, {"qdisc": {"kind": "prio", "bands": []}}]), json!([]));
+        let nested =
+            prio(json!([{"dscp": [46], "qdisc": fifo(10)}, {"qdisc": {"kind": "prio", "bands": []}}]), json!([]));
         assert_eq!(bad(link(0, kbit(1000), nested)), "qdisc.bands[1].qdisc.kind");
         // Rate caps and meters.
         let two = json!([{"dscp": [46], "qdisc": fifo(10)}, {"qdisc": fifo(10)}]);
         let meter = |action: Value| json!([{"dscp": [46], "per": "flow", "window_ms": 150, "limit_kbit": 2000, "action": action}]);
-        let capped = prio(json!([{"dscp": [46], "qdisc": fifo(10), "rate_cap": {"kbit": 0, "burst_bytes": 3028}}, {"qdisc": fifo(10)}]), json!([]));
+        let capped = prio(
+            json!([{"dscp": [46], "qdisc": fifo(10), "rate_cap": {"kbit": 0, "burst_bytes": 3028}}, {"qdisc": fifo(10)}]),
+            json!([]),
+        );
         assert_eq!(bad(link(0, kbit(1000), capped)), "qdisc.bands[0].rate_cap.kbit");
-        assert_eq!(bad(link(0, kbit(1000), prio(two.clone(), meter(json!({"kind": "demote", "to_band": 2, "hold_ms": 1000}))))), "qdisc.meters[0].action.to_band");
-        assert_eq!(bad(link(0, kbit(1000), prio(two.clone(), meter(json!({"kind": "ce_fraction", "gain": 1, "initial_fraction": 1.5}))))), "qdisc.meters[0].action.initial_fraction");
-        assert_eq!(bad(link(0, kbit(1000), prio(two.clone(), meter(json!({"kind": "police"}))))), "qdisc.meters[0].action.kind");
-        assert_eq!(bad(link(0, kbit(1000), prio(two.clone(), meter(json!({"kind": "ce_all", "hold_ms": 0}))))), "qdisc.meters[0].action.hold_ms");
+        assert_eq!(
+            bad(link(
+                0,
+                kbit(1000),
+                prio(two.clone(), meter(json!({"kind": "demote", "to_band": 2, "hold_ms": 1000})))
+            )),
+            "qdisc.meters[0].action.to_band"
+        );
+        assert_eq!(
+            bad(link(
+                0,
+                kbit(1000),
+                prio(two.clone(), meter(json!({"kind": "ce_fraction", "gain": 1, "initial_fraction": 1.5})))
+            )),
+            "qdisc.meters[0].action.initial_fraction"
+        );
+        assert_eq!(
+            bad(link(0, kbit(1000), prio(two.clone(), meter(json!({"kind": "police"}))))),
+            "qdisc.meters[0].action.kind"
+        );
+        assert_eq!(
+            bad(link(0, kbit(1000), prio(two.clone(), meter(json!({"kind": "ce_all", "hold_ms": 0}))))),
+            "qdisc.meters[0].action.hold_ms"
+        );
         let mut per = prio(two, meter(json!({"kind": "ce_all", "hold_ms": 10})));
         per["meters"][0]["per"] = json!("host");
         assert_eq!(bad(link(0, kbit(1000), per)), "qdisc.meters[0].per");
@@ -732,7 +907,8 @@ mod tests {
             r => panic!("{r:?}"),
         }
         assert_eq!(c.rate.first_bits_per_s(), Some(4 * 1514 * 8 * 1000 / 4));
-        let unreadable = parse_link(&link(0, json!({"trace": "/t", "burst_bytes": 3028}), fifo(10)), &no_trace).unwrap_err();
+        let unreadable =
+            parse_link(&link(0, json!({"trace": "/t", "burst_bytes": 3028}), fifo(10)), &no_trace).unwrap_err();
         assert_eq!(unreadable.field, "rate.trace");
     }
 
@@ -744,9 +920,18 @@ mod tests {
         }
         // A schedule of a single step at 0 is a constant rate; kbit is bits/s / 1000.
         let one_step = link(0, json!({"schedule": [{"at_s": 0, "kbit": 1500.5}], "burst_bytes": 4000}), fifo(10));
-        assert_eq!(parse_link(&one_step, &no_trace).unwrap().to_json()["rate"], json!({"kbit": 1500.5, "burst_bytes": 4000}));
+        assert_eq!(
+            parse_link(&one_step, &no_trace).unwrap().to_json()["rate"],
+            json!({"kbit": 1500.5, "burst_bytes": 4000})
+        );
         // The exact text of the default forward link (1 Mbit/s, DropTail 300 ms = 37500 bytes).
-        let text = parse_link(&link(25, kbit(1000), json!({"kind": "fifo", "limit_bytes": 37500})), &no_trace).unwrap().to_json().to_string();
-        assert_eq!(text, r#"{"delay_ms":25,"jitter_ms":0,"loss_percent":0,"qdisc":{"kind":"fifo","limit_bytes":37500},"rate":{"burst_bytes":3028,"kbit":1000}}"#);
+        let text = parse_link(&link(25, kbit(1000), json!({"kind": "fifo", "limit_bytes": 37500})), &no_trace)
+            .unwrap()
+            .to_json()
+            .to_string();
+        assert_eq!(
+            text,
+            r#"{"delay_ms":25,"jitter_ms":0,"loss_percent":0,"qdisc":{"kind":"fifo","limit_bytes":37500},"rate":{"burst_bytes":3028,"kbit":1000}}"#
+        );
     }
 }

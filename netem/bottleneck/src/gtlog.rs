@@ -57,7 +57,13 @@ fn copy_record(r: &[u8; RECORD_BYTES], out: &mut Vec<u8>) {
 
 impl GroundTruthLog {
     pub fn create(path: &Path, direction: &str, config: &serde_json::Value) -> io::Result<GroundTruthLog> {
-        let out = BackgroundWriter::create(path, &encode_header(direction, config), RING_RECORDS, [0; RECORD_BYTES], copy_record)?;
+        let out = BackgroundWriter::create(
+            path,
+            &encode_header(direction, config),
+            RING_RECORDS,
+            [0; RECORD_BYTES],
+            copy_record,
+        )?;
         Ok(GroundTruthLog { out, records: 0 })
     }
 

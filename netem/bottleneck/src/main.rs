@@ -2,13 +2,13 @@
 //! as the emulated link (delay, rate, queue discipline) says, and writes a per-packet ground-truth log.
 //! See docs/bottleneck.md.
 
+mod actions;
 mod clock;
 mod config;
 mod gtlog;
 mod lateness;
 mod link;
 mod meter;
-mod actions;
 mod nfq;
 mod packet;
 mod qdisc;
@@ -20,9 +20,9 @@ mod stats;
 mod writer;
 
 #[cfg(test)]
-mod sim_tests;
-#[cfg(test)]
 mod meter_tests;
+#[cfg(test)]
+mod sim_tests;
 
 use clap::Parser;
 use rand::rngs::SmallRng;
@@ -117,7 +117,14 @@ fn main() -> ExitCode {
     }
     let direction = args.direction.clone().unwrap_or_else(|| {
         let name = log_path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-        if name.contains("reverse") { "reverse" } else if name.contains("forward") { "forward" } else { "unknown" }.to_string()
+        if name.contains("reverse") {
+            "reverse"
+        } else if name.contains("forward") {
+            "forward"
+        } else {
+            "unknown"
+        }
+        .to_string()
     });
     match run(&args, queue_num, &log_path, &direction, &cfg, &json) {
         Ok(()) => ExitCode::SUCCESS,
@@ -125,7 +132,14 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: &Args, queue_num: u16, log_path: &std::path::Path, direction: &str, cfg: &config::LinkConfig, json: &serde_json::Value) -> std::io::Result<()> {
+fn run(
+    args: &Args,
+    queue_num: u16,
+    log_path: &std::path::Path,
+    direction: &str,
+    cfg: &config::LinkConfig,
+    json: &serde_json::Value,
+) -> std::io::Result<()> {
     let now = clock::now_ns();
     let t0_ns = args.t0_ns.unwrap_or(now);
     let rng = match args.seed {
@@ -135,11 +149,15 @@ fn run(args: &Args, queue_num: u16, log_path: &std::path::Path, direction: &str,
     let log = gtlog::GroundTruthLog::create(log_path, direction, json)
         .map_err(|e| std::io::Error::new(e.kind(), format!("cannot create the log {}: {e}", log_path.display())))?;
     let stats = match &args.stats {
-        Some(p) => Some(stats::StatsWriter::create(p).map_err(|e| std::io::Error::new(e.kind(), format!("cannot create the stats file {}: {e}", p.display())))?),
+        Some(p) => Some(stats::StatsWriter::create(p).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot create the stats file {}: {e}", p.display()))
+        })?),
         None => None,
     };
     let actions = match &args.actions {
-        Some(p) => Some(actions::ActionLog::create(p).map_err(|e| std::io::Error::new(e.kind(), format!("cannot create the action log {}: {e}", p.display())))?),
+        Some(p) => Some(actions::ActionLog::create(p).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot create the action log {}: {e}", p.display()))
+        })?),
         None => None,
     };
     let link = link::Link::new(cfg, t0_ns, now, rng);

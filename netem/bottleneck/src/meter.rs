@@ -31,7 +31,13 @@ impl FlowKey {
         let ihl = ((d[0] & 0x0f) as usize) * 4;
         let has_ports = matches!(p.ip_proto, 6 | 17 | 132 | 136) && d.len() >= ihl + 4;
         let port = |o: usize| if has_ports { u16::from_be_bytes([d[ihl + o], d[ihl + o + 1]]) } else { 0 };
-        FlowKey { src: [d[12], d[13], d[14], d[15]], dst: [d[16], d[17], d[18], d[19]], proto: p.ip_proto, sport: port(0), dport: port(2) }
+        FlowKey {
+            src: [d[12], d[13], d[14], d[15]],
+            dst: [d[16], d[17], d[18], d[19]],
+            proto: p.ip_proto,
+            sport: port(0),
+            dport: port(2),
+        }
     }
 }
 
@@ -69,7 +75,19 @@ pub struct MeterRecord {
 
 impl Default for MeterRecord {
     fn default() -> Self {
-        MeterRecord { t_ns: 0, meter: 0, action: ActionKind::CeAll, flow: None, kind: RecordKind::Window, rate_bps: 0, limit_bps: 0, fraction: 0.0, ce_marked: 0, demoted: 0, until_ns: 0 }
+        MeterRecord {
+            t_ns: 0,
+            meter: 0,
+            action: ActionKind::CeAll,
+            flow: None,
+            kind: RecordKind::Window,
+            rate_bps: 0,
+            limit_bps: 0,
+            fraction: 0.0,
+            ce_marked: 0,
+            demoted: 0,
+            until_ns: 0,
+        }
     }
 }
 
@@ -159,7 +177,11 @@ impl Meter {
             MeterActionConfig::CeFraction { initial_fraction, .. } => initial_fraction,
             _ => 0.0,
         };
-        let st = self.flows.entry(key).or_insert_with(|| FlowState { flow: per_flow.then(|| FlowKey::of(packet)), fraction: initial, ..FlowState::default() });
+        let st = self.flows.entry(key).or_insert_with(|| FlowState {
+            flow: per_flow.then(|| FlowKey::of(packet)),
+            fraction: initial,
+            ..FlowState::default()
+        });
         st.window_bytes += packet.wire_bytes as u64;
         let holding = st.hold_until_ns.is_some_and(|t| now_ns < t);
         match self.action {
@@ -195,7 +217,8 @@ impl Meter {
     }
 
     fn close_window(&mut self, end_ns: u64, out: &mut Vec<MeterRecord>) {
-        let (window_ns, limit_bps, index, action_kind) = (self.window_ns, self.limit_bps, self.index, self.action_kind());
+        let (window_ns, limit_bps, index, action_kind) =
+            (self.window_ns, self.limit_bps, self.index, self.action_kind());
         let action = self.action.clone();
         let base = MeterRecord { meter: index, action: action_kind, limit_bps, ..MeterRecord::default() };
         self.flows.retain(|_, st| {
@@ -214,9 +237,20 @@ impl Meter {
                     if st.hold_until_ns.is_none() && rate_bps > limit_bps {
                         let until = end_ns + ((hold_ms * 1e6).round() as u64).max(1);
                         st.hold_until_ns = Some(until);
-                        out.push(MeterRecord { t_ns: end_ns, flow: st.flow, kind: RecordKind::Start, rate_bps, until_ns: until, ..base });
+                        out.push(MeterRecord {
+                            t_ns: end_ns,
+                            flow: st.flow,
+                            kind: RecordKind::Start,
+                            rate_bps,
+                            until_ns: until,
+                            ..base
+                        });
                     }
-                    st.fraction = if matches!(action, MeterActionConfig::CeAll { .. }) && st.hold_until_ns.is_some() { 1.0 } else { 0.0 };
+                    st.fraction = if matches!(action, MeterActionConfig::CeAll { .. }) && st.hold_until_ns.is_some() {
+                        1.0
+                    } else {
+                        0.0
+                    };
                 }
                 MeterActionConfig::CeFraction { gain, .. } => {
                     was_active |= st.fraction > 0.0;
@@ -226,7 +260,16 @@ impl Meter {
             }
             let report = st.window_bytes > 0 || was_active || st.hold_until_ns.is_some() || st.fraction > 0.0;
             if report {
-                out.push(MeterRecord { t_ns: end_ns, flow: st.flow, kind: RecordKind::Window, rate_bps, fraction: st.fraction, ce_marked: st.ce_marked, demoted: st.demoted, ..base });
+                out.push(MeterRecord {
+                    t_ns: end_ns,
+                    flow: st.flow,
+                    kind: RecordKind::Window,
+                    rate_bps,
+                    fraction: st.fraction,
+                    ce_marked: st.ce_marked,
+                    demoted: st.demoted,
+                    ..base
+                });
                 st.idle_windows = 0;
             } else {
                 st.idle_windows += 1;

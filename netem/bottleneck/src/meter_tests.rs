@@ -68,7 +68,10 @@ fn demote_moves_the_flow_to_the_lower_band_for_the_hold_and_renews_it_while_over
     let start = all.iter().find(|r| r.kind == RecordKind::Start).unwrap();
     assert_eq!((start.until_ns, start.limit_bps), (600 * MS, 2_000_000));
     let flow = start.flow.unwrap();
-    assert_eq!((flow.src, flow.dst, flow.proto, flow.sport, flow.dport), ([10, 0, 1, 2], [10, 0, 2, 2], 17, 10001, 5201));
+    assert_eq!(
+        (flow.src, flow.dst, flow.proto, flow.sport, flow.dport),
+        ([10, 0, 1, 2], [10, 0, 2, 2], 17, 10001, 5201)
+    );
     // Window records count what was demoted: every packet of band 1.
     let demoted: u32 = all.iter().filter(|r| r.kind == RecordKind::Window).map(|r| r.demoted).sum();
     assert_eq!(demoted as usize, fwd.iter().filter(|o| o.packet.band == 1).count());
@@ -111,7 +114,10 @@ fn a_class_meter_adds_the_flows_up_a_flow_meter_does_not() {
     let (fwd, _) = simulate(&mut per_class, arrivals(), 3 * S);
     let starts = records(&mut per_class, RecordKind::Start);
     assert!(!starts.is_empty() && starts.iter().all(|r| r.flow.is_none()));
-    assert!(fwd.iter().filter(|o| o.packet.arrival_ns >= 100 * MS && o.packet.arrival_ns < 2 * S - 100 * MS).all(|o| o.packet.ce_marked));
+    assert!(fwd
+        .iter()
+        .filter(|o| o.packet.arrival_ns >= 100 * MS && o.packet.arrival_ns < 2 * S - 100 * MS)
+        .all(|o| o.packet.ce_marked));
 }
 
 #[test]
@@ -148,7 +154,11 @@ fn the_marking_controller_follows_its_rule_window_by_window() {
         let in_window: Vec<&Outcome> = fwd.iter().filter(|o| (lo..hi).contains(&o.packet.arrival_ns)).collect();
         let marked = in_window.iter().filter(|o| o.packet.ce_marked).count();
         assert_eq!(marked, r.ce_marked as usize);
-        assert!((marked as f64 - p_during * in_window.len() as f64).abs() <= 1.0, "at {t}: {marked} of {} at p={p_during}", in_window.len());
+        assert!(
+            (marked as f64 - p_during * in_window.len() as f64).abs() <= 1.0,
+            "at {t}: {marked} of {} at p={p_during}",
+            in_window.len()
+        );
     }
     // It went up to 1 and back to 0.
     assert!(windows.iter().any(|r| r.fraction == 1.0));
@@ -162,11 +172,20 @@ fn a_rate_cap_holds_its_band_to_the_cap_and_lets_the_others_use_the_rest() {
     let mut arrivals = cbr(1, 0, 4000, 1000, 0, 5 * S, 46 << 2);
     arrivals.extend(cbr(2, 0, 3000, 1000, 0, 5 * S, 0));
     let (fwd, _) = simulate(&mut l, arrivals, 6 * S);
-    let kbit_of = |f: u32| fwd.iter().filter(|o| flow(o) == f && (S..5 * S).contains(&o.packet.dequeue_ns)).map(|o| o.packet.wire_bytes as u64).sum::<u64>() as f64 * 8.0 / 4.0 / 1000.0;
+    let kbit_of = |f: u32| {
+        fwd.iter()
+            .filter(|o| flow(o) == f && (S..5 * S).contains(&o.packet.dequeue_ns))
+            .map(|o| o.packet.wire_bytes as u64)
+            .sum::<u64>() as f64
+            * 8.0
+            / 4.0
+            / 1000.0
+    };
     assert!((kbit_of(1) - 2000.0).abs() < 2000.0 * 0.01, "{}", kbit_of(1));
     assert!((kbit_of(2) - 3000.0).abs() < 3000.0 * 0.01, "{}", kbit_of(2));
     // The bucket's bound between any two departures: burst + rate * time + one packet.
-    let deps: Vec<(u64, u64)> = fwd.iter().filter(|o| flow(o) == 1).map(|o| (o.packet.dequeue_ns, o.packet.wire_bytes as u64)).collect();
+    let deps: Vec<(u64, u64)> =
+        fwd.iter().filter(|o| flow(o) == 1).map(|o| (o.packet.dequeue_ns, o.packet.wire_bytes as u64)).collect();
     for i in (0..deps.len()).step_by(37) {
         let mut bytes = 0u64;
         for &(t, b) in &deps[i..] {
@@ -178,7 +197,8 @@ fn a_rate_cap_holds_its_band_to_the_cap_and_lets_the_others_use_the_rest() {
     // Alone, the capped band still leaves at the cap (the link waits for the tokens, it does not stall).
     let mut alone = link(full_link(0, kbit(10_000), prio(capped, json!([]))));
     let (fwd, drops) = simulate(&mut alone, cbr(1, 0, 4000, 1000, 0, 5 * S, 46 << 2), 6 * S);
-    let sent: u64 = fwd.iter().filter(|o| (S..5 * S).contains(&o.packet.dequeue_ns)).map(|o| o.packet.wire_bytes as u64).sum();
+    let sent: u64 =
+        fwd.iter().filter(|o| (S..5 * S).contains(&o.packet.dequeue_ns)).map(|o| o.packet.wire_bytes as u64).sum();
     assert!((sent as f64 * 8.0 / 4.0 - 2e6).abs() < 2e4, "{sent}");
     assert!(!drops.is_empty(), "4 Mbit/s into a 2 Mbit/s cap must fill the band's queue");
 }
@@ -198,7 +218,10 @@ fn the_action_log_line_names_the_flow_and_the_numbers() {
     assert_eq!(start["action"], "ce_all");
     assert_eq!(start["t_ns"], 100_000_000);
     assert_eq!(start["until"], 0.6);
-    assert_eq!(start["flow"], json!({"src": "10.0.1.2", "dst": "10.0.2.2", "proto": 17, "sport": 10001, "dport": 5201}));
+    assert_eq!(
+        start["flow"],
+        json!({"src": "10.0.1.2", "dst": "10.0.2.2", "proto": 17, "sport": 10001, "dport": 5201})
+    );
     let w = line(all.iter().find(|r| r.kind == RecordKind::Window && r.ce_marked > 0).unwrap());
     assert_eq!(w["event"], "window");
     assert_eq!(w["limit_kbit"], 2000.0);

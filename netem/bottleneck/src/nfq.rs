@@ -88,9 +88,14 @@ extern "C" fn on_packet(_qh: *mut NfqQHandle, _msg: *mut c_void, nfad: *mut NfqD
         let id = u32::from_be(std::ptr::read_unaligned(std::ptr::addr_of!((*hdr).packet_id)));
         let mut payload: *mut c_uchar = std::ptr::null_mut();
         let len = nfq_get_payload(nfad, &mut payload);
-        let data = if len > 0 && !payload.is_null() { std::slice::from_raw_parts(payload, len as usize).to_vec() } else { Vec::new() };
+        let data = if len > 0 && !payload.is_null() {
+            std::slice::from_raw_parts(payload, len as usize).to_vec()
+        } else {
+            Vec::new()
+        };
         let mut tv = timeval { tv_sec: 0, tv_usec: 0 };
-        let kernel_ts_ns = (nfq_get_timestamp(nfad, &mut tv) == 0 && tv.tv_sec > 0).then(|| tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1000);
+        let kernel_ts_ns = (nfq_get_timestamp(nfad, &mut tv) == 0 && tv.tv_sec > 0)
+            .then(|| tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1000);
         inbox.push(RawPacket { id, kernel_ts_ns, data });
     }
     0
@@ -114,7 +119,9 @@ impl Queue {
         unsafe {
             let h = nfq_open();
             if h.is_null() {
-                return Err(os_err("cannot open a netfilter queue handle (needs root/CAP_NET_ADMIN and the nfnetlink_queue module)"));
+                return Err(os_err(
+                    "cannot open a netfilter queue handle (needs root/CAP_NET_ADMIN and the nfnetlink_queue module)",
+                ));
             }
             // Older kernels need the family bound; newer ones ignore it (errors are harmless there).
             nfq_unbind_pf(h, libc::AF_INET as u16);
@@ -141,7 +148,8 @@ impl Queue {
             nfnl_rcvbufsiz(nfq_nfnlh(h), rcvbuf_bytes);
             let zero: c_int = 0;
             let size = std::mem::size_of::<c_int>() as libc::socklen_t;
-            if libc::setsockopt(q.fd, SOL_NETLINK, NETLINK_NO_ENOBUFS, &zero as *const c_int as *const c_void, size) < 0 {
+            if libc::setsockopt(q.fd, SOL_NETLINK, NETLINK_NO_ENOBUFS, &zero as *const c_int as *const c_void, size) < 0
+            {
                 return Err(os_err("cannot turn on ENOBUFS reporting"));
             }
             let flags = libc::fcntl(q.fd, libc::F_GETFL);
@@ -159,7 +167,9 @@ impl Queue {
     pub fn rcvbuf_bytes(&self) -> usize {
         let mut v: c_int = 0;
         let mut len = std::mem::size_of::<c_int>() as libc::socklen_t;
-        unsafe { libc::getsockopt(self.fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &mut v as *mut c_int as *mut c_void, &mut len) };
+        unsafe {
+            libc::getsockopt(self.fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &mut v as *mut c_int as *mut c_void, &mut len)
+        };
         v as usize
     }
 
@@ -167,7 +177,9 @@ impl Queue {
     pub fn receive(&mut self, out: &mut Vec<RawPacket>, max: usize) -> io::Result<ReceiveReport> {
         let mut report = ReceiveReport::default();
         while out.len() < max {
-            let n = unsafe { libc::recv(self.fd, self.buf.as_mut_ptr() as *mut c_void, self.buf.len(), libc::MSG_DONTWAIT) };
+            let n = unsafe {
+                libc::recv(self.fd, self.buf.as_mut_ptr() as *mut c_void, self.buf.len(), libc::MSG_DONTWAIT)
+            };
             if n < 0 {
                 let e = io::Error::last_os_error();
                 match e.raw_os_error() {

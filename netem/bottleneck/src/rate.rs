@@ -84,7 +84,11 @@ impl RateLimiter {
         match &self.kind {
             Kind::Unlimited => None,
             Kind::Bucket(b) => Some(b.rate_at(t_ns) as f64 / 1000.0),
-            Kind::Trace(t) => Some(t.opportunities_ns.len() as f64 * TRACE_OPPORTUNITY_BYTES as f64 * 8.0 / (t.period_ns as f64 / 1e9) / 1000.0),
+            Kind::Trace(t) => Some(
+                t.opportunities_ns.len() as f64 * TRACE_OPPORTUNITY_BYTES as f64 * 8.0
+                    / (t.period_ns as f64 / 1e9)
+                    / 1000.0,
+            ),
         }
     }
 }
@@ -101,7 +105,13 @@ struct TokenBucket {
 impl TokenBucket {
     fn new(steps: &[RateStep], burst_bytes: u64, t0_ns: u64) -> TokenBucket {
         let depth = burst_bytes as i128 * UNITS_PER_BYTE;
-        TokenBucket { steps: steps.iter().map(|s| (t0_ns + s.at_ns, s.bits_per_s)).collect(), t0_ns, depth, tokens: depth, last_ns: 0 }
+        TokenBucket {
+            steps: steps.iter().map(|s| (t0_ns + s.at_ns, s.bits_per_s)).collect(),
+            t0_ns,
+            depth,
+            tokens: depth,
+            last_ns: 0,
+        }
     }
 
     fn step_index_at(&self, t_ns: u64) -> usize {
@@ -219,7 +229,10 @@ mod tests {
     use super::*;
 
     fn constant(kbit: u64, burst: u64) -> RateLimiter {
-        RateLimiter::new(&RateConfig::Schedule { steps: vec![RateStep { at_ns: 0, bits_per_s: kbit * 1000 }], burst_bytes: burst }, 0)
+        RateLimiter::new(
+            &RateConfig::Schedule { steps: vec![RateStep { at_ns: 0, bits_per_s: kbit * 1000 }], burst_bytes: burst },
+            0,
+        )
     }
 
     #[test]
@@ -256,12 +269,22 @@ mod tests {
 
     #[test]
     fn schedule_changes_rate_mid_packet() {
-        let steps = vec![RateStep { at_ns: 0, bits_per_s: 1_000_000 }, RateStep { at_ns: 1_000_000_000, bits_per_s: 500_000 }];
+        let steps =
+            vec![RateStep { at_ns: 0, bits_per_s: 1_000_000 }, RateStep { at_ns: 1_000_000_000, bits_per_s: 500_000 }];
         let mut link = RateLimiter::new(&RateConfig::Schedule { steps, burst_bytes: 1514 }, 10);
         link.transmit(10, 1514); // empties the bucket at t = 10 ns
-        // Needs 12.112 ms of 1 Mbit/s; starting 6.056 ms before the change: half at 1 Mbit/s, rest at 0.5 Mbit/s.
+                                 // Needs 12.112 ms of 1 Mbit/s; starting 6.056 ms before the change: half at 1 Mbit/s, rest at 0.5 Mbit/s.
         let start = 10 + 1_000_000_000 - 6_056_000;
-        let mut b = RateLimiter::new(&RateConfig::Schedule { steps: vec![RateStep { at_ns: 0, bits_per_s: 1_000_000 }, RateStep { at_ns: 1_000_000_000, bits_per_s: 500_000 }], burst_bytes: 1514 }, 10);
+        let mut b = RateLimiter::new(
+            &RateConfig::Schedule {
+                steps: vec![
+                    RateStep { at_ns: 0, bits_per_s: 1_000_000 },
+                    RateStep { at_ns: 1_000_000_000, bits_per_s: 500_000 },
+                ],
+                burst_bytes: 1514,
+            },
+            10,
+        );
         b.transmit(start, 1514);
         assert_eq!(b.ready_at(start, 1514), 10 + 1_000_000_000 + 12_112_000);
         assert_eq!(link.kbit_at(2_000_000_000), Some(500.0));
@@ -269,7 +292,8 @@ mod tests {
 
     #[test]
     fn trace_releases_at_opportunities_and_repeats() {
-        let cfg = RateConfig::Trace { path: "t".into(), opportunities_ms: vec![1, 1, 5], period_ms: 5, burst_bytes: 3028 };
+        let cfg =
+            RateConfig::Trace { path: "t".into(), opportunities_ms: vec![1, 1, 5], period_ms: 5, burst_bytes: 3028 };
         let mut link = RateLimiter::new(&cfg, 0);
         assert_eq!(link.transmit(0, 1514), 1_000_000);
         assert_eq!(link.transmit(0, 1514), 1_000_000);
@@ -283,7 +307,8 @@ mod tests {
 
     #[test]
     fn restarting_the_schedule_moves_its_steps_to_the_new_time_zero() {
-        let steps = vec![RateStep { at_ns: 0, bits_per_s: 1_000_000 }, RateStep { at_ns: 1_000_000_000, bits_per_s: 500_000 }];
+        let steps =
+            vec![RateStep { at_ns: 0, bits_per_s: 1_000_000 }, RateStep { at_ns: 1_000_000_000, bits_per_s: 500_000 }];
         let mut link = RateLimiter::new(&RateConfig::Schedule { steps, burst_bytes: 1514 }, 0);
         // Started 5 s after the bottleneck came up: until 6 s the first rate holds, then the second.
         link.restart_schedule(5_000_000_000);

@@ -33,7 +33,12 @@ pub struct Consumer<T> {
 pub fn ring<T: Copy + Send>(capacity: usize, fill: T) -> (Producer<T>, Consumer<T>) {
     assert!(capacity > 0, "a ring needs room for at least one item");
     let slots: Box<[UnsafeCell<T>]> = (0..capacity).map(|_| UnsafeCell::new(fill)).collect();
-    let shared = Arc::new(Shared { slots, head: AtomicUsize::new(0), tail: AtomicUsize::new(0), closed: AtomicBool::new(false) });
+    let shared = Arc::new(Shared {
+        slots,
+        head: AtomicUsize::new(0),
+        tail: AtomicUsize::new(0),
+        closed: AtomicBool::new(false),
+    });
     (Producer { shared: shared.clone() }, Consumer { shared })
 }
 

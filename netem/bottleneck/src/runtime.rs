@@ -48,7 +48,14 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    pub fn new(queue: Queue, link: Link, log: GroundTruthLog, stats: Option<StatsWriter>, stats_interval_ns: u64, actions: Option<crate::actions::ActionLog>) -> Runtime {
+    pub fn new(
+        queue: Queue,
+        link: Link,
+        log: GroundTruthLog,
+        stats: Option<StatsWriter>,
+        stats_interval_ns: u64,
+        actions: Option<crate::actions::ActionLog>,
+    ) -> Runtime {
         Runtime {
             queue,
             link,
@@ -141,7 +148,13 @@ impl Runtime {
                     }
                 }
             } else {
-                waiter.arm(if next == u64::MAX { 0 } else if may_spin { next - SPIN_NS } else { next })?;
+                waiter.arm(if next == u64::MAX {
+                    0
+                } else if may_spin {
+                    next - SPIN_NS
+                } else {
+                    next
+                })?;
                 waiter.wait(-1)?
             };
             if woken.restart_schedule {
@@ -274,7 +287,8 @@ impl Runtime {
         let now = clock::now_ns();
         self.link.advance(now);
         let outcomes = self.link.shutdown(now);
-        let (mut forwarded, dropped): (Vec<Outcome>, Vec<Outcome>) = outcomes.into_iter().partition(|o| matches!(o.event, Event::Forwarded | Event::ForwardedCe));
+        let (mut forwarded, dropped): (Vec<Outcome>, Vec<Outcome>) =
+            outcomes.into_iter().partition(|o| matches!(o.event, Event::Forwarded | Event::ForwardedCe));
         self.forward(&mut forwarded)?;
         for o in dropped {
             let release_ns = clock::now_ns();
@@ -291,7 +305,10 @@ impl Runtime {
         if let Some(s) = self.stats.as_mut() {
             s.close()?;
             if s.lost() > 0 {
-                eprintln!("rtclab-bottleneck: the stats file lost {} samples: its writer thread fell a whole ring behind.", s.lost());
+                eprintln!(
+                    "rtclab-bottleneck: the stats file lost {} samples: its writer thread fell a whole ring behind.",
+                    s.lost()
+                );
             }
         }
         self.log.close()

@@ -88,7 +88,11 @@ fn fifo_300ms_at_1mbit_caps_queuing_delay_and_forwards_the_link_rate() {
     let bound = (37500 / 1486) as f64 * 1486.0 * 8.0 / 1e6 * 1e3;
     assert!(max_q <= bound + 0.01 && max_q > bound - 1.0, "max queuing delay {max_q} ms, bound {bound} ms");
     // Rate over 2..20 s of released link-layer bytes.
-    let bits: u64 = fwd.iter().filter(|o| o.packet.tx_end_ns >= 2 * S && o.packet.tx_end_ns < 20 * S).map(|o| o.packet.wire_bytes as u64 * 8).sum();
+    let bits: u64 = fwd
+        .iter()
+        .filter(|o| o.packet.tx_end_ns >= 2 * S && o.packet.tx_end_ns < 20 * S)
+        .map(|o| o.packet.wire_bytes as u64 * 8)
+        .sum();
     let rate = bits as f64 / 18.0;
     assert!((rate - 1e6).abs() / 1e6 < 0.002, "rate {rate}");
     // Every release is tx_end + 25 ms.
@@ -102,7 +106,11 @@ fn saturated_link_counts_link_layer_bytes_within_0_1_percent() {
     let mut arrivals = cbr(1, 2000, 1200, 0, 12 * S, 0);
     arrivals.extend(cbr(2, 1000, 100, 0, 12 * S, 0));
     let (fwd, _) = simulate(&mut l, arrivals, 13 * S);
-    let bits: u64 = fwd.iter().filter(|o| o.packet.tx_end_ns > S && o.packet.tx_end_ns <= 11 * S).map(|o| o.packet.wire_bytes as u64 * 8).sum();
+    let bits: u64 = fwd
+        .iter()
+        .filter(|o| o.packet.tx_end_ns > S && o.packet.tx_end_ns <= 11 * S)
+        .map(|o| o.packet.wire_bytes as u64 * 8)
+        .sum();
     let per_s = bits as f64 / 10.0;
     assert!((per_s - 1e6).abs() / 1e6 < 0.001, "{per_s} bit/s");
 }
@@ -158,7 +166,11 @@ fn pie_drives_queue_delay_to_its_target_under_overload() {
     assert!((mean - 15.0).abs() < 5.0, "mean queue delay {mean} ms");
     assert!(percentile(q, 0.95) < 60.0);
     // The link stays busy: PIE does not over-drop.
-    let bits: u64 = fwd.iter().filter(|o| o.packet.tx_end_ns > 20 * S && o.packet.tx_end_ns <= 60 * S).map(|o| o.packet.wire_bytes as u64 * 8).sum();
+    let bits: u64 = fwd
+        .iter()
+        .filter(|o| o.packet.tx_end_ns > 20 * S && o.packet.tx_end_ns <= 60 * S)
+        .map(|o| o.packet.wire_bytes as u64 * 8)
+        .sum();
     assert!(bits as f64 / 40.0 > 9.7e6, "{} bit/s", bits as f64 / 40.0);
 }
 
@@ -181,7 +193,9 @@ fn sparse_beside_bulk(qdisc: serde_json::Value) -> (Vec<f64>, Vec<f64>) {
     let mut arrivals = cbr(1, 2000, 1500, 0, 10 * S, 0);
     arrivals.extend(cbr(2, 80, 186, 3 * MS, 10 * S, 0));
     let (fwd, _) = simulate(&mut l, arrivals, 12 * S);
-    let sel = |f: u32| fwd.iter().filter(|o| flow_of(o) == f && o.packet.arrival_ns > 2 * S).map(sojourn_ms).collect::<Vec<_>>();
+    let sel = |f: u32| {
+        fwd.iter().filter(|o| flow_of(o) == f && o.packet.arrival_ns > 2 * S).map(sojourn_ms).collect::<Vec<_>>()
+    };
     (sel(2), sel(1))
 }
 
@@ -245,7 +259,8 @@ fn prio_serves_band_0_first() {
     assert_eq!(order, vec![(5, 0), (6, 0), (7, 0), (0, 1), (1, 1), (2, 1), (3, 1), (4, 1)]);
 
     // On a loaded link, the EF flow's delay stays at most one best-effort frame.
-    let mut l = link(full_link(0, kbit(1000), prio(json!([{"dscp":[46],"qdisc":fifo(1000)},{"qdisc":fifo(100)}]), json!([]))));
+    let mut l =
+        link(full_link(0, kbit(1000), prio(json!([{"dscp":[46],"qdisc":fifo(1000)},{"qdisc":fifo(100)}]), json!([]))));
     let mut arrivals = cbr(1, 2000, 1500, 0, 5 * S, 0);
     arrivals.extend(cbr(2, 200, 200, MS, 5 * S, 46));
     let (fwd, _) = simulate(&mut l, arrivals, 6 * S);
@@ -268,4 +283,3 @@ fn shutdown_forwards_what_is_due_and_drops_the_rest() {
     assert!(out.iter().filter(|o| o.event == Event::Forwarded).all(|o| o.packet.due_ns <= 150 * MS));
     assert_eq!(l.queue_packets() + l.in_flight_packets(), 0);
 }
-

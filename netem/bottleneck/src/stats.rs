@@ -77,18 +77,39 @@ mod tests {
 
     #[test]
     fn a_sample_is_one_json_line_with_every_field() {
-        let mut s = Sample { t_ns: 1_500_000_000, queue_packets: 3, queue_bytes: 4542, rate_kbit: Some(1000.0), log_records_lost: 2, ..Sample::default() };
+        let mut s = Sample {
+            t_ns: 1_500_000_000,
+            queue_packets: 3,
+            queue_bytes: 4542,
+            rate_kbit: Some(1000.0),
+            log_records_lost: 2,
+            ..Sample::default()
+        };
         s.counters.forwarded = 7;
         let mut out = Vec::new();
         encode(&s, &mut out);
         assert_eq!(out.last(), Some(&b'\n'));
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["t"], 1.5);
-        assert_eq!((v["queue_packets"].as_u64(), v["queue_bytes"].as_u64(), v["forwarded"].as_u64()), (Some(3), Some(4542), Some(7)));
+        assert_eq!(
+            (v["queue_packets"].as_u64(), v["queue_bytes"].as_u64(), v["forwarded"].as_u64()),
+            (Some(3), Some(4542), Some(7))
+        );
         assert_eq!(v["rate_kbit"], 1000.0);
         assert_eq!(v["log_records_lost"], 2);
-        for k in ["enqueued", "dropped_tail", "dropped_aqm", "dropped_loss", "ecn_marked", "dropped_shutdown", "kernel_overruns", "kernel_timestamped",
-                  "released_late_1ms", "released_late_10ms", "released_late_100ms"] {
+        for k in [
+            "enqueued",
+            "dropped_tail",
+            "dropped_aqm",
+            "dropped_loss",
+            "ecn_marked",
+            "dropped_shutdown",
+            "kernel_overruns",
+            "kernel_timestamped",
+            "released_late_1ms",
+            "released_late_10ms",
+            "released_late_100ms",
+        ] {
             assert_eq!(v[k], 0, "{k}");
         }
         assert_eq!(v["max_lateness_ms"], 0.0);

@@ -25,14 +25,25 @@ impl<T: Copy + Send + 'static> BackgroundWriter<T> {
     /// Creates the file and writes `header` to it now (so that errors surface at once), then starts the thread
     /// with a ring of `capacity` items. Call before the process switches to SCHED_FIFO: the thread keeps the
     /// normal policy.
-    pub fn create(path: &Path, header: &[u8], capacity: usize, fill: T, encode: fn(&T, &mut Vec<u8>)) -> io::Result<BackgroundWriter<T>> {
+    pub fn create(
+        path: &Path,
+        header: &[u8],
+        capacity: usize,
+        fill: T,
+        encode: fn(&T, &mut Vec<u8>),
+    ) -> io::Result<BackgroundWriter<T>> {
         let mut file = File::create(path)?;
         file.write_all(header)?;
         Self::start(BufWriter::with_capacity(1 << 20, file), capacity, fill, encode)
     }
 
     /// The same on any output (the tests use memory).
-    pub fn start<W: Write + Send + 'static>(mut out: W, capacity: usize, fill: T, encode: fn(&T, &mut Vec<u8>)) -> io::Result<BackgroundWriter<T>> {
+    pub fn start<W: Write + Send + 'static>(
+        mut out: W,
+        capacity: usize,
+        fill: T,
+        encode: fn(&T, &mut Vec<u8>),
+    ) -> io::Result<BackgroundWriter<T>> {
         let (producer, mut consumer) = ring::ring(capacity, fill);
         let thread = std::thread::Builder::new().name("rtclab-writer".into()).spawn(move || -> io::Result<()> {
             let mut bytes = Vec::with_capacity(1 << 20);

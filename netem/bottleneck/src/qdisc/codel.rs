@@ -32,7 +32,13 @@ impl CodelQueue for FifoQueue {
 
 impl Codel {
     pub fn new(params: CodelParams, limit_packets: usize) -> Codel {
-        Codel { params, vars: CodelVars::default(), limit_packets, queue: FifoQueue { packets: VecDeque::new(), bytes: 0 }, in_service_packets: 0 }
+        Codel {
+            params,
+            vars: CodelVars::default(),
+            limit_packets,
+            queue: FifoQueue { packets: VecDeque::new(), bytes: 0 },
+            in_service_packets: 0,
+        }
     }
 
     #[cfg(test)]
@@ -90,15 +96,13 @@ mod tests {
             q.enqueue(udp_tos(1, 1000, i, 0, tos), 0, &mut drops);
         }
         let (mut drop_times, mut mark_times) = (Vec::new(), Vec::new());
-        let mut seq = 200;
-        for step in 1..=300u64 {
+        for (seq, step) in (200..).zip(1..=300u64) {
             let now = step * 2 * MS;
             q.enqueue(udp_tos(1, 1000, seq, now, tos), now, &mut drops);
-            seq += 1;
             let n_before = drops.len();
             let p = q.dequeue(now, &mut drops);
-            drop_times.extend(std::iter::repeat(now).take(drops.len() - n_before));
-            if p.map_or(false, |p| p.ce_marked) {
+            drop_times.extend(std::iter::repeat_n(now, drops.len() - n_before));
+            if p.is_some_and(|p| p.ce_marked) {
                 mark_times.push(now);
             }
         }

@@ -21,7 +21,12 @@ pub struct CodelParams {
 
 impl CodelParams {
     pub fn new(target_ms: f64, interval_ms: f64, ecn: bool) -> CodelParams {
-        CodelParams { target_ns: super::ms_to_ns(target_ms), interval_ns: super::ms_to_ns(interval_ms), ecn, mtu_bytes: MTU_BYTES }
+        CodelParams {
+            target_ns: super::ms_to_ns(target_ms),
+            interval_ns: super::ms_to_ns(interval_ms),
+            ecn,
+            mtu_bytes: MTU_BYTES,
+        }
     }
 }
 
@@ -48,7 +53,13 @@ fn control_law(t_ns: u64, interval_ns: u64, count: u32) -> u64 {
     t_ns + (interval_ns as f64 / (count.max(1) as f64).sqrt()) as u64
 }
 
-fn should_drop(p: Option<&Packet>, q: &dyn CodelQueue, vars: &mut CodelVars, params: &CodelParams, now_ns: u64) -> bool {
+fn should_drop(
+    p: Option<&Packet>,
+    q: &dyn CodelQueue,
+    vars: &mut CodelVars,
+    params: &CodelParams,
+    now_ns: u64,
+) -> bool {
     let Some(p) = p else {
         vars.first_above_time_ns = 0;
         return false;
@@ -68,7 +79,13 @@ fn should_drop(p: Option<&Packet>, q: &dyn CodelQueue, vars: &mut CodelVars, par
 }
 
 /// codel_dequeue(): the next packet to send, dropping (or marking) on the way as the control law says.
-pub fn codel_dequeue(q: &mut dyn CodelQueue, vars: &mut CodelVars, params: &CodelParams, now_ns: u64, drops: &mut Vec<Dropped>) -> Option<Packet> {
+pub fn codel_dequeue(
+    q: &mut dyn CodelQueue,
+    vars: &mut CodelVars,
+    params: &CodelParams,
+    now_ns: u64,
+    drops: &mut Vec<Dropped>,
+) -> Option<Packet> {
     let mut p = match q.pop() {
         Some(p) => p,
         None => {

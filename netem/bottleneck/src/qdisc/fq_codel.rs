@@ -62,8 +62,26 @@ impl CodelQueue for FlowQueue<'_> {
 
 impl FqCodel {
     pub fn new(params: CodelParams, limit_packets: usize, quantum_bytes: i64, flows: u32) -> FqCodel {
-        let flows = (0..flows).map(|_| Flow { packets: VecDeque::new(), bytes: 0, deficit: 0, vars: CodelVars::default(), list: List::None }).collect();
-        FqCodel { params, limit_packets, quantum_bytes, flows, new_flows: VecDeque::new(), old_flows: VecDeque::new(), len_packets: 0, len_bytes: 0, in_service_packets: 0 }
+        let flows = (0..flows)
+            .map(|_| Flow {
+                packets: VecDeque::new(),
+                bytes: 0,
+                deficit: 0,
+                vars: CodelVars::default(),
+                list: List::None,
+            })
+            .collect();
+        FqCodel {
+            params,
+            limit_packets,
+            quantum_bytes,
+            flows,
+            new_flows: VecDeque::new(),
+            old_flows: VecDeque::new(),
+            len_packets: 0,
+            len_bytes: 0,
+            in_service_packets: 0,
+        }
     }
 
     fn classify(&self, p: &Packet) -> usize {
@@ -118,7 +136,11 @@ impl Qdisc for FqCodel {
             if flow.deficit <= 0 {
                 flow.deficit += self.quantum_bytes;
                 flow.list = List::Old;
-                if from_new { self.new_flows.pop_front(); } else { self.old_flows.pop_front(); }
+                if from_new {
+                    self.new_flows.pop_front();
+                } else {
+                    self.old_flows.pop_front();
+                }
                 self.old_flows.push_back(idx);
                 continue;
             }
@@ -132,7 +154,11 @@ impl Qdisc for FqCodel {
             match p {
                 None => {
                     // An empty new flow goes to the old list once, so old flows cannot be starved.
-                    if from_new { self.new_flows.pop_front(); } else { self.old_flows.pop_front(); }
+                    if from_new {
+                        self.new_flows.pop_front();
+                    } else {
+                        self.old_flows.pop_front();
+                    }
                     if from_new && !self.old_flows.is_empty() {
                         flow.list = List::Old;
                         self.old_flows.push_back(idx);

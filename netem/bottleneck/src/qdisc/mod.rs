@@ -48,23 +48,38 @@ pub fn build(cfg: &QdiscConfig, now_ns: u64, rng: &mut SmallRng) -> Box<dyn Qdis
     use rand::SeedableRng;
     match cfg {
         QdiscConfig::Fifo { limit } => Box::new(fifo::Fifo::new(limit.clone())),
-        QdiscConfig::Codel { target_ms, interval_ms, limit_packets, ecn } => {
-            Box::new(codel::Codel::new(codel_core::CodelParams::new(*target_ms, *interval_ms, *ecn), *limit_packets as usize))
-        }
+        QdiscConfig::Codel { target_ms, interval_ms, limit_packets, ecn } => Box::new(codel::Codel::new(
+            codel_core::CodelParams::new(*target_ms, *interval_ms, *ecn),
+            *limit_packets as usize,
+        )),
         QdiscConfig::Pie { target_ms, tupdate_ms, alpha, beta, limit_packets, ecn } => Box::new(pie::Pie::new(
-            pie::PieParams { target_ns: ms_to_ns(*target_ms), tupdate_ns: ms_to_ns(*tupdate_ms), alpha: *alpha, beta: *beta, limit_packets: *limit_packets as usize, ecn: *ecn },
+            pie::PieParams {
+                target_ns: ms_to_ns(*target_ms),
+                tupdate_ns: ms_to_ns(*tupdate_ms),
+                alpha: *alpha,
+                beta: *beta,
+                limit_packets: *limit_packets as usize,
+                ecn: *ecn,
+            },
             now_ns,
             SmallRng::from_rng(rng).expect("rng"),
         )),
-        QdiscConfig::Sfq { limit_packets, quantum_bytes, perturb_s, divisor } => {
-            Box::new(sfq::Sfq::new(*limit_packets as usize, *quantum_bytes as i64, (*perturb_s * 1e9) as u64, *divisor, now_ns, SmallRng::from_rng(rng).expect("rng")))
-        }
-        QdiscConfig::FqCodel { target_ms, interval_ms, limit_packets, quantum_bytes, flows, ecn } => Box::new(fq_codel::FqCodel::new(
-            codel_core::CodelParams::new(*target_ms, *interval_ms, *ecn),
+        QdiscConfig::Sfq { limit_packets, quantum_bytes, perturb_s, divisor } => Box::new(sfq::Sfq::new(
             *limit_packets as usize,
             *quantum_bytes as i64,
-            *flows,
+            (*perturb_s * 1e9) as u64,
+            *divisor,
+            now_ns,
+            SmallRng::from_rng(rng).expect("rng"),
         )),
+        QdiscConfig::FqCodel { target_ms, interval_ms, limit_packets, quantum_bytes, flows, ecn } => {
+            Box::new(fq_codel::FqCodel::new(
+                codel_core::CodelParams::new(*target_ms, *interval_ms, *ecn),
+                *limit_packets as usize,
+                *quantum_bytes as i64,
+                *flows,
+            ))
+        }
         QdiscConfig::Prio { bands, meters } => {
             let children = bands
                 .iter()

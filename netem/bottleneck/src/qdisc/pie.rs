@@ -49,7 +49,20 @@ pub struct Pie {
 impl Pie {
     pub fn new(params: PieParams, now_ns: u64, rng: SmallRng) -> Pie {
         let next_update_ns = now_ns + params.tupdate_ns;
-        Pie { params, queue: VecDeque::new(), bytes: 0, prob: 0.0, accu_prob: 0.0, qdelay_ns: 0, qdelay_old_ns: 0, burst_time_ns: BURST_ALLOWANCE_NS, dq_tstamp_ns: None, next_update_ns, rng, in_service_packets: 0 }
+        Pie {
+            params,
+            queue: VecDeque::new(),
+            bytes: 0,
+            prob: 0.0,
+            accu_prob: 0.0,
+            qdelay_ns: 0,
+            qdelay_old_ns: 0,
+            burst_time_ns: BURST_ALLOWANCE_NS,
+            dq_tstamp_ns: None,
+            next_update_ns,
+            rng,
+            in_service_packets: 0,
+        }
     }
 
     #[allow(dead_code)]
@@ -111,7 +124,8 @@ impl Pie {
                 power *= 10.0;
             }
         }
-        let mut delta = alpha * (qdelay as f64 - self.params.target_ns as f64) / 1e9 + beta * (qdelay as f64 - qdelay_old as f64) / 1e9;
+        let mut delta = alpha * (qdelay as f64 - self.params.target_ns as f64) / 1e9
+            + beta * (qdelay as f64 - qdelay_old as f64) / 1e9;
         if delta > 0.02 && self.prob >= 0.1 {
             delta = 0.02;
         }

@@ -85,7 +85,11 @@ impl Qdisc for Prio {
     /// The children's timers, the meters' window ends, and when a capped band with packets leaves its debt.
     fn next_timer_ns(&self) -> Option<u64> {
         let children = self.bands.iter().filter_map(|b| b.qdisc.next_timer_ns());
-        let caps = self.bands.iter().filter(|b| b.qdisc.len_packets() > 0).filter_map(|b| b.cap.as_ref().and_then(|c| c.ready_at_ns()));
+        let caps = self
+            .bands
+            .iter()
+            .filter(|b| b.qdisc.len_packets() > 0)
+            .filter_map(|b| b.cap.as_ref().and_then(|c| c.ready_at_ns()));
         let meters = self.meters.iter().map(|m| m.next_window_end_ns());
         children.chain(caps).chain(meters).min()
     }
@@ -104,7 +108,11 @@ impl Qdisc for Prio {
 
     fn set_in_service(&mut self, packets: usize, bytes: u64, band: u8) {
         for (i, b) in self.bands.iter_mut().enumerate() {
-            if i == band as usize { b.qdisc.set_in_service(packets, bytes, band) } else { b.qdisc.set_in_service(0, 0, 0) }
+            if i == band as usize {
+                b.qdisc.set_in_service(packets, bytes, band)
+            } else {
+                b.qdisc.set_in_service(0, 0, 0)
+            }
         }
     }
 

@@ -35,9 +35,29 @@ pub struct Sfq {
 }
 
 impl Sfq {
-    pub fn new(limit_packets: usize, quantum_bytes: i64, perturb_ns: u64, divisor: u32, now_ns: u64, mut rng: SmallRng) -> Sfq {
+    pub fn new(
+        limit_packets: usize,
+        quantum_bytes: i64,
+        perturb_ns: u64,
+        divisor: u32,
+        now_ns: u64,
+        mut rng: SmallRng,
+    ) -> Sfq {
         let seed = rng.gen();
-        Sfq { limit_packets, quantum_bytes, perturb_ns, divisor, seed, next_perturb_ns: now_ns + perturb_ns, slots: HashMap::new(), active: VecDeque::new(), len_packets: 0, len_bytes: 0, rng, in_service_packets: 0 }
+        Sfq {
+            limit_packets,
+            quantum_bytes,
+            perturb_ns,
+            divisor,
+            seed,
+            next_perturb_ns: now_ns + perturb_ns,
+            slots: HashMap::new(),
+            active: VecDeque::new(),
+            len_packets: 0,
+            len_bytes: 0,
+            rng,
+            in_service_packets: 0,
+        }
     }
 
     fn bucket(&self, p: &Packet) -> u32 {
@@ -84,7 +104,8 @@ impl Qdisc for Sfq {
         self.push(packet);
         if self.len_packets + self.in_service_packets > self.limit_packets {
             // sfq_drop(): the longest flow loses its tail packet.
-            let longest = *self.active.iter().max_by_key(|b| (self.slots[b].packets.len(), std::cmp::Reverse(**b))).unwrap();
+            let longest =
+                *self.active.iter().max_by_key(|b| (self.slots[b].packets.len(), std::cmp::Reverse(**b))).unwrap();
             let p = self.drop_tail_of(longest);
             drops.push(Dropped { packet: p, event: Event::DroppedTail });
         }
