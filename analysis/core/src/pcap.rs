@@ -86,6 +86,39 @@ pub struct Columns {
     pub payload_len: Vec<u32>, // transport payload bytes (UDP/TCP), from the IP header's lengths
 }
 
+/// Calls `$m!(field, ...)` with every field of [`Columns`], so code that treats each column alike (reserving them,
+/// handing them to Python) names them in one place.
+macro_rules! for_each_column {
+    ($m:ident) => {
+        $m!(
+            frame,
+            ts_ns,
+            ip_src,
+            ip_dst,
+            proto,
+            ip_len,
+            ip_id,
+            tos,
+            sport,
+            dport,
+            key,
+            join_key,
+            key_complete,
+            cls,
+            ssrc,
+            rtp_seq,
+            rtp_ts,
+            rtp_pt,
+            rtp_marker,
+            twcc_seq,
+            tcp_seq,
+            tcp_flags,
+            payload_len
+        )
+    };
+}
+pub(crate) use for_each_column;
+
 /// The outcome of reading one file: the columns, plus what went wrong if the file ended badly.
 #[derive(Debug)]
 pub struct Capture {
@@ -343,31 +376,7 @@ pub fn parse_bytes(data: &[u8], twcc_id: u8) -> Result<Capture, String> {
     let mut c = Columns::default();
     // Transparent huge pages for the columns: a 4 KiB page fault per few hundred packets costs more than parsing them.
     macro_rules! reserve_all { ($($f:ident),*) => { $( c.$f.reserve(guess); advise_huge(&c.$f); )* } }
-    reserve_all!(
-        frame,
-        ts_ns,
-        ip_src,
-        ip_dst,
-        proto,
-        ip_len,
-        ip_id,
-        tos,
-        sport,
-        dport,
-        key,
-        join_key,
-        key_complete,
-        cls,
-        ssrc,
-        rtp_seq,
-        rtp_ts,
-        rtp_pt,
-        rtp_marker,
-        twcc_seq,
-        tcp_seq,
-        tcp_flags,
-        payload_len
-    );
+    for_each_column!(reserve_all);
     let mut off = 24usize;
     let mut records = 0u64;
     let mut non_ipv4 = 0u64;

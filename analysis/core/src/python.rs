@@ -20,31 +20,7 @@ fn read_pcap<'py>(py: Python<'py>, path: PathBuf, twcc_ext_id: u8) -> PyResult<B
     let d = PyDict::new(py);
     let c = cap.cols;
     macro_rules! put { ($($f:ident),*) => { $( d.set_item(stringify!($f), c.$f.into_pyarray(py))?; )* } }
-    put!(
-        frame,
-        ts_ns,
-        ip_src,
-        ip_dst,
-        proto,
-        ip_len,
-        ip_id,
-        tos,
-        sport,
-        dport,
-        key,
-        join_key,
-        key_complete,
-        cls,
-        ssrc,
-        rtp_seq,
-        rtp_ts,
-        rtp_pt,
-        rtp_marker,
-        twcc_seq,
-        tcp_seq,
-        tcp_flags,
-        payload_len
-    );
+    pcap::for_each_column!(put);
     d.set_item("records", cap.records)?;
     d.set_item("non_ipv4", cap.non_ipv4)?;
     d.set_item("span_ns", cap.span_ns)?;
