@@ -27,6 +27,7 @@ from . import (
     packets,
     phases,
     queue,
+    rfcmetrics,
     rundir,
     scenario,
 )
@@ -185,6 +186,14 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
             for f in flows:
                 call_track = owner.get(str(f.get("ssrc"))) if f["direction"] == "forward" else None
                 f["call"], f["track"] = call_track if call_track else (None, None)
+    # RFC 8867's metrics per media flow (rfcmetrics.py), each call's connection named by its id.
+    rfc = None
+    if table is not None and run.has_calls:
+        names = {(f"{rundir.int_to_ip(c.five_tuple[0])}:{c.five_tuple[1]}",
+                  f"{rundir.int_to_ip(c.five_tuple[2])}:{c.five_tuple[3]}"): c.id
+                 for c in multiflow.calls(run) if c.five_tuple is not None}
+        rfc = rfcmetrics.from_run(table, t0_ns, duration_s, scen,
+                                  capacity_steps(scen.forward, duration_s) if scen and duration_s else None, names)
     # The analyzer's own validity check: the DSCP the scenario asked for, on the wire.
     marked = multiflow.dscp_marked(run, caps["a"], t0_ns)
     if marked is not None:
@@ -250,6 +259,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
         "capacity_steps": capacity_steps(scen.forward, duration_s) if scen and duration_s else None,
         "flows": flows,
         "fairness": fair,
+        **({"rfc8867": rfc} if run.has_calls else {}),  # absent in a run without a call, as the call sections
         "multiflow": multi,
         "getstats": gs,
         "chrome_ecn": chrome_ecn.analyse(run, table, t0) if run.has_calls else None,

@@ -1,5 +1,5 @@
-"""The `rtclab` command: analyze, dashboard, compare, show, synth; study (studies); call and net (the Node harness
-and netem, started from here). Exit 0 when a report was produced (even with
+"""The `rtclab` command: analyze, dashboard, compare, show, synth; study (studies), findings; call and net (the Node
+harness and netem, started from here). Exit 0 when a report was produced (even with
 warnings), 2 when nothing could be analysed, 1 on a usage error."""
 
 from __future__ import annotations
@@ -99,6 +99,22 @@ NODE_PROGRAMS = {"call": "harness/cli.js", "net": "netem/cli.js"}
 REPO = Path(__file__).resolve().parents[2]
 
 
+def cmd_findings(args: argparse.Namespace) -> int:
+    """The reference studies' claims and RFC 8867's cases beside what the given study directories measured."""
+    from . import findings
+    out_md = Path(args.out)
+    out_html = Path(args.html) if args.html else out_md.with_suffix(".html")
+    try:
+        found = findings.write([Path(d) for d in args.study_dirs], out_md, out_html, Path(args.claims))
+    except findings.FindingsError as e:
+        print(f"rtclab findings: {e}", file=sys.stderr)
+        return 2
+    for f in found:
+        print(f"{f.claim['id']:<28} {f.verdict}" + (f" ({f.study.name})" if f.study else ""))
+    print(f"wrote {out_md}, {out_html}")
+    return 0
+
+
 def run_node_program(name: str, args: list[str]) -> int:
     """Runs `node <repo>/<program> args` in the current directory (relative paths stay the user's) and returns its
     exit status; its output is the terminal's. A Ctrl-C reaches it as it reaches us (the same process group)."""
@@ -157,6 +173,14 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--flow", type=int, help="flow id from metrics.json: its packets, one line each")
     s.add_argument("--limit", type=int, default=20, help="packets shown for --flow")
     s.set_defaults(func=cmd_show)
+    f = sub.add_parser("findings", help="each reference claim and RFC 8867 case beside what the given study "
+                       "directories measured, with a verdict: a Markdown page and an HTML dashboard (docs/studies.md)")
+    f.add_argument("study_dirs", nargs="*", help="study directories (aggregated: study.json); a claim whose study is "
+                   "not among them is shown as not run, with its command")
+    f.add_argument("--claims", default=str(REPO / "studies" / "findings.yaml"), help="the claims file")
+    f.add_argument("--out", default="findings.md", help="the Markdown page (default findings.md here)")
+    f.add_argument("--html", help="the dashboard (default: the page's path with .html)")
+    f.set_defaults(func=cmd_findings)
     y = sub.add_parser("synth", help="write a synthetic run directory (known delays, loss, reordering)")
     y.add_argument("run_dir")
     y.add_argument("--duration", type=float, default=20.0)

@@ -366,8 +366,9 @@ def test_parquet_has_one_row_per_valid_run_flow_and_phase(synthetic_study: Path)
         m = json.loads((synthetic_study / d / "metrics.json").read_text())
         phases = [p["name"] for p in m["phases"]]
         n_rows = sum(1 for k in keys if k[0] == d)
-        # every flow and the bottleneck, in every phase; the cpu pseudo-flow (the run's cpu.jsonl) over the whole call
-        assert n_rows == (len(m["flows"]) + 1) * len(phases) + 1
+        # every flow and the bottleneck, in every phase; the cpu pseudo-flow (the run's cpu.jsonl) and the rfc8867
+        # one (its media flows) over the whole call
+        assert n_rows == (len(m["flows"]) + 1) * len(phases) + 1 + (1 if (m.get("rfc8867") or {}).get("flows") else 0)
     # The point's parameters are columns (the varied field paths), quick factor too.
     assert "duration_s" in t and set(t["duration_s"]) == {12.0}
     assert set(t["quick_factor"]) == {1.0}

@@ -142,8 +142,9 @@ def test_the_report_prints_study_json_numbers_with_their_phase(studies: dict[str
     assert r.returncode == 0, r.stderr
     tables = _tables(r.stdout)
     titles = list(tables)
-    # The CPU table (the runs' cpu.jsonl) closes the whole call's tables.
+    # RFC 8867's metrics of the media flows, then the CPU table (the runs' cpu.jsonl) close the whole call's tables.
     whole = ["phase all (the whole call): flows", "phase all (the whole call): forward bottleneck",
+             "phase all (the whole call): RFC 8867, the media flows' metrics",
              "phase all (the whole call): CPU, mean cores (cpu.jsonl)"]
     if which == "cross":  # the cross-traffic phase first, then the whole call
         assert titles == ["phase cross_traffic (2-6 s of the call): flows", "phase cross_traffic (2-6 s of the call): "
@@ -156,7 +157,9 @@ def test_the_report_prints_study_json_numbers_with_their_phase(studies: dict[str
             "call / fair share": ("call_share_of_fair_share", 1.0),
             "TCP / fair share": ("tcp_share_of_fair_share", 1.0),
             "Jain": ("jain_index", 1.0), "host busy": ("cpu_host_busy_cores", 1.0),
-            "chromium-a": ("cpu_chromium_a_cores", 1.0), "outside the run": ("cpu_outside_run_cores", 1.0)}
+            "chromium-a": ("cpu_chromium_a_cores", 1.0), "outside the run": ("cpu_outside_run_cores", 1.0),
+            "rate / target": ("rate_to_target_ratio", 1.0), "ramp-up s": ("ramp_up_s", 1.0),
+            "converged share": ("converged_fraction", 1.0)}
     points = {p["name"]: p for p in doc["points"]}
     checked = 0
     for title, (head, rows) in tables.items():
@@ -164,7 +167,8 @@ def test_the_report_prints_study_json_numbers_with_their_phase(studies: dict[str
         assert rows and len(rows) >= len(points)
         for row in rows:
             p = points[row[0]]
-            flow = row[1] if head[1] == "flow" else ("cpu" if "CPU" in title else "bottleneck")
+            flow = row[1] if head[1] == "flow" else \
+                ("cpu" if "CPU" in title else "rfc8867" if "RFC 8867" in title else "bottleneck")
             for h, cell in zip(head, row):
                 if h not in cols:
                     continue
@@ -172,7 +176,7 @@ def test_the_report_prints_study_json_numbers_with_their_phase(studies: dict[str
                 s = p["flows"].get(flow, {}).get(phase, {}).get(metric)
                 _check_cell(cell, s if s and s["mean"] is not None else None, factor, f"{title} {row[0]} {h}")
                 checked += 1
-    assert checked >= (40 if which == "cross" else 16)
+    assert checked >= (46 if which == "cross" else 22)
     flows = {row[1] for t, (h, rows) in tables.items() if t.endswith("flows") for row in rows}
     assert flows == ({"forward:video", "forward:tcp"} if which == "cross" else {"forward:video"})
 
@@ -262,15 +266,24 @@ def test_every_figure_of_the_dashboard_has_data(studies: dict[str, Path], which:
                 "cpu"}
     expected |= {f"sweep-{param}-{m}" for m in ("queuing_delay_ms_mean", "tq_ms_mean", "utilisation",
                                                 "loss_ratio_bytes")}
+    if which == "cross":  # RFC 8867's figure, one per point, where TCP competes (rfc-i: the i-th point's first run)
+        expected |= {f"rfc-{i}" for i, p in enumerate(doc["points"]) if p["runs_used"]}
     assert set(figs) == expected
     first = "cross_traffic" if which == "cross" else "all"
+    for i, p in enumerate(doc["points"] if which == "cross" else []):  # each flow's rate and fair share, as measured
+        m = json.loads((out / p["runs_used"][0] / "metrics.json").read_text())
+        traces = {t["name"]: t for t in figs[f"rfc-{i}"]["data"]}
+        assert traces["capacity"]["y"] == [bps / 1e3 for _, bps in m["capacity_steps"]]
+        for f in m["rfc8867"]["flows"]:
+            assert traces[f"{f['name']} rate"]["y"] == [r / 1e3 for r in f["rate_bps"]]
+            assert traces[f"{f['name']} fair share"]["y"] == [None if t is None else t / 1e3 for t in f["target_bps"]]
     for fid, fig in figs.items():
         visible = [tr for tr in fig["data"] if tr.get("visible", True)]
         assert visible and all(_has_data(tr) for tr in visible), fid
         if fid == "cpu":  # the runs' CPU is counted over the whole call only: no phase selector, and it says so
             assert "phase: all (the whole call)" in fig["layout"]["title"]["text"]
             assert "updatemenus" not in fig["layout"]
-        elif not fid.startswith("series"):
+        elif not fid.startswith(("series", "rfc")):  # time series: no phase
             assert f"phase: {first}" in fig["layout"]["title"]["text"], fid
             buttons = fig["layout"]["updatemenus"][0]["buttons"]
             assert buttons[0]["label"].startswith(first) and any(b["label"].startswith("all") for b in buttons), fid

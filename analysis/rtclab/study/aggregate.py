@@ -36,6 +36,7 @@ Extractor = Callable[[dict[str, Any]], Any]
 class Metric:
     name: str
     family: str  # "flow": a packet flow's entry (flows[i], flows[i].phases[p]); "bottleneck": fairness[p];
+    # "rfc8867": RFC 8867's metrics of the media flows (metrics.json rfc8867.summary, whole call only);
     # "controller": the forward sender's congestion controller from its RTC event log (whole call only); "cpu": the
     # machine's CPU during the run (cpu.jsonl, whole call only)
     unit: str
@@ -87,7 +88,25 @@ CATALOGUE: dict[str, Metric] = {m.name: m for m in [
            "detector_state_fraction.overusing: share of the call the detector spent overusing"),
     Metric("replay_update_agreement", "controller", "ratio", "congestion_controller.sides.a.replay.update_agreement: "
            "share of logged detector updates the trendline replay agrees with"),
+    # RFC 8867's metrics of the run's media flows (metrics.json rfc8867.summary; docs/metrics.md "RFC 8867 metrics").
+    Metric("rate_to_target_ratio", "rfc8867", "ratio", "rfc8867.summary.rate_to_target_ratio: per media flow, its "
+           "bits delivered / its target's (capacity or fair share) over its active windows; the flows' mean"),
+    Metric("convergence_time_s", "rfc8867", "s", "rfc8867.summary.convergence_time_s: mean over the media flows' "
+           "constant-target segments that converged of the time from the segment's start until the rate stays "
+           "within the band (±rfc8867.band of the target) to the segment's end"),
+    Metric("converged_fraction", "rfc8867", "ratio", "rfc8867.summary.converged_fraction: segments that converged / "
+           "segments"),
+    Metric("reaction_time_down_s", "rfc8867", "s", "rfc8867.summary.reaction_time_down_s: mean over capacity "
+           "decreases and media flows of the time from the step to the end of the first window whose rate is at "
+           "most (1 + band) x the flow's new target (not reached before the next step: left out)"),
+    Metric("reaction_time_up_s", "rfc8867", "s", "rfc8867.summary.reaction_time_up_s: the same for capacity "
+           "increases, the first window whose rate is at least (1 - band) x the new target"),
+    Metric("ramp_up_s", "rfc8867", "s", "rfc8867.summary.ramp_up_s: mean over the media flows' starts and resumes "
+           "after a pause of the time to the end of the first window whose rate is at least (1 - band) x target"),
+    Metric("media_jain_index", "rfc8867", "index", "rfc8867.summary.media_jain_index: Jain's index over the media "
+           "flows' mean rates in the windows where all of them are active (two flows or more)"),
 ]}
+RFC_FLOW = "rfc8867"  # the pseudo-flow that carries RFC 8867's metrics of the run's media flows (whole call only)
 CONTROLLER_FLOW = "controller:a"  # the pseudo-flow that carries the forward sender's controller metrics
 
 # Where the machine's CPU went during each run (metrics.json `cpu`, from the harness's cpu.jsonl; whole call only).
@@ -187,6 +206,11 @@ def controller_values(cc: dict[str, Any]) -> dict[str, float | None]:
     return {k: _finite(v) for k, v in raw.items()}
 
 
+def rfc_values(r: dict[str, Any]) -> dict[str, float | None]:
+    summary = r.get("summary") or {}
+    return {m.name: _finite(summary.get(m.name)) for m in CATALOGUE.values() if m.family == "rfc8867"}
+
+
 def cpu_values(c: dict[str, Any]) -> dict[str, float | None]:
     """The run's CPU over the call (metrics.json `cpu`); a component without a process there counts 0."""
     comps = c.get("components") or {}
@@ -245,6 +269,12 @@ def run_rows(m: dict[str, Any]) -> list[dict[str, Any]]:
                      "phase": "all", "phase_start_s": _finite(whole.get("start_s")),
                      "phase_end_s": _finite(whole.get("end_s")), "phase_cross_traffic": False,
                      **controller_values(cc)})
+    rfc = m.get("rfc8867")
+    if isinstance(rfc, dict) and rfc.get("flows"):
+        whole = next((ph for ph in phases if ph["name"] == "all"), phases[0])
+        rows.append({"flow": RFC_FLOW, "direction": "forward", "kind": "rfc8867", "ssrc": None, "phase": "all",
+                     "phase_start_s": _finite(whole.get("start_s")), "phase_end_s": _finite(whole.get("end_s")),
+                     "phase_cross_traffic": False, **rfc_values(rfc)})
     cpu = m.get("cpu")
     if isinstance(cpu, dict) and _get(cpu, "window", "samples"):
         whole = next((ph for ph in phases if ph["name"] == "all"), phases[0])
@@ -410,6 +440,8 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
                          f"{', '.join(sorted(failed_anywhere)) or 'none'})")
     max_attempts = int(plan["max_attempts"])
     selected_metrics = [x for x in plan.get("metrics") or list(CATALOGUE) if x in CATALOGUE]
+    # RFC 8867's metrics always, as the CPU's: a plan written before they existed lists the catalogue of its day.
+    selected_metrics += [m.name for m in CATALOGUE.values() if m.family == "rfc8867" and m.name not in selected_metrics]
     flow_patterns = list(plan.get("flows") or ["*"])
 
     # Parameter columns: each axis by name (its label), each varied field by its path (its value).
@@ -446,7 +478,7 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
     pooling: str | None = None
 
     def pooled_flow(label: str) -> bool:
-        return (label not in ("bottleneck", CONTROLLER_FLOW, CPU_FLOW)
+        return (label not in ("bottleneck", CONTROLLER_FLOW, CPU_FLOW, RFC_FLOW)
                 and any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns))
     for (point, rep), r in sorted(reps.items(), key=lambda kv: (point_names.index(kv[0][0]), kv[0][1])):
         chosen = r.valid or (accepted_attempt(r, accept_invalid) if accept_invalid else None)
@@ -550,7 +582,8 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
     for x in rows:
         label = x["flow"]
         if label not in wanted:
-            wanted[label] = label == CPU_FLOW or any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns)
+            wanted[label] = label in (CPU_FLOW, RFC_FLOW) or \
+                any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns)
         if wanted[label]:
             groups.setdefault((x["point"], label, x["phase"]), []).append(x)
     out_points = []
@@ -560,7 +593,8 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
         for (pt, flow, phase), grp in groups.items():
             if pt != name:
                 continue
-            family = {"bottleneck": "bottleneck", CONTROLLER_FLOW: "controller", CPU_FLOW: "cpu"}.get(flow, "flow")
+            family = {"bottleneck": "bottleneck", CONTROLLER_FLOW: "controller", CPU_FLOW: "cpu",
+                      RFC_FLOW: "rfc8867"}.get(flow, "flow")
             stats: dict[str, Any] = {}
             for metric in selected_metrics + list(CPU_CATALOGUE):
                 if METRICS[metric].family != family:

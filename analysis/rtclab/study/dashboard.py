@@ -390,6 +390,51 @@ def series_figures(doc: dict[str, Any], out: Path, runs: list[tuple[str, str]],
     return figs, notes
 
 
+def rfc_figure(point: str, run_dir: Path, label: str) -> Figure | None:
+    """RFC 8867's figure of one run: each media flow's rate per window (metrics.json rfc8867.flows[].rate_bps) against
+    the forward capacity's schedule (capacity_steps, the run dashboards' step line) and, where it differs, each flow's
+    target (its fair share); the run's RFC numbers under the title. None for a run without media flows, or with one
+    flow and a constant capacity (nothing the RFC's shape would show)."""
+    m = json.loads((run_dir / "metrics.json").read_text())
+    rfc = m.get("rfc8867") or {}
+    flows = rfc.get("flows") or []
+    steps = m.get("capacity_steps") or []
+    if not flows or (len(flows) < 2 and len(steps) <= 2 and not any(rfc.get("tcp_competitors") or [])):
+        return None
+    w = float(rfc.get("window_s") or 1.0)
+    data: list[dict[str, Any]] = []
+    if steps:
+        data.append({"type": "scatter", "mode": "lines", "name": "capacity", "x": [t for t, _ in steps],
+                     "y": [bps / 1e3 for _, bps in steps], "line": {"color": "#222", "dash": "dot", "shape": "hv",
+                                                                    "width": 1.6}})
+    for i, f in enumerate(flows):
+        x = [round((k + 0.5) * w, 3) for k in range(len(f.get("rate_bps") or []))]
+        colour = COLOURS[i % len(COLOURS)]
+        data.append({"type": "scatter", "mode": "lines", "name": f"{f['name']} rate", "x": x,
+                     "y": [r / 1e3 for r in f["rate_bps"]], "line": {"color": colour, "width": 1.4}})
+        tg = f.get("target_bps") or []
+        if len(flows) > 1 or any(rfc.get("tcp_competitors") or []):
+            data.append({"type": "scatter", "mode": "lines", "name": f"{f['name']} fair share", "x": x,
+                         "y": [None if t is None else t / 1e3 for t in tg],
+                         "line": {"color": colour, "dash": "dash", "shape": "hvh", "width": 1}})
+    sm = rfc.get("summary") or {}
+
+    def num(k: str, unit: str = "") -> str:
+        v = sm.get(k)
+        return "-" if v is None else f"{v:.3g}{unit}"
+    sub = (f"rate / target {num('rate_to_target_ratio')}, converged {num('converged_fraction')} of segments after "
+           f"{num('convergence_time_s', ' s')}, reaction down {num('reaction_time_down_s', ' s')} / up "
+           f"{num('reaction_time_up_s', ' s')}, ramp-up {num('ramp_up_s', ' s')}, Jain (media) "
+           f"{num('media_jain_index')}; band ±{float(rfc.get('band') or 0) * 100:g} %, {w:g} s windows "
+           "(docs/metrics.md, RFC 8867 metrics)")
+    return {"data": data, "layout": {
+        "title": {"text": f"RFC 8867: each media flow's rate against the capacity, {html.escape(point)} "
+                          f"({html.escape(label)})<br><sub>{html.escape(sub)}</sub>", "x": 0.01, "xanchor": "left"},
+        "height": 400, "xaxis": {"title": {"text": "time since call start (s)"}},
+        "yaxis": {"title": {"text": "kbit/s (link-layer bits received per window)"}},
+        "margin": {"l": 70, "r": 20, "t": 80, "b": 60}, "legend": {"orientation": "h", "y": -0.2}}}
+
+
 def figures(doc: dict[str, Any], out: Path) -> tuple[list[tuple[str, Figure]], list[str]]:
     """(id, figure) of every chart with data, and a sentence for each one left out and why."""
     phases = report_phases(doc)
@@ -439,6 +484,14 @@ def figures(doc: dict[str, Any], out: Path) -> tuple[list[tuple[str, Figure]], l
         figs.append(("cpu", cpu))
     else:
         notes.append("CPU per component: no run used has cpu.jsonl (runs from before it was recorded)")
+    for i, (point, d) in enumerate(chosen):  # RFC 8867's shape, one figure per point (its first valid run)
+        try:
+            rf = rfc_figure(point, out / d, Path(d).name)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            notes.append(f"RFC 8867 figure of {d} left out: {type(e).__name__}: {e}")
+            continue
+        if rf:
+            figs.append((f"rfc-{i}", rf))
     sfigs, snotes = series_figures(doc, out, chosen, (main, words))
     figs += sfigs
     notes += snotes

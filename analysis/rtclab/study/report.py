@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .aggregate import CATALOGUE, CONTROLLER_FLOW, CPU_FLOW, METRICS
+from .aggregate import CATALOGUE, CONTROLLER_FLOW, CPU_FLOW, METRICS, RFC_FLOW
 
 # The key metrics: of each packet flow shown, and of the forward bottleneck (the call against its competitors).
 FLOW_METRICS = ["throughput_bps", "utilisation", "loss_ratio_bytes", "queuing_delay_ms_mean", "tq_ms_mean"]
@@ -31,7 +31,10 @@ HEADERS = {"throughput_bps": "rate kbit/s", "send_rate_bps": "sent kbit/s", "rec
            "cpu_outside_run_cores": "outside the run", "cpu_kernel_cores": "kernel (irq+softirq)",
            "cpu_chromium_cores": "all browsers", "cpu_chromium_a_cores": "chromium-a",
            "cpu_chromium_b_cores": "chromium-b", "cpu_bottleneck_cores": "bottleneck", "cpu_capture_cores": "capture",
-           "cpu_iperf3_cores": "iperf3", "cpu_harness_cores": "harness"}
+           "cpu_iperf3_cores": "iperf3", "cpu_harness_cores": "harness", "rate_to_target_ratio": "rate / target",
+           "convergence_time_s": "convergence s", "converged_fraction": "converged share",
+           "reaction_time_down_s": "reaction down s", "reaction_time_up_s": "reaction up s", "ramp_up_s": "ramp-up s",
+           "media_jain_index": "Jain (media)"}
 # The CPU table (whole call): the host, then each component of the run, then what the run does not account for.
 CPU_METRICS = ["cpu_host_busy_cores", "cpu_chromium_a_cores", "cpu_chromium_b_cores", "cpu_bottleneck_cores",
                "cpu_capture_cores", "cpu_iperf3_cores", "cpu_harness_cores", "cpu_outside_run_cores"]
@@ -211,6 +214,14 @@ def tables(doc: dict[str, Any], phase: str, metrics: list[str] | None = None) ->
         rows = _point_rows(doc, label, CONTROLLER_FLOW, phase, ctrl_metrics)
         out.append(Table(f"{title}: the forward sender's congestion controller (RTC event log)",
                          ["point", "n"] + [HEADERS.get(m, m) for m in ctrl_metrics], rows))
+    # RFC 8867's metrics of the media flows (metrics.json rfc8867), over the whole call only.
+    rfc_metrics = [m for m in (metrics or list(CATALOGUE)) if CATALOGUE[m].family == "rfc8867"]
+    if phase == "all" and rfc_metrics and any(RFC_FLOW in (p.get("flows") or {}) for p in doc["points"]):
+        rows = _point_rows(doc, label, RFC_FLOW, phase, rfc_metrics)
+        out.append(Table(f"{title}: RFC 8867, the media flows' metrics", ["point", "n"] +
+                         [HEADERS.get(m, m) for m in rfc_metrics], rows,
+                         note="target = the capacity, or the flow's fair share of it; band and windows in "
+                              "docs/metrics.md, \"RFC 8867 metrics\""))
     # Where the machine's CPU went (cpu.jsonl), over the whole call only; not with --metric (catalogue metrics only).
     if phase == "all" and not metrics and any(CPU_FLOW in (p.get("flows") or {}) for p in doc["points"]):
         rows = _point_rows(doc, label, CPU_FLOW, phase, CPU_METRICS)
