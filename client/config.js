@@ -34,6 +34,13 @@ export const TRACK_FIELDS = Object.freeze({
   max_bitrate_kbps: { type: ['number', 'null'], exclusiveMinimum: 0 },
 });
 
+/**
+ * `frames_read_every`: the per-frame record of what the remote video presents (client/frames.js), the stamp read on
+ * every N-th presented frame; 0 records nothing. Not a scenario field but the harness's (harness/run.js), and the
+ * one field the page may go without: absent, no frame is recorded (a page asked for nothing records nothing).
+ */
+export const FRAMES_READ_EVERY = Object.freeze({ type: 'integer', minimum: 0, maximum: 1000 });
+
 /** The schema's `getstats.interval_ms`. */
 export const GETSTATS_INTERVAL_MS = Object.freeze({ type: 'integer', minimum: 100, maximum: 60000 });
 
@@ -86,7 +93,8 @@ function breaks(value, rule) {
  * @typedef {{ id: string, priority: RTCPriorityType, network_priority: RTCPriorityType,
  *   max_bitrate_kbps: number | null }} TrackSettings
  * @typedef {{ room: string, role: 'caller' | 'callee' | null, call: CallSettings & Record<string, unknown>,
- *   getstats_interval_ms: number, candidate_prefix: string | null }} PageConfig
+ *   getstats_interval_ms: number, candidate_prefix: string | null, frames_read_every?: number }} PageConfig
+ *   frames_read_every: absent = 0 (FRAMES_READ_EVERY); readConfig always returns it
  */
 
 /**
@@ -130,11 +138,14 @@ export function readConfig(injected, search) {
   check('getstats_interval_ms', raw.getstats_interval_ms, breaks(raw.getstats_interval_ms, GETSTATS_INTERVAL_MS));
   check('candidate_prefix', raw.candidate_prefix,
     raw.candidate_prefix === null || typeof raw.candidate_prefix === 'string' ? null : 'a string or null');
+  const framesReadEvery = raw.frames_read_every ?? 0;
+  check('frames_read_every', framesReadEvery, breaks(framesReadEvery, FRAMES_READ_EVERY));
   return {
     room: raw.room,
     role: raw.role,
     call: raw.call,
     getstats_interval_ms: raw.getstats_interval_ms,
     candidate_prefix: raw.candidate_prefix,
+    frames_read_every: framesReadEvery,
   };
 }

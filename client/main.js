@@ -5,6 +5,7 @@
 import { io } from '/socket.io/socket.io.esm.min.js';
 import { readConfig } from './config.js';
 import { startCall } from './call.js';
+import { watchFrames } from './frames.js';
 import { reportError } from './report.js';
 
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
@@ -19,13 +20,24 @@ window.addEventListener('unhandledrejection', (event) => showError(event.reason)
 const format = (/** @type {number | null} */ value, /** @type {string} */ unit, digits = 0) =>
   value === null || value === undefined ? '-' : `${value.toFixed(digits)} ${unit}`;
 
+const framesWatched = new AbortController();
+let watching = false;
 const view = {
   // Only when asked (call.local_preview): drawing 720p frames 30 times a second costs the renderer and the GPU
   // process CPU that the call needs, and nobody looks at a run's page (docs/harness.md, "A run's CPU").
   onLocalStream: (/** @type {MediaStream} */ stream) => {
     if (/** @type {any} */ (window).rtclab.config.call.local_preview) /** @type {HTMLVideoElement} */ ($('local')).srcObject = stream;
   },
-  onRemoteStream: (/** @type {MediaStream} */ stream) => { /** @type {HTMLVideoElement} */ ($('remote')).srcObject = stream; },
+  onRemoteStream: (/** @type {MediaStream} */ stream) => {
+    const video = /** @type {HTMLVideoElement} */ ($('remote'));
+    video.srcObject = stream;
+    // What the viewer saw, frame by frame (client/frames.js), once per page: the element stays the same.
+    const readEvery = /** @type {any} */ (window).rtclab.config.frames_read_every;
+    if (readEvery > 0 && !framesWatched.signal.aborted && !watching) {
+      watching = true;
+      watchFrames(video, { readEvery, signal: framesWatched.signal });
+    }
+  },
   onStatus: (/** @type {string} */ text) => { $('status').textContent = text; },
   onNumbers: (/** @type {any} */ n) => {
     const rows = [
@@ -50,7 +62,7 @@ async function main() {
   /** @type {any} */ (window).rtclab = { config, socket, call: null };
   const call = await startCall(config, socket, view);
   /** @type {any} */ (window).rtclab.call = call;
-  window.addEventListener('pagehide', () => { call.hangup('page closed'); });
+  window.addEventListener('pagehide', () => { framesWatched.abort(); call.hangup('page closed'); });
 }
 
 main().catch(showError);

@@ -4,13 +4,13 @@
  */
 
 /**
- * @param {'stats' | 'state' | 'selected-pair' | 'media' | 'error'} kind
+ * @param {'stats' | 'state' | 'selected-pair' | 'media' | 'error' | 'frames'} kind
  * @param {Record<string, unknown>} payload
  * @returns {Promise<void>} resolves once the harness has the report (so a slow harness slows the page down
  *   instead of letting reports pile up in memory)
  */
 export async function report(kind, payload) {
-  if (kind !== 'stats') console.log(`rtclab ${kind} ${JSON.stringify(payload)}`);
+  if (kind !== 'stats' && kind !== 'frames') console.log(`rtclab ${kind} ${JSON.stringify(payload)}`);
   const send = /** @type {any} */ (globalThis).rtclabReport;
   if (typeof send !== 'function') return;
   try {

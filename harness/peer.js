@@ -38,7 +38,7 @@ const LOAD_TIMEOUT_MS = 30_000;
  */
 
 /**
- * @typedef {'stats' | 'state' | 'selected-pair' | 'media' | 'error'} ReportKind
+ * @typedef {'stats' | 'state' | 'selected-pair' | 'media' | 'error' | 'frames'} ReportKind
  * @typedef {(kind: ReportKind, payload: any) => void | Promise<void>} ReportHandler
  *   the page waits for it to return (or its promise to settle) before it goes on
  */

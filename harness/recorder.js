@@ -1,6 +1,6 @@
 // @ts-check
 // Writes what a run observes into its run directory as it happens (so an interrupted run keeps what it recorded):
-// events.jsonl, getstats-<side>.jsonl, and the manifest. Keeps the little state the progress line and the validity
+// events.jsonl, getstats-<side>.jsonl, frames-<side>.jsonl, and the manifest. Keeps the little state the progress line and the validity
 // checks need; the full reports go to disk only.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -59,6 +59,10 @@ export class RunRecorder {
     this.eventsFd = fs.openSync(path.join(runDir, 'events.jsonl'), 'a');
     /** @type {Record<string, number>} */
     this.statsFds = {};
+    /** frames-<side>.jsonl, opened with the side's first `frames` report. @type {Record<string, number>} */
+    this.framesFds = {};
+    /** @type {Record<string, number>} frame records written per side */
+    this.frameCount = {};
     /** @type {Record<string, ReturnType<typeof summarizeReport>[]>} recent summaries per side, newest last */
     this.recent = {};
     /** @type {Record<string, number>} samples per side */
@@ -126,6 +130,28 @@ export class RunRecorder {
     if (summary.quality_limitation === 'cpu') this.cpuLimitedCount[side] = (this.cpuLimitedCount[side] ?? 0) + 1;
   }
 
+  /**
+   * One batch of the page's per-frame records (docs/client.md, "Frames"), one line each into frames-<side>.jsonl;
+   * the file's first line is a header with the page's sampling and clock and the clip it was given.
+   * @param {string} side
+   * @param {{ t_ms: number, read_every: number, time_origin_ms: number, dropped: number, frames: any[] }} batch
+   * @param {Record<string, any>} clip what the side's camera played (media/stamp.js clipInfo, and its path)
+   */
+  frames(side, batch, clip) {
+    if (this.framesFds[side] === undefined) {
+      this.guard(() => { this.framesFds[side] = fs.openSync(path.join(this.runDir, `frames-${side}.jsonl`), 'a'); });
+      const fd = this.framesFds[side];
+      if (fd === undefined) return;
+      this.appendLine(fd, { kind: 'header', t: batch.t_ms / 1000, side, read_every: batch.read_every,
+        time_origin_ms: batch.time_origin_ms, clip });
+    }
+    const fd = this.framesFds[side];
+    if (fd === undefined) return;
+    for (const frame of batch.frames) this.appendLine(fd, frame);
+    if (batch.dropped) this.appendLine(fd, { kind: 'dropped', t: batch.t_ms / 1000, frames: batch.dropped });
+    this.frameCount[side] = (this.frameCount[side] ?? 0) + batch.frames.length;
+  }
+
   /** @param {string} side */
   latest(side) {
     const recent = this.recent[side] ?? [];
@@ -160,10 +186,11 @@ export class RunRecorder {
   }
 
   close() {
-    for (const fd of [this.eventsFd, ...Object.values(this.statsFds)]) {
+    for (const fd of [this.eventsFd, ...Object.values(this.statsFds), ...Object.values(this.framesFds)]) {
       try { fs.closeSync(fd); } catch { /* already closed */ }
     }
     this.statsFds = {};
+    this.framesFds = {};
     fs.rmSync(this.reserveFile, { force: true });
   }
 }

@@ -16,6 +16,7 @@ import { Peer } from './peer.js';
 import { CpuAccounting } from './cpu-accounting.js';
 import { busyFraction, cpuSetBusyFraction, pinnedCpus, readCpuTimes, readPerCpuTimes } from './hostload.js';
 import { RunRecorder, collectEventLogs } from './recorder.js';
+import { clipInfo } from '../media/stamp.js';
 import { TeardownStack } from './teardown.js';
 import { validityChecks } from './validity.js';
 import { collectVersions, gitCommit, hostInfo, rtclabVersion } from './versions.js';
@@ -36,6 +37,12 @@ export class RunError extends Error {}
  * to show that the analyzer's dscp_marked check fails a run whose packets lack the DSCP it asked for.
  */
 const DSCP_MARKING = process.env.RTCLAB_DSCP_MARKING !== 'off';
+
+/**
+ * The receiving pages record every presented frame and read its stamp on every N-th (docs/client.md, "Frames");
+ * RTCLAB_FRAMES_READ_EVERY=N samples the stamp reads, 0 records no frame at all.
+ */
+const FRAMES_READ_EVERY = process.env.RTCLAB_FRAMES_READ_EVERY === undefined ? 0 : Number(process.env.RTCLAB_FRAMES_READ_EVERY);
 
 const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -60,7 +67,9 @@ export async function runCall(o) {
  * One call of the scenario while the run goes: its browsers, what they reported, its files.
  * @typedef {{ call: any, index: number, room: string, files: { a: string, b: string },
  *   framesDecoded: { a: number, b: number }, pairs: { a: any, b: any }, tracks: { a: any[] | null, b: any[] | null },
- *   peers: { a: Peer | null, b: Peer | null }, marks: { a: any[], b: any[] }, marked: Set<string> }} CallState
+ *   peers: { a: Peer | null, b: Peer | null }, marks: { a: any[], b: any[] }, marked: Set<string>,
+ *   clips: Record<string, Record<string, any>> }} CallState
+ *   clips: per sending side, the clip its camera played (clipOf), for the receiving side's frames file
  *   files: the key of each side's files (getstats-<key>.jsonl, browser-<key>.log): a, b for the first call (the
  *   names of a single-call run), <id>-a, <id>-b for the others
  */
@@ -93,7 +102,7 @@ class CallRun {
       room: `${id}-${call.id}-${randomBytes(12).toString('hex')}`,
       files: index === 0 ? { a: 'a', b: 'b' } : { a: `${call.id}-a`, b: `${call.id}-b` },
       framesDecoded: { a: 0, b: 0 }, pairs: { a: null, b: null }, tracks: { a: null, b: null },
-      peers: { a: null, b: null }, marks: { a: [], b: [] }, marked: new Set(),
+      peers: { a: null, b: null }, marks: { a: [], b: [] }, marked: new Set(), clips: {},
     }));
     /** Timers of calls joining and leaving during the run. @type {NodeJS.Timeout[]} */
     this.timers = [];
@@ -273,8 +282,23 @@ class CallRun {
     c.peers[side] = peer;
     this.teardown.push(`browser ${key}`, () => peer.close());
     await peer.open(`${origin}/`, { room: c.room, role, call: c.call,
-      getstats_interval_ms: this.scenario.getstats.interval_ms, candidate_prefix: DATA_PREFIX });
+      getstats_interval_ms: this.scenario.getstats.interval_ms, candidate_prefix: DATA_PREFIX,
+      frames_read_every: FRAMES_READ_EVERY });
     this.recorder.event('page_loaded', { side, call: c.call.id, url: `${origin}/` });
+  }
+
+  /**
+   * The clip a call's cameras play, as the frames file names it: its path and what it holds (frames, size, stamp
+   * version; media/stamp.js). A clip that cannot be read is named with the reason.
+   * @param {any} call
+   */
+  clipOf(call) {
+    const file = call.video_clip ?? defaultClip;
+    try {
+      return { path: file, ...clipInfo(file) };
+    } catch (err) {
+      return { path: file, error: /** @type {Error} */ (err).message };
+    }
   }
 
   /**
@@ -286,6 +310,11 @@ class CallRun {
     if (kind === 'stats') {
       this.recorder.stats(key, payload);
       c.framesDecoded[side] = Math.max(c.framesDecoded[side], this.recorder.latest(key)?.frames_decoded ?? 0);
+    } else if (kind === 'frames') {
+      // What the other side's camera played: the clip whose stamps this side reads.
+      const other = side === 'a' ? 'b' : 'a';
+      c.clips[other] ??= this.clipOf(c.call);
+      this.recorder.frames(key, payload, c.clips[other]);
     } else if (kind === 'selected-pair') {
       this.recorder.selectedPair(key, payload);
       c.pairs[side] = { local: payload.local, remote: payload.remote };

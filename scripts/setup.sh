@@ -67,13 +67,16 @@ if [ -f pyproject.toml ]; then
 fi
 
 # --- The default fake-camera clip ------------------------------------------------------------------------------------
-# 5 s of ffmpeg's testsrc2 at 720p30 (Chrome loops the file); about 200 MB, so it is generated, never committed.
+# 5 s of ffmpeg's testsrc2 at 720p30 (Chrome loops the file), each frame stamped with its index (media/stamp.js,
+# docs/client.md "Frame stamp"); about 200 MB, so it is generated, never committed. Made again when the stamp's
+# version (in the clip's Y4M header) is not the one media/stamp.js writes.
 clip=media/default.y4m
-if [ ! -s "$clip" ]; then
-  say "generating $clip with ffmpeg (1280x720, 30 fps, 5 s)"
+stamp_version=$(node media/stamp.js --version)
+if [ ! -s "$clip" ] || ! head -c 512 "$clip" | head -n 1 | grep -q " XRTCLAB_STAMP=$stamp_version\b"; then
+  say "generating $clip with ffmpeg (1280x720, 30 fps, 5 s), frame stamp version $stamp_version"
   mkdir -p media
-  ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1280x720:rate=30" -t 5 -pix_fmt yuv420p "$clip.tmp.y4m"
-  mv "$clip.tmp.y4m" "$clip"
+  ffmpeg -loglevel error -f lavfi -i "testsrc2=size=1280x720:rate=30" -t 5 -pix_fmt yuv420p -f yuv4mpegpipe - |
+    node media/stamp.js - "$clip"
 fi
 
 $quiet || say "ready"

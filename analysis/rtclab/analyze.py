@@ -21,6 +21,7 @@ from . import (
     cpu,
     crosscheck,
     fairness,
+    frames,
     getstats,
     metrics,
     multiflow,
@@ -221,6 +222,11 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
     cpu_use = cpu.analyse(rundir.read_cpu(run), t0, duration_s, host_cpus if isinstance(host_cpus, int) else None)
     if cpu_use is not None and not cpu_use["window"]["samples"]:
         gaps.append("cpu.jsonl holds no sample within the call: the CPU per process group is unknown")
+    frame_join = None
+    if run.has_calls:
+        with _step(progress, "frames", timings):
+            recorded = {s: ff for s in ("a", "b") if (ff := rundir.read_frames(run, s)) is not None}
+            frame_join = frames.analyse(recorded, table, t0_ns, duration_s, path, run.problems)
     controller = None
     if run.has_calls:
         with _step(progress, "event logs", timings):
@@ -262,6 +268,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
         **({"rfc8867": rfc} if run.has_calls else {}),  # absent in a run without a call, as the call sections
         "multiflow": multi,
         "getstats": gs,
+        "frames": frame_join,
         "chrome_ecn": chrome_ecn.analyse(run, table, t0) if run.has_calls else None,
         "cross_traffic": rundir.iperf3_summaries(run),
         "bottleneck_queue": queue.analyse(run, t0),
@@ -273,7 +280,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
         "timings_s": timings,
     }
     if not run.has_calls:  # absent, not empty: nothing of a call was measured
-        for key in ("multiflow", "getstats", "chrome_ecn", "congestion_controller"):
+        for key in ("multiflow", "getstats", "frames", "chrome_ecn", "congestion_controller"):
             del result[key]
     if write:
         with _step(progress, "writing outputs", timings):

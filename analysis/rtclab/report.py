@@ -178,6 +178,7 @@ def render(m: dict[str, Any]) -> str:
     for c in m.get("cross_traffic", []):
         out.append(f"cross traffic {c['file']}: {_rate(c.get('throughput_bps'))}, "
                    f"mean RTT {_f(c.get('mean_rtt_ms'))} ms")
+    out += _frames_lines(m.get("frames"))
     out += _controller_lines(m.get("congestion_controller"))
     out += _cpu_lines(m.get("cpu"))
     checks = m.get("crosschecks", [])
@@ -270,6 +271,31 @@ def _controller_lines(cc: dict[str, Any] | None) -> list[str]:
 
 
 CPU_GROUPS_SHOWN = 5
+
+
+def _frames_lines(fr: dict[str, Any] | None) -> list[str]:
+    """What the viewer saw (metrics.json `frames`; docs/metrics.md, "frames"): per receiving side, glass-to-glass
+    delay p50/p95 and its three parts, how many frames were read and joined, and the frames lost, repeated or late."""
+    out: list[str] = []
+    pct = lambda n, d: f"{100 * n / d:.1f} %" if d else "-"
+    for side, f in sorted((fr or {}).items()):
+        if not f.get("records"):
+            continue
+        out += ["", f"frames shown at {side} ({f['direction']}, SSRC {f.get('ssrc')}): {f['records']} presented "
+                    f"frames recorded, stamp read on {f.get('numbered', 0)} of {f.get('read', 0)} tried "
+                    f"({pct(f.get('numbered', 0), f.get('read', 0))}, every {f.get('read_every')}), packets found "
+                    f"for {f.get('joined', 0)} ({pct(f.get('joined', 0), f['records'])})"]
+        parts = [("glass-to-glass", "glass_to_glass_ms"), ("sender", "sender_ms"), ("network", "network_ms"),
+                 ("receiver", "receiver_ms")]
+        cells = [f"{name} {_f((f.get(key) or {}).get('p50'))}/{_f((f.get(key) or {}).get('p95'))}"
+                 for name, key in parts]
+        out.append(f"  delay p50/p95 ms: {', '.join(cells)}")
+        if f.get("sent_frames") is not None:
+            out.append(f"  sent but never shown {f.get('never_shown')} of {f.get('sent_frames')}, shown twice "
+                       f"{f.get('shown_twice')}, out of order {f.get('out_of_order')}")
+        out.append("  (glass-to-glass = display - capture; sender = capture to the frame's first packet on the "
+                   "sender's capture; network = to its last packet on the receiver's; receiver = to display)")
+    return out
 
 
 def _cpu_lines(c: dict[str, Any] | None) -> list[str]:

@@ -148,6 +148,27 @@ def load(path: Path) -> RunDir:
     return run
 
 
+@dataclass
+class FramesFile:
+    """A receiving page's per-frame record, frames-<side>.jsonl (docs/run-directory.md): its header (sampling, the
+    page's clock, the clip it read), one dict per presented frame in order, and the records the page dropped."""
+    header: dict[str, Any]
+    frames: list[dict[str, Any]]
+    dropped: int
+
+
+def read_frames(run: RunDir, side: str) -> FramesFile | None:
+    """frames-<side>.jsonl, or None when the run has none (a side that received no video, an older run)."""
+    path = run.file(f"frames-{side}.jsonl")
+    if not path.exists():
+        return None
+    lines = read_jsonl(path, run.problems)
+    header = next((x for x in lines if x.get("kind") == "header"), {})
+    frames = [x for x in lines if x.get("kind") == "frame"]
+    dropped = sum(int(x.get("frames") or 0) for x in lines if x.get("kind") == "dropped")
+    return FramesFile(header=header, frames=frames, dropped=dropped)
+
+
 # --- Captures ---------------------------------------------------------------------------------------------------
 
 class CaptureError(Exception):

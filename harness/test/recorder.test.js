@@ -38,3 +38,22 @@ test('a full disk: one write error reported, the manifest still written, what wa
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('frames: a header line first (sampling, clock, clip), then one line per frame, then what the page dropped', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-frames-'));
+  try {
+    const recorder = new RunRecorder(dir);
+    const clip = { path: '/clips/c.y4m', frames: 150, fps: 30, stamp_version: 1 };
+    const frame = (/** @type {number} */ n) => ({ kind: 'frame', presented_frames: n, clip_index: n % 150 });
+    recorder.frames('b', { t_ms: 1000, read_every: 2, time_origin_ms: 999.5, dropped: 0, frames: [frame(1), frame(2)] }, clip);
+    recorder.frames('b', { t_ms: 2000, read_every: 2, time_origin_ms: 999.5, dropped: 3, frames: [frame(3)] }, clip);
+    recorder.close();
+    const lines = fs.readFileSync(path.join(dir, 'frames-b.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(lines[0], { kind: 'header', t: 1, side: 'b', read_every: 2, time_origin_ms: 999.5, clip });
+    assert.deepEqual(lines.slice(1).map((l) => l.presented_frames ?? l.kind), [1, 2, 3, 'dropped']);
+    assert.deepEqual(lines[4], { kind: 'dropped', t: 2, frames: 3 });
+    assert.equal(recorder.frameCount.b, 3);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

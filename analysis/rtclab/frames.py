@@ -1,0 +1,307 @@
+"""What the viewer saw, frame by frame: each frame the receiving page presented (frames-<side>.jsonl, client/frames.js)
+joined with the RTP packets that carried it on both captures (by SSRC and RTP timestamp), on the run's one clock
+(the host's: the page's times are performance.timeOrigin + performance.now(), the captures' are the kernel's
+CLOCK_REALTIME). Per frame: glass-to-glass delay = display - capture and its parts, sender (capture to the first
+packet on the wire at the sender's capture), network (that first packet leaving to the last packet arriving at the
+receiver's capture) and receiver (the last packet to display); the frame's number from its stamp, the loops of the
+clip told apart by RTP time; frames sent but never shown, shown twice, out of order. docs/metrics.md, "frames"."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .eventlog import parser as eventlog_parser
+from .packets import CLS_RTP, FORWARD, REVERSE, PacketTable
+from .rundir import FramesFile
+from .stats import distribution
+
+# The RTP clock of every video codec Chrome sends (VP8, VP9, H264, AV1: RFC 7741, 9628, 6184, AV1 RTP spec).
+VIDEO_CLOCK_HZ = 90_000.0
+_NS = 1_000_000  # ns per ms
+NTP_TO_UNIX_S = 2_208_988_800  # seconds from 1900 (NTP's epoch) to 1970
+
+
+def sender_reports(log_path: Path, problems: list[str]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """The RTCP sender reports the sending browser wrote into its RTC event log, per SSRC: (RTP timestamps, their
+    NTP times as epoch ms). libwebrtc fills a report's pair from the capture times of the frames it sent (RTP time =
+    the last frame's RTP timestamp + the time since its capture), and its NTP clock is the host's real-time clock:
+    the pair maps any RTP timestamp of the stream to its capture time on the run's clock. Empty without a log."""
+    if not log_path.exists():
+        return {}
+    try:
+        log = eventlog_parser.read(log_path)
+    except (eventlog_parser.EventLogError, OSError) as e:
+        problems.append(f"{log_path.name}: {e}: frames fall back to Chrome's capture-time estimate")
+        return {}
+    found: dict[int, list[tuple[int, float]]] = {}
+    for _, packet in log.outgoing_rtcp:
+        pos = 0
+        while pos + 20 <= len(packet):
+            pt, words = packet[pos + 1], struct.unpack_from("!H", packet, pos + 2)[0]
+            if pt == 200:  # SR: SSRC, NTP seconds, NTP fraction, RTP timestamp (RFC 3550 6.4.1)
+                ssrc, sec, frac, rtp = struct.unpack_from("!IIII", packet, pos + 4)
+                found.setdefault(ssrc, []).append((rtp, ((sec - NTP_TO_UNIX_S) + frac / 2**32) * 1000.0))
+            pos += 4 * (words + 1)
+    return {ssrc: (np.array([r for r, _ in v], np.int64), np.array([t for _, t in v])) for ssrc, v in found.items()}
+
+
+def capture_from_reports(rtp: np.ndarray, reports: tuple[np.ndarray, np.ndarray],
+                         clock_hz: float = VIDEO_CLOCK_HZ) -> np.ndarray:
+    """Each RTP timestamp's capture time (epoch ms) by the sender report nearest it in RTP time."""
+    sr_rtp, sr_ms = reports
+    dist = _signed32(rtp[:, None] - sr_rtp[None, :])
+    nearest = np.argmin(np.abs(dist), axis=1)
+    return sr_ms[nearest] + dist[np.arange(len(rtp)), nearest] * 1000.0 / clock_hz
+
+
+@dataclass
+class SentFrames:
+    """One row per RTP timestamp of the media stream: the frame's packets on both captures (epoch ns, -1: none)."""
+    rtp_ts: np.ndarray
+    first_send_ns: np.ndarray
+    last_send_ns: np.ndarray
+    first_recv_ns: np.ndarray
+    last_recv_ns: np.ndarray
+    last_owd_ns: np.ndarray  # one-way delay of the packet that arrived last (-1: none arrived)
+    packets: np.ndarray
+    lost: np.ndarray  # packets that left and never arrived
+
+
+def sent_frames(table: PacketTable, direction: int, ssrc: int) -> SentFrames:
+    """The frames of one RTP stream, grouped by RTP timestamp (original transmissions only: retransmissions travel
+    on the RTX stream, docs/metrics.md "frames")."""
+    c = table.cols
+    rows = np.flatnonzero((c["direction"] == direction) & (c["cls"] == CLS_RTP) & (c["ssrc"] == ssrc))
+    ts = c["rtp_ts"][rows].astype(np.int64)
+    send = c["t_send_ns"][rows]
+    recv = c["t_recv_ns"][rows]
+    order = np.lexsort((recv, ts))  # by timestamp, then arrival: a group's last row arrived last
+    ts, send, recv, owd = ts[order], send[order], recv[order], c["owd_ns"][rows][order]
+    if not ts.size:
+        empty = np.zeros(0, np.int64)
+        return SentFrames(empty, empty, empty, empty, empty, empty, empty, empty)
+    start = np.flatnonzero(np.r_[True, ts[1:] != ts[:-1]])
+    end = np.r_[start[1:], ts.size] - 1
+    big = np.iinfo(np.int64).max
+    first_send = np.minimum.reduceat(np.where(send >= 0, send, big), start)
+    first_recv = np.minimum.reduceat(np.where(recv >= 0, recv, big), start)
+    return SentFrames(
+        rtp_ts=ts[start],
+        first_send_ns=np.where(first_send == big, -1, first_send),
+        last_send_ns=np.maximum.reduceat(send, start),
+        first_recv_ns=np.where(first_recv == big, -1, first_recv),
+        last_recv_ns=recv[end],
+        last_owd_ns=np.where(recv[end] >= 0, owd[end], -1),
+        packets=np.diff(np.r_[start, ts.size]),
+        lost=np.add.reduceat(((send >= 0) & (recv < 0)).astype(np.int64), start),
+    )
+
+
+def media_ssrc(table: PacketTable, direction: int, rtp_timestamps: np.ndarray) -> int | None:
+    """The RTP stream the page displayed: of the direction's RTP streams, the one carrying the most of the displayed
+    frames' RTP timestamps (the page's video element does not name its SSRC; an RTX stream carries only the
+    timestamps of the frames it repairs)."""
+    c = table.cols
+    rtp = (c["direction"] == direction) & (c["cls"] == CLS_RTP)
+    best, best_hits = None, 0
+    wanted = np.unique(rtp_timestamps)
+    for ssrc in np.unique(c["ssrc"][rtp]):
+        hits = int(np.isin(wanted, c["rtp_ts"][rtp & (c["ssrc"] == ssrc)]).sum())
+        if hits > best_hits:
+            best, best_hits = int(ssrc), hits
+    return best
+
+
+def unwrap_rtp(ts: np.ndarray) -> np.ndarray:
+    """32-bit RTP timestamps in their order, unwrapped: each step taken as the signed 32-bit difference."""
+    if not ts.size:
+        return ts.astype(np.int64)
+    steps = _signed32(np.diff(ts.astype(np.int64)))
+    return int(ts[0]) + np.r_[0, np.cumsum(steps)]
+
+
+def _signed32(d: np.ndarray) -> np.ndarray:
+    """Differences of 32-bit counters as the signed step they most likely were."""
+    return np.mod(d + 2**31, 2**32) - 2**31
+
+
+def frame_numbers(clip_index: list[int | None], rtp_unwrapped: np.ndarray, clip_frames: int, fps: float,
+                  clock_hz: float = VIDEO_CLOCK_HZ) -> list[int | None]:
+    """Clip indexes to frame numbers that go on across the clip's loops (Chrome plays the clip over and over): in RTP
+    order, each read index is put in the loop that brings it nearest to the number the RTP time since the previous
+    read frame predicts. The first read frame is in loop 0. None where no index was read."""
+    out: list[int | None] = [None] * len(clip_index)
+    prev: tuple[int, int] | None = None  # (number, unwrapped rtp) of the previous read frame
+    for i in np.argsort(rtp_unwrapped, kind="stable"):
+        idx = clip_index[i]
+        if idx is None:
+            continue
+        if prev is None:
+            number = idx
+        else:
+            predicted = prev[0] + (int(rtp_unwrapped[i]) - prev[1]) * fps / clock_hz
+            number = idx + clip_frames * round((predicted - idx) / clip_frames)
+        out[i] = number
+        prev = (number, int(rtp_unwrapped[i]))
+    return out
+
+
+def _ms(v: Any) -> float:
+    return float(v) if isinstance(v, (int, float)) else np.nan
+
+
+def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, duration_s: float,
+                 reports: dict[int, tuple[np.ndarray, np.ndarray]] | None = None) -> dict[str, Any]:
+    """The frames side `side` presented during the call, joined with the packets of the stream it received.
+    `reports`: the sender's RTCP sender reports (sender_reports), the capture clock; without them (or without one
+    for the stream) the page's captureTime, Chrome's estimate, is the capture time."""
+    direction = FORWARD if side == "b" else REVERSE
+    clip = frames.header.get("clip") or {}
+    clip_frames = clip.get("frames") if isinstance(clip.get("frames"), int) else None
+    fps = float(clip.get("fps") or 30.0)
+    stamped = clip.get("stamp_version") is not None and clip_frames is not None
+    lo, hi = t0_ns, t0_ns + int(duration_s * 1e9)
+    recs = [r for r in frames.frames if isinstance(r.get("expected_display_ms"), (int, float))
+            and lo <= r["expected_display_ms"] * _NS < hi and isinstance(r.get("rtp_timestamp"), int)]
+    out: dict[str, Any] = {"direction": "forward" if direction == FORWARD else "reverse",
+                           "read_every": frames.header.get("read_every"), "clip": clip or None,
+                           "records": len(recs), "dropped_records": frames.dropped}
+    if not recs:
+        return out | {"ssrc": None}
+    rtp = np.array([r["rtp_timestamp"] for r in recs], dtype=np.int64)
+    presented = [r.get("presented_frames") for r in recs]
+    ints = [p for p in presented if isinstance(p, int)]
+    out["presented_frames"] = (max(ints) - min(ints) + 1) if ints else None
+    out["callbacks_missed"] = (out["presented_frames"] - len(recs)) if ints else None
+    read = [bool(r.get("read")) for r in recs]
+    index = [r.get("clip_index") if isinstance(r.get("clip_index"), int) else None for r in recs]
+    out["read"] = sum(read)
+    out["numbered"] = sum(i is not None for i in index)
+    out["numbered_ratio"] = out["numbered"] / out["read"] if out["read"] else None
+    read_ms = np.array([r["read_ms"] for r in recs if isinstance(r.get("read_ms"), (int, float))])
+    out["read_ms"] = distribution(read_ms) if read_ms.size else None
+
+    # Frame numbers across the clip's loops, and what they say about the order frames were shown in.
+    rtp_u = unwrap_rtp(rtp)
+    numbers = frame_numbers(index, rtp_u, clip_frames, fps) if stamped and clip_frames else [None] * len(recs)
+    out["frame_numbers"] = stamped
+    # Shown twice: one sent frame (one RTP timestamp) in more than one record. The same picture in two different
+    # sent frames is the camera's doing (Chrome's file camera delivers a clip frame twice now and then, and the first
+    # frame twice at every loop): counted apart, as repeated pictures.
+    by_ts: dict[int, int] = {}
+    for t in rtp.tolist():
+        by_ts[t] = by_ts.get(t, 0) + 1
+    twice = {t for t, k in by_ts.items() if k > 1}
+    out["shown_twice"] = len(twice)
+    out["shown_twice_numbers"] = sorted({n for n, t in zip(numbers, rtp.tolist()) if t in twice and n is not None})[:50]
+    pictures: dict[int, set[int]] = {}
+    for n, t in zip(numbers, rtp.tolist()):
+        if n is not None:
+            pictures.setdefault(n, set()).add(t)
+    out["repeated_pictures"] = sum(1 for ts in pictures.values() if len(ts) > 1)
+    highest, late = -1, []
+    for n in numbers:
+        if n is None:
+            continue
+        if n < highest:
+            late.append(n)
+        highest = max(highest, n)
+    out["out_of_order"] = len(late)
+    out["out_of_order_numbers"] = late[:50]
+    # Read numbers against the RTP clock, step by step in RTP order: a step whose numbers advance more than one frame
+    # away from what the RTP time between them says (a misread stamp makes two such steps; the camera repeating a
+    # picture makes a step of one frame, not counted).
+    has = np.array([n is not None for n in numbers])
+    order = np.argsort(rtp_u, kind="stable")
+    order = order[has[order]]
+    nums = np.array([numbers[i] for i in order], dtype=float)
+    if nums.size > 1:
+        steps = np.diff(nums) - np.diff(rtp_u[order]) * fps / VIDEO_CLOCK_HZ
+        out["number_jumps"] = int((np.abs(steps) > 1.5).sum())
+    else:
+        out["number_jumps"] = 0
+
+    # The join with the packets.
+    ssrc = media_ssrc(table, direction, rtp)
+    out["ssrc"] = ssrc
+    if ssrc is None:
+        return out | {"joined": 0, "joined_ratio": 0.0}
+    sf = sent_frames(table, direction, ssrc)
+    pos = np.searchsorted(sf.rtp_ts, rtp)
+    pos = np.minimum(pos, max(len(sf.rtp_ts) - 1, 0))
+    matched = (sf.rtp_ts[pos] == rtp) if sf.rtp_ts.size else np.zeros(len(rtp), bool)
+    first_send = np.where(matched, sf.first_send_ns[pos], -1)
+    last_recv = np.where(matched, sf.last_recv_ns[pos], -1)
+    joined = matched & (first_send >= 0) & (last_recv >= 0)
+    out["joined"] = int(joined.sum())
+    out["joined_ratio"] = out["joined"] / len(recs)
+
+    # Times in ms since t0, so float64 keeps sub-microsecond precision (epoch ns in a float do not).
+    t0_ms = t0_ns / _NS
+    rel = lambda key: np.array([_ms(r.get(key)) for r in recs], dtype=float) - t0_ms
+    display, chrome_capture, receive = rel("expected_display_ms"), rel("capture_ms"), rel("receive_ms")
+    stream_reports = (reports or {}).get(ssrc)
+    if stream_reports is not None and stream_reports[0].size:
+        out["capture_source"] = "sender_reports"
+        capture = capture_from_reports(rtp, (stream_reports[0], stream_reports[1] - t0_ms))
+        got_both = ~np.isnan(chrome_capture)
+        out["chrome_capture_estimate_error_ms"] = distribution((chrome_capture - capture)[got_both])
+    else:
+        out["capture_source"] = "chrome_estimate"
+        capture = chrome_capture
+    pkt = lambda v: np.where(v >= 0, (v - t0_ns) / _NS, np.nan)
+    first_send_ms, last_recv_ms = pkt(first_send), pkt(last_recv)
+    full = joined & ~np.isnan(capture)
+    out["with_capture_time"] = int((~np.isnan(capture)).sum())
+    out["glass_to_glass_ms"] = distribution((display - capture)[full])
+    out["sender_ms"] = distribution((first_send_ms - capture)[full])
+    out["network_ms"] = distribution((last_recv_ms - first_send_ms)[joined])
+    out["receiver_ms"] = distribution((display - last_recv_ms)[joined])
+    owd = np.where(matched, sf.last_owd_ns[pos], -1)
+    out["last_packet_owd_ms"] = distribution(owd[joined & (owd >= 0)].astype(float) / _NS)
+    # Chrome's own receive time (rVFC receiveTime: its last packet of the frame) against the capture's.
+    got = joined & ~np.isnan(receive)
+    out["receive_time_vs_capture_ms"] = distribution((receive - last_recv_ms)[got])
+
+    # Frames that left the sender between the first and the last frame shown and were never shown.
+    shown_ts = set(int(t) for t in rtp[joined])
+    if shown_ts:
+        fs_shown = first_send[joined]
+        window = (sf.first_send_ns >= fs_shown.min()) & (sf.first_send_ns <= fs_shown.max())
+        never = window & ~np.isin(sf.rtp_ts, np.fromiter(shown_ts, np.int64))
+        out["sent_frames"] = int(window.sum())
+        out["never_shown"] = int(never.sum())
+        out["never_shown_numbers"] = []
+        if never.any() and nums.size:
+            # Their numbers: the nearest numbered record's (in RTP time) + the RTP time between them in frames.
+            u = int(rtp_u[0]) + _signed32(sf.rtp_ts[never] - int(rtp[0]))
+            ref_u = rtp_u[order]
+            near = np.clip(np.searchsorted(ref_u, u), 1, len(ref_u)) - 1
+            near = np.where((near + 1 < len(ref_u)) & (np.abs(ref_u[np.minimum(near + 1, len(ref_u) - 1)] - u)
+                                                       < np.abs(ref_u[near] - u)), near + 1, near)
+            est = nums[near] + (u - ref_u[near]) * fps / VIDEO_CLOCK_HZ
+            out["never_shown_numbers"] = [int(round(x)) for x in est][:50]
+    return out
+
+
+def analyse(frames_by_side: dict[str, FramesFile], table: PacketTable | None, t0_ns: int, duration_s: float,
+            run_path: Path | None = None, problems: list[str] | None = None) -> dict[str, Any] | None:
+    """metrics.json `frames`: per receiving side ('b': the forward stream, 'a': the reverse), or None when no page
+    recorded frames. `run_path`: where the sending side's RTC event log is (eventlog-<sender>.log)."""
+    if not frames_by_side:
+        return None
+    if table is None:
+        return {side: {"records": len(f.frames), "ssrc": None, "joined": 0, "joined_ratio": 0.0,
+                       "note": "no packet table: the frames cannot be joined"} for side, f in frames_by_side.items()}
+    out = {}
+    for side, f in frames_by_side.items():
+        sender = "a" if side == "b" else "b"
+        reports = sender_reports(run_path / f"eventlog-{sender}.log", problems if problems is not None else []) \
+            if run_path is not None else {}
+        out[side] = analyse_side(f, table, side, t0_ns, duration_s, reports)
+    return out

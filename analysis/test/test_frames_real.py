@@ -1,0 +1,86 @@
+"""REAL CALL (marker `real_calls`, about 60 s, root, real Chromium): one 30 s call of scenarios/default.yaml with the
+stamped default clip. The receiving page records every presented frame and reads its stamp; the analysis reads a
+number on at least 99 % of the frames tried and finds the RTP packets of at least 99 % of the frames shown (issue 20's
+bar), and its per-frame delays agree with the same join done here from packets.parquet and frames-b.jsonl by plain
+Python. Run it under the machine-wide lock:
+  flock -x /tmp/rtclab-quiet.lock .venv/bin/python -m pytest analysis/test/test_frames_real.py -p no:xdist"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from rtclab import analyze, report
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [
+    pytest.mark.real_calls,
+    pytest.mark.skipif(os.geteuid() != 0, reason="real calls need root (network namespaces, tc, captures)"),
+    pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed"),
+]
+
+
+def test_a_real_call_numbers_and_joins_the_frames_it_shows(tmp_path):
+    run = tmp_path / "run"
+    proc = subprocess.run(["node", str(ROOT / "harness" / "cli.js"), "--duration", "30", "--out", str(run),
+                           "--no-analyze"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "complete", proc.stdout + proc.stderr
+    assert manifest["validity"]["valid"], manifest["validity"]
+    lines = [json.loads(x) for x in (run / "frames-b.jsonl").read_text().splitlines()]
+    assert lines[0]["kind"] == "header" and lines[0]["read_every"] == 1
+    assert lines[0]["clip"]["stamp_version"] is not None and lines[0]["clip"]["frames"] == 150
+    assert not (run / "frames-a.jsonl").exists()  # the default call sends a -> b only
+
+    m, _ = analyze.analyze(run, run_tshark=False)
+    b = m["frames"]["b"]
+    # About 30 fps for 30 s: far fewer would mean the page missed frames or the call stalled.
+    assert b["records"] >= 0.7 * 30 * m["run"]["duration_s"], b["records"]
+    assert b["read"] == b["records"]
+    assert b["numbered_ratio"] >= 0.99, b
+    assert b["joined_ratio"] >= 0.99, b
+    assert b["with_capture_time"] >= 0.99 * b["records"], b
+    assert b["number_jumps"] <= 0.01 * b["numbered"], b  # misread stamps
+    assert b["shown_twice"] == 0, b
+    # The sender's own reports give the capture clock; no frame can leave before it was captured.
+    assert b["capture_source"] == "sender_reports"
+    assert b["sender_ms"]["min"] >= 0, b["sender_ms"]
+    g2g = b["glass_to_glass_ms"]
+    assert 25 < g2g["p50"] < 2000, g2g  # at least the 25 ms propagation delay, and not absurd
+
+    # The same join by hand: per shown frame, the first departure and last arrival of its RTP timestamp's packets.
+    t0 = m["run"]["call_start"]
+    end = t0 + m["run"]["duration_s"]
+    cols = pq.read_table(run / "packets.parquet",
+                         columns=["direction", "ssrc", "rtp_ts", "t_send_ns", "t_recv_ns"]).to_pydict()
+    first_send: dict[int, int] = {}
+    last_recv: dict[int, int] = {}
+    for d, ssrc, ts, s, r in zip(cols["direction"], cols["ssrc"], cols["rtp_ts"], cols["t_send_ns"], cols["t_recv_ns"]):
+        if d != "forward" or ssrc != b["ssrc"]:
+            continue
+        if s is not None:
+            first_send[ts] = min(first_send.get(ts, s), s)
+        if r is not None:
+            last_recv[ts] = max(last_recv.get(ts, r), r)
+    network, receiver = [], []
+    for f in lines[1:]:
+        if f.get("kind") != "frame" or not t0 <= f["expected_display_ms"] / 1000 < end:
+            continue
+        ts = f["rtp_timestamp"]
+        if ts in first_send and ts in last_recv:
+            network.append((last_recv[ts] - first_send[ts]) / 1e6)
+            receiver.append(f["expected_display_ms"] - last_recv[ts] / 1e6)
+    assert len(network) == b["joined"]
+    assert statistics.median(network) == pytest.approx(b["network_ms"]["p50"], abs=1e-3)
+    assert statistics.median(receiver) == pytest.approx(b["receiver_ms"]["p50"], abs=1e-3)
+
+    text = report.render(m)
+    assert "frames shown at b (forward" in text and "delay p50/p95 ms: glass-to-glass" in text

@@ -1,0 +1,137 @@
+/**
+ * What the viewer saw: one record per frame the remote <video> presents, from requestVideoFrameCallback (its
+ * metadata) and, on every `readEvery`-th frame, the frame's stamp (client/frame-stamp.js) read from just the stamp's
+ * strip. Records go to the harness in batches (`frames` reports, about one a second), so the page holds at most a
+ * second or two of them. docs/client.md, "Frames".
+ */
+import { CELLS, decodeLevels, lumaLevels, stripLevels, stripRect } from './frame-stamp.js';
+import { report } from './report.js';
+
+/** Canvas pixels per cell side (the canvas read): the strip is drawn at CELLS * CELL_PX x CELL_PX. */
+const CELL_PX = 8;
+const FLUSH_MS = 1000;
+/** At most this many records wait for the harness; beyond, records are counted as dropped instead of kept. */
+const MAX_PENDING = 1200;
+/** Pixel formats whose first plane is luma (what VideoFrame.copyTo gives for a software-decoded frame). */
+const LUMA_FIRST = new Set(['I420', 'I420A', 'I422', 'I444', 'NV12']);
+
+/** performance.now()-based times to epoch ms (the run's one clock), rounded to microseconds. */
+const epoch = (/** @type {number | undefined} */ t) => (t === undefined ? null : Math.round((performance.timeOrigin + t) * 1000) / 1000);
+
+/**
+ * The stamp of the frame `video` presents now, read from the decoded frame's own luma plane: only the strip's rows
+ * and columns are copied (VideoFrame.copyTo with a rectangle), nothing is converted to RGB or scaled. Decided at
+ * once: null when the frame has no CPU-side luma plane (a GPU-decoded frame), for the canvas read to take over while
+ * the element still shows this frame; else the read, which holds its own reference to the frame.
+ * @param {HTMLVideoElement} video
+ * @returns {Promise<{ index: number | null, contrast: number }> | null}
+ */
+function readFromVideoFrame(video) {
+  const frame = new VideoFrame(video);
+  const visible = frame.visibleRect;
+  if (!frame.format || !LUMA_FIRST.has(frame.format) || !visible || visible.x !== 0 || visible.y !== 0) {
+    frame.close();
+    return null;
+  }
+  const strip = stripRect(visible.width, visible.height);
+  // I420's chroma is subsampled: the rectangle must start and end on even pixels.
+  const rect = { x: 0, y: 0, width: Math.min(frame.codedWidth, strip.width + (strip.width % 2)),
+    height: Math.min(frame.codedHeight, strip.height + (strip.height % 2)) };
+  const buffer = new Uint8Array(frame.allocationSize({ rect }));
+  return frame.copyTo(buffer, { rect })
+    .then((layout) => decodeLevels(lumaLevels(buffer.subarray(layout[0].offset), visible.width, visible.height, layout[0].stride)))
+    .finally(() => frame.close());
+}
+
+/**
+ * The same from a canvas copy of the strip (drawImage with a source rectangle, getImageData of 208x8 pixels).
+ * @param {HTMLVideoElement} video @param {CanvasRenderingContext2D} ctx
+ */
+function readFromCanvas(video, ctx) {
+  const src = stripRect(video.videoWidth, video.videoHeight);
+  ctx.drawImage(video, src.x, src.y, src.width, src.height, 0, 0, ctx.canvas.width, ctx.canvas.height);
+  return decodeLevels(stripLevels(ctx.getImageData(0, 0, ctx.canvas.width, ctx.canvas.height).data, CELL_PX));
+}
+
+/**
+ * Watches `video` until `signal` aborts.
+ * @param {HTMLVideoElement} video
+ * @param {{ readEvery: number, signal: AbortSignal }} o readEvery >= 1: the stamp is read on presented frames whose
+ *   count (presentedFrames) is a multiple of it
+ */
+export function watchFrames(video, { readEvery, signal }) {
+  const canvas = document.createElement('canvas');
+  canvas.width = CELLS * CELL_PX;
+  canvas.height = CELL_PX;
+  // willReadFrequently: a canvas in CPU memory, so getImageData needs no read-back from a GPU surface.
+  const ctx = /** @type {CanvasRenderingContext2D} */ (canvas.getContext('2d', { willReadFrequently: true, alpha: false }));
+  const canReadFrames = typeof VideoFrame === 'function';
+  /** @type {Record<string, unknown>[]} */
+  let pending = [];
+  let dropped = 0;
+  let flushing = false;
+  const keep = (/** @type {Record<string, unknown>} */ record) => {
+    if (pending.length < MAX_PENDING) pending.push(record);
+    else dropped++;
+  };
+
+  /** @param {DOMHighResTimeStamp} now @param {VideoFrameCallbackMetadata} m */
+  const onFrame = (now, m) => {
+    if (signal.aborted) return;
+    video.requestVideoFrameCallback(onFrame);
+    const meta = /** @type {any} */ (m);
+    // Not before the element knows the frame's size (drawImage's source rectangle is in the video's own pixels).
+    const read = m.presentedFrames % readEvery === 0 && video.videoWidth > 0;
+    const record = {
+      kind: 'frame',
+      presented_frames: m.presentedFrames,
+      callback_ms: epoch(now),
+      presentation_ms: epoch(m.presentationTime),
+      expected_display_ms: epoch(m.expectedDisplayTime),
+      capture_ms: epoch(meta.captureTime),
+      receive_ms: epoch(meta.receiveTime),
+      rtp_timestamp: meta.rtpTimestamp ?? null,
+      processing_ms: meta.processingDuration === undefined ? null : Math.round(meta.processingDuration * 1e6) / 1000,
+      width: m.width,
+      height: m.height,
+      read,
+      clip_index: /** @type {number | null} */ (null),
+      contrast: /** @type {number | null} */ (null),
+      read_via: /** @type {string | null} */ (null),
+      read_ms: /** @type {number | null} */ (null),
+    };
+    if (!read) { keep(record); return; }
+    const t = performance.now();
+    /** @param {{ index: number | null, contrast: number }} decoded @param {string} via */
+    const done = (decoded, via) => {
+      Object.assign(record, { clip_index: decoded.index, contrast: decoded.contrast, read_via: via,
+        read_ms: Math.round((performance.now() - t) * 1000) / 1000 });
+      keep(record);
+    };
+    // Taken now, inside the callback, where the element's frame is the one the metadata describes.
+    try {
+      const fromFrame = canReadFrames ? readFromVideoFrame(video) : null;
+      if (fromFrame) fromFrame.then((decoded) => done(decoded, 'videoframe'), () => done({ index: null, contrast: 0 }, 'failed'));
+      else done(readFromCanvas(video, ctx), 'canvas');
+    } catch {
+      done({ index: null, contrast: 0 }, 'failed');
+    }
+  };
+
+  const flush = async () => {
+    if (flushing || (!pending.length && !dropped)) return;
+    flushing = true;
+    const batch = pending;
+    const lost = dropped;
+    pending = [];
+    dropped = 0;
+    try {
+      await report('frames', { t_ms: Date.now(), read_every: readEvery, time_origin_ms: performance.timeOrigin, dropped: lost, frames: batch });
+    } finally {
+      flushing = false;
+    }
+  };
+  const timer = setInterval(() => { flush().catch(() => {}); }, FLUSH_MS);
+  signal.addEventListener('abort', () => { clearInterval(timer); flush().catch(() => {}); }, { once: true });
+  video.requestVideoFrameCallback(onFrame);
+}
