@@ -32,8 +32,8 @@ import { umlUnavailable } from './uml/guest.js';
 
 /** Why a feature is needed, for messages. */
 const WHY = {
-  netem: 'delay_ms/loss_percent > 0', ifb: 'delay_ms/loss_percent > 0', ingress: 'delay_ms/loss_percent > 0',
-  mirred: 'delay_ms/loss_percent > 0', u32: 'delay_ms/loss_percent > 0 and prio DSCP filters', tbf: 'the rate',
+  netem: 'delay_ms/jitter_ms/loss_percent > 0', ifb: 'delay_ms/jitter_ms/loss_percent > 0', ingress: 'delay_ms/jitter_ms/loss_percent > 0',
+  mirred: 'delay_ms/jitter_ms/loss_percent > 0', u32: 'delay_ms/jitter_ms/loss_percent > 0 and prio DSCP filters', tbf: 'the rate',
 };
 
 /**

@@ -61,6 +61,16 @@ export class KernelBackend {
     return null;
   }
 
+  /**
+   * `tc -s -j qdisc show` in r now: the kernel's own counters, parsed.
+   * @returns {Promise<any[]>}
+   */
+  async qdiscStats() {
+    const r = await run([...this.o.nsExec, 'tc', '-s', '-j', 'qdisc', 'show']);
+    if (r.code !== 0) throw new Error(`tc -s qdisc show in r failed (exit ${r.code}): ${r.stderr.trim()}`);
+    return JSON.parse(r.stdout);
+  }
+
   /** Sample qdisc statistics every interval_ms (a slow `tc` never overlaps the next sample). */
   startStats(interval_ms = 500) {
     let busy = false;

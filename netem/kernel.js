@@ -3,8 +3,8 @@
 // golden-tested), which a thin executor runs and checks.
 //   rate + discipline: TBF root on the egress device, the discipline as its child (prio: prio + u32 DSCP filters + a
 //   child per band);
-//   delay/loss: netem on an IFB fed from the ingress of the other r interface, so the discipline never sees the
-//   propagation delay as queueing.
+//   delay/jitter/loss: netem on an IFB fed from the ingress of the other r interface, so the discipline never sees
+//   the propagation delay as queueing.
 import { firstKbit } from '../scenarios/link.js';
 
 /**
@@ -84,8 +84,7 @@ export function kernelNeeds(link) {
     if (link.qdisc.meters?.length) unsupported.push('prio meters (rate meters with demote/CE actions have no tc equivalent; use the userspace backend)');
     if (link.qdisc.bands.some((/** @type {any} */ b) => b.rate_cap)) unsupported.push('a prio band rate_cap (use the userspace backend)');
   }
-  if (link.jitter_ms > 0) unsupported.push('jitter_ms > 0 (netem jitter reorders packets; the userspace backend keeps their order)');
-  if (link.delay_ms > 0 || link.loss_percent > 0) ['netem', 'ifb', 'ingress', 'u32', 'mirred'].forEach((k) => needs.add(k));
+  if (needsDelayLine(link)) ['netem', 'ifb', 'ingress', 'u32', 'mirred'].forEach((k) => needs.add(k));
   // Without a rate limit nothing ever queues: the discipline is not installed (as under the userspace backend).
   if (link.rate) {
     for (const k of tcKinds(link.qdisc)) needs.add(k);
@@ -130,29 +129,52 @@ export function planKernel(link, dev, o) {
       });
     }
   }
-  if (link.delay_ms > 0 || link.loss_percent > 0) {
+  if (needsDelayLine(link)) {
     plan.push([...ns, 'ip', 'link', 'add', o.ifb, 'type', 'ifb']);
     plan.push([...ns, 'ip', 'link', 'set', o.ifb, 'up']);
     plan.push([...ns, 'tc', 'qdisc', 'add', 'dev', o.ingressDev, 'handle', 'ffff:', 'ingress']);
     plan.push([...ns, 'tc', 'filter', 'add', 'dev', o.ingressDev, 'parent', 'ffff:', 'protocol', 'all', 'u32',
       'match', 'u32', '0', '0', 'action', 'mirred', 'egress', 'redirect', 'dev', o.ifb]);
-    const netem = ['netem', 'limit', String(netemLimitPackets(link)), 'delay', `${Math.round(link.delay_ms * 1000)}us`];
+    const netem = ['netem', 'limit', String(netemLimitPackets(link)), ...netemDelayArgs(link)];
     if (link.loss_percent > 0) netem.push('loss', `${link.loss_percent}%`);
     plan.push([...ns, 'tc', 'qdisc', 'add', 'dev', o.ifb, 'root', 'handle', '1:', ...netem]);
   }
   return plan;
 }
 
+/** @param {import('../scenarios/link.js').Link} link */
+const needsDelayLine = (link) => link.delay_ms > 0 || link.jitter_ms > 0 || link.loss_percent > 0;
+
+/** netem's own rate on the delay line when it carries jitter: far above any link here, only there to keep order. */
+export const JITTER_ORDER_RATE = '10gbit';
+
+/**
+ * netem's delay arguments for the scenario's delay line: each packet's delay uniform in [delay, delay + jitter],
+ * and packets kept in order, as the userspace bottleneck's delay line does (docs/netem.md, "Backends").
+ * netem draws a jitter uniformly in [latency - jitter, latency + jitter) when no distribution table is given, so
+ * latency is the middle of the range and its jitter half of it. Alone, netem sorts packets by their drawn time and
+ * reorders them; with a `rate` it sends each packet no earlier than the one before it (sch_netem.c, netem_enqueue:
+ * the last packet's time_to_send is the reference), which is the userspace rule max(own due time, previous one).
+ * At 10 Gbit/s that rate adds at most 1.2 us per 1500-byte packet.
+ * @param {import('../scenarios/link.js').Link} link
+ * @returns {string[]}
+ */
+export function netemDelayArgs(link) {
+  const us = (/** @type {number} */ ms) => `${Math.round(ms * 1000)}us`;
+  if (!(link.jitter_ms > 0)) return ['delay', us(link.delay_ms)];
+  return ['delay', us(link.delay_ms + link.jitter_ms / 2), us(link.jitter_ms / 2), 'rate', JITTER_ORDER_RATE];
+}
+
 /**
  * netem's queue holds every packet in flight on the delay line; it sits before the bottleneck, so it sees the
  * offered load, not the link rate. Sized for 10x the link's highest rate (10 Gbit/s without a rate limit) of
- * 64-byte packets over the delay, and never below netem's own default of 1000.
+ * 64-byte packets over the longest delay (delay + jitter), and never below netem's own default of 1000.
  * @param {import('../scenarios/link.js').Link} link
  */
 export function netemLimitPackets(link) {
   const rates = link.rate?.schedule ? link.rate.schedule.map((s) => s.kbit) : [link.rate?.kbit ?? 1e6];
   const offered_bytes_per_s = (10 * Math.max(...rates) * 1000) / 8;
-  return Math.max(1000, Math.ceil((offered_bytes_per_s * (link.delay_ms / 1000)) / 64));
+  return Math.max(1000, Math.ceil((offered_bytes_per_s * ((link.delay_ms + link.jitter_ms) / 1000)) / 64));
 }
 
 /**

@@ -29,7 +29,7 @@ export function newRunDir(label) {
 /**
  * Bring a network up, run fn, always tear down.
  * @template T
- * @param {any} scenario @param {'kernel' | 'userspace' | 'auto'} backend
+ * @param {any} scenario @param {'kernel' | 'userspace' | 'uml' | 'auto'} backend
  * @param {(net: import('../index.js').Network, runDir: string) => Promise<T>} fn
  * @returns {Promise<T>}
  */

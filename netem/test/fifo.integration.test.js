@@ -1,12 +1,14 @@
 // @ts-check
 // The fifo + rate path through real namespaces: the userspace bottleneck's rate and DropTail buffer, the kernel
-// backend's TBF + bfifo on the same scenario (conformance), and the ground-truth log against the captures.
+// backend's TBF + bfifo on the same scenario (conformance) on this host's kernel and on Linux's in a user-mode
+// Linux guest (uml), and the ground-truth log against the captures.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { withNetwork, udpFlow, SKIP_NO_BOTTLENECK } from '../test-support/net.js';
 import { readPcap, readGtlog, joinCaptures, percentile, percentiles } from '../test-support/pcap.js';
+import { umlUnavailable } from '../uml/guest.js';
 
 const KBIT = 1000;
 const SECONDS = 20; // with 10 s, one ~200 ms stall of a release (CI, 2026-11-23) was over 1% of the packets: p99 failed
@@ -19,7 +21,7 @@ const scenario = (delay_ms = 0) => ({
 /**
  * UDP at twice the link rate for SECONDS; returns the received wire rate at b and the queuing delays.
  * Queuing delay of a packet = its one-way delay minus the smallest one-way delay of the flow.
- * @param {'kernel' | 'userspace'} backend
+ * @param {'kernel' | 'userspace' | 'uml'} backend
  */
 async function overload(backend) {
   return withNetwork(scenario(), backend, async (net, runDir) => {
@@ -129,12 +131,13 @@ test('userspace: the stats\' release-lateness counters equal the log\'s release 
   assert.ok(Math.abs(stats.max_lateness_ms - max_ms) < 1e-6, `max lateness ${stats.max_lateness_ms} vs ${max_ms} ms`);
 });
 
-test('kernel TBF + bfifo gives the userspace backend\'s rate and full-buffer queuing delay within 3% (medians)', { skip: SKIP_NO_BOTTLENECK, timeout: 60000 }, async (t) => {
+/** Linux's TBF + bfifo against the userspace run above, on the medians. @param {'kernel' | 'uml'} backend */
+async function conformance(/** @type {import('node:test').TestContext} */ t, backend) {
   assert.ok(userspace, 'needs the userspace overload run above');
-  const k = await overload('kernel');
+  const k = await overload(backend);
   const u = userspace;
   const show = (/** @type {typeof k} */ r) => `rate ${r.rate_kbit.toFixed(1)} kbit/s (median second ${r.median_rate_kbit.toFixed(1)}), queuing delay p50 ${r.p50_qdelay_ms.toFixed(2)} p90 ${r.p90_qdelay_ms.toFixed(2)} p99 ${r.p99_qdelay_ms.toFixed(2)} max ${r.max_qdelay_ms.toFixed(2)} ms`;
-  t.diagnostic(`kernel: ${show(k)}; userspace: ${show(u)}`);
+  t.diagnostic(`${backend}: ${show(k)}; userspace: ${show(u)}`);
   // Medians: this VM stalls now and then under TBF as under the userspace bottleneck. In a CI run (2026-11-24) a bad
   // spell held over 10% of the kernel run's packets past 320 ms (p99 549, max 575 ms) and cost 3% of its average
   // rate, while the userspace run beside it was steady: a comparison of the two qdiscs, not of the VM's worst
@@ -142,4 +145,10 @@ test('kernel TBF + bfifo gives the userspace backend\'s rate and full-buffer que
   assert.ok(Math.abs(k.median_rate_kbit - u.median_rate_kbit) / u.median_rate_kbit < 0.03, `median rates ${k.median_rate_kbit} vs ${u.median_rate_kbit}`);
   assert.ok(Math.abs(k.p50_qdelay_ms - u.p50_qdelay_ms) / u.p50_qdelay_ms < 0.03, `queuing delay p50 ${k.p50_qdelay_ms} vs ${u.p50_qdelay_ms}`);
   assert.equal(k.counts.b.dropped_by_kernel, 0);
-});
+}
+
+test('kernel TBF + bfifo gives the userspace backend\'s rate and full-buffer queuing delay within 3% (medians)',
+  { skip: SKIP_NO_BOTTLENECK, timeout: 60000 }, (t) => conformance(t, 'kernel'));
+
+test('uml: Linux\'s TBF + bfifo in the guest gives the userspace backend\'s rate and full-buffer queuing delay within 3% (medians)',
+  { skip: SKIP_NO_BOTTLENECK || umlUnavailable() || false, timeout: 80000 }, (t) => conformance(t, 'uml'));

@@ -63,6 +63,11 @@ test('delay and loss only (no rate): just the IFB netem, limit sized for 10x a 1
   assert.deepEqual(plan({ delay_ms: 0 }), []);
 });
 
+test('jitter: netem delay in the middle of [delay, delay + jitter], half of it as netem\'s jitter, and a rate that keeps order', () => {
+  assert.deepEqual(plan({ delay_ms: 10, jitter_ms: 10 }), [...IFB, 'tc qdisc add dev ifb-fwd root handle 1: netem limit 390625 delay 15000us 5000us rate 10gbit']);
+  assert.deepEqual(plan({ delay_ms: 0, jitter_ms: 4 }).slice(-1), ['tc qdisc add dev ifb-fwd root handle 1: netem limit 78125 delay 2000us 2000us rate 10gbit']);
+});
+
 test('capacity schedule: a tbf change per step after the first, with the same burst and limit', () => {
   const link = normalizeLink({ delay_ms: 0, rate: { schedule: [{ at_s: 0, kbit: 1000 }, { at_s: 10, kbit: 500 }, { at_s: 20, kbit: 2000 }] }, qdisc: { kind: 'fifo', limit_ms: 300 } }, 'l');
   assert.deepEqual(planKernelSchedule(link, 'r-eth1', []).map((s) => [s.at_s, s.argv.join(' ')]), [
@@ -73,9 +78,8 @@ test('capacity schedule: a tbf change per step after the first, with the same bu
 test('what the kernel backend needs and refuses', () => {
   assert.deepEqual(kernelNeeds(normalizeLink({ delay_ms: 25, rate: { kbit: 1000 }, qdisc: { kind: 'codel' } }, 'l')),
     { needs: ['codel', 'ifb', 'ingress', 'mirred', 'netem', 'tbf', 'u32'], unsupported: [] });
-  assert.throws(() => plan({ delay_ms: 25, jitter_ms: 5 }), /kernel backend cannot emulate jitter_ms > 0/);
   const links = { forward: normalizeLink({ delay_ms: 25, rate: { kbit: 1000 }, qdisc: { kind: 'fq_codel' } }, 'f'), reverse: normalizeLink({ delay_ms: 0 }, 'r') };
   assert.deepEqual(kernelShortcomings(links, new Set(['tbf', 'pfifo', 'bfifo', 'ifb', 'ingress', 'u32', 'mirred'])),
-    ['forward: needs fq_codel, netem for the qdisc, delay_ms/loss_percent > 0; this kernel lacks them']);
+    ['forward: needs fq_codel, netem for the qdisc, delay_ms/jitter_ms/loss_percent > 0; this kernel lacks them']);
   assert.deepEqual(kernelShortcomings(links, new Set(['tbf', 'fq_codel', 'netem', 'ifb', 'ingress', 'u32', 'mirred'])), []);
 });

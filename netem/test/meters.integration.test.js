@@ -11,6 +11,9 @@ import { withNetwork, udpFlow, SKIP_NO_BOTTLENECK } from '../test-support/net.js
 import { readGtlog, joinCaptures } from '../test-support/pcap.js';
 import { ecnSysctls } from '../cross.js';
 import { kernelNeeds } from '../kernel.js';
+import { forwardCounts } from '../test-support/counts.js';
+import { readPcap } from '../test-support/pcap.js';
+import { umlUnavailable } from '../uml/guest.js';
 
 const ECT = (/** @type {number | null} */ e) => e === 1 || e === 2;
 
@@ -156,6 +159,30 @@ test('CoDel, PIE and FQ-CoDel with ecn mark an ECN-capable CUBIC flow instead of
         assert.equal(disagree, 0);
         // PIE drops instead of marking once its probability passes 10% (RFC 8033 5.1); CoDel and FQ-CoDel never drop ECT.
         if (qdisc.kind !== 'pie') assert.equal(aqmDropsOfEct, 0);
+      });
+    }
+  });
+
+test('uml: Linux\'s CoDel, PIE and FQ-CoDel with ecn mark an ECN-capable CUBIC flow, every mark arriving at b',
+  { skip: umlUnavailable() ?? false, timeout: 90000 }, async (t) => {
+    const SECONDS = 4;
+    // The userspace test's links (above); Linux counts its marks (ecn_mark) and drops by reason (test-support/counts.js).
+    for (const [qdisc, kbit, delay_ms] of /** @type {const} */ ([[{ kind: 'codel', ecn: true }, 2000, 10],
+      [{ kind: 'pie', ecn: true }, 10000, 20], [{ kind: 'fq_codel', ecn: true }, 2000, 10]])) {
+      const scenario = { duration_s: SECONDS, network: { forward: { delay_ms, rate: { kbit }, qdisc }, reverse: { delay_ms } },
+        cross_traffic: [{ kind: 'tcp', flows: 1, congestion_control: 'cubic', ecn: true }] };
+      await withNetwork(scenario, 'uml', async (net, runDir) => {
+        await net.startCaptures({ snaplen: 128 });
+        await net.startSchedules(Date.now());
+        await new Promise((r) => setTimeout(r, SECONDS * 1000 + 1000));
+        await net.stopCaptures();
+        const counts = await forwardCounts(net, runDir);
+        const ceAtB = readPcap(join(runDir, 'capture-b.pcap')).filter((p) => p.proto === 6 && p.dport === 5201 && p.ecn === 3).length;
+        t.diagnostic(`${qdisc.kind}: ${JSON.stringify(counts)}, ${ceAtB} CE packets at b`);
+        assert.ok(counts.ce > 0, `${qdisc.kind} marked`);
+        assert.equal(ceAtB, counts.ce, 'every mark Linux counts arrives at b, and no other');
+        // As above: PIE drops instead of marking above 10 % probability; CoDel and FQ-CoDel never drop ECT.
+        if (qdisc.kind !== 'pie') assert.equal(counts.aqm, 0);
       });
     }
   });

@@ -26,8 +26,10 @@ export function planHostSide(hostNsExec) {
 
 /**
  * In the guest: vec0/vec1 take r's interface names (so the kernel plan and its statistics name the same devices under
- * both backends) and addresses; offloads off as on the host's veths (the vector driver offers TSO/GRO with vnet
- * headers, which would hand the qdiscs merged packets).
+ * both backends) and addresses; offloads off as on the host's veths. The vector driver's raw transport turns TSO and
+ * GRO on each time the device opens (vector_net_open builds its transport and sets them), which would hand the
+ * qdiscs GRO-merged packets (one CE mark or one drop for several segments, a 64 KB "packet" in TBF): so offloads go
+ * off after `up`, and the plan checks they are off.
  * @param {string[]} guestExec prefix that runs a command in the guest
  * @returns {string[][]}
  */
@@ -37,11 +39,19 @@ export function planGuestSide(guestExec) {
   const devs = /** @type {const} */ ([['vec0', INTERFACES.r_a, DATA.r_a], ['vec1', INTERFACES.r_b, DATA.r_b]]);
   for (const [vec, dev, addr] of devs) {
     plan.push([...guestExec, 'ip', 'link', 'set', vec, 'name', dev]);
-    plan.push([...guestExec, 'ethtool', '-K', dev, ...OFFLOADS_OFF]);
     plan.push([...guestExec, 'ip', 'addr', 'add', `${addr}/24`, 'dev', dev]);
     plan.push([...guestExec, 'ip', 'link', 'set', dev, 'up']);
+    plan.push([...guestExec, 'ethtool', '-K', dev, ...OFFLOADS_OFF]);
+    plan.push([...guestExec, 'sh', '-c', offloadsOffCheck(dev)]);
   }
   return plan;
+}
+
+/** A sh check that dev's segmentation and receive offloads are really off. @param {string} dev */
+function offloadsOffCheck(dev) {
+  const features = ['tcp-segmentation-offload', 'generic-segmentation-offload', 'generic-receive-offload'];
+  const on = features.map((f) => `ethtool -k ${dev} | grep -q '^${f}: on' && echo '${dev}: ${f} is still on';`).join(' ');
+  return `bad=$(${on} true); [ -z "$bad" ] || { echo "$bad" >&2; exit 1; }`;
 }
 
 /** @typedef {import('../backend.js').Backend} Backend */
