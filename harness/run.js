@@ -197,7 +197,8 @@ class CallRun {
 
   async bringUpNetwork() {
     this.onProgress({ phase: 'network' });
-    const net = await createNetwork({ id: this.id, scenario: this.scenario, runDir: this.runDir, log: this.log });
+    // Interrupted while it sets up, the network stops between its steps and removes itself (netem/index.js).
+    const net = await createNetwork({ id: this.id, scenario: this.scenario, runDir: this.runDir, log: this.log, signal: this.signal });
     this.net = net;
     this.teardown.push('network', () => net.down());
     this.timings.network_up = Date.now() / 1000;

@@ -122,10 +122,12 @@ export async function leftoverIds() {
     const m = item.table ? NFT_TABLE_RE.exec(item.table.name) : null;
     if (m) ids.add(m[1]);
   }
-  // A run whose owner is still running is not left behind: clean without ids leaves it alone (name it to remove it).
+  // A run whose owner is still running is not left behind: a call whose harness runs, or a network the CLI's `up` is
+  // still setting up (it clears owner_pid when the network is up; tearing it down beside its set-up could miss what
+  // that set-up starts next). clean without ids leaves it alone (name it to remove it).
   return [...ids].filter((id) => {
     const state = loadState(id);
-    return !(state && !state.detached && state.owner_pid && state.owner_pid !== process.pid && alive(state.owner_pid));
+    return !(state && state.owner_pid && state.owner_pid !== process.pid && alive(state.owner_pid));
   });
 }
 

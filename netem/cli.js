@@ -29,20 +29,52 @@ function requireRun(id) {
   if (!existsSync(`/run/netns/${names(id).namespaces.r}`)) throw new Error(`no network ${id} is up (see \`ip netns list\`)`);
 }
 
-/** @param {{ scenario?: string, id?: string, backend?: 'auto'|'kernel'|'userspace'|'uml' }} a */
+/** Exit status after a signal, as a shell reports it. */
+const SIGNAL_EXIT = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 };
+
+/**
+ * @param {{ scenario?: string, id?: string, backend?: 'auto'|'kernel'|'userspace'|'uml' }} a
+ * @returns {Promise<number>} exit status
+ */
 async function up(a) {
   const scenario = loadScenario(a.scenario); // fails on a bad scenario before anything is set up
   const id = a.id ?? newId();
   if (existsSync(`/run/netns/${names(id).namespaces.a}`)) throw new Error(`a network with id ${id} is already up`);
-  // A signal while the network comes up: remove what is there, then exit (SIGKILL: `clean` does it).
+  // A signal while the network comes up stops the set-up: createNetwork starts no further step, lets the one in flight
+  // settle and removes everything it made. (Tearing down from here, beside a set-up that went on, left a bottleneck
+  // it started meanwhile running with nothing left to find it by.) After a SIGKILL, `clean` does it.
+  const interrupt = new AbortController();
   for (const sig of /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGHUP'])) {
-    process.on(sig, () => { void teardown(id).finally(() => process.exit(128 + (sig === 'SIGINT' ? 2 : sig === 'SIGTERM' ? 15 : 1))); });
+    process.on(sig, () => {
+      if (!interrupt.signal.aborted) console.error(`netem: ${sig}: stopping the set-up of ${id} and removing what it made...`);
+      interrupt.abort(sig);
+    });
   }
+  // For netem/test/interrupt.integration.test.js: set-up waits at this phase until a signal comes, so the signal
+  // lands in that phase however fast or slow the machine is.
+  const holdAt = process.env.RTCLAB_NETEM_HOLD_AT;
+  const interrupted = new Promise((resolve) => interrupt.signal.addEventListener('abort', resolve, { once: true }));
   const runDir = cliRunDir(id);
-  await createNetwork({ id, scenario, runDir, backend: a.backend, detached: true,
-    log: (m) => { if (process.env.RTCLAB_VERBOSE) console.error(m); } });
-  saveState(id, { ...loadState(id), scenario_file: a.scenario ?? null });
+  try {
+    await createNetwork({ id, scenario, runDir, backend: a.backend, detached: true, signal: interrupt.signal,
+      log: (m) => { if (process.env.RTCLAB_VERBOSE) console.error(m); },
+      onPhase: async (phase) => {
+        if (process.env.RTCLAB_VERBOSE || holdAt) console.error(`netem: set-up phase ${phase}`);
+        if (phase !== holdAt) return;
+        const keepAlive = setInterval(() => {}, 60_000); // a pending promise alone would let Node exit
+        await interrupted;
+        clearInterval(keepAlive);
+      } });
+  } catch (e) {
+    if (!interrupt.signal.aborted) throw e;
+    // Whatever failed once the signal came (Ctrl-C also reaches the commands set-up was running), it is all removed.
+    console.error(`netem: up ${id} interrupted by ${interrupt.signal.reason}: nothing of it is left`);
+    return SIGNAL_EXIT[/** @type {'SIGINT'|'SIGTERM'|'SIGHUP'} */ (interrupt.signal.reason)];
+  }
+  // The network now belongs to nobody: owner_pid null tells `clean` it is no longer being set up (docs/netem.md).
+  saveState(id, { ...loadState(id), owner_pid: null, scenario_file: a.scenario ?? null });
   console.log(id);
+  return 0;
 }
 
 /** @param {string} id @param {'a'|'r'|'b'} host @param {string[]} command */
@@ -128,7 +160,7 @@ async function main() {
   }
   switch (a.cmd) {
     case 'help': console.log(USAGE); return 0;
-    case 'up': await up(a); return 0;
+    case 'up': return up(a);
     case 'plan': await plan(a.scenario); return 0;
     case 'exec': return exec(a.id, a.host, a.command);
     case 'show': await show(a.id); return 0;

@@ -24,11 +24,25 @@ export { chooseBackend } from './backend.js';
 export { newId, DATA_PREFIX, MGMT_PREFIX } from './names.js';
 
 /**
+ * The steps of a network's set-up, in order; createNetwork reports each as it begins (`onPhase`).
+ * @typedef {'claim' | 'mgmt-subnet' | 'topology' | 'congestion-control' | 'backend' | 'state'} SetupPhase
+ */
+/** @type {readonly SetupPhase[]} */
+export const SETUP_PHASES = Object.freeze(['claim', 'mgmt-subnet', 'topology', 'congestion-control', 'backend', 'state']);
+
+/** createNetwork's error when its `signal` stopped the set-up (everything it had made is removed by then). */
+export class SetupInterrupted extends Error {}
+
+/**
  * @typedef {{ id?: string, scenario: any, runDir: string, log?: (msg: string) => void, t0_ms?: number,
- *   backend?: 'auto' | 'kernel' | 'userspace' | 'uml', detached?: boolean }} CreateOptions
+ *   backend?: 'auto' | 'kernel' | 'userspace' | 'uml', detached?: boolean, signal?: AbortSignal,
+ *   onPhase?: (phase: SetupPhase) => void | Promise<void> }} CreateOptions
  *   scenario: a scenario (normalised here again through the scenario model, which also validates it);
  *   t0_ms: wall clock of schedule time 0 (the planned call start; default now): the userspace bottleneck gets it
- *   at spawn; backend: overrides scenario.backend; detached: processes outlive this Node process (the CLI).
+ *   at spawn; backend: overrides scenario.backend; detached: processes outlive this Node process (the CLI);
+ *   signal: interrupts the set-up (Ctrl-C): no step starts once it is aborted, the step in flight settles, then
+ *   everything made so far is removed and createNetwork throws SetupInterrupted; onPhase: told as each step begins
+ *   (awaited before the step runs).
  */
 
 /**
@@ -44,6 +58,16 @@ export { newId, DATA_PREFIX, MGMT_PREFIX } from './names.js';
  * @param {CreateOptions} o
  */
 export async function createNetwork(o) {
+  // Set-up stops between steps once interrupted, and removes what it made itself, after the step in flight has
+  // settled: a teardown running beside the set-up would miss what that step still starts (an orphaned bottleneck).
+  const interrupted = () => {
+    if (o.signal?.aborted) throw new SetupInterrupted(`interrupted by ${o.signal.reason ?? 'a signal'} while the network was being set up`);
+  };
+  const phase = async (/** @type {SetupPhase} */ name) => {
+    interrupted();
+    await o.onPhase?.(name);
+  };
+  interrupted();
   const id = checkId(o.id ?? newId());
   // An id in use must fail here: the cleanup after a failed setup would tear the other run down.
   const taken = Object.values(names(id).namespaces).filter((ns) => existsSync(`/run/netns/${ns}`));
@@ -54,14 +78,21 @@ export async function createNetwork(o) {
   const backend = await chooseBackend(o.backend ?? scenario.backend, links, id);
   const runDir = makeWritableDirectory(o.runDir);
   const net = new Network({ id, scenario, links, runDir, log, backend, t0_ms: o.t0_ms ?? Date.now(), detached: !!o.detached });
+  await phase('claim');
   claimRun(id, runDir, { detached: !!o.detached });
   try {
-    await net.up();
+    await net.up(phase);
+    await phase('state');
+    saveState(id, { ...loadState(id), info: net.info, bottlenecks: net.backend.processes() });
+    interrupted();
   } catch (e) {
     await net.down();
+    // Ctrl-C also reaches the commands of the step in flight: their failure is the interrupt's.
+    if (o.signal?.aborted && !(e instanceof SetupInterrupted)) {
+      throw new SetupInterrupted(`interrupted by ${o.signal.reason ?? 'a signal'} while the network was being set up (${/** @type {Error} */ (e).message})`);
+    }
     throw e;
   }
-  saveState(id, { ...loadState(id), info: net.info, bottlenecks: net.backend.processes() });
   return net;
 }
 
@@ -107,7 +138,12 @@ export class Network extends EventEmitter {
     this.captures = {};
     /** @type {CrossTraffic | null} */
     this.cross = null;
+    /** Set when down() begins: from then on nothing of the run starts. */
     this.isDown = false;
+    /** @type {Promise<void> | null} */
+    this.downDone = null;
+    /** The start in flight (captures, schedules): down() lets it settle first, so it stops what that start made. */
+    this.starting = Promise.resolve();
   }
 
   /** @param {import('./backend.js').BackendEvent} e */
@@ -132,14 +168,22 @@ export class Network extends EventEmitter {
     return ['ip', 'netns', 'exec', ns];
   }
 
-  async up() {
+  /**
+   * The set-up's steps; `phase` is called (and awaited) before each: createNetwork's check for an interrupt.
+   * @param {(name: SetupPhase) => Promise<void>} [phase]
+   */
+  async up(phase = async () => {}) {
     const { log, scenario } = this.o;
+    await phase('mgmt-subnet');
     const mgmtN = await reserveMgmtSubnet(this.id);
     this.info.mgmt = mgmtAddresses(mgmtN);
     const cc = scenario.cross_traffic[0]?.congestion_control ?? 'cubic';
+    await phase('topology');
     await applyTopology(planTopology(this.id, mgmtN), log);
+    await phase('congestion-control');
     this.info.sysctl = await setDefaultCongestionControl(this.id, cc);
     if (!this.info.sysctl.set) log(`note: default congestion control ${cc} not set in a/b (${this.info.sysctl.error}); iperf3 sets it per flow with -C`);
+    await phase('backend');
     await this.backend.start();
     // The uml backend: the guest kernel that ran the qdiscs (uname -r inside it), for the manifest.
     if (this.backend instanceof UmlBackend) this.info.backend = { ...this.info.backend, kernel: this.backend.kernel };
@@ -150,6 +194,22 @@ export class Network extends EventEmitter {
    * @param {{ snaplen?: number }} [o]
    */
   async startCaptures(o = {}) {
+    return this.startUnlessDown(() => this.doStartCaptures(o));
+  }
+
+  /**
+   * Runs a start unless the network is going down (then it throws); down() waits for it to settle.
+   * @param {() => Promise<void>} fn
+   */
+  async startUnlessDown(fn) {
+    if (this.isDown) throw new Error(`network ${this.id} is being torn down: nothing more of it starts`);
+    const p = fn();
+    this.starting = p.catch(() => {});
+    await p;
+  }
+
+  /** @param {{ snaplen?: number }} o */
+  async doStartCaptures(o) {
     const snaplen = o.snaplen ?? this.o.scenario.capture.snaplen;
     for (const host of /** @type {const} */ (['a', 'b'])) {
       const c = new Capture({ nsExec: this.nsExec(host), dev: INTERFACES[host], snaplen,
@@ -172,6 +232,11 @@ export class Network extends EventEmitter {
    * @param {number} [t0_ms]
    */
   async startSchedules(t0_ms = this.t0_ms) {
+    return this.startUnlessDown(() => this.doStartSchedules(t0_ms));
+  }
+
+  /** @param {number} t0_ms */
+  async doStartSchedules(t0_ms) {
     this.t0_ms = t0_ms;
     this.backend.startSchedules(t0_ms);
     const items = this.o.scenario.cross_traffic;
@@ -214,10 +279,18 @@ export class Network extends EventEmitter {
     return this.backend.counters();
   }
 
-  /** Kill every process of the run, delete namespaces, root veths and the nft table. Idempotent. */
-  async down() {
-    if (this.isDown) return;
+  /**
+   * Kill every process of the run, delete namespaces, root veths and the nft table. Idempotent: a second call waits
+   * for the first.
+   */
+  down() {
+    this.downDone ??= this.stopEverything();
+    return this.downDone;
+  }
+
+  async stopEverything() {
     this.isDown = true;
+    await this.starting;
     await this.cross?.stop();
     await this.stopCaptures();
     await this.backend.stop();
