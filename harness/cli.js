@@ -121,7 +121,7 @@ async function main() {
     process.stderr.write(`rtclab call: run ${manifest.status}: ${manifest.error}\n  what was recorded is in ${runDir} (analyse it with: rtclab analyze ${runDir})\n`);
   } else {
     process.stderr.write(`rtclab call: backend ${manifest.backend?.used} (${manifest.backend?.reason}); run ${v.valid ? 'VALID' : 'INVALID'}\n`);
-    for (const c of v.checks) process.stderr.write(`  ${c.ok ? 'ok  ' : 'FAIL'} ${c.name}: ${c.detail}\n`);
+    for (const c of v.checks) process.stderr.write(`  ${c.ok ? 'ok  ' : c.ok === null ? 'n/m ' : 'FAIL'} ${c.name}: ${c.detail}\n`);
   }
   const hasCaptures = fs.existsSync(path.join(runDir, 'capture-a.pcap'));
   const diskFull = /^cannot write the run directory/.test(manifest.error ?? '');

@@ -513,6 +513,8 @@ class CallRun {
       bottleneckAlive, bottleneckCounters: net.bottleneckCounters(), captures, captureEnabled: this.scenario.capture.enabled, hostCpuBusy,
       cpuSet: this.cpuSet ?? undefined, cpuSetBusy: this.cpuSetBusy ?? undefined, eventLogs,
       crossTraffic: this.crossTrafficOutcome(),
+      backend: net.info.backend.used, guestHealth: net.guestHealth(),
+      delaysMs: { forward: net.links.forward.delay_ms, reverse: net.links.reverse.delay_ms },
     });
     const marked = this.dscpOnTheWire();
     if (marked) {

@@ -11,6 +11,18 @@ export const MAX_HOST_CPU_BUSY_FRACTION = 0.9;
 export const MAX_LATE_RELEASE_FRACTION = 0.01;
 /** The same limit for the CPUs a pinned run was given: above it, another run (or the host) disturbed this one. */
 export const MAX_CPU_SET_BUSY_FRACTION = 0.9;
+/** The smallest bound on a single late release (bottleneck_lateness_bounded), for paths with (almost) no
+ * propagation delay: the lateness bottleneck_on_time counts as late. docs/harness.md says why the bound is the path's
+ * one-way delay. */
+export const LATENESS_FLOOR_MS = 10;
+
+/**
+ * The latest a bottleneck may release a packet past its due time on a path of this one-way propagation delay: a
+ * release later than that puts more delay of the emulator's own into the packet's one-way (and queuing) delay than
+ * the path itself has.
+ * @param {number} delayMs
+ */
+export const latenessBoundMs = (delayMs) => Math.max(LATENESS_FLOOR_MS, delayMs);
 
 /**
  * @param {string} address
@@ -34,6 +46,8 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   cpuSet?: number[], cpuSetBusy?: number,
  *   eventLogs?: Record<string, {file: string, bytes: number, complete_bytes: number, begins_with_log_start: boolean}[]> | null,
  *   crossTraffic?: { expected: number[], started: number[], failed: string[] },
+ *   backend?: string, delaysMs?: { forward: number, reverse: number },
+ *   guestHealth?: import('../netem/uml/health.js').GuestHealth | null,
  * }} o
  *   calls: each call's id, the keys of its sides in selectedPairs, samples and cpuLimited (a, b for the first call,
  *   <id>-a, <id>-b for the others), and its decoded frames; absent: one call, sides a and b, framesDecoded.
@@ -44,11 +58,16 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   null or absent under the kernel backend
  *   crossTraffic: the cross-traffic items that should have started (item numbers), those that did, and failures seen
  *   while the run measured; absent when the scenario has none
+ *   backend: the backend that ran (net.info.backend.used), with delaysMs the scenario's one-way propagation delays:
+ *   the check bottleneck_lateness_bounded (absent: no such check); guestHealth: the uml guest's probe
+ *   (net.guestHealth())
+ * A check's ok is null when the run's backend cannot measure what it checks ("not measured"): it does not make the
+ * run invalid, and it does not vouch for it either.
  */
 export function validityChecks(o) {
-  /** @type {{name: string, ok: boolean, detail: string}[]} */
+  /** @type {{name: string, ok: boolean | null, detail: string}[]} */
   const checks = [];
-  const add = (/** @type {string} */ name, /** @type {boolean} */ ok, /** @type {string} */ detail) => checks.push({ name, ok, detail });
+  const add = (/** @type {string} */ name, /** @type {boolean | null} */ ok, /** @type {string} */ detail) => checks.push({ name, ok, detail });
 
   const calls = o.calls ?? [{ id: '', files: { a: 'a', b: 'b' }, framesDecoded: { a: o.framesDecoded?.a ?? 0, b: o.framesDecoded?.b ?? 0 } }];
   const period = calls.length ? 'the call' : 'the run';
@@ -97,6 +116,10 @@ export function validityChecks(o) {
       : `the userspace bottleneck exited during ${period}`);
   }
   if (o.bottleneckCounters) add(...bottleneckOnTime(o.bottleneckCounters));
+  if (o.backend && o.delaysMs) {
+    add(...latenessBounded(o.backend, o.delaysMs, o.bottleneckCounters ?? null, o.guestHealth ?? null));
+    if (o.backend === 'uml') add(...guestLossless(o.guestHealth?.drops ?? null));
+  }
 
   if (o.cpuSet && o.cpuSetBusy !== undefined) {
     // Pinned (a study's --parallel): the run is judged by its own CPUs; the host's are shared with the other runs.
@@ -140,7 +163,7 @@ export function validityChecks(o) {
     }
     add('event_log_complete', problems.length === 0, problems.length ? problems.join('; ') : found.join(', '));
   }
-  return { valid: checks.every((c) => c.ok), checks };
+  return { valid: checks.every((c) => c.ok !== false), checks };
 }
 
 /**
@@ -162,4 +185,65 @@ export function bottleneckOnTime(counters) {
       `released more than 10 ms late, the latest ${c.max_lateness_ms.toFixed(1)} ms`;
   });
   return ['bottleneck_on_time', ok, `${parts.join('; ')} (limit ${100 * MAX_LATE_RELEASE_FRACTION}%)`];
+}
+
+/**
+ * The check `bottleneck_lateness_bounded`: no packet released (userspace: the bottleneck's own max_lateness_ms per
+ * direction), no timer of the guest fired (uml: its probe's latest wake-up), later than latenessBoundMs of the
+ * path's one-way propagation delay. The kernel backend measures neither: not measured (ok null).
+ * @param {string} backend @param {{ forward: number, reverse: number }} delaysMs
+ * @param {Record<string, Record<string, number> | null> | null} counters the userspace bottleneck's, per direction
+ * @param {import('../netem/uml/health.js').GuestHealth | null} guest the uml guest's probe
+ * @returns {[string, boolean | null, string]}
+ */
+export function latenessBounded(backend, delaysMs, counters, guest) {
+  const name = 'bottleneck_lateness_bounded';
+  const why = 'an artefact of the emulator larger than the path\'s own one-way delay is in the one-way and queuing delays';
+  if (backend === 'userspace') {
+    let ok = true;
+    const parts = Object.entries(counters ?? {}).map(([direction, c]) => {
+      const bound = latenessBoundMs(delaysMs[/** @type {'forward' | 'reverse'} */ (direction)] ?? 0);
+      if (!c || typeof c.max_lateness_ms !== 'number') {
+        ok = false;
+        return `${direction}: no whole line of the bottleneck's stats file holds its release times`;
+      }
+      const late = c.max_lateness_ms > bound;
+      ok &&= !late;
+      return `${direction}: ${late ? 'a packet was released' : 'the latest release was'} ${c.max_lateness_ms.toFixed(1)} ms after its due time` +
+        `${late ? `, over the bound of ${bound} ms` : ` (bound ${bound} ms)`}, ${c.released_late_100ms ?? '?'} packets more than 100 ms late`;
+    });
+    if (!parts.length) return [name, false, 'the userspace bottleneck reported no counters'];
+    return [name, ok, `${parts.join('; ')}${ok ? '' : `: ${why}`} (bound: the direction's one-way propagation delay, at least ${LATENESS_FLOOR_MS} ms)`];
+  }
+  if (backend === 'uml') {
+    const bound = latenessBoundMs(Math.min(delaysMs.forward, delaysMs.reverse));
+    const t = guest?.timer;
+    if (!t || !t.samples) {
+      return [name, false, 'the uml guest\'s timer probe wrote no summary since the network was up (uml-timer.jsonl): its timers\' lateness is unknown'];
+    }
+    const ok = t.max_ms <= bound;
+    return [name, ok, `the uml guest's timers (netem's and TBF's run on them; its probe woke ${t.samples} times in ${t.seconds} s): ` +
+      `${ok ? 'the latest' : 'one'} fired ${t.max_ms.toFixed(1)} ms late${ok ? ` (bound ${bound} ms)` : `, over the bound of ${bound} ms`}, ` +
+      `${t.late_10ms} more than 10 ms and ${t.late_100ms} more than 100 ms late${ok ? '' : `: ${why}`} ` +
+      `(bound: the shorter one-way propagation delay, at least ${LATENESS_FLOOR_MS} ms)`];
+  }
+  return [name, null, `not measured: the ${backend} backend's qdiscs (the host kernel's) report neither release times nor timer lateness`];
+}
+
+/**
+ * The check `uml_lossless_outside_qdisc`: the guest's devices and its input backlog dropped no packet since the
+ * network was up (loss the scenario did not ask for, which the qdiscs' own counters do not show).
+ * @param {import('../netem/uml/health.js').GuestDrops | null} drops
+ * @returns {[string, boolean, string]}
+ */
+export function guestLossless(drops) {
+  const name = 'uml_lossless_outside_qdisc';
+  if (!drops) return [name, false, 'the uml guest\'s probe wrote no device counters (uml-links.jsonl): its losses outside the qdiscs are unknown'];
+  const moved = Object.entries(drops.drops);
+  if (!moved.length) {
+    return [name, true, `in ${drops.seconds} s since the network was up no device of the guest (rx/tx dropped, errors, missed, fifo, over) ` +
+      'and not its input backlog dropped a packet'];
+  }
+  return [name, false, `the uml guest lost packets outside its qdiscs in ${drops.seconds} s since the network was up: ` +
+    `${moved.map(([k, n]) => `${k} +${n}`).join(', ')}: loss the scenario did not ask for`];
 }

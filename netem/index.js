@@ -279,6 +279,11 @@ export class Network extends EventEmitter {
     return this.backend.counters();
   }
 
+  /** The uml backend's guest: its timer lateness and drops outside the qdiscs since the network was up; else null. */
+  guestHealth() {
+    return this.backend instanceof UmlBackend ? this.backend.health() : null;
+  }
+
   /**
    * Kill every process of the run, delete namespaces, root veths and the nft table. Idempotent: a second call waits
    * for the first.

@@ -199,8 +199,10 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
     marked = multiflow.dscp_marked(run, caps["a"], t0_ns)
     if marked is not None:
         checks_v = [c for c in validity.get("checks", []) if c.get("name") != "dscp_marked"] + [marked]
+        # A check whose ok is null was not measured (harness/validity.js): it does not make the run invalid.
         validity = dict(validity, checks=checks_v,
-                        valid=bool(validity.get("valid", True) is not False and all(c.get("ok") for c in checks_v)))
+                        valid=bool(validity.get("valid", True) is not False
+                                   and all(c.get("ok") is not False for c in checks_v)))
 
     checks: list[dict[str, Any]] = []
     with _step(progress, "cross-checks", timings):

@@ -53,6 +53,10 @@ def _off_schedule_lines(m: dict[str, Any]) -> list[str]:
     return out
 
 
+# A validity check's ok: null when the run's backend cannot measure it ("not measured"; harness/validity.js).
+_CHECK_MARK = {True: "ok  ", False: "FAIL", None: "n/m "}
+
+
 def render(m: dict[str, Any]) -> str:
     out: list[str] = []
     run = m["run"]
@@ -62,7 +66,7 @@ def render(m: dict[str, Any]) -> str:
                + (f" (guest kernel {run['backend_kernel']})" if run.get("backend_kernel") else ""))
     v = m.get("validity") or {}
     out.append(f"validity: {'valid' if v.get('valid') else ('INVALID' if v.get('valid') is False else 'unknown')}"
-               + "".join(f"\n  {'ok  ' if c.get('ok') else 'FAIL'} {c.get('name')}: {c.get('detail', '')}"
+               + "".join(f"\n  {_CHECK_MARK[c.get('ok')]} {c.get('name')}: {c.get('detail', '')}"
                          for c in v.get("checks", [])))
     no_call = run.get("calls") == 0
     if no_call:

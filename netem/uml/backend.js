@@ -4,12 +4,13 @@
 // no address and no forwarding. The kernel backend's tc plan runs unchanged in the guest (its nsExec prefix is
 // netem/uml/exec.js); qdisc statistics are sampled in the guest the same way. docs/netem.md, "uml".
 import { join } from 'node:path';
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { KernelBackend } from '../kernel-backend.js';
 import { OFFLOADS_OFF } from '../topology.js';
 import { DATA, INTERFACES } from '../names.js';
 import { runPlan } from '../exec.js';
 import { startGuest, stopGuest, guestExecPrefix, channelDir, guestRun } from './guest.js';
+import { timerSummary, linkDrops } from './health.js';
 
 /**
  * On the host, in r: the data veths lose their addresses and r stops forwarding (the guest does both now).
@@ -71,6 +72,10 @@ export class UmlBackend extends KernelBackend {
     this.kernel = null;
     this.guestAlive = false;
     this.consoleLog = join(o.runDir, 'uml-console.log');
+    // The guest's health probe (timer_probe.py): its timer lateness and its drops outside the qdiscs.
+    this.probe = { timer: join(o.runDir, 'uml-timer.jsonl'), links: join(o.runDir, 'uml-links.jsonl') };
+    /** When the network was up (epoch s): the guest's health counts from then, not from its boot. */
+    this.upAt = Infinity;
   }
 
   async start() {
@@ -78,7 +83,7 @@ export class UmlBackend extends KernelBackend {
     await runPlan(planHostSide(o.hostNsExec), o.log);
     o.log(`uml guest: booting in ${o.nsR} on ${INTERFACES.r_a}, ${INTERFACES.r_b} (console ${this.consoleLog})`);
     const g = await startGuest({ id: o.id, nsR: o.nsR, devs: [INTERFACES.r_a, INTERFACES.r_b], consoleLog: this.consoleLog,
-      detached: o.detached, onExit: (code, signal) => {
+      detached: o.detached, probe: this.probe, onExit: (code, signal) => {
         this.guestAlive = false;
         if (!this.stopped) {
           o.onEvent({ event: 'guest_exit', code, signal, message: `the uml guest exited (${signal ?? `exit code ${code}`})`, log: this.consoleLog });
@@ -90,6 +95,17 @@ export class UmlBackend extends KernelBackend {
     o.log(`uml guest: pid ${g.pid}, kernel ${g.kernel}`);
     await runPlan(planGuestSide(guestExecPrefix(o.id)), o.log);
     await super.start();
+    this.upAt = Date.now() / 1000;
+  }
+
+  /**
+   * The guest's timer lateness and drops outside the qdiscs since the network was up (netem/uml/health.js).
+   * @returns {import('./health.js').GuestHealth}
+   */
+  health() {
+    /** @param {string} file */
+    const read = (file) => { try { return readFileSync(file, 'utf8'); } catch { return ''; } };
+    return { timer: timerSummary(read(this.probe.timer), this.upAt), drops: linkDrops(read(this.probe.links), this.upAt) };
   }
 
   /** False once the guest has exited (nothing crosses r without it). */

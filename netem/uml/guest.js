@@ -91,9 +91,11 @@ export async function guestRun(chan, argv, o = {}) {
 /**
  * Boot the guest in namespace nsR on the two data veths, and wait until it serves its channel.
  * @param {{ id: string, nsR: string, devs: string[], consoleLog: string, detached: boolean, mem_mb?: number,
- *   onExit?: (code: number | null, signal: string | null) => void }} o
+ *   probe?: { timer: string, links: string }, onExit?: (code: number | null, signal: string | null) => void }} o
  *   devs: host interfaces in r the guest takes as vec0, vec1, ...; consoleLog: the guest's console (kernel messages,
- *   init's); detached: the guest outlives this Node process (the CLI's `up`); onExit: the guest ended on its own
+ *   init's); detached: the guest outlives this Node process (the CLI's `up`); probe: the files the guest's health
+ *   probe writes (timer_probe.py; none without it, or when a path has white space, which the kernel command line
+ *   cannot carry); onExit: the guest ended on its own
  * @returns {Promise<{ pid: number, kernel: string, argv: string[] }>} kernel: uname -r in the guest
  */
 export async function startGuest(o) {
@@ -107,6 +109,7 @@ export async function startGuest(o) {
     `mem=${o.mem_mb ?? 256}M`, 'rootfstype=hostfs', 'rootflags=/', 'rw', `init=${INIT_SCRIPT}`, 'con=null', 'con0=null,fd:1', 'ssl=null',
     ...o.devs.map((dev, i) => `vec${i}:transport=raw,ifname=${dev},depth=128`),
     `rtclab_chan=${chan}`, `rtclab_modules=${UML_MODULES}`];
+  if (o.probe && !/\s/.test(o.probe.timer + o.probe.links)) argv.push(`rtclab_timer=${o.probe.timer}`, `rtclab_links=${o.probe.links}`);
   const fd = openSync(o.consoleLog, 'a');
   const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', fd, fd], detached: true });
   closeSync(fd);

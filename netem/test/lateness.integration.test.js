@@ -1,0 +1,127 @@
+// @ts-check
+// The validity check bottleneck_lateness_bounded tripped for real: a UDP flow crosses the network while the
+// bottleneck is stopped (SIGSTOP) for 300 ms; its own counters (userspace: release lateness; uml: the guest's timer
+// probe) must show the stall, and the validity checks must fail the run naming it. docs/harness.md, "Validity checks".
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createNetwork } from '../index.js';
+import { newId } from '../names.js';
+import { newRunDir, udpFlow, SKIP_NO_BOTTLENECK } from '../test-support/net.js';
+import { umlUnavailable } from '../uml/guest.js';
+import { validityChecks } from '../../harness/validity.js';
+
+const STOP_MS = 300;
+const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
+// 25 ms each way: the bound is 25 ms, far under the stall and far over this VM's usual scheduling noise.
+const scenario = { network: {
+  forward: { delay_ms: 25, rate: { kbit: 4000 }, qdisc: { kind: 'fifo', limit_ms: 300 } },
+  reverse: { delay_ms: 25, rate: { kbit: 4000 }, qdisc: { kind: 'fifo', limit_ms: 300 } },
+} };
+
+/**
+ * A run without a call, as the harness judges it: the network's checks alone, on what the network reported.
+ * @param {import('../index.js').Network} net
+ */
+function judge(net) {
+  return validityChecks({ dataPrefix: '10.0.', selectedPairs: [], calls: [], connectTimeoutS: 0, connectSeconds: null,
+    cpuLimited: {}, samples: {}, bottleneckAlive: net.info.backend.used === 'userspace' ? net.bottleneckAlive() : null,
+    bottleneckCounters: net.bottleneckCounters(), captures: null, captureEnabled: false,
+    backend: net.info.backend.used, delaysMs: { forward: net.links.forward.delay_ms, reverse: net.links.reverse.delay_ms },
+    guestHealth: net.guestHealth() });
+}
+
+/**
+ * A 2 Mbit/s UDP flow for 4 s; 1.5 s in, every pid is stopped for STOP_MS, then continued.
+ * @param {import('../index.js').Network} net @param {number[]} pids
+ */
+async function flowWithStall(net, pids) {
+  const flow = udpFlow(net, { kbit: 2000, seconds: 4, len: 1000 });
+  await sleep(1500);
+  for (const pid of pids) process.kill(pid, 'SIGSTOP');
+  await sleep(STOP_MS);
+  for (const pid of pids) process.kill(pid, 'SIGCONT');
+  return flow;
+}
+
+test('userspace: a 300 ms SIGSTOP of the forward bottleneck shows in its release lateness and fails the run', { skip: SKIP_NO_BOTTLENECK, timeout: 60000 }, async (t) => {
+  const net = await createNetwork({ id: newId(), scenario, runDir: newRunDir('lateness-userspace'), backend: 'userspace' });
+  try {
+    // Before the stall: on time, and the check passes.
+    await udpFlow(net, { kbit: 2000, seconds: 1, len: 1000 });
+    await sleep(300); // the next stats line
+    // Before the stall no release is anywhere near its length (the check's verdict then depends on the host's load).
+    const before = judge(net).checks.find((c) => c.name === 'bottleneck_lateness_bounded');
+    t.diagnostic(`before: ${before?.ok}: ${before?.detail}`);
+    const early = /** @type {Record<string, number>} */ (net.bottleneckCounters()?.forward);
+    assert.ok(early.max_lateness_ms < STOP_MS / 3, `max lateness ${early.max_lateness_ms} ms before any stall`);
+
+    const forward = net.backend.processes().find((p) => p.direction === 'forward');
+    assert.ok(forward?.pid, 'no forward bottleneck process');
+    const out = await flowWithStall(net, [forward.pid]);
+    assert.match(out, /receiver/);
+    await sleep(300);
+    const c = /** @type {Record<string, number>} */ (net.bottleneckCounters()?.forward);
+    t.diagnostic(`forward counters after the stall: ${JSON.stringify(c)}`);
+    assert.ok(c.max_lateness_ms >= STOP_MS * 0.8 && c.max_lateness_ms < STOP_MS * 3, `max lateness ${c.max_lateness_ms} ms after a ${STOP_MS} ms stop`);
+    // Late by the stall: the packets already inside the bottleneck (its 25 ms delay line holds about 6 at 250 packets/s).
+    // Those that waited in the kernel's queue are timed from when it read them unless the kernel stamps them
+    // (kernel_timestamped), so they do not count as late: the counters see a stall through the packets it caught inside.
+    assert.ok(c.released_late_100ms >= 1, `${c.released_late_100ms} packets released over 100 ms late`);
+
+    const v = judge(net);
+    const check = v.checks.find((x) => x.name === 'bottleneck_lateness_bounded');
+    t.diagnostic(`after: ${check?.detail}`);
+    assert.equal(v.valid, false);
+    assert.equal(check?.ok, false);
+    assert.match(check?.detail ?? '', /^forward: a packet was released \d+\.\d ms after its due time, over the bound of 25 ms/);
+    assert.ok(v.checks.filter((x) => x.ok === false).every((x) => x.name === 'bottleneck_lateness_bounded'), JSON.stringify(v.checks));
+  } finally {
+    await net.down();
+  }
+});
+
+test('uml: a 300 ms SIGSTOP of the guest shows in its timer probe (uml-timer.jsonl) and fails the run', { skip: umlUnavailable() ?? false, timeout: 120000 }, async (t) => {
+  const runDir = newRunDir('lateness-uml');
+  const net = await createNetwork({ id: newId(), scenario, runDir, backend: 'uml' });
+  try {
+    await udpFlow(net, { kbit: 2000, seconds: 2, len: 1000 });
+    await sleep(1200); // the probe's next line
+    const before = judge(net);
+    t.diagnostic(`before: ${before.checks.filter((c) => /lateness|uml_/.test(c.name)).map((c) => `${c.name} ${c.ok}: ${c.detail}`).join(' | ')}`);
+    const early = net.guestHealth()?.timer;
+    assert.ok(early && early.samples > 0 && early.max_ms < STOP_MS / 3, `guest timer before any stall: ${JSON.stringify(early)}`);
+    assert.equal(before.checks.find((c) => c.name === 'uml_lossless_outside_qdisc')?.ok, true);
+
+    // The guest's kernel is one host process (its threads stop with it): while it is stopped nothing in the guest runs.
+    const guest = net.backend.processes()[0];
+    assert.ok(guest?.pid, 'no guest process');
+    const out = await flowWithStall(net, [guest.pid]);
+    assert.match(out, /receiver/);
+    await sleep(1200);
+    const health = net.guestHealth();
+    t.diagnostic(`guest health after the stall: ${JSON.stringify(health)}`);
+    const timer = health?.timer;
+    assert.ok(timer && timer.max_ms >= STOP_MS * 0.8 && timer.max_ms < STOP_MS * 3, `guest timer max ${timer?.max_ms} ms after a ${STOP_MS} ms stop`);
+    assert.ok(timer.late_100ms >= 1);
+
+    const v = judge(net);
+    const check = v.checks.find((x) => x.name === 'bottleneck_lateness_bounded');
+    t.diagnostic(`after: ${check?.detail}; ${v.checks.find((x) => x.name === 'uml_lossless_outside_qdisc')?.detail}`);
+    assert.equal(v.valid, false);
+    assert.equal(check?.ok, false);
+    assert.match(check?.detail ?? '', /the uml guest's timers .*: one fired \d+\.\d ms late, over the bound of 25 ms/);
+
+    // The files the run directory keeps: one timer line a second, the counters of the guest's devices (r-eth0, r-eth1, the IFBs).
+    const lines = readFileSync(join(runDir, 'uml-timer.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(Object.keys(lines[0]), ['t', 'samples', 'late_1ms', 'late_10ms', 'late_100ms', 'max_ms']);
+    assert.ok(existsSync(join(runDir, 'uml-links.jsonl')));
+    const last = readFileSync(join(runDir, 'uml-links.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).pop();
+    assert.ok(['r-eth0', 'r-eth1'].every((d) => d in last.devices), `devices ${Object.keys(last.devices)}`);
+    // 2 s and 4 s at 250 packets/s left through r-eth1 (1500 packets), besides ARP.
+    assert.ok(last.devices['r-eth1'].tx_packets >= 1400, `r-eth1 sent ${last.devices['r-eth1'].tx_packets} packets`);
+  } finally {
+    await net.down();
+  }
+});
