@@ -58,7 +58,7 @@ test('kernel backend forced on a kernel without what the scenario needs: a clear
   if (have.has('netem')) return t.skip('this kernel has netem');
   const id = newId();
   await assert.rejects(createNetwork({ id, scenario: { network: { forward: { delay_ms: 25, rate: { kbit: 1000 } } } }, runDir: newRunDir('bad'), backend: 'kernel' }),
-    /kernel backend: forward: needs netem for delay_ms\/loss_percent > 0; this kernel lacks them/);
+    /kernel backend: forward: needs netem for delay_ms\/jitter_ms\/loss_percent > 0; this kernel lacks them/);
   assert.deepEqual(leftovers(id), []);
 });
 
