@@ -42,7 +42,7 @@ const DSCP_MARKING = process.env.RTCLAB_DSCP_MARKING !== 'off';
  * The receiving pages record every presented frame and read its stamp on every N-th (docs/client.md, "Frames");
  * RTCLAB_FRAMES_READ_EVERY=N samples the stamp reads, 0 records no frame at all.
  */
-const FRAMES_READ_EVERY = process.env.RTCLAB_FRAMES_READ_EVERY === undefined ? 0 : Number(process.env.RTCLAB_FRAMES_READ_EVERY);
+const FRAMES_READ_EVERY = process.env.RTCLAB_FRAMES_READ_EVERY === undefined ? 1 : Number(process.env.RTCLAB_FRAMES_READ_EVERY);
 
 const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -228,7 +228,8 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
     if run.has_calls:
         with _step(progress, "frames", timings):
             recorded = {s: ff for s in ("a", "b") if (ff := rundir.read_frames(run, s)) is not None}
-            frame_join = frames.analyse(recorded, table, t0_ns, duration_s, path, run.problems)
+            frame_join = frames.analyse(recorded, table, t0_ns, duration_s, path, run.problems,
+                                        {s: v.inbound for s, v in sides.items() if v is not None})
     controller = None
     if run.has_calls:
         with _step(progress, "event logs", timings):

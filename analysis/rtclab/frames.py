@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from . import freezes
 from .eventlog import parser as eventlog_parser
 from .packets import CLS_RTP, FORWARD, REVERSE, PacketTable
 from .rundir import FramesFile
@@ -156,10 +157,12 @@ def _ms(v: Any) -> float:
 
 
 def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, duration_s: float,
-                 reports: dict[int, tuple[np.ndarray, np.ndarray]] | None = None) -> dict[str, Any]:
+                 reports: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
+                 inbound: dict[int, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
     """The frames side `side` presented during the call, joined with the packets of the stream it received.
     `reports`: the sender's RTCP sender reports (sender_reports), the capture clock; without them (or without one
-    for the stream) the page's captureTime, Chrome's estimate, is the capture time."""
+    for the stream) the page's captureTime, Chrome's estimate, is the capture time. `inbound`: the receiver's
+    getStats inbound-rtp samples per SSRC, for the freeze cross-check."""
     direction = FORWARD if side == "b" else REVERSE
     clip = frames.header.get("clip") or {}
     clip_frames = clip.get("frames") if isinstance(clip.get("frames"), int) else None
@@ -229,6 +232,8 @@ def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, 
     # The join with the packets.
     ssrc = media_ssrc(table, direction, rtp)
     out["ssrc"] = ssrc
+    shown_at = [float(r["presentation_ms"]) for r in recs if isinstance(r.get("presentation_ms"), (int, float))]
+    out["freezes"] = freezes.analyse(shown_at, (inbound or {}).get(ssrc) if ssrc is not None else None, t0_ns / _NS)
     if ssrc is None:
         return out | {"joined": 0, "joined_ratio": 0.0}
     sf = sent_frames(table, direction, ssrc)
@@ -290,9 +295,11 @@ def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, 
 
 
 def analyse(frames_by_side: dict[str, FramesFile], table: PacketTable | None, t0_ns: int, duration_s: float,
-            run_path: Path | None = None, problems: list[str] | None = None) -> dict[str, Any] | None:
+            run_path: Path | None = None, problems: list[str] | None = None,
+            inbound: dict[str, dict[int, list[dict[str, Any]]]] | None = None) -> dict[str, Any] | None:
     """metrics.json `frames`: per receiving side ('b': the forward stream, 'a': the reverse), or None when no page
-    recorded frames. `run_path`: where the sending side's RTC event log is (eventlog-<sender>.log)."""
+    recorded frames. `run_path`: where the sending side's RTC event log is (eventlog-<sender>.log); `inbound`: per
+    receiving side, its getStats inbound-rtp samples per SSRC."""
     if not frames_by_side:
         return None
     if table is None:
@@ -303,5 +310,5 @@ def analyse(frames_by_side: dict[str, FramesFile], table: PacketTable | None, t0
         sender = "a" if side == "b" else "b"
         reports = sender_reports(run_path / f"eventlog-{sender}.log", problems if problems is not None else []) \
             if run_path is not None else {}
-        out[side] = analyse_side(f, table, side, t0_ns, duration_s, reports)
+        out[side] = analyse_side(f, table, side, t0_ns, duration_s, reports, (inbound or {}).get(side))
     return out

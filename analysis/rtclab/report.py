@@ -297,6 +297,16 @@ def _frames_lines(fr: dict[str, Any] | None) -> list[str]:
         if f.get("sent_frames") is not None:
             out.append(f"  sent but never shown {f.get('never_shown')} of {f.get('sent_frames')}, shown twice "
                        f"{f.get('shown_twice')}, out of order {f.get('out_of_order')}")
+        fz = f.get("freezes")
+        if fz:
+            line = f"  freezes (Chrome's rule, from the record): {fz['count']}, {_f(fz['total_ms'], '.0f')} ms in all"
+            g = fz.get("getstats")
+            if g:
+                line += (f"; {_f(g['start_s'])}-{_f(g['end_s'])} s, record / getStats: freezes "
+                         f"{g['record_freeze_count']} / {_f(g['freeze_count'], '.0f')}, "
+                         f"{_f(g['record_freezes_ms'], '.0f')} / {_f(g['freezes_ms'], '.0f')} ms, "
+                         f"frames presented / decoded {g['records']} / {_f(g['frames_decoded'], '.0f')}")
+            out.append(line)
         out.append("  (glass-to-glass = display - capture; sender = capture to the frame's first packet on the "
                    "sender's capture; network = to its last packet on the receiver's; receiver = to display)")
     return out

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from rtclab import analyze, report
 
@@ -84,3 +85,28 @@ def test_a_real_call_numbers_and_joins_the_frames_it_shows(tmp_path):
 
     text = report.render(m)
     assert "frames shown at b (forward" in text and "delay p50/p95 ms: glass-to-glass" in text
+
+
+def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(tmp_path):
+    """The forward link drops to 1 kbit/s (nothing of the call fits: DT/300 holds less than a packet) from 12 to
+    14 s of a 25 s call: the record shows one freeze of 2 s or a little more (the picture resumes when a frame
+    decodable after the outage arrives), and getStats' own totalFreezesDuration over the same span agrees within
+    10 %."""
+    doc = yaml.safe_load((ROOT / "scenarios" / "default.yaml").read_text())
+    doc["name"] = "outage-2s"
+    doc["network"]["forward"]["rate"] = {"schedule": [{"at_s": 0, "kbit": 1000}, {"at_s": 12, "kbit": 1},
+                                                      {"at_s": 14, "kbit": 1000}]}
+    scenario = tmp_path / "outage.yaml"
+    scenario.write_text(yaml.safe_dump(doc))
+    run = tmp_path / "run"
+    proc = subprocess.run(["node", str(ROOT / "harness" / "cli.js"), "--scenario", str(scenario), "--duration", "25",
+                           "--out", str(run), "--no-analyze"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "complete", proc.stdout + proc.stderr
+    m, _ = analyze.analyze(run, run_tshark=False)
+    fz = m["frames"]["b"]["freezes"]
+    long = [f for f in fz["list"] if f["duration_ms"] >= 1000]
+    assert len(long) == 1, fz
+    assert 11.5 < long[0]["start_s"] < 13.0 and 1900 <= long[0]["duration_ms"] <= 4000, fz
+    g = fz["getstats"]
+    assert g["freezes_ms"] == pytest.approx(g["record_freezes_ms"], rel=0.10), g
