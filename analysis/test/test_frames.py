@@ -155,3 +155,16 @@ def test_capture_time_from_the_senders_reports():
     other = frames.analyse_side(frames_file(), build_table(), "b", E_MS * 1_000_000 - 10**9, 60.0,
                                 {AUDIO: reports[MEDIA]})
     assert other["capture_source"] == "chrome_estimate"  # no report of the displayed stream
+
+
+def test_sampled_reads_count_only_the_frames_tried():
+    # read_every 2: the stamp was tried on records 1, 3, 5, 7 only (the others carry no index): 4 tried, 3 read
+    # (record 1's stamp is unreadable in frames_file()); every record is still joined.
+    f = frames_file()
+    f.header["read_every"] = 2
+    for i, r in enumerate(f.frames):
+        if i % 2 == 0:
+            r.update(read=False, clip_index=None, read_ms=None)
+    side = frames.analyse({"b": f}, build_table(), E_MS * 1_000_000 - 10**9, 60.0)["b"]
+    assert (side["read_every"], side["read"], side["numbered"]) == (2, 4, 3)
+    assert side["numbered_ratio"] == 3 / 4 and side["joined"] == 7
