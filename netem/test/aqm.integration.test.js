@@ -3,7 +3,7 @@
 // userspace bottleneck and through Linux's own qdiscs in a user-mode Linux guest (the uml backend): queuing delay per
 // flow is measured at the captures (one-way delay minus the flow's minimum); drops and marks by reason come from the
 // ground-truth log or from Linux's counters (test-support/counts.js).
-import { test } from 'node:test';
+import { test } from '../test-support/lane.js';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { withNetwork, udpFlow, execIn, SKIP_NO_BOTTLENECK } from '../test-support/net.js';

@@ -1,6 +1,6 @@
 // @ts-check
 // The CLI end to end: up with a scenario file, exec, show, down.
-import { test } from 'node:test';
+import { test } from '../test-support/lane.js';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';

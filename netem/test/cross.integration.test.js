@@ -1,7 +1,7 @@
 // @ts-check
 // Cross traffic on its schedule: iperf3 TCP flows a -> b with the congestion control set explicitly, through this
 // host's kernel and through Linux's qdiscs in a user-mode Linux guest (uml).
-import { test } from 'node:test';
+import { test } from '../test-support/lane.js';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

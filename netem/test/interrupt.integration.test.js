@@ -7,7 +7,7 @@
 // step of that phase then runs (a set-up step in flight when the signal came), and must be undone too. Before the
 // fix, `up` tore the network down beside a set-up that went on, and a bottleneck the set-up started meanwhile was
 // left running with its namespace and state gone.
-import { test } from 'node:test';
+import { test } from '../test-support/lane.js';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';

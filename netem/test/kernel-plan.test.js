@@ -46,7 +46,7 @@ test('codel, pie, sfq, fq_codel: the discipline as TBF\'s child with tc\'s param
     'tc qdisc add dev r-eth1 parent 1:1 handle 10: fq_codel limit 10240 flows 1024 quantum 1514 target 13000us interval 100000us ecn']);
 });
 
-test('prio: prio qdisc mapping every skb priority to the last band, a child per band, u32 DSCP filters', () => {
+test('prio: prio qdisc mapping every skb priority to the last band, a child per band, ARP to the first, u32 DSCP filters', () => {
   assert.deepEqual(plan({ delay_ms: 0, rate: { kbit: 18000 }, qdisc: { kind: 'prio', bands: [
     { dscp: [46, 34], qdisc: { kind: 'fifo' } },
     { qdisc: { kind: 'fq_codel', quantum_bytes: 300, limit_packets: 800, target_ms: 2, interval_ms: 50, ecn: false } }] } }), [
@@ -54,6 +54,7 @@ test('prio: prio qdisc mapping every skb priority to the last band, a child per 
     'tc qdisc add dev r-eth1 parent 1:1 handle 10: prio bands 2 priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1',
     'tc qdisc add dev r-eth1 parent 10:1 handle 20: pfifo limit 1000',
     'tc qdisc add dev r-eth1 parent 10:2 handle 21: fq_codel limit 800 flows 1024 quantum 300 target 2000us interval 50000us noecn',
+    'tc filter add dev r-eth1 parent 10: protocol arp prio 2 u32 match u32 0 0 flowid 10:1',
     'tc filter add dev r-eth1 parent 10: protocol ip prio 1 u32 match ip dsfield 0xb8 0xfc flowid 10:1',
     'tc filter add dev r-eth1 parent 10: protocol ip prio 1 u32 match ip dsfield 0x88 0xfc flowid 10:1']);
 });

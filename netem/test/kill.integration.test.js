@@ -1,7 +1,7 @@
 // @ts-check
 // Killing a run at any point (SIGINT, SIGTERM, SIGKILL), then `clean`, leaves no namespace, veth, nft/iptables
 // rule, state or process of the run behind.
-import { test } from 'node:test';
+import { test } from '../test-support/lane.js';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';

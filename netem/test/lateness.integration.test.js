@@ -2,7 +2,7 @@
 // The validity check bottleneck_lateness_bounded tripped for real: a UDP flow crosses the network while the
 // bottleneck is stopped (SIGSTOP) for 300 ms; its own counters (userspace: release lateness; uml: the guest's timer
 // probe) must show the stall, and the validity checks must fail the run naming it. docs/harness.md, "Validity checks".
-import { test } from 'node:test';
+import { test } from '../test-support/lane.js';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

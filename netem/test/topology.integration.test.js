@@ -1,6 +1,6 @@
 // @ts-check
 // The topology through real namespaces: isolation, offloads, teardown, errors before setup, bottleneck death.
-import { test } from 'node:test';
+import { test } from '../test-support/lane.js';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createNetwork } from '../index.js';

@@ -2,7 +2,7 @@
 // The uml backend on real packets: the kernel backend's tc plan in a user-mode Linux guest routing between a and b.
 // Delay (netem), rate (TBF) with a fifo that drops under overload, FQ-CoDel with its statistics sampled through the
 // guest, and nothing left behind: after down, after the CLI's up + clean, and after a SIGKILL of the run's owner.
-import { test } from 'node:test';
+import { test } from '../test-support/lane.js';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
