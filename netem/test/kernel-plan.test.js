@@ -20,7 +20,7 @@ const IFB = [
   'ip link add ifb-fwd type ifb',
   'ip link set ifb-fwd up',
   'tc qdisc add dev r-eth0 handle ffff: ingress',
-  'tc filter add dev r-eth0 parent ffff: protocol all u32 match u32 0 0 action mirred egress redirect dev ifb-fwd',
+  'tc filter add dev r-eth0 parent ffff: protocol ip u32 match u32 0 0 action mirred egress redirect dev ifb-fwd',
 ];
 
 test('fifo limit_ms: TBF root with a bfifo of the same byte limit (tbf change keeps the child\'s limit)', () => {
