@@ -189,11 +189,12 @@ export function bottleneckOnTime(counters) {
 
 /**
  * The check `bottleneck_lateness_bounded`: no packet released (userspace: the bottleneck's own max_lateness_ms per
- * direction), no timer of the guest fired (uml: its probe's latest wake-up), later than latenessBoundMs of the
+ * direction), no timer of the guest's kernel fired (uml: its latest answer to the host's pings, less the netem delay
+ * it left through: netem/uml/lateness.js), later than latenessBoundMs of the
  * path's one-way propagation delay. The kernel backend measures neither: not measured (ok null).
  * @param {string} backend @param {{ forward: number, reverse: number }} delaysMs
  * @param {Record<string, Record<string, number> | null> | null} counters the userspace bottleneck's, per direction
- * @param {import('../netem/uml/health.js').GuestHealth | null} guest the uml guest's probe
+ * @param {import('../netem/uml/health.js').GuestHealth | null} guest the uml guest's health (its probes)
  * @returns {[string, boolean | null, string]}
  */
 export function latenessBounded(backend, delaysMs, counters, guest) {
@@ -219,10 +220,10 @@ export function latenessBounded(backend, delaysMs, counters, guest) {
     const bound = latenessBoundMs(Math.min(delaysMs.forward, delaysMs.reverse));
     const t = guest?.timer;
     if (!t || !t.samples) {
-      return [name, false, 'the uml guest\'s timer probe wrote no summary since the network was up (uml-timer.jsonl): its timers\' lateness is unknown'];
+      return [name, false, 'the uml guest\'s lateness probe wrote no summary since the network was up (uml-timer.jsonl): its timers\' lateness is unknown'];
     }
     const ok = t.max_ms <= bound;
-    return [name, ok, `the uml guest's timers (netem's and TBF's run on them; its probe woke ${t.samples} times in ${t.seconds} s): ` +
+    return [name, ok, `the uml guest's timers (netem's and TBF's; the host's pings answered through a netem delay ${t.samples} times in ${t.seconds} s): ` +
       `${ok ? 'the latest' : 'one'} fired ${t.max_ms.toFixed(1)} ms late${ok ? ` (bound ${bound} ms)` : `, over the bound of ${bound} ms`}, ` +
       `${t.late_10ms} more than 10 ms and ${t.late_100ms} more than 100 ms late${ok ? '' : `: ${why}`} ` +
       `(bound: the shorter one-way propagation delay, at least ${LATENESS_FLOOR_MS} ms)`];

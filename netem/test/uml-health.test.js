@@ -1,6 +1,7 @@
 // @ts-check
-// The uml guest's health probe (netem/uml/timer_probe.py) run on the host, where it behaves as in the guest: its
-// timer lines see a 300 ms SIGSTOP as one wake-up 300 ms late; and the windows netem/uml/health.js sums from its files.
+// The uml guest's health probes run on the host, where they behave as against the guest: the lateness probe's
+// summary of ping's output (netem/uml/lateness.js), on fixed lines and on a real ping whose silence counts as late;
+// the device counter probe (netem/uml/links_probe.py); and the windows netem/uml/health.js sums from their files.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -9,30 +10,64 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { timerSummary, linkDrops } from '../uml/health.js';
+import { latenessCounter, startLatenessProbe } from '../uml/lateness.js';
 
-const PROBE = fileURLToPath(new URL('../uml/timer_probe.py', import.meta.url));
+const LINKS_PROBE = fileURLToPath(new URL('../uml/links_probe.py', import.meta.url));
 const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
+const lines = (/** @type {string} */ file) => readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
 
-test('timer_probe.py: a 300 ms stop of the probe is one wake-up ~300 ms late; its device lines name the host\'s devices', { timeout: 30000 }, async () => {
+test('lateness.js: RTT minus the guest\'s delay per answer; a request unanswered for 1 s counts once, as late as it waited', () => {
+  const c = latenessCounter(5);
+  c.line('PING 10.98.0.2 (10.98.0.2) 16(44) bytes of data.', 0);
+  c.line('24 bytes from 10.98.0.2: icmp_seq=1 ttl=64 time=5.31 ms', 10);
+  c.line('24 bytes from 10.98.0.2: icmp_seq=2 ttl=64 time=17.2 ms', 30);
+  c.line('no answer yet for icmp_seq=3', 70);
+  c.line('24 bytes from 10.98.0.2: icmp_seq=3 ttl=64 time=305 ms', 330); // a stall: answered late
+  c.line('no answer yet for icmp_seq=4', 90);
+  c.line('no answer yet for icmp_seq=4', 110); // ping says it again: counted from the first time
+  assert.deepEqual(c.second(1000), { t: 1, samples: 3, late_1ms: 2, late_10ms: 2, late_100ms: 1, max_ms: 300 });
+  // seq 4 never answered: in the first summary a second after ping said so, as late as it has waited.
+  assert.deepEqual(c.second(2000), { t: 2, samples: 1, late_1ms: 1, late_10ms: 1, late_100ms: 1, max_ms: 1910 });
+  c.line('24 bytes from 10.98.0.2: icmp_seq=4 ttl=64 time=2500 ms', 2600); // already counted
+  c.line('24 bytes from 10.98.0.2: icmp_seq=5 ttl=64 time=4.2 ms', 2700); // earlier than the delay: 0 late
+  assert.deepEqual(c.second(3000), { t: 3, samples: 1, late_1ms: 0, late_10ms: 0, late_100ms: 0, max_ms: 0 });
+});
+
+test('lateness.js: a real ping, summarised once a second; stopping it for 1.5 s counts as late, not as nothing', { timeout: 30000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rtclab-probe-'));
-  const timer = join(dir, 'uml-timer.jsonl');
-  const links = join(dir, 'uml-links.jsonl');
-  const p = spawn('/usr/bin/python3', ['-S', '-I', PROBE, timer, links], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const out = join(dir, 'uml-timer.jsonl');
+  // Loopback answers at once (no netem on the way): every answer counts 0 ms late.
+  const probe = startLatenessProbe({ hostNsExec: [], outFile: out, target: '127.0.0.1' });
   try {
-    await sleep(1500);
+    await sleep(2500);
     const from = Date.now() / 1000;
-    process.kill(/** @type {number} */ (p.pid), 'SIGSTOP');
-    await sleep(300);
-    process.kill(/** @type {number} */ (p.pid), 'SIGCONT');
-    await sleep(2300);
-    const t = timerSummary(readFileSync(timer, 'utf8'), from);
-    assert.ok(t, 'no timer line after the stop');
-    assert.ok(t.max_ms >= 280 && t.max_ms < 1000, `latest wake-up ${t.max_ms} ms late after a 300 ms stop`);
-    assert.equal(t.late_100ms, 1, JSON.stringify(t));
-    // A 10 ms loop: about 100 wake-ups a second, fewer by the stop.
-    assert.ok(t.samples >= 60 * t.seconds && t.samples <= 101 * t.seconds, JSON.stringify(t));
-    const all = readFileSync(links, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    assert.ok(all.length >= 3, `${all.length} device lines in 4 s`);
+    const calm = lines(out);
+    assert.ok(calm.length >= 2, `${calm.length} lines in 2.5 s`);
+    assert.deepEqual(Object.keys(calm[0]), ['t', 'samples', 'late_1ms', 'late_10ms', 'late_100ms', 'max_ms']);
+    // Every 20 ms: about 50 answers a second (the first second has ping's start; a loaded machine delays the summary's
+    // timer, so a "second" may be shorter or longer).
+    assert.ok(calm.slice(1).every((l) => l.samples >= 20 && l.samples <= 80 && l.late_10ms === 0), JSON.stringify(calm));
+    process.kill(/** @type {number} */ (probe.pid), 'SIGSTOP');
+    await sleep(1500);
+    process.kill(/** @type {number} */ (probe.pid), 'SIGCONT');
+    await sleep(1500);
+    const t = timerSummary(readFileSync(out, 'utf8'), from);
+    assert.ok(t && t.late_100ms >= 1 && t.max_ms >= 1000 && t.max_ms < 2500, JSON.stringify(t));
+  } finally {
+    probe.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('links_probe.py: a line at once and one a second, with the host\'s devices\' counters', { timeout: 30000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rtclab-probe-'));
+  const links = join(dir, 'uml-links.jsonl');
+  const p = spawn('/usr/bin/python3', ['-S', '-I', LINKS_PROBE, links], { stdio: ['ignore', 'ignore', 'inherit'] });
+  try {
+    await sleep(3500);
+    const all = lines(links);
+    // At once, then once a second (python3's start takes a while on a loaded machine).
+    assert.ok(all.length >= 3 && all.length <= 5, `${all.length} device lines in 3.5 s`);
     assert.equal(typeof all[0].softnet_dropped, 'number');
     for (const counters of Object.values(all[0].devices)) assert.equal(typeof /** @type {any} */ (counters).rx_dropped, 'number');
   } finally {

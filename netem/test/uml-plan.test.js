@@ -2,23 +2,32 @@
 // The uml backend's plans (pure): the host side of r, the guest's interfaces, the exec prefix; and what it refuses.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { planHostSide, planGuestSide } from '../uml/backend.js';
-import { guestExecPrefix, umlUnavailable } from '../uml/guest.js';
+import { planHostSide, planGuestSide, GUEST_DEVICES } from '../uml/backend.js';
+import { guestExecPrefix, umlUnavailable, planScript, planFailure } from '../uml/guest.js';
+import { planKernelNetwork } from '../kernel-backend.js';
 import { chooseBackend } from '../backend.js';
 import { parseArgs } from '../cli-args.js';
 import { normalizeScenario } from '../../scenarios/model.js';
 
 test('uml: host side of r loses forwarding and addresses; the guest takes r\'s names, addresses, offloads off', () => {
   assert.deepEqual(planHostSide(['ip', 'netns', 'exec', 'R']).map((c) => c.slice(4).join(' ')), [
-    'sysctl -q -w net.ipv4.ip_forward=0', 'ip addr flush dev r-eth0', 'ip addr flush dev r-eth1']);
-  const g = planGuestSide(['G', '--']).map((c) => c.slice(2).join(' '));
+    'sysctl -q -w net.ipv4.ip_forward=0', 'ip addr flush dev r-eth0', 'ip addr flush dev r-eth1',
+    // The lateness probe's own link: a veth pair in a /30 of its own, both MACs fixed, no ARP.
+    'ip link add r-lat0 address 02:72:74:63:00:01 type veth peer name r-lat1', 'ip addr add 10.98.0.1/30 dev r-lat0',
+    'ip link set r-lat0 up', 'ip link set r-lat1 up', 'ip neigh replace 10.98.0.2 lladdr 02:72:74:63:00:02 dev r-lat0 nud permanent']);
+  assert.deepEqual(GUEST_DEVICES, ['r-eth0', 'r-eth1', 'r-lat1']);
+  const g = planGuestSide().map((c) => c.join(' '));
   assert.deepEqual(g.filter((c) => !c.startsWith('ethtool') && !c.startsWith('sh')), [
     'ip link set vec0 name r-eth0', 'ip addr add 10.0.1.1/24 dev r-eth0', 'ip link set r-eth0 up',
-    'ip link set vec1 name r-eth1', 'ip addr add 10.0.2.1/24 dev r-eth1', 'ip link set r-eth1 up']);
+    'ip link set vec1 name r-eth1', 'ip addr add 10.0.2.1/24 dev r-eth1', 'ip link set r-eth1 up',
+    'ip link set vec2 name lat0 address 02:72:74:63:00:02', 'ip addr add 10.98.0.2/30 dev lat0', 'ip link set lat0 up',
+    'ip neigh replace 10.98.0.1 lladdr 02:72:74:63:00:01 dev lat0 nud permanent', 'tc qdisc add dev lat0 root netem delay 5ms']);
   // Offloads off after up (the vector driver turns TSO/GRO on when the device opens), then checked.
   const up = g.indexOf('ip link set r-eth0 up');
   assert.match(g[up + 1], /^ethtool -K r-eth0 .*tso off gso off gro off/);
   assert.match(g[up + 2], /^sh -c .*generic-receive-offload/);
+  // The kernel backend's plan goes to the guest without a prefix (one script, below).
+  assert.ok(planKernelNetwork(normalizeScenario({}).network, []).every((c) => c[0] === 'tc' || c[0] === 'ip'));
   const prefix = guestExecPrefix('abc123');
   assert.deepEqual(prefix.slice(2), ['/run/rtclab-uml/abc123/chan', '--']);
   assert.match(prefix[1], /netem\/uml\/exec\.js$/);
@@ -32,4 +41,20 @@ test('uml: --backend uml parses; what no tc plan can do is refused before anythi
     meters: [{ dscp: [46], per: 'flow', window_ms: 150, limit_kbit: 2000, action: { kind: 'ce_all', hold_ms: 2000 } }],
     bands: [{ dscp: [46], qdisc: { kind: 'fifo' } }, { qdisc: { kind: 'fifo' } }] } } } }).network;
   await assert.rejects(chooseBackend('uml', metered), /uml backend: forward: cannot emulate prio meters/);
+});
+
+test('uml: a plan is one sh script that runs its commands in order and stops at the first failure', async () => {
+  const { run } = await import('../exec.js');
+  const plan = [['echo', "it's"], ['sh', '-c', 'echo to-err >&2; exit 3'], ['echo', 'never']];
+  const r = await run(['sh', '-c', planScript(plan)]);
+  assert.equal(r.code, 3);
+  assert.equal(r.stdout, "@rtclab-step 0\nit's\n@rtclab-step 1\n");
+  assert.equal(r.stderr, '@rtclab-step 0\n@rtclab-step 1\nto-err\n');
+  // The error names the failing command and its stderr, as runChecked's does.
+  assert.equal(planFailure(plan, r), "`sh -c echo to-err >&2; exit 3` failed in the uml guest (exit 3): to-err");
+  const missing = [['true'], ['no-such-command-rtclab', 'x']];
+  const m = await run(['sh', '-c', planScript(missing)]);
+  assert.match(planFailure(missing, m), /^`no-such-command-rtclab x` failed in the uml guest \(exit 127\): .*not found/);
+  assert.equal(planFailure(plan, { code: 127, stdout: '', stderr: 'the uml guest (pid 1) is not running' }),
+    'uml guest: the plan did not run (exit 127): the uml guest (pid 1) is not running');
 });

@@ -1,19 +1,25 @@
 // @ts-check
 // The uml backend: Linux's own qdiscs in a user-mode Linux guest that routes between a and b in place of r's host
 // kernel. The guest takes r's two data veths (raw transport) and r's addresses; the host side of r keeps them up with
-// no address and no forwarding. The kernel backend's tc plan runs unchanged in the guest (its nsExec prefix is
-// netem/uml/exec.js); qdisc statistics are sampled in the guest the same way. docs/netem.md, "uml".
+// no address and no forwarding. The kernel backend's tc plan runs unchanged in the guest, as one script through the
+// channel (guestRunPlan); qdisc statistics are sampled there too. A third device, on a veth pair of its own, carries
+// the host's probe of the guest kernel's timers (lateness.js). docs/netem.md, "uml".
 import { join } from 'node:path';
 import { appendFileSync, readFileSync } from 'node:fs';
-import { KernelBackend } from '../kernel-backend.js';
+import { KernelBackend, planKernelNetwork } from '../kernel-backend.js';
 import { OFFLOADS_OFF } from '../topology.js';
 import { DATA, INTERFACES } from '../names.js';
 import { runPlan } from '../exec.js';
-import { startGuest, stopGuest, guestExecPrefix, channelDir, guestRun } from './guest.js';
+import { startGuest, stopGuest, guestExecPrefix, channelDir, guestRun, guestRunPlan } from './guest.js';
 import { timerSummary, linkDrops } from './health.js';
+import { LATENESS_LINK, startLatenessProbe } from './lateness.js';
+
+const L = LATENESS_LINK;
 
 /**
- * On the host, in r: the data veths lose their addresses and r stops forwarding (the guest does both now).
+ * On the host, in r: the data veths lose their addresses and r stops forwarding (the guest does both now); the
+ * lateness probe's veth pair (r's IPv6 is off, so nothing but the probe's pings crosses it), the host's end
+ * addressed, with the guest's MAC known (no ARP).
  * @param {string[]} hostNsExec prefix for r on the host
  * @returns {string[][]}
  */
@@ -22,29 +28,42 @@ export function planHostSide(hostNsExec) {
     [...hostNsExec, 'sysctl', '-q', '-w', 'net.ipv4.ip_forward=0'],
     [...hostNsExec, 'ip', 'addr', 'flush', 'dev', INTERFACES.r_a],
     [...hostNsExec, 'ip', 'addr', 'flush', 'dev', INTERFACES.r_b],
+    [...hostNsExec, 'ip', 'link', 'add', L.hostDev, 'address', L.hostMac, 'type', 'veth', 'peer', 'name', L.peerDev],
+    [...hostNsExec, 'ip', 'addr', 'add', `${L.host}/${L.prefix}`, 'dev', L.hostDev],
+    [...hostNsExec, 'ip', 'link', 'set', L.hostDev, 'up'],
+    [...hostNsExec, 'ip', 'link', 'set', L.peerDev, 'up'],
+    [...hostNsExec, 'ip', 'neigh', 'replace', L.guest, 'lladdr', L.guestMac, 'dev', L.hostDev, 'nud', 'permanent'],
   ];
 }
+
+/** The host's devices in r that the guest takes, in order: its vec0, vec1, vec2. */
+export const GUEST_DEVICES = [INTERFACES.r_a, INTERFACES.r_b, L.peerDev];
 
 /**
  * In the guest: vec0/vec1 take r's interface names (so the kernel plan and its statistics name the same devices under
  * both backends) and addresses; offloads off as on the host's veths. The vector driver's raw transport turns TSO and
  * GRO on each time the device opens (vector_net_open builds its transport and sets them), which would hand the
  * qdiscs GRO-merged packets (one CE mark or one drop for several segments, a 64 KB "packet" in TBF): so offloads go
- * off after `up`, and the plan checks they are off.
- * @param {string[]} guestExec prefix that runs a command in the guest
- * @returns {string[][]}
+ * off after `up`, and the plan checks they are off. vec2 becomes the lateness probe's device: its egress a netem
+ * delay, through which the guest kernel's echo replies leave (lateness.js).
+ * @returns {string[][]} commands as run in the guest
  */
-export function planGuestSide(guestExec) {
+export function planGuestSide() {
   /** @type {string[][]} */
   const plan = [];
   const devs = /** @type {const} */ ([['vec0', INTERFACES.r_a, DATA.r_a], ['vec1', INTERFACES.r_b, DATA.r_b]]);
   for (const [vec, dev, addr] of devs) {
-    plan.push([...guestExec, 'ip', 'link', 'set', vec, 'name', dev]);
-    plan.push([...guestExec, 'ip', 'addr', 'add', `${addr}/24`, 'dev', dev]);
-    plan.push([...guestExec, 'ip', 'link', 'set', dev, 'up']);
-    plan.push([...guestExec, 'ethtool', '-K', dev, ...OFFLOADS_OFF]);
-    plan.push([...guestExec, 'sh', '-c', offloadsOffCheck(dev)]);
+    plan.push(['ip', 'link', 'set', vec, 'name', dev]);
+    plan.push(['ip', 'addr', 'add', `${addr}/24`, 'dev', dev]);
+    plan.push(['ip', 'link', 'set', dev, 'up']);
+    plan.push(['ethtool', '-K', dev, ...OFFLOADS_OFF]);
+    plan.push(['sh', '-c', offloadsOffCheck(dev)]);
   }
+  plan.push(['ip', 'link', 'set', 'vec2', 'name', L.guestDev, 'address', L.guestMac]);
+  plan.push(['ip', 'addr', 'add', `${L.guest}/${L.prefix}`, 'dev', L.guestDev]);
+  plan.push(['ip', 'link', 'set', L.guestDev, 'up']);
+  plan.push(['ip', 'neigh', 'replace', L.host, 'lladdr', L.hostMac, 'dev', L.guestDev, 'nud', 'permanent']);
+  plan.push(['tc', 'qdisc', 'add', 'dev', L.guestDev, 'root', 'netem', 'delay', `${L.delay_ms}ms`]);
   return plan;
 }
 
@@ -56,6 +75,9 @@ function offloadsOffCheck(dev) {
 }
 
 /** @typedef {import('../backend.js').Backend} Backend */
+
+/** How often qdisc-stats.jsonl is sampled in the guest (each sample: a tc process there). */
+const STATS_INTERVAL_MS = 500;
 
 /** @implements {Backend} */
 export class UmlBackend extends KernelBackend {
@@ -72,8 +94,11 @@ export class UmlBackend extends KernelBackend {
     this.kernel = null;
     this.guestAlive = false;
     this.consoleLog = join(o.runDir, 'uml-console.log');
-    // The guest's health probe (timer_probe.py): its timer lateness and its drops outside the qdiscs.
+    // The guest's health: its kernel's timer lateness (lateness.js, from the host) and its drops outside the qdiscs
+    // (links_probe.py, in the guest).
     this.probe = { timer: join(o.runDir, 'uml-timer.jsonl'), links: join(o.runDir, 'uml-links.jsonl') };
+    /** @type {{ pid: number | undefined, stop: () => void } | null} */
+    this.lateness = null;
     /** When the network was up (epoch s): the guest's health counts from then, not from its boot. */
     this.upAt = Infinity;
   }
@@ -82,8 +107,8 @@ export class UmlBackend extends KernelBackend {
     const o = this.uml;
     await runPlan(planHostSide(o.hostNsExec), o.log);
     o.log(`uml guest: booting in ${o.nsR} on ${INTERFACES.r_a}, ${INTERFACES.r_b} (console ${this.consoleLog})`);
-    const g = await startGuest({ id: o.id, nsR: o.nsR, devs: [INTERFACES.r_a, INTERFACES.r_b], consoleLog: this.consoleLog,
-      detached: o.detached, probe: this.probe, onExit: (code, signal) => {
+    const g = await startGuest({ id: o.id, nsR: o.nsR, devs: GUEST_DEVICES, consoleLog: this.consoleLog,
+      detached: o.detached, links: this.probe.links, onExit: (code, signal) => {
         this.guestAlive = false;
         if (!this.stopped) {
           o.onEvent({ event: 'guest_exit', code, signal, message: `the uml guest exited (${signal ?? `exit code ${code}`})`, log: this.consoleLog });
@@ -93,8 +118,13 @@ export class UmlBackend extends KernelBackend {
     this.kernel = g.kernel;
     this.guestAlive = true;
     o.log(`uml guest: pid ${g.pid}, kernel ${g.kernel}`);
-    await runPlan(planGuestSide(guestExecPrefix(o.id)), o.log);
-    await super.start();
+    // Two round trips: the guest's interfaces, then the kernel backend's plan (KernelBackend.start would send each
+    // command through exec.js, a Node process and a round trip apiece).
+    const chan = channelDir(o.id);
+    await guestRunPlan(chan, planGuestSide(), o.log);
+    await guestRunPlan(chan, planKernelNetwork(o.links, []), o.log);
+    this.lateness = startLatenessProbe({ hostNsExec: o.hostNsExec, outFile: this.probe.timer, detached: o.detached, log: o.log });
+    if (!o.detached) this.startStats(STATS_INTERVAL_MS);
     this.upAt = Date.now() / 1000;
   }
 
@@ -119,7 +149,7 @@ export class UmlBackend extends KernelBackend {
   }
 
   /** `tc -s -j qdisc show` in the guest every interval_ms, through the channel in this process (no exec.js per sample). */
-  startStats(interval_ms = 500) {
+  startStats(interval_ms = STATS_INTERVAL_MS) {
     let busy = false;
     const chan = channelDir(this.uml.id);
     const sample = async () => {
@@ -138,6 +168,7 @@ export class UmlBackend extends KernelBackend {
   }
 
   async stop() {
+    this.lateness?.stop();
     await super.stop();
     await stopGuest(this.uml.id, this.pid);
     this.guestAlive = false;

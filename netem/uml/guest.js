@@ -1,8 +1,8 @@
 // @ts-check
 // The user-mode Linux guest of the uml backend (docs/netem.md, "uml"): a Linux 6.1 kernel as a process in namespace
 // r, attached to r's two data veths with the vector driver's raw transport, its root the host's own file system
-// (hostfs). Commands reach it through a channel directory (init.sh serves it): guestRun() here, or the `nsExec`
-// prefix guestExecPrefix() (netem/uml/exec.js) for the kernel backend's tc plan.
+// (hostfs). Commands reach it through a channel directory (init.sh serves it): guestRun() and guestRunPlan() here,
+// or the `nsExec` prefix guestExecPrefix() (netem/uml/exec.js) for a command from another process.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, closeSync, readFileSync, renameSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -65,12 +65,22 @@ let seq = 0;
  * @param {{ timeout_ms?: number }} [o]
  * @returns {Promise<import('../exec.js').RunResult>}
  */
-export async function guestRun(chan, argv, o = {}) {
+export function guestRun(chan, argv, o = {}) {
+  return guestScript(chan, `exec ${argv.map(shQuote).join(' ')}\n`, o);
+}
+
+/**
+ * Run a sh script in the guest through the channel (one round trip); never throws for a non-zero exit.
+ * @param {string} chan channel directory @param {string} script
+ * @param {{ timeout_ms?: number }} [o]
+ * @returns {Promise<import('../exec.js').RunResult>}
+ */
+export async function guestScript(chan, script, o = {}) {
   if (!existsSync(join(chan, 'ready'))) return { code: 127, stdout: '', stderr: `the uml guest is not serving ${chan}` };
   const pid = Number(readOr(join(chan, '..', 'guest.pid'), '0'));
   // Names sort by time: the guest serves them in that order. CLOCK_MONOTONIC is shared by every process.
   const name = join(chan, `${process.hrtime.bigint().toString().padStart(20, '0')}-${process.pid}-${seq++}`);
-  writeFileSync(`${name}.tmp`, `exec ${argv.map(shQuote).join(' ')}\n`);
+  writeFileSync(`${name}.tmp`, script);
   renameSync(`${name}.tmp`, `${name}.cmd`);
   const deadline = Date.now() + (o.timeout_ms ?? 20000);
   try {
@@ -88,14 +98,61 @@ export async function guestRun(chan, argv, o = {}) {
   }
 }
 
+/** Marks where each command of a plan script starts, in its stdout and stderr. */
+const STEP = '@rtclab-step ';
+
+/**
+ * A plan (argv list) as one sh script that runs its commands in order and stops at the first that fails, with its
+ * exit status; each command's output follows a line `@rtclab-step <index>` on stdout and stderr.
+ * @param {string[][]} plan
+ */
+export function planScript(plan) {
+  return plan.map((argv, i) => `echo '${STEP}${i}'; echo '${STEP}${i}' >&2; ${argv.map(shQuote).join(' ')} || exit $?\n`).join('');
+}
+
+/**
+ * What a command of a plan script wrote: the text after its step line. @param {string} text @param {number} i
+ */
+function stepOutput(text, i) {
+  const mark = `${STEP}${i}\n`;
+  const at = text.lastIndexOf(mark);
+  return at < 0 ? '' : text.slice(at + mark.length);
+}
+
+/**
+ * Run a plan in the guest in one round trip, stopping at the first failure; throws as runChecked does, naming the
+ * command that failed and its stderr. The guest still starts one process per command, but the host none.
+ * @param {string} chan @param {string[][]} plan argv as in the guest (no prefix)
+ * @param {(msg: string) => void} [log] each command, as runPlan logs them
+ */
+export async function guestRunPlan(chan, plan, log) {
+  if (!plan.length) return;
+  for (const argv of plan) log?.(`(uml guest) ${argv.join(' ')}`);
+  const r = await guestScript(chan, planScript(plan), { timeout_ms: 60000 });
+  if (r.code !== 0) throw new Error(planFailure(plan, r));
+}
+
+/**
+ * Why a plan script failed, as runChecked says it: the command that failed, its exit status and its stderr (else its
+ * stdout); or why the script did not run.
+ * @param {string[][]} plan @param {import('../exec.js').RunResult} r the script's result
+ */
+export function planFailure(plan, r) {
+  const steps = [...r.stdout.matchAll(new RegExp(`^${STEP}(\\d+)$`, 'gm'))];
+  if (!steps.length) return `uml guest: the plan did not run (exit ${r.code}): ${r.stderr.trim() || r.stdout.trim()}`;
+  const i = Number(steps[steps.length - 1][1]);
+  const out = stepOutput(r.stderr, i).trim() || stepOutput(r.stdout, i).trim();
+  return `\`${plan[i].join(' ')}\` failed in the uml guest (exit ${r.code}): ${out}`;
+}
+
 /**
  * Boot the guest in namespace nsR on the two data veths, and wait until it serves its channel.
  * @param {{ id: string, nsR: string, devs: string[], consoleLog: string, detached: boolean, mem_mb?: number,
- *   probe?: { timer: string, links: string }, onExit?: (code: number | null, signal: string | null) => void }} o
+ *   links?: string, onExit?: (code: number | null, signal: string | null) => void }} o
  *   devs: host interfaces in r the guest takes as vec0, vec1, ...; consoleLog: the guest's console (kernel messages,
- *   init's); detached: the guest outlives this Node process (the CLI's `up`); probe: the files the guest's health
- *   probe writes (timer_probe.py; none without it, or when a path has white space, which the kernel command line
- *   cannot carry); onExit: the guest ended on its own
+ *   init's); detached: the guest outlives this Node process (the CLI's `up`); links: the file the guest's device
+ *   counter probe writes (links_probe.py; none without it, or when the path has white space, which the kernel
+ *   command line cannot carry); onExit: the guest ended on its own
  * @returns {Promise<{ pid: number, kernel: string, argv: string[] }>} kernel: uname -r in the guest
  */
 export async function startGuest(o) {
@@ -109,7 +166,7 @@ export async function startGuest(o) {
     `mem=${o.mem_mb ?? 256}M`, 'rootfstype=hostfs', 'rootflags=/', 'rw', `init=${INIT_SCRIPT}`, 'con=null', 'con0=null,fd:1', 'ssl=null',
     ...o.devs.map((dev, i) => `vec${i}:transport=raw,ifname=${dev},depth=128`),
     `rtclab_chan=${chan}`, `rtclab_modules=${UML_MODULES}`];
-  if (o.probe && !/\s/.test(o.probe.timer + o.probe.links)) argv.push(`rtclab_timer=${o.probe.timer}`, `rtclab_links=${o.probe.links}`);
+  if (o.links && !/\s/.test(o.links)) argv.push(`rtclab_links=${o.links}`);
   const fd = openSync(o.consoleLog, 'a');
   const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', fd, fd], detached: true });
   closeSync(fd);

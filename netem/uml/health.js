@@ -1,11 +1,12 @@
 // @ts-check
-// What the uml guest's probe (timer_probe.py, started by init.sh) recorded, over a window of the run: its timer
-// lateness (uml-timer.jsonl) and the packets its devices and input backlog dropped outside the qdiscs
-// (uml-links.jsonl). Pure functions of the files' text; the validity checks read their results (harness/validity.js).
+// What the uml guest's health probes recorded, over a window of the run: its kernel's timer lateness
+// (uml-timer.jsonl, lateness.js on the host) and the packets its devices and input backlog dropped outside the qdiscs
+// (uml-links.jsonl, links_probe.py in the guest). Pure functions of the files' text; the validity checks read their
+// results (harness/validity.js).
 
 /**
  * @typedef {{ seconds: number, samples: number, late_1ms: number, late_10ms: number, late_100ms: number, max_ms: number }} GuestTimer
- *   the wake-ups of the probe's 10 ms loop in the window: how many, how many more than 1, 10, 100 ms late, the latest
+ *   the answers to the host's pings in the window: how many, how many more than 1, 10, 100 ms late, the latest
  * @typedef {{ seconds: number, drops: Record<string, number> }} GuestDrops
  *   increases over the window of every drop counter that moved: `<device>.<counter>` or `softnet_dropped`
  * @typedef {{ timer: GuestTimer | null, drops: GuestDrops | null }} GuestHealth  null: the probe wrote no line in the window

@@ -1,12 +1,12 @@
 #!/bin/bash
 # PID 1 of the user-mode Linux guest (netem/uml/guest.js starts it; docs/netem.md, "uml"). Its root is the host's own
 # file system (hostfs), so it runs the host's sh, ip, tc and python3; it writes nothing on the host but the channel
-# and the probe's files. It mounts the guest's own proc, sys, /dev and a scratch tmpfs, loads the qdiscs from the
+# and the probe's file. It mounts the guest's own proc, sys, /dev and a scratch tmpfs, loads the qdiscs from the
 # package's modules, enables forwarding (this guest has no IPv6: its module is not loaded), then serves the command
 # channel: a directory on the host where the host drops NAME.cmd (a sh script) and gets back NAME.out, NAME.err and,
 # last, NAME.rc (the exit status). Kernel parameters (init gets them as its environment): rtclab_chan=DIR (the
 # channel), rtclab_modules=DIR (the package's modules directory, /usr/lib/uml/modules, holding VERSION/), and
-# optionally rtclab_timer=FILE and rtclab_links=FILE (the health probe's outputs, below). It writes DIR/ready (the
+# optionally rtclab_links=FILE (the device-counter probe's output, below). It writes DIR/ready (the
 # guest kernel's version) once it serves, or DIR/failed (why) and powers off.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 chan=$rtclab_chan
@@ -20,16 +20,16 @@ mkdir -p "$scratch" && mount -t tmpfs scratch "$scratch" || fail "cannot mount a
 mount -t devtmpfs dev /dev 2>/dev/null
 # The host may have no /lib/modules to mount on: the package's modules go under the scratch space, for modprobe -d.
 mkdir -p "$scratch/lib/modules" && mount --bind "$rtclab_modules" "$scratch/lib/modules" || fail "cannot bind $rtclab_modules"
-for m in sch_tbf sch_netem sch_codel sch_fq_codel sch_pie sch_sfq sch_prio sch_htb sch_ingress ifb act_mirred cls_u32 cls_matchall; do
-  modprobe -d "$scratch" "$m" || fail "modprobe $m failed"
-done
+# One modprobe for all (each process started over hostfs costs the guest tens of ms).
+modprobe -a -d "$scratch" sch_tbf sch_netem sch_codel sch_fq_codel sch_pie sch_sfq sch_prio sch_htb sch_ingress ifb \
+  act_mirred cls_u32 cls_matchall || fail "modprobe -a of the qdiscs failed"
 ip link set lo up
 echo 1 > /proc/sys/net/ipv4/ip_forward
-# The guest's own health into the run directory (timer lateness, drops outside the qdiscs), when the host names the
-# files (rtclab_timer=FILE rtclab_links=FILE): timer_probe.py, beside this script; its errors go to the console; it
-# ends with the guest.
-if [ -n "$rtclab_timer" ] && [ -n "$rtclab_links" ]; then
-  python3 -S -I "${0%/*}/timer_probe.py" "$rtclab_timer" "$rtclab_links" < /dev/null > /dev/null &
+# The guest's drops outside the qdiscs into the run directory, when the host names the file (rtclab_links=FILE):
+# links_probe.py, beside this script; its errors go to the console; it ends with the guest. (Its timer lateness is
+# measured from the host: netem/uml/lateness.js.)
+if [ -n "$rtclab_links" ]; then
+  python3 -S -I "${0%/*}/links_probe.py" "$rtclab_links" < /dev/null > /dev/null &
 fi
 uname -r > "$chan/ready.tmp" && mv "$chan/ready.tmp" "$chan/ready"
 # Serve: one command at a time, in the order the host's names sort (the host names them by time). Polling with bash's

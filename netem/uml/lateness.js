@@ -1,0 +1,144 @@
+// @ts-check
+// The uml guest kernel's timer lateness, measured from the host without any guest process (docs/netem.md, "The
+// guest's health"). A third vector device joins the guest to a small veth pair in r that carries nothing else; the
+// guest's egress on it is `netem delay 5ms`. The host pings the guest there every 20 ms: the guest kernel answers
+// in its receive softirq and the answer leaves through netem's timer, so RTT - 5 ms is how late the guest kernel
+// received the request and fired that timer: what the data path's netem and TBF suffer, on the host's clock.
+// (A sleep loop in a guest process also waits for UML's ptraced process switches, scheduled by the host apart from
+// the kernel's thread: it read stalls of 100-400 ms that no packet of the call showed.)
+import { spawn } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The probe's link: a veth pair in r (hostDev with the host's address; peerDev, which the guest takes as a vector
+ * device and names guestDev) in a /30 that no other address of rtclab's is in (data 10.0., management 10.99.).
+ * Fixed MACs with permanent neighbour entries on both sides: no ARP in the measurement.
+ */
+export const LATENESS_LINK = Object.freeze({
+  hostDev: 'r-lat0', peerDev: 'r-lat1', guestDev: 'lat0',
+  host: '10.98.0.1', guest: '10.98.0.2', prefix: 30,
+  hostMac: '02:72:74:63:00:01', guestMac: '02:72:74:63:00:02',
+  delay_ms: 5, interval_ms: 20,
+});
+
+/** A request with no answer after this long counts as a sample this late (it cannot vanish from the summary). */
+const NO_ANSWER_MS = 1000;
+
+/**
+ * Folds ping's output into one summary a second (uml-timer.jsonl): {t, samples, late_1ms, late_10ms, late_100ms,
+ * max_ms}, the answers of the second before t and their lateness (RTT - delay_ms). Pure but for the clock it is given.
+ * @param {number} delayMs the netem delay on the guest's side
+ */
+export function latenessCounter(delayMs) {
+  /** seq -> when ping said it had no answer yet (ms) */
+  const pending = new Map();
+  /** seqs already counted as unanswered: their late answers are not counted again */
+  const gaveUp = new Set();
+  let samples = 0, late1 = 0, late10 = 0, late100 = 0, worst = 0;
+  /** @param {number} lateMs */
+  const add = (lateMs) => {
+    samples++;
+    late1 += lateMs > 1 ? 1 : 0;
+    late10 += lateMs > 10 ? 1 : 0;
+    late100 += lateMs > 100 ? 1 : 0;
+    worst = Math.max(worst, lateMs);
+  };
+  return {
+    /** One line of `ping -n -O` output, read at nowMs. @param {string} line @param {number} nowMs */
+    line(line, nowMs) {
+      const reply = /icmp_seq=(\d+) .*time=([\d.]+) ms/.exec(line);
+      if (reply) {
+        const seq = Number(reply[1]);
+        pending.delete(seq);
+        if (gaveUp.delete(seq)) return;
+        add(Math.max(0, Number(reply[2]) - delayMs));
+        return;
+      }
+      const none = /no answer yet for icmp_seq=(\d+)/.exec(line);
+      if (none && !pending.has(Number(none[1]))) pending.set(Number(none[1]), nowMs);
+    },
+    /** The summary of the second ending at nowMs; resets. @param {number} nowMs */
+    second(nowMs) {
+      for (const [seq, since] of pending) {
+        if (nowMs - since < NO_ANSWER_MS) continue;
+        pending.delete(seq);
+        gaveUp.add(seq);
+        add(nowMs - since);
+      }
+      if (gaveUp.size > 1000) gaveUp.clear(); // seqs wrap at 65536; a lost answer never comes
+      const out = { t: Math.round(nowMs) / 1000, samples, late_1ms: late1, late_10ms: late10, late_100ms: late100,
+        max_ms: Math.round(worst * 1000) / 1000 };
+      samples = late1 = late10 = late100 = worst = 0;
+      return out;
+    },
+  };
+}
+
+/**
+ * Ping the guest from r and append a summary a second to outFile until stop(). If ping falls silent (it died, or
+ * nothing answers at all), each silent second counts one sample as late as the silence is long.
+ * @param {{ hostNsExec: string[], outFile: string, detached?: boolean, log?: (msg: string) => void,
+ *   onExit?: () => void, target?: string }} o  target: what to ping (the guest; a test pings another); hostNsExec: prefix for r on the host ([] when already there); onExit: ping ended on its
+ *   own; detached: ping and this summary outlive the Node process (the CLI's `up`: the summary then runs in its own
+ *   process, this module's main)
+ * @returns {{ pid: number | undefined, stop: () => void }}
+ */
+export function startLatenessProbe(o) {
+  const L = LATENESS_LINK;
+  if (o.detached) {
+    // In r, as ping: the teardown's kill of r's processes ends it too.
+    const argv = [...o.hostNsExec, process.execPath, fileURLToPath(import.meta.url), o.outFile];
+    const p = spawn(argv[0], argv.slice(1), { stdio: 'ignore', detached: true });
+    p.unref();
+    return { pid: p.pid, stop: () => { try { process.kill(/** @type {number} */ (p.pid), 'SIGTERM'); } catch { /* gone */ } } };
+  }
+  // -O: a request unanswered when the next goes out is reported; -s 16: room for ping's send time stamp.
+  const argv = [...o.hostNsExec, 'ping', '-n', '-O', '-i', String(L.interval_ms / 1000), '-s', '16', o.target ?? L.guest];
+  // A group of its own, as the guest's: a Ctrl-C to the owner's group must not end the measurement before the teardown.
+  const ping = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const counter = latenessCounter(L.delay_ms);
+  let lastHeard = Date.now();
+  let stopped = false;
+  createInterface({ input: /** @type {import('node:stream').Readable} */ (ping.stdout) }).on('line', (line) => {
+    lastHeard = Date.now();
+    counter.line(line, lastHeard);
+  });
+  let stderr = '';
+  ping.stderr?.on('data', (d) => { stderr = (stderr + d).slice(-500); });
+  ping.on('exit', (code, signal) => {
+    if (stopped) return;
+    o.log?.(`uml lateness probe: ping exited (${signal ?? `exit code ${code}`}): ${stderr.trim()}`);
+    o.onExit?.();
+  });
+  const timer = setInterval(() => {
+    const now = Date.now();
+    const s = counter.second(now);
+    if (now - lastHeard > NO_ANSWER_MS) {
+      // Silence: not even "no answer yet" lines. Counted, so that a dead probe cannot pass for an idle guest.
+      s.samples++; s.late_1ms++; s.late_10ms++; s.late_100ms++;
+      s.max_ms = Math.max(s.max_ms, now - lastHeard);
+    }
+    try { appendFileSync(o.outFile, JSON.stringify(s) + '\n'); } catch { /* the run directory went away */ }
+  }, 1000);
+  return {
+    pid: ping.pid,
+    stop() {
+      stopped = true;
+      clearInterval(timer);
+      ping.kill('SIGKILL');
+    },
+  };
+}
+
+// The detached form, run in r: node netem/uml/lateness.js OUT_FILE  (ends on SIGTERM, or when ping ends)
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const outFile = process.argv[2];
+  if (!outFile) {
+    console.error('usage: node netem/uml/lateness.js OUT_FILE');
+    process.exit(2);
+  }
+  const probe = startLatenessProbe({ hostNsExec: [], outFile, onExit: () => { probe.stop(); process.exit(1); } });
+  process.on('SIGTERM', () => { probe.stop(); process.exit(0); });
+}
