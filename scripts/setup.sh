@@ -53,7 +53,9 @@ if [ -f pyproject.toml ]; then
   fi
   # Reinstall when the dependencies or the Rust core (compiled into the package by maturin) changed.
   if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || { [ -f requirements.lock ] && [ requirements.lock -nt "$stamp" ]; } ||
-     [ -n "$(find analysis -path '*/target' -prune -o \( -name '*.rs' -o -name Cargo.toml -o -name Cargo.lock \) -newer "$stamp" -print 2>/dev/null | head -1)" ]; then
+     [ -n "$(find analysis -path '*/target' -prune -o \( -name '*.rs' -o -name Cargo.toml -o -name Cargo.lock \) -newer "$stamp" -print 2>/dev/null | head -1)" ] ||
+     # An editable install made from another checkout (a worktree since deleted) leaves this one importing nothing.
+     [ "$(.venv/bin/python -c 'import rtclab, os; print(os.path.dirname(os.path.dirname(rtclab.__file__)))' 2>/dev/null)" != "$root/analysis" ]; then
     say "installing the Python analyzer into .venv"
     .venv/bin/pip install --quiet --upgrade pip >/dev/null
     [ -f requirements.lock ] && .venv/bin/pip install --quiet -r requirements.lock
