@@ -63,6 +63,11 @@ def _rel(p: Any) -> str:
         return str(path)
 
 
+def _short_commit(c: str) -> str:
+    """A manifest's git_commit shortened, keeping "-dirty" (a run made with uncommitted changes in the tree)."""
+    return c[:12] + ("-dirty" if c.endswith("-dirty") else "")
+
+
 def _unique(xs: list[Any]) -> list[str]:
     return sorted({str(x) for x in xs if x})
 
@@ -445,7 +450,7 @@ def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Stu
     for s in studies:
         sm = s.doc.get("summary") or {}
         lines.append(f"| `{s.name}` | `{_rel(s.dir)}` | {float(s.plan.get('quick_factor') or 1):g} | "
-                     f"{', '.join(s.chromium) or '-'} | {', '.join(c[:12] for c in s.commits) or '-'} | "
+                     f"{', '.join(s.chromium) or '-'} | {', '.join(_short_commit(c) for c in s.commits) or '-'} | "
                      f"{', '.join(s.backends) or '-'} | {sm.get('runs_used', 0)} ({sm.get('runs_used_invalid', 0)}) | "
                      f"`{s.command()}` |")
     return "\n".join(lines) + "\n"
