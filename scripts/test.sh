@@ -8,7 +8,7 @@
 #
 # Which tier a test is in, by one rule:
 #   real tier: what needs root and the machine's quiet: network namespaces, tc, a real Chromium, real calls (the
-#     network's own tests in two lanes at once, the guest's and the rest; then the calls, one at a time).
+#     network's own tests in three lanes at once; then the calls, one at a time).
 #     Node: files named *.integration.test.js (namespaces, the bottleneck, or a real browser) or *.e2e.test.js
 #     (real calls through the emulated network). pytest: tests marked `real_calls` or `integration`
 #     (pyproject.toml).
@@ -129,24 +129,26 @@ fi
 if [ "$tier" != fast ]; then
   echo "=== real tier"
   real_started=$SECONDS
-  # First the emulated network's own tests (netem/test/*.integration.test.js: no browser) in two lanes at once: the
-  # user-mode Linux guest's tests (named "uml: ...") and all the others (RTCLAB_TEST_LANE, netem/test-support/lane.js). Each lane runs one test at a time. Safe
-  # beside each other: none of them saturates a core (the links are 1-10 Mbit/s), the userspace bottleneck runs at
-  # SCHED_FIFO above the guest, and the captures take kernel timestamps; the guest's boot (a second or two of one
-  # core) is the heaviest moment. Then everything with a browser (real calls, one at a time, and nothing else at
-  # once): calls check that the machine's CPU was not saturated (host_cpu_not_saturated).
+  # First the emulated network's own tests (netem/test/*.integration.test.js: no browser) in RTCLAB_NETEM_LANES lanes
+  # at once (3 by default): each lane is a `node --test` over every file, starting at a different file, and a test
+  # runs in the lane that claims it first (RTCLAB_TEST_CLAIMS, netem/test-support/lane.js), so the lanes share the
+  # work as it comes and each test runs once. Each lane runs one test at a time. Safe beside each other: none of them
+  # saturates a core (the links are 1-10 Mbit/s), the userspace bottleneck and the uml guest run at SCHED_FIFO, and
+  # the captures take kernel timestamps. Then everything with a browser (real calls, one at a time, and nothing else
+  # at once): calls check that the machine's CPU was not saturated (host_cpu_not_saturated).
   mapfile -t real < <(node_tests real)
   netem_real=() other_real=()
   for f in "${real[@]}"; do case $f in netem/test/*) netem_real+=("$f") ;; *) other_real+=("$f") ;; esac; done
+  lanes=${RTCLAB_NETEM_LANES:-3}
   if [ ${#netem_real[@]} -gt 0 ]; then
-    # (The lane is picked by netem/test-support/lane.js's test(), from RTCLAB_TEST_LANE.)
-    RTCLAB_TEST_LANE=other run_suite netem-real junit "$log/netem-real.xml" quiet \
-      node_test "$log/netem-real.xml" 1 "${netem_real[@]}" &
-    RTCLAB_TEST_LANE=uml run_suite uml-real junit "$log/uml-real.xml" quiet \
-      node_test "$log/uml-real.xml" 1 "${netem_real[@]}"
+    mkdir "$log/claims"
+    for ((k = 1; k <= lanes; k++)); do
+      off=$(( (k - 1) * ${#netem_real[@]} / lanes ))
+      RTCLAB_TEST_CLAIMS="$log/claims" run_suite "netem-real-$k" junit "$log/netem-real-$k.xml" quiet \
+        node_test "$log/netem-real-$k.xml" 1 "${netem_real[@]:off}" "${netem_real[@]:0:off}" &
+    done
     wait
-    count_suite netem-real
-    count_suite uml-real
+    for ((k = 1; k <= lanes; k++)); do count_suite "netem-real-$k"; done
   fi
   if [ ${#other_real[@]} -gt 0 ]; then
     run_suite node-real junit "$log/node-real.xml" live node_test "$log/node-real.xml" 1 "${other_real[@]}"

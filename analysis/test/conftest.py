@@ -1,7 +1,32 @@
 """The tests' shared helpers (hand-built captures and run directories) live in analysis/test-support, as every part
-of rtclab keeps them beside its test/ folder."""
+of rtclab keeps them beside its test/ folder. One fixture lives here: the real default call that several real-call
+tests read."""
 
+import json
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test-support"))
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_CALL_S = 20
+
+
+@pytest.fixture(scope="session")
+def default_call_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real call of scenarios/default.yaml (DEFAULT_CALL_S seconds, not analysed), shared by the real-call tests
+    that only read it (the event logs' join, the frames' record and join): one call of the test command's time
+    instead of one per test. Each test analyses it itself; the analysis rewrites only its own outputs."""
+    if os.geteuid() != 0 or shutil.which("node") is None:
+        pytest.skip("real calls need root and node")
+    run = tmp_path_factory.mktemp("default-call") / "run"
+    proc = subprocess.run(["node", str(ROOT / "harness" / "cli.js"), "--duration", str(DEFAULT_CALL_S), "--out",
+                           str(run), "--no-analyze"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    manifest = json.loads((run / "manifest.json").read_text()) if (run / "manifest.json").exists() else {}
+    assert manifest.get("status") == "complete", proc.stdout[-4000:] + proc.stderr[-4000:]
+    return run

@@ -1,16 +1,15 @@
-"""REAL CALL (marker `real_calls`, about 40 s, root, real Chromium): one 15 s call of scenarios/default.yaml records
-both browsers' RTC event logs, the manifest names them, event_log_complete passes, and the analysis joins side a's
-logged RTP packets with capture-a (at least 99.9%, the issue's bar; 100% measured; b sends no media), finds every packet
-the transport feedback reports received delivered in capture-b, replays the trendline filter and draws GCC's panels.
-Run it under the machine-wide lock:
-  flock /tmp/rtclab-realcalls.lock .venv/bin/python -m pytest analysis/test/test_eventlog_real.py"""
+"""REAL CALL (marker `real_calls`, root, real Chromium): the 20 s call of scenarios/default.yaml that this test shares
+with test_frames_real.py (conftest.py's default_call_run) records both browsers' RTC event logs, the manifest names
+them, event_log_complete passes, and the analysis joins side a's logged RTP packets with capture-a (at least 99.9%,
+the issue's bar; 100% measured; b sends no media), finds every packet the transport feedback reports received
+delivered in capture-b, replays the trendline filter and draws GCC's panels. Run it under the machine-wide lock:
+  flock -x /tmp/rtclab-quiet.lock .venv/bin/python -m pytest analysis/test/test_eventlog_real.py -p no:xdist"""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -27,13 +26,9 @@ pytestmark = [
 ]
 
 
-def test_a_real_call_records_and_joins_its_event_logs(tmp_path):
-    run = tmp_path / "run"
-    proc = subprocess.run(["node", str(ROOT / "harness" / "cli.js"), "--duration", "15", "--out",
-                           str(run), "--no-analyze"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=240)
+def test_a_real_call_records_and_joins_its_event_logs(default_call_run):
+    run = default_call_run
     manifest = json.loads((run / "manifest.json").read_text())
-    assert manifest["status"] == "complete", proc.stdout + proc.stderr
     assert [f["file"] for f in manifest["event_logs"]["a"]] == ["eventlog-a.log"]
     assert [f["file"] for f in manifest["event_logs"]["b"]] == ["eventlog-b.log"]
     check = next(c for c in manifest["validity"]["checks"] if c["name"] == "event_log_complete")

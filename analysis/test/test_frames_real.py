@@ -1,8 +1,8 @@
-"""REAL CALL (marker `real_calls`, about 60 s, root, real Chromium): one 30 s call of scenarios/default.yaml with the
-stamped default clip. The receiving page records every presented frame and reads its stamp; the analysis reads a
-number on at least 99 % of the frames tried and finds the RTP packets of at least 99 % of the frames shown (issue 20's
-bar), and its per-frame delays agree with the same join done here from packets.parquet and frames-b.jsonl by plain
-Python. Run it under the machine-wide lock:
+"""REAL CALL (marker `real_calls`, root, real Chromium): the 20 s call of scenarios/default.yaml with the stamped
+default clip that test_eventlog_real.py reads too (conftest.py's default_call_run). The receiving page records every
+presented frame and reads its stamp; the analysis reads a number on at least 99 % of the frames tried and finds the
+RTP packets of at least 99 % of the frames shown (issue 20's bar), and its per-frame delays agree with the same join
+done here from packets.parquet and frames-b.jsonl by plain Python. Run it under the machine-wide lock:
   flock -x /tmp/rtclab-quiet.lock .venv/bin/python -m pytest analysis/test/test_frames_real.py -p no:xdist"""
 
 from __future__ import annotations
@@ -29,12 +29,9 @@ pytestmark = [
 ]
 
 
-def test_a_real_call_numbers_and_joins_the_frames_it_shows(tmp_path):
-    run = tmp_path / "run"
-    proc = subprocess.run(["node", str(ROOT / "harness" / "cli.js"), "--duration", "30", "--out", str(run),
-                           "--no-analyze"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+def test_a_real_call_numbers_and_joins_the_frames_it_shows(default_call_run):
+    run = default_call_run
     manifest = json.loads((run / "manifest.json").read_text())
-    assert manifest["status"] == "complete", proc.stdout + proc.stderr
     assert manifest["validity"]["valid"], manifest["validity"]
     lines = [json.loads(x) for x in (run / "frames-b.jsonl").read_text().splitlines()]
     assert lines[0]["kind"] == "header" and lines[0]["read_every"] == 1

@@ -61,7 +61,7 @@ let userspace = null;
 // full: the bottleneck's own account (log: tx_end - arrival, p99.9) and the captures' (p99). The maxima hold this
 // VM's worst scheduling stalls (0.5-6 ms here, more with other work on the 2 cores) and are reported, not asserted.
 test('userspace: UDP at 2 Mbit/s through 1 Mbit/s fifo 300 ms: wire rate within 2%, max queuing delay 300 +- 3 ms',
-  { skip: SKIP_NO_BOTTLENECK, timeout: 60000 }, async (t) => {
+  { skip: SKIP_NO_BOTTLENECK, timeout: 60000, claim: 'userspace-overload' }, async (t) => {
     userspace = await overload('userspace');
     const u = userspace;
     const { records } = readGtlog(join(u.runDir, 'bottleneck-forward.gtlog'));
@@ -77,7 +77,7 @@ test('userspace: UDP at 2 Mbit/s through 1 Mbit/s fifo 300 ms: wire rate within 
     assert.equal(u.counts.b.dropped_by_kernel, 0);
   });
 
-test('userspace: the ground-truth log agrees with the captures', { skip: SKIP_NO_BOTTLENECK, timeout: 30000 }, async (t) => {
+test('userspace: the ground-truth log agrees with the captures', { skip: SKIP_NO_BOTTLENECK, timeout: 30000, claim: 'userspace-overload' }, async (t) => {
   assert.ok(userspace, 'needs the userspace overload run above');
   const { runDir, isFlow } = userspace;
   // Read once the network is down (the bottleneck has flushed its whole log): the flow's departures from a, each
@@ -115,7 +115,7 @@ test('userspace: the ground-truth log agrees with the captures', { skip: SKIP_NO
   assert.ok(modelP95 < 0.2, `p95 |OWD - (sojourn + tx + delay)| ${modelP95} ms`);
 });
 
-test('userspace: the stats\' release-lateness counters equal the log\'s release - due, packet for packet', { skip: SKIP_NO_BOTTLENECK, timeout: 30000 }, async (t) => {
+test('userspace: the stats\' release-lateness counters equal the log\'s release - due, packet for packet', { skip: SKIP_NO_BOTTLENECK, timeout: 30000, claim: 'userspace-overload' }, async (t) => {
   assert.ok(userspace, 'needs the userspace overload run above');
   const { runDir } = userspace;
   const { records } = readGtlog(join(runDir, 'bottleneck-forward.gtlog'));
@@ -153,7 +153,7 @@ async function conformance(t, backend) {
 }
 
 test('kernel TBF + bfifo gives the userspace backend\'s rate and full-buffer queuing delay within 3% (medians)',
-  { skip: SKIP_NO_BOTTLENECK, timeout: 60000 }, (t) => {
+  { skip: SKIP_NO_BOTTLENECK, timeout: 60000, claim: 'userspace-overload' }, (t) => {
     assert.ok(userspace, 'needs the userspace overload run above');
     return conformance(t, 'kernel');
   });
