@@ -653,9 +653,11 @@ def _frame_panels(m: dict[str, Any]) -> tuple[list[tuple[str, str, list[dict]]],
     if m["run"].get("calls") == 0:
         return [], [], []
     side = (m.get("frames") or {}).get("b")
-    if not side or not side.get("records"):
+    if not side:
         return [], [], ["frames: the receiving page at b recorded none (no frames-b.jsonl: a run from before it, or "
                         "RTCLAB_FRAMES_READ_EVERY=0)"]
+    if not side.get("records"):
+        return [], [], ["frames: frames-b.jsonl holds no frame presented during the call"]
     ser = side.get("series")
     if not ser:
         return [], [], ["frames: metrics.json holds no per-frame series (analysed before it existed): run "
