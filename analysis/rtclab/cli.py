@@ -86,7 +86,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_synth(args: argparse.Namespace) -> int:
     from . import synth
     cfg = synth.SynthConfig(duration_s=args.duration, tcp_flows=args.tcp_flows, loss=args.loss, seed=args.seed,
-                            video_pps=args.video_pps, tcp_pps=args.tcp_pps, snaplen=args.snaplen)
+                            video_pps=args.video_pps, tcp_pps=args.tcp_pps, snaplen=args.snaplen,
+                            frames=args.frames or args.stall is not None,
+                            stall_s=(args.stall[0], args.stall[1]) if args.stall is not None else None)
     truth = synth.write_run(Path(args.run_dir), cfg)
     print(f"wrote {args.run_dir}: {len(truth.t_send_ns)} forward packets, {int(truth.lost.sum())} lost, "
           f"{int(truth.duplicated.sum())} duplicated")
@@ -190,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     y.add_argument("--tcp-pps", type=float, default=400.0)
     y.add_argument("--snaplen", type=int, default=256)
     y.add_argument("--seed", type=int, default=1)
+    y.add_argument("--frames", action="store_true", help="also the receiving page's per-frame record, frames-b.jsonl")
+    y.add_argument("--stall", type=float, nargs=2, metavar=("FROM_S", "TO_S"),
+                   help="with the frames: show none of the frames sent in this interval (a freeze)")
     y.set_defaults(func=cmd_synth)
     args = p.parse_args(argv)
     return args.func(args)

@@ -139,15 +139,16 @@ def _line(name: str, pts: list, scale: float = 1.0, **style: Any) -> dict[str, A
             "x": [round(p[0], 3) for p in pts], "y": [p[1] * scale for p in pts], **style}
 
 
-def _stack(m: dict[str, Any], panels: list[tuple[str, str, list[dict]]], duration_s: float) -> dict[str, Any]:
+def _stack(m: dict[str, Any], panels: list[tuple[str, str, list[dict]]], duration_s: float,
+           shapes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """One figure, one row per panel, all sharing the time axis: one plot call instead of six (each plot call costs
-    a fixed 100-200 ms in Chromium here)."""
+    a fixed 100-200 ms in Chromium here). `shapes`: more shapes on the shared time axis (the freezes' spans)."""
     n = len(panels)
     gap = 0.035
     row_h = (1 - gap * (n - 1)) / n
     data: list[dict] = []
     layout: dict[str, Any] = {"height": 230 * n + 80, "margin": {"l": 60, "r": 20, "t": 30, "b": 45},
-                              "legend": {"orientation": "h", "y": -0.04}, "shapes": _cross_shapes(m),
+                              "legend": {"orientation": "h", "y": -0.04}, "shapes": (shapes or []) + _cross_shapes(m),
                               "xaxis": {"title": {"text": "time since call start (s)"}, "range": [0, duration_s],
                                         "anchor": f"y{n}" if n > 1 else "y"},
                               "annotations": [], "hovermode": "x"}
@@ -203,6 +204,11 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
     if q:
         panels.append((f"Forward bottleneck queue, in ms at the link rate ({m['bottleneck_queue']['source']})", "ms",
                        [_line("queue (emulator counters)", q, line={"color": "#444"})]))
+    # Right under the queue, on the same time axis: what the viewer at b saw, frame by frame; its freezes shade
+    # every panel of the stack (the queue's too).
+    frame_panels, freeze_shapes, frame_notes = _frame_panels(m)
+    panels += frame_panels
+    omitted += frame_notes
     panels += _meter_panels(m)
     controller = _controller_panels(m)
     if controller:
@@ -231,7 +237,7 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
         omitted.append("CPU per component: the run has no cpu.jsonl (a run from before it was recorded) "
                        "or no sample in it")
     if panels:
-        figs.append(("timeseries", _stack(m, panels, duration_s)))
+        figs.append(("timeseries", _stack(m, panels, duration_s, freeze_shapes)))
     if t is not None and have_packets:
         owd = _owd_scatter(m, t, t0_ns)
         if owd:
@@ -344,6 +350,14 @@ def _cards(m: dict[str, Any]) -> str:
     if tq:
         cards += [("video Tq = RTT - RTTm", _ms_mean_p95(tq[0].get("tq_ms"))),
                   ("video RTT - min RTT", _ms_mean_p95(tq[0].get("tq_vs_min_rtt_ms")))]
+    shown = ((m.get("frames") or {}).get("b") or {})
+    g2g = shown.get("glass_to_glass_ms") or {}
+    if g2g.get("p50") is not None:
+        cards.append(("glass-to-glass at b (frames)", f"{g2g['p50']:.0f} ms p50, {g2g['p95']:.0f} p95"))
+    fz = shown.get("freezes") or {}
+    if fz.get("time_ratio") is not None:
+        cards.append(("freezes at b (Chrome's rule)", f"{fz['count']}, {fz['total_ms'] / 1000:.1f} s "
+                                                      f"({100 * fz['time_ratio']:.1f} % of the time shown)"))
     phase, fair = headline_fairness(m)
     if fair.get("jain_index") is not None:
         cards.append((f"Jain's index ({phase.replace('_', ' ')})", f"{fair['jain_index']:.3f}"))
@@ -619,3 +633,57 @@ def _cpu_panel(m: dict[str, Any]) -> tuple[str, str, list[dict]] | None:
                        "y": [cpus, cpus], "line": {"color": "black", "dash": "dot"}})
     return ("CPU per component of the run (cpu.jsonl), stacked; outside the run = host busy - the run's processes",
             "cores", traces)
+
+
+# The frame panel's traces: glass-to-glass delay and its three parts (metrics.json frames.<side>.series).
+FRAME_PARTS = (("glass_to_glass_ms", "glass-to-glass (capture → display)", "#222222", 1.6),
+               ("sender_ms", "sender (capture → first packet leaves a)", "#ff7f0e", 1.0),
+               ("network_ms", "network (first packet leaves a → last arrives at b)", "#1f77b4", 1.0),
+               ("receiver_ms", "receiver (last packet arrives → display)", "#2ca02c", 1.0))
+FREEZE_FILL = "#d62728"
+
+
+def _frame_panels(m: dict[str, Any]) -> tuple[list[tuple[str, str, list[dict]]], list[dict[str, Any]], list[str]]:
+    """What the viewer at b saw (metrics.json `frames.b`; docs/metrics.md, "Frames"), on the stack's time axis:
+    (panels, shapes, notes). The panel: each shown frame's glass-to-glass delay and its sender, network and receiver
+    parts at its display time (`series`, the per-frame rows the analyzer computed), and the frames sent but never
+    shown as crosses at 0 at their departure from a; the shapes: each freeze (`freezes.list`, Chrome's rule) as a
+    span shaded across every panel, the queue's included. A picture-quality series per sampled frame (issue 20
+    item 5) goes in as one more panel here, built the same way from its own rows, under the same shading."""
+    if m["run"].get("calls") == 0:
+        return [], [], []
+    side = (m.get("frames") or {}).get("b")
+    if not side:
+        return [], [], ["frames: the receiving page at b recorded none (no frames-b.jsonl: a run from before it, or "
+                        "RTCLAB_FRAMES_READ_EVERY=0)"]
+    if not side.get("records"):
+        return [], [], ["frames: frames-b.jsonl holds no frame presented during the call"]
+    ser = side.get("series")
+    if not ser:
+        return [], [], ["frames: metrics.json holds no per-frame series (analysed before it existed): run "
+                        "`rtclab analyze` on the run again"]
+    traces: list[dict] = []
+    for key, name, colour, width in FRAME_PARTS:
+        if any(v is not None for v in ser.get(key) or []):
+            traces.append({"type": "scatter", "mode": "lines", "name": name, "x": ser["t_s"], "y": ser[key],
+                           "line": {"color": colour, "width": width}})
+    never = ser.get("never_shown_t_s") or []
+    if never:
+        traces.append({"type": "scatter", "mode": "markers", "name": f"sent, never shown ({len(never)}; at "
+                       "departure from a)", "x": never, "y": [0] * len(never),
+                       "marker": {"symbol": "x-thin", "size": 7, "color": FREEZE_FILL, "line": {"width": 1.5,
+                                                                                          "color": FREEZE_FILL}}})
+    fz = side.get("freezes") or {}
+    spans = fz.get("list") or []
+    shapes = [{"type": "rect", "xref": "x", "yref": "paper", "x0": f["start_s"],
+               "x1": f["start_s"] + f["duration_ms"] / 1000.0, "y0": 0, "y1": 1, "fillcolor": FREEZE_FILL,
+               "opacity": 0.15, "line": {"width": 0}, "layer": "below"} for f in spans]
+    notes = []
+    if fz.get("count", 0) > len(spans):
+        notes.append(f"frames: {fz['count'] - len(spans)} freezes after the first {len(spans)} are not shaded "
+                     "(metrics.json lists the first 100)")
+    if not traces:
+        return [], shapes, notes + ["frames: no shown frame was joined with its packets (no delays to draw)"]
+    title = ("Frames shown at b: glass-to-glass delay and its parts, per frame at its display time; shaded in every "
+             f"panel: {fz.get('count', 0)} freezes (Chrome's rule), {(fz.get('total_ms') or 0) / 1000:.1f} s")
+    return [(title, "ms", traces)], shapes, notes

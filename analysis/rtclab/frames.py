@@ -291,7 +291,29 @@ def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, 
                                                        < np.abs(ref_u[near] - u)), near + 1, near)
             est = nums[near] + (u - ref_u[near]) * fps / VIDEO_CLOCK_HZ
             out["never_shown_numbers"] = [int(round(x)) for x in est][:50]
+        never_send_ms = pkt(sf.first_send_ns[never])
+    else:
+        never_send_ms = np.zeros(0)
+    out["series"] = frame_series(display, capture, first_send_ms, last_recv_ms, joined, never_send_ms)
     return out
+
+
+def frame_series(display: np.ndarray, capture: np.ndarray, first_send_ms: np.ndarray, last_recv_ms: np.ndarray,
+                 joined: np.ndarray, never_send_ms: np.ndarray) -> dict[str, list[float | None]]:
+    """metrics.json `frames.<side>.series`, the per-frame rows the dashboard draws (the delays above, frame by frame,
+    not recomputed): per record in record order, its display time (s since call start) and its glass-to-glass
+    delay and parts in ms (null where the distributions above leave it out: no packets joined, no capture time);
+    and the departure times (s since call start, the first packet leaving) of the frames never shown."""
+    full = joined & ~np.isnan(capture)
+
+    def col(v: np.ndarray, keep: np.ndarray, digits: int) -> list[float | None]:
+        return [round(float(x), digits) if k and np.isfinite(x) else None for x, k in zip(v, keep)]
+    shown = ~np.isnan(display)
+    return {"t_s": col(display / 1000.0, shown, 4),
+            "glass_to_glass_ms": col(display - capture, full, 2), "sender_ms": col(first_send_ms - capture, full, 2),
+            "network_ms": col(last_recv_ms - first_send_ms, joined, 2),
+            "receiver_ms": col(display - last_recv_ms, joined, 2),
+            "never_shown_t_s": [round(float(x) / 1000.0, 4) for x in never_send_ms if np.isfinite(x)]}
 
 
 def analyse(frames_by_side: dict[str, FramesFile], table: PacketTable | None, t0_ns: int, duration_s: float,

@@ -45,11 +45,16 @@ def _span(inbound: list[Sample], first_ms: float, last_ms: float) -> tuple[Sampl
 
 def analyse(times_ms: list[float], inbound: list[dict[str, Any]] | None, t0_ms: float) -> dict[str, Any]:
     """metrics.json `frames.<side>.freezes`: the freezes of the frames presented at `times_ms` (epoch ms, in order),
-    and, over the span between the first and the last getStats sample taken while they played, the receiver's own
-    counters beside the same counts from the record."""
+    their total against the span from the first frame to the last (`time_ratio`), and, over the span between the
+    first and the last getStats sample taken while they played, the receiver's own counters beside the same counts
+    from the record."""
     found = chrome_freezes(times_ms)
+    total_ms = sum(g for _, g in found)
+    # The span the rule looked at: the first frame presented to the last (pauses included).
+    span_ms = times_ms[-1] - times_ms[0] if len(times_ms) > 1 else 0.0
     out: dict[str, Any] = {
-        "count": len(found), "total_ms": sum(g for _, g in found),
+        "count": len(found), "total_ms": total_ms, "span_ms": span_ms,
+        "time_ratio": total_ms / span_ms if span_ms > 0 else None,
         "list": [{"start_s": (t - t0_ms) / 1000.0, "duration_ms": g} for t, g in found][:100],
         "getstats": None,
     }

@@ -46,6 +46,9 @@ class SynthConfig:
     seed: int = 1
     call: bool = True  # False: a run without a call (scenario `calls: []`): the TCP flows alone, no getStats
     cpu: bool = True  # write cpu.jsonl, the harness's per-process CPU accounting (made-up loads, docs/run-directory.md)
+    frames: bool = False  # write frames-b.jsonl, the receiving page's per-frame record (write_frames)
+    receiver_delay_ms: tuple[float, float] = (10.0, 20.0)  # last packet of a frame to its display, uniform
+    stall_s: tuple[float, float] | None = None  # frames whose first packet leaves in [from, to) are never shown
 
 
 @dataclass
@@ -301,7 +304,46 @@ def write_run(run_dir: Path, cfg: SynthConfig, with_getstats: bool = True) -> Tr
         _write_getstats(run_dir, cfg, fwd, truth)
     if cfg.cpu:
         write_cpu(run_dir / "cpu.jsonl", cfg)
+    if cfg.frames and cfg.call:
+        truth.extra["frames"] = write_frames(run_dir / "frames-b.jsonl", cfg, fwd, truth)
     return truth
+
+
+def write_frames(path: Path, cfg: SynthConfig, fwd: dict, truth: Truth) -> dict[str, np.ndarray]:
+    """frames-b.jsonl as the receiving page writes it (docs/run-directory.md), for the model's video: frame k (the
+    packets with RTP timestamp 3000 k) was captured at k / 30 s and is shown when every packet of it arrived and its
+    first packet did not leave within `stall_s`, at its last packet's arrival + a receiver delay drawn from
+    `receiver_delay_ms`, and never before the previous frame shown + 1 ms (a renderer shows frames in order). No
+    stamp (the clip has no stamp_version). Returns the truth per shown frame: rtp_ts, capture, first send, last
+    arrival and display (epoch ms)."""
+    rng = np.random.default_rng([cfg.seed, 0xF4])
+    video = np.flatnonzero(fwd["kind"] == 0)
+    ts = fwd["rtp_ts"][video].astype(np.int64)
+    send_ms = fwd["t_ns"][video] / 1e6
+    recv_ms = np.where(truth.t_recv_ns[video] >= 0, truth.t_recv_ns[video] / 1e6, np.nan)
+    t0_ms = cfg.start_epoch_s * 1000.0
+    rows: list[tuple[int, float, float, float]] = []  # rtp_ts, capture, first send, last arrival
+    for k in np.unique(ts):  # timestamps grow with k over a call this short: no wrap
+        sel = ts == k
+        first, last = float(send_ms[sel].min()), float(np.max(recv_ms[sel]))
+        stalled = cfg.stall_s is not None and t0_ms + cfg.stall_s[0] * 1000 <= first < t0_ms + cfg.stall_s[1] * 1000
+        if not np.isnan(last) and not stalled:
+            rows.append((int(k), t0_ms + k / 3000 / 30 * 1000.0, first, last))
+    display = []
+    prev = -np.inf
+    for _, _, _, last in rows:
+        prev = max(last + float(rng.uniform(*cfg.receiver_delay_ms)), prev + 1.0)
+        display.append(prev)
+    header = {"kind": "header", "t": cfg.start_epoch_s, "side": "b", "read_every": 0, "time_origin_ms": t0_ms - 1000,
+              "clip": {"width": 1280, "height": 720, "fps": 30, "frames": 150}}
+    lines = [header] + [{"kind": "frame", "presented_frames": i + 1, "presentation_ms": round(d, 3),
+                         "expected_display_ms": round(d, 3), "capture_ms": round(c, 3), "receive_ms": round(last, 3),
+                         "rtp_timestamp": k, "read": False, "clip_index": None}
+                        for i, ((k, c, _, last), d) in enumerate(zip(rows, display))]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return {"rtp_ts": np.array([r[0] for r in rows], np.int64), "capture_ms": np.array([r[1] for r in rows]),
+            "first_send_ms": np.array([r[2] for r in rows]), "last_recv_ms": np.array([r[3] for r in rows]),
+            "display_ms": np.array([round(d, 3) for d in display])}
 
 
 SYNTH_CPUS = 2

@@ -1,6 +1,7 @@
 // @ts-check
-// The dashboard of a synthetic 60 s run, opened in real headless Chromium: it must load with no console error, show
-// every chart with data, and be ready (all plots drawn) in under 2 s.
+// The dashboard of a synthetic 60 s run (with the receiving page's per-frame record and a 1 s stall: the frame panel
+// and a freeze), opened in real headless Chromium: it must load with no console error, show every chart with data,
+// and be ready (all plots drawn) in under 2 s.
 // Run: node --test analysis/test/   (needs .venv from the setup, and /usr/bin/chromium)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -35,7 +36,7 @@ test('dashboard of a 60 s run loads in Chromium without errors, every chart with
       '--disable-component-update', '--disable-sync'],
   });
   try {
-    rtclab('synth', run, '--duration', '60');
+    rtclab('synth', run, '--duration', '60', '--frames', '--stall', '30', '31');
     rtclab('analyze', run, '-q');
     const page = await browser.newPage();
     /** @type {string[]} */
@@ -66,15 +67,17 @@ test('dashboard of a 60 s run loads in Chromium without errors, every chart with
       // Every y axis (one per stacked panel) must carry at least one trace with points.
       const axes = Object.keys(gd.layout ?? {}).filter((k) => /^yaxis\d*$/.test(k)).map((k) => k.replace('axis', ''));
       const empty = axes.filter((a) => !data.some((/** @type {any} */ tr) => (tr.yaxis ?? 'y') === a && count(tr) > 0));
-      return { id: el.id, traces: data.length, points, panels: axes.length, empty,
+      const rects = (gd.layout?.shapes ?? []).filter((/** @type {any} */ s) => s.type === 'rect').length;
+      return { id: el.id, traces: data.length, points, panels: axes.length, empty, rects,
         drawn: el.querySelector('.main-svg') !== null };
     }));
     assert.deepEqual(errors, [], 'console errors');
     assert.deepEqual(external, [], 'the page must not load anything from the network');
     const ids = charts.map((c) => c.id);
     assert.deepEqual(ids, ['timeseries', 'owd', 'cdf']);
-    // rates, congestion controller, RTT/Tq, loss events, fps, resolution, CPU per component (cpu.jsonl)
-    assert.equal(charts[0].panels, 7, JSON.stringify(charts[0]));
+    // rates, congestion controller, RTT/Tq, frames at b, loss events, fps, resolution, CPU per component (cpu.jsonl)
+    assert.equal(charts[0].panels, 8, JSON.stringify(charts[0]));
+    assert.equal(charts[0].rects, 1, 'the stall is one freeze, shaded over the stack');
     for (const c of charts) {
       assert.ok(c.traces > 0 && c.points > 0 && c.drawn, `chart ${c.id} has no data: ${JSON.stringify(c)}`);
       assert.deepEqual(c.empty, [], `chart ${c.id} has panels without data`);

@@ -6,7 +6,8 @@ excluded and listed. Definitions in docs/studies.md.
 Flows are labelled the same way in every run, so that runs can be pooled: `<direction>:<kind>` (forward:video,
 reverse:audio, forward:tcp, ...), with `:2`, `:3`, ... for further flows of the same direction and kind, ranked by
 packets sent in the run; and `bottleneck`, the forward bottleneck's fairness entry of each phase (metrics.json
-`fairness[phase]`); `controller:a` and `cpu`, pseudo-flows of the whole call."""
+`fairness[phase]`); `controller:a`, `cpu` and `frames:b` (what the viewer at b saw), pseudo-flows of the whole
+call."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ class Metric:
     family: str  # "flow": a packet flow's entry (flows[i], flows[i].phases[p]); "bottleneck": fairness[p];
     # "rfc8867": RFC 8867's metrics of the media flows (metrics.json rfc8867.summary, whole call only);
     # "controller": the forward sender's congestion controller from its RTC event log (whole call only); "cpu": the
-    # machine's CPU during the run (cpu.jsonl, whole call only)
+    # machine's CPU during the run (cpu.jsonl, whole call only); "frames": the frames a receiving page presented
+    # (metrics.json frames.<side>, whole call only)
     unit: str
     definition: str
 
@@ -105,9 +107,31 @@ CATALOGUE: dict[str, Metric] = {m.name: m for m in [
            "after a pause of the time to the end of the first window whose rate is at least (1 - band) x target"),
     Metric("media_jain_index", "rfc8867", "index", "rfc8867.summary.media_jain_index: Jain's index over the media "
            "flows' mean rates in the windows where all of them are active (two flows or more)"),
+    # What the viewer saw (metrics.json frames.<side>; docs/metrics.md "Frames"): the run's own percentiles of its
+    # frames' delays, and two ratios of the whole call.
+    Metric("glass_to_glass_ms_p50", "frames", "ms", "frames.<side>.glass_to_glass_ms.p50: the run's median over its "
+           "shown frames of glass-to-glass delay (display - capture)"),
+    Metric("glass_to_glass_ms_p95", "frames", "ms", "frames.<side>.glass_to_glass_ms.p95: the run's 95th percentile of "
+           "glass-to-glass delay"),
+    Metric("sender_ms_p50", "frames", "ms", "frames.<side>.sender_ms.p50: the run's median of the sender part "
+           "(capture to the frame's first packet leaving, on the sender's capture)"),
+    Metric("sender_ms_p95", "frames", "ms", "frames.<side>.sender_ms.p95: its 95th percentile"),
+    Metric("network_ms_p50", "frames", "ms", "frames.<side>.network_ms.p50: the run's median of the network part "
+           "(the frame's first packet leaving to its last arriving, on the two captures)"),
+    Metric("network_ms_p95", "frames", "ms", "frames.<side>.network_ms.p95: its 95th percentile"),
+    Metric("receiver_ms_p50", "frames", "ms", "frames.<side>.receiver_ms.p50: the run's median of the receiver part "
+           "(the last packet arriving to display)"),
+    Metric("receiver_ms_p95", "frames", "ms", "frames.<side>.receiver_ms.p95: its 95th percentile"),
+    Metric("freeze_time_ratio", "frames", "ratio", "frames.<side>.freezes.time_ratio: the freezes' total duration "
+           "(Chrome's rule, from the per-frame record) / the span from the first frame presented to the last"),
+    Metric("never_shown_ratio", "frames", "ratio", "frames.<side>.never_shown / sent_frames: frames that left the "
+           "sender between the first and the last shown frame and were never shown, of those sent in that span"),
 ]}
 RFC_FLOW = "rfc8867"  # the pseudo-flow that carries RFC 8867's metrics of the run's media flows (whole call only)
 CONTROLLER_FLOW = "controller:a"  # the pseudo-flow that carries the forward sender's controller metrics
+FRAMES_PREFIX = "frames:"  # frames:b (and frames:a when a receives video): the frames that side's page presented
+FRAMES_FLOW = FRAMES_PREFIX + "b"  # the forward stream's, the one the reports show
+FRAMES_METRICS = [m.name for m in CATALOGUE.values() if m.family == "frames"]
 
 # Where the machine's CPU went during each run (metrics.json `cpu`, from the harness's cpu.jsonl; whole call only).
 # Not in CATALOGUE: a study file's `metrics` picks among the network metrics (studies/schema.json); these are always
@@ -211,6 +235,17 @@ def rfc_values(r: dict[str, Any]) -> dict[str, float | None]:
     return {m.name: _finite(summary.get(m.name)) for m in CATALOGUE.values() if m.family == "rfc8867"}
 
 
+def frames_values(side: dict[str, Any]) -> dict[str, float | None]:
+    """One receiving side's frames (metrics.json frames.<side>): its delays' percentiles, the freeze time ratio and
+    the share of frames sent but never shown (null where the run has no value: no frame joined, no sent frame)."""
+    raw: dict[str, Any] = {name: _get(side, name.rsplit("_", 1)[0], name.rsplit("_", 1)[1])
+                           for name in FRAMES_METRICS if name.endswith(("_p50", "_p95"))}
+    raw["freeze_time_ratio"] = _get(side, "freezes", "time_ratio")
+    sent, never = _finite(side.get("sent_frames")), _finite(side.get("never_shown"))
+    raw["never_shown_ratio"] = never / sent if sent and never is not None else None
+    return {k: _finite(v) for k, v in raw.items()}
+
+
 def cpu_values(c: dict[str, Any]) -> dict[str, float | None]:
     """The run's CPU over the call (metrics.json `cpu`); a component without a process there counts 0."""
     comps = c.get("components") or {}
@@ -275,6 +310,13 @@ def run_rows(m: dict[str, Any]) -> list[dict[str, Any]]:
         rows.append({"flow": RFC_FLOW, "direction": "forward", "kind": "rfc8867", "ssrc": None, "phase": "all",
                      "phase_start_s": _finite(whole.get("start_s")), "phase_end_s": _finite(whole.get("end_s")),
                      "phase_cross_traffic": False, **rfc_values(rfc)})
+    for side, entry in sorted((m.get("frames") or {}).items()):
+        if isinstance(entry, dict) and entry.get("records"):
+            whole = next((ph for ph in phases if ph["name"] == "all"), phases[0])
+            rows.append({"flow": FRAMES_PREFIX + side, "direction": entry.get("direction"), "kind": "frames",
+                         "ssrc": entry.get("ssrc"), "phase": "all", "phase_start_s": _finite(whole.get("start_s")),
+                         "phase_end_s": _finite(whole.get("end_s")), "phase_cross_traffic": False,
+                         **frames_values(entry)})
     cpu = m.get("cpu")
     if isinstance(cpu, dict) and _get(cpu, "window", "samples"):
         whole = next((ph for ph in phases if ph["name"] == "all"), phases[0])
@@ -441,7 +483,8 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
     max_attempts = int(plan["max_attempts"])
     selected_metrics = [x for x in plan.get("metrics") or list(CATALOGUE) if x in CATALOGUE]
     # RFC 8867's metrics always, as the CPU's: a plan written before they existed lists the catalogue of its day.
-    selected_metrics += [m.name for m in CATALOGUE.values() if m.family == "rfc8867" and m.name not in selected_metrics]
+    selected_metrics += [m.name for m in CATALOGUE.values() if m.family in ("rfc8867", "frames")
+                         and m.name not in selected_metrics]
     flow_patterns = list(plan.get("flows") or ["*"])
 
     # Parameter columns: each axis by name (its label), each varied field by its path (its value).
@@ -478,7 +521,7 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
     pooling: str | None = None
 
     def pooled_flow(label: str) -> bool:
-        return (label not in ("bottleneck", CONTROLLER_FLOW, CPU_FLOW, RFC_FLOW)
+        return (label not in ("bottleneck", CONTROLLER_FLOW, CPU_FLOW, RFC_FLOW) and not label.startswith(FRAMES_PREFIX)
                 and any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns))
     for (point, rep), r in sorted(reps.items(), key=lambda kv: (point_names.index(kv[0][0]), kv[0][1])):
         chosen = r.valid or (accepted_attempt(r, accept_invalid) if accept_invalid else None)
@@ -582,7 +625,7 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
     for x in rows:
         label = x["flow"]
         if label not in wanted:
-            wanted[label] = label in (CPU_FLOW, RFC_FLOW) or \
+            wanted[label] = label in (CPU_FLOW, RFC_FLOW) or label.startswith(FRAMES_PREFIX) or \
                 any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns)
         if wanted[label]:
             groups.setdefault((x["point"], label, x["phase"]), []).append(x)
@@ -594,7 +637,7 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
             if pt != name:
                 continue
             family = {"bottleneck": "bottleneck", CONTROLLER_FLOW: "controller", CPU_FLOW: "cpu",
-                      RFC_FLOW: "rfc8867"}.get(flow, "flow")
+                      RFC_FLOW: "rfc8867"}.get(flow, "frames" if flow.startswith(FRAMES_PREFIX) else "flow")
             stats: dict[str, Any] = {}
             for metric in selected_metrics + list(CPU_CATALOGUE):
                 if METRICS[metric].family != family:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..dashboard import _plotly_js
-from .aggregate import CATALOGUE
+from .aggregate import CATALOGUE, FRAMES_FLOW, FRAMES_METRICS
 from .report import (
     BOTTLENECK_METRICS,
     FLOW_METRICS,
@@ -34,6 +34,13 @@ from .report import (
 from .tdist import t_quantile
 
 VIDEO = "forward:video"
+# The flow (or pseudo-flow) each family's metrics are compared on: frames metrics on the forward stream's frames
+# (whole call only: they have no value in the other phases, so those rows are left out).
+FAMILY_FLOW = {"bottleneck": "bottleneck", "frames": FRAMES_FLOW}
+
+
+def flow_of(metric: str) -> str:
+    return FAMILY_FLOW.get(CATALOGUE[metric].family, VIDEO)
 
 
 def welch(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float | None]:
@@ -98,14 +105,14 @@ def compare(a_dir: Path, b_dir: Path, phase: str | None = None, metrics: list[st
     else:
         cross = cross_traffic_phase(a) or cross_traffic_phase(b)
         phases = ([cross] if cross else []) + ["all"]
-    wanted = metrics or FLOW_METRICS + BOTTLENECK_METRICS
+    wanted = metrics or FLOW_METRICS + BOTTLENECK_METRICS + FRAMES_METRICS
     pa = {p["name"]: p for p in a["points"]}
     pb = {p["name"]: p for p in b["points"]}
     rows = []
     for ph in phases:
         for name in shared:
             for m in wanted:
-                flow = "bottleneck" if CATALOGUE[m].family == "bottleneck" else VIDEO
+                flow = flow_of(m)
                 sa, sb = stat(pa[name], flow, ph, m), stat(pb[name], flow, ph, m)
                 if sa is None and sb is None:
                     continue
@@ -153,7 +160,9 @@ def render_text(c: Comparison) -> str:
 
 def _figure(c: Comparison, metric: str, flow: str) -> dict[str, Any] | None:
     data, trace_phase = [], []
-    for ph in c.phases:
+    # The phases the metric has rows in (a whole-call metric, e.g. the frames', has none in the others).
+    phases = [ph for ph in c.phases if any(r.phase == ph and r.metric == metric for r in c.rows)]
+    for ph in phases:
         for side, label, colour in (("a", "A", "#1f77b4"), ("b", "B", "#ff7f0e")):
             rows = [r for r in c.rows if r.phase == ph and r.metric == metric and getattr(r, side) is not None]
             if not rows:
@@ -164,7 +173,7 @@ def _figure(c: Comparison, metric: str, flow: str) -> dict[str, Any] | None:
                          "error_y": {"type": "data", "visible": True,
                                      "array": [None if s["ci95_half_width"] is None else s["ci95_half_width"] *
                                                scale(metric) for s in stats]},
-                         "marker": {"color": colour}, "visible": ph == c.phases[0]})
+                         "marker": {"color": colour}, "visible": ph == phases[0]})
             trace_phase.append(ph)
     if not data:
         return None
@@ -172,9 +181,9 @@ def _figure(c: Comparison, metric: str, flow: str) -> dict[str, Any] | None:
     buttons = [{"label": phase_title(c.a, ph), "method": "update",
                 "args": [{"visible": [tp == ph for tp in trace_phase]},
                          {"title": {"text": f"{title}<br><sub>phase: {phase_title(c.a, ph)}</sub>"}}]}
-               for ph in c.phases]
+               for ph in phases]
     return {"data": data, "layout": {
-        "title": {"text": f"{title}<br><sub>phase: {phase_title(c.a, c.phases[0])}</sub>"}, "barmode": "group",
+        "title": {"text": f"{title}<br><sub>phase: {phase_title(c.a, phases[0])}</sub>"}, "barmode": "group",
         "height": 380, "yaxis": {"title": {"text": HEADERS.get(metric, metric)}},
         "margin": {"l": 70, "r": 20, "t": 90, "b": 60}, "legend": {"orientation": "h", "y": -0.2},
         "updatemenus": [{"buttons": buttons, "x": 1, "xanchor": "right", "y": 1.25, "yanchor": "top"}]}}
@@ -183,7 +192,7 @@ def _figure(c: Comparison, metric: str, flow: str) -> dict[str, Any] | None:
 def render_html(c: Comparison, page: Path) -> str:
     figs = []
     for m in dict.fromkeys(r.metric for r in c.rows):
-        f = _figure(c, m, "bottleneck" if CATALOGUE[m].family == "bottleneck" else VIDEO)
+        f = _figure(c, m, flow_of(m))
         if f:
             figs.append((f"compare-{m}", f))
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import multiflow
 from ..dashboard import _plotly_js
-from .aggregate import CPU_FLOW, flow_labels, summarise
+from .aggregate import CPU_FLOW, FRAMES_FLOW, FRAMES_METRICS, flow_labels, summarise
 from .report import CPU_METRICS, HEADERS, fmt_stat, phase_names, phase_title, report_phases, scale, stat
 
 VIDEO = "forward:video"
@@ -27,7 +27,12 @@ BARS = [(VIDEO, "utilisation", "Channel utilisation U of the video flow"),
         ("bottleneck", "call_share_of_fair_share", "Throughput against the fair share (capacity / competitors)")]
 BOXES = [("queuing_delay_ms", "Queuing delay of the video flow, per packet (captures)", "queuing delay (ms)"),
          ("tq_ms", "Tq = RTCP RTT - RTTm of the video flow, per RTCP sample (getStats)", "Tq (ms)")]
-METRIC_TITLES = {m: t for _, m, t in BARS}
+# What the viewer at b saw (study.json's frames:b pseudo-flow), whole call only.
+FRAME_BARS = [(FRAMES_FLOW, "glass_to_glass_ms_p50", "Glass-to-glass delay at b, each run's median over its frames"),
+              (FRAMES_FLOW, "glass_to_glass_ms_p95", "Glass-to-glass delay at b, each run's 95th percentile"),
+              (FRAMES_FLOW, "freeze_time_ratio", "Freeze time at b (Chrome's rule) / the time shown"),
+              (FRAMES_FLOW, "never_shown_ratio", "Frames sent and never shown at b / frames sent")]
+METRIC_TITLES = {m: t for _, m, t in BARS + FRAME_BARS}
 SWEEP_METRICS = [(VIDEO, "queuing_delay_ms_mean"), (VIDEO, "tq_ms_mean"), (VIDEO, "utilisation"),
                  (VIDEO, "loss_ratio_bytes")]
 # A study without a call (its base has `calls: []`) has no video flow: its charts follow the busiest forward TCP flow.
@@ -463,6 +468,15 @@ def figures(doc: dict[str, Any], out: Path) -> tuple[list[tuple[str, Figure]], l
             why = "the runs have no packets.parquet" if dist == "queuing_delay_ms" else "no Tq sample in getStats"
             notes.append(f"box of {dist}: no samples in study.json ({why}, or study.json is older than the boxes: "
                          "run `rtclab study aggregate` again)")
+    if any(FRAMES_FLOW in (p.get("flows") or {}) for p in doc["points"]):
+        for flow, metric, title in FRAME_BARS:
+            f = bar_figure(doc, ["all"], flow, metric, title)
+            if f:
+                figs.append((f"bars-{metric}", f))
+    elif main == VIDEO:
+        notes.append("frames (glass-to-glass, freezes, frames never shown): no run used has frames-b.jsonl, or "
+                     "study.json is older than them (run `rtclab analyze` on the runs and `rtclab study aggregate` "
+                     "again)")
     params = numeric_parameters(doc)
     if not params:
         notes.append("metric against a parameter: no varied parameter is numeric")
@@ -592,6 +606,26 @@ def points_table(doc: dict[str, Any], out: Path, page: Path, phase: str) -> str:
             + "".join(rows) + "</tbody></table>")
 
 
+def frames_table(doc: dict[str, Any]) -> str:
+    """Per point, what the viewer at b saw over the whole call (study.json frames:b): each frames metric's mean ±95%
+    CI half-width, n runs; empty when no point has it."""
+    if not any(FRAMES_FLOW in (p.get("flows") or {}) for p in doc["points"]):
+        return ""
+    head = ["point"] + [HEADERS.get(m, m) for m in FRAMES_METRICS]
+    rows = []
+    for p in doc["points"]:
+        cells = [html.escape(p["name"])] + [html.escape(fmt_stat(m, stat(p, FRAMES_FLOW, "all", m), with_n=True))
+                                            for m in FRAMES_METRICS]
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    return ("<h2>Frames shown at b (whole call)</h2><p>Each run's own p50 and p95 over its shown frames of glass-to-"
+            "glass delay (display - capture) and its sender, network and receiver parts; the freeze time share "
+            "(freezes by Chrome's rule / the span shown) and the share of frames sent but never shown; mean ±95% CI "
+            "half-width over the point's runs, n runs (docs/metrics.md, \"Frames\"; docs/studies.md).</p>"
+            f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+
 def excluded_table(doc: dict[str, Any], out: Path, page: Path) -> str:
     parts = []
     ex = doc.get("excluded") or []
@@ -626,6 +660,7 @@ td,th{{border:1px solid #ddd;padding:3px 6px;text-align:left}} tr:target{{backgr
 {divs}
 <h2>Points and their runs</h2>
 {points}
+{frames}
 {excluded}
 <script id="figures" type="application/json">{figures}</script>
 <script>
@@ -671,6 +706,7 @@ def render(doc: dict[str, Any], out: Path, page: Path) -> str:
     payload = json.dumps([{"id": fid, "fig": fig} for fid, fig in figs], separators=(",", ":"))
     return PAGE.format(title=html.escape(title), plotly=_plotly_js(full=True), quick=quick, summary=summary,
                        notes=note_html, divs=divs, points=points_table(doc, out, page, report_phases(doc)[0]),
+                       frames=frames_table(doc),
                        excluded=excluded_table(doc, out, page), figures=payload.replace("</", "<\\/"))
 
 

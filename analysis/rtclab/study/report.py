@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .aggregate import CATALOGUE, CONTROLLER_FLOW, CPU_FLOW, METRICS, RFC_FLOW
+from .aggregate import CATALOGUE, CONTROLLER_FLOW, CPU_FLOW, FRAMES_FLOW, FRAMES_METRICS, METRICS, RFC_FLOW
 
 # The key metrics: of each packet flow shown, and of the forward bottleneck (the call against its competitors).
 FLOW_METRICS = ["throughput_bps", "utilisation", "loss_ratio_bytes", "queuing_delay_ms_mean", "tq_ms_mean"]
@@ -34,7 +34,12 @@ HEADERS = {"throughput_bps": "rate kbit/s", "send_rate_bps": "sent kbit/s", "rec
            "cpu_iperf3_cores": "iperf3", "cpu_harness_cores": "harness", "rate_to_target_ratio": "rate / target",
            "convergence_time_s": "convergence s", "converged_fraction": "converged share",
            "reaction_time_down_s": "reaction down s", "reaction_time_up_s": "reaction up s", "ramp_up_s": "ramp-up s",
-           "media_jain_index": "Jain (media)"}
+           "media_jain_index": "Jain (media)", "glass_to_glass_ms_p50": "g2g p50 ms",
+           "glass_to_glass_ms_p95": "g2g p95 ms", "sender_ms_p50": "sender p50 ms", "sender_ms_p95": "sender p95 ms",
+           "network_ms_p50": "network p50 ms", "network_ms_p95": "network p95 ms",
+           "receiver_ms_p50": "receiver p50 ms", "receiver_ms_p95": "receiver p95 ms",
+           "freeze_time_ratio": "freeze time share",
+           "never_shown_ratio": "never shown share"}
 # The CPU table (whole call): the host, then each component of the run, then what the run does not account for.
 CPU_METRICS = ["cpu_host_busy_cores", "cpu_chromium_a_cores", "cpu_chromium_b_cores", "cpu_bottleneck_cores",
                "cpu_capture_cores", "cpu_iperf3_cores", "cpu_harness_cores", "cpu_outside_run_cores"]
@@ -222,6 +227,16 @@ def tables(doc: dict[str, Any], phase: str, metrics: list[str] | None = None) ->
                          [HEADERS.get(m, m) for m in rfc_metrics], rows,
                          note="target = the capacity, or the flow's fair share of it; band and windows in "
                               "docs/metrics.md, \"RFC 8867 metrics\""))
+    # What the viewer at b saw (metrics.json frames.b), over the whole call only.
+    frame_metrics = [m for m in (metrics or FRAMES_METRICS) if CATALOGUE[m].family == "frames"]
+    if phase == "all" and frame_metrics and any(FRAMES_FLOW in (p.get("flows") or {}) for p in doc["points"]):
+        rows = _point_rows(doc, label, FRAMES_FLOW, phase, frame_metrics)
+        out.append(Table(f"{title}: frames shown at b (the forward video, per-frame record)",
+                         ["point", "n"] + [HEADERS.get(m, m) for m in frame_metrics], rows,
+                         note="each run's own p50/p95 over its frames, in ms: g2g = glass-to-glass (display - "
+                              "capture), per frame = sender + network + receiver; freeze time share = freezes "
+                              "(Chrome's rule) / the span shown; never shown share = frames sent and never shown / "
+                              "sent (docs/metrics.md, \"Frames\")"))
     # Where the machine's CPU went (cpu.jsonl), over the whole call only; not with --metric (catalogue metrics only).
     if phase == "all" and not metrics and any(CPU_FLOW in (p.get("flows") or {}) for p in doc["points"]):
         rows = _point_rows(doc, label, CPU_FLOW, phase, CPU_METRICS)
