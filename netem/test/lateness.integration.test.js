@@ -77,7 +77,10 @@ test('userspace: a 300 ms SIGSTOP of the forward bottleneck shows in its release
     assert.equal(v.valid, false);
     assert.equal(check?.ok, false);
     assert.match(check?.detail ?? '', /^forward: a packet was released \d+\.\d ms after its due time, over the bound of 25 ms/);
-    assert.ok(v.checks.filter((x) => x.ok === false).every((x) => x.name === 'bottleneck_lateness_bounded'), JSON.stringify(v.checks));
+    // Nothing else fails but bottleneck_on_time, which the stall may fail too: when the kernel stamped the packets
+    // that waited in its queue (kernel_timestamped), all of them count late, over 1 % of this flow's.
+    assert.ok(v.checks.filter((x) => x.ok === false)
+      .every((x) => x.name === 'bottleneck_lateness_bounded' || x.name === 'bottleneck_on_time'), JSON.stringify(v.checks));
   } finally {
     await net.down();
   }

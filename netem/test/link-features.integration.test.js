@@ -23,7 +23,7 @@ const BACKENDS = /** @type {const} */ ([['userspace', SKIP_NO_BOTTLENECK], ['uml
 function rateKbit(packets, t0_ms, from_s, to_s) {
   const t0 = BigInt(Math.round(t0_ms * 1e6));
   const inWindow = packets.filter((p) => p.proto === 17 && p.dport === 5301
-    && p.t_ns >= t0 + BigInt(from_s * 1e9) && p.t_ns < t0 + BigInt(to_s * 1e9));
+    && p.t_ns >= t0 + BigInt(Math.round(from_s * 1e9)) && p.t_ns < t0 + BigInt(Math.round(to_s * 1e9)));
   return (inWindow.reduce((s, p) => s + p.frame_len, 0) * 8) / ((to_s - from_s) * 1000);
 }
 

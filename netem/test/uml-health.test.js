@@ -31,6 +31,12 @@ test('lateness.js: RTT minus the guest\'s delay per answer; a request unanswered
   c.line('24 bytes from 10.98.0.2: icmp_seq=4 ttl=64 time=2500 ms', 2600); // already counted
   c.line('24 bytes from 10.98.0.2: icmp_seq=5 ttl=64 time=4.2 ms', 2700); // earlier than the delay: 0 late
   assert.deepEqual(c.second(3000), { t: 3, samples: 1, late_1ms: 0, late_10ms: 0, late_100ms: 0, max_ms: 0 });
+  // ping itself silent for 1.5 s (stopped, or its reader was): one sample that late when its next line comes; when a
+  // summary already counted that silence, only its length.
+  c.silence(1500, false);
+  assert.deepEqual(c.second(4000), { t: 4, samples: 1, late_1ms: 1, late_10ms: 1, late_100ms: 1, max_ms: 1500 });
+  c.silence(2200, true);
+  assert.deepEqual(c.second(5000), { t: 5, samples: 0, late_1ms: 0, late_10ms: 0, late_100ms: 0, max_ms: 2200 });
 });
 
 test('lateness.js: a real ping, summarised once a second; stopping it for 1.5 s counts as late, not as nothing', { timeout: 30000 }, async () => {

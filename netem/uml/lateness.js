@@ -59,6 +59,14 @@ export function latenessCounter(delayMs) {
       const none = /no answer yet for icmp_seq=(\d+)/.exec(line);
       if (none && !pending.has(Number(none[1]))) pending.set(Number(none[1]), nowMs);
     },
+    /**
+     * ping was silent for gapMs (more than NO_ANSWER_MS) until a line came: one sample that late, or, when a summary
+     * already counted this silence, only its length. @param {number} gapMs @param {boolean} counted
+     */
+    silence(gapMs, counted) {
+      if (counted) worst = Math.max(worst, gapMs);
+      else add(gapMs);
+    },
     /** The summary of the second ending at nowMs; resets. @param {number} nowMs */
     second(nowMs) {
       for (const [seq, since] of pending) {
@@ -100,10 +108,16 @@ export function startLatenessProbe(o) {
   const ping = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const counter = latenessCounter(L.delay_ms);
   let lastHeard = Date.now();
+  let silenceCounted = false; // a summary counted the silence going on
   let stopped = false;
   createInterface({ input: /** @type {import('node:stream').Readable} */ (ping.stdout) }).on('line', (line) => {
-    lastHeard = Date.now();
-    counter.line(line, lastHeard);
+    const now = Date.now();
+    // A silence between two lines counts when the first line after it comes, whatever the summaries' phase: a
+    // summary sees a silence only when it spans one of their ticks by more than NO_ANSWER_MS.
+    if (now - lastHeard > NO_ANSWER_MS) counter.silence(now - lastHeard, silenceCounted);
+    lastHeard = now;
+    silenceCounted = false;
+    counter.line(line, now);
   });
   let stderr = '';
   ping.stderr?.on('data', (d) => { stderr = (stderr + d).slice(-500); });
@@ -119,6 +133,7 @@ export function startLatenessProbe(o) {
       // Silence: not even "no answer yet" lines. Counted, so that a dead probe cannot pass for an idle guest.
       s.samples++; s.late_1ms++; s.late_10ms++; s.late_100ms++;
       s.max_ms = Math.max(s.max_ms, now - lastHeard);
+      silenceCounted = true;
     }
     try { appendFileSync(o.outFile, JSON.stringify(s) + '\n'); } catch { /* the run directory went away */ }
   }, 1000);
