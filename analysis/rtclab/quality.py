@@ -30,6 +30,9 @@ STAMP_ROWS = 18
 # Per-frame rows the analysis writes, per receiving side.
 ROWS_FILE = "quality-{side}.jsonl"
 SAMPLES_FILE = "frame-samples-{side}.i420.gz"
+# Samples compared by one ffmpeg run (its two inputs are written to a temporary directory first: 32 references of
+# 1280x720 are 44 MB).
+CHUNK = 32
 
 
 class QualityError(Exception):
@@ -167,9 +170,12 @@ def compare(clip: Clip, pictures: list[tuple[int, int, bytes]], references: list
     crop = stamp_rows(H)
     out: list[dict[str, Any]] = [{} for _ in pictures]
     sizes = sorted({(w, h) for w, h, _ in pictures})
+    # Pictures of one size in chunks of CHUNK: one ffmpeg each, with at most CHUNK clip-sized references on disk.
+    groups = [(w, h, idx[k:k + CHUNK]) for w, h in sizes
+              for idx in [[i for i, (pw, ph, _) in enumerate(pictures) if (pw, ph) == (w, h)]]
+              for k in range(0, len(idx), CHUNK)]
     with tempfile.TemporaryDirectory(prefix="rtclab-quality-") as tmp:
-        for w, h in sizes:
-            idx = [i for i, (pw, ph, _) in enumerate(pictures) if (pw, ph) == (w, h)]
+        for w, h, idx in groups:
             d = Path(tmp)
             dist, ref, psnr, ssim = d / "dist.y4m", d / "ref.y4m", d / "psnr.log", d / "ssim.log"
             _y4m(dist, w, h, clip.chroma, [pictures[i][2] for i in idx])

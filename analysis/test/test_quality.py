@@ -150,6 +150,20 @@ def test_psnr_and_ssim_of_noisy_copies_are_numpys(tmp_path):
     assert f"PSNR mean {q['psnr_db']['mean']:.2f} (p5 {q['psnr_db']['p5']:.2f}) dB" in text
 
 
+def test_samples_compared_in_chunks_give_the_same_rows(tmp_path, monkeypatch):
+    """Several ffmpeg runs (CHUNK samples each) give what one run gives, row for row, in the samples' order."""
+    clip = [picture(s) for s in range(3)]
+    rng = np.random.default_rng(3)
+    received = [(i % 3, np.clip(clip[i % 3] + rng.normal(0, 2 + i, clip[0].shape), 0, 255).astype(np.uint8), W, H)
+                for i in range(5)]
+    path, ff = run_dir(tmp_path, clip, received)
+    analyse(path, ff)
+    whole = rows(path)
+    monkeypatch.setattr(quality, "CHUNK", 2)
+    analyse(path, ff)
+    assert rows(path) == whole and len(whole) == 5
+
+
 def test_two_flat_pictures_have_the_closed_form_ssim_and_psnr(tmp_path):
     """Flat 100 against flat 110: no variance, so SSIM = (2 s1 s2 + c1) / (s1^2 + s2^2 + c1) with window sums
     s = 64 x level; PSNR = 10 log10(255^2 / 10^2)."""
