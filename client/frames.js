@@ -54,7 +54,7 @@ const MAX_UPLOADS = 2;
  * (a GPU-decoded frame) or has an odd size (I420's chroma rows and columns cover two pixels: a copy must start and end
  * on even ones), for the stamp-only read to take over.
  * @param {HTMLVideoElement} video
- * @returns {Promise<{ decoded: { index: number | null, contrast: number }, buffer: Uint8Array, width: number, height: number }> | null}
+ * @returns {Promise<{ decoded: { index: number | null, contrast: number }, buffer: Uint8Array<ArrayBuffer>, width: number, height: number }> | null}
  */
 function copyWholeFrame(video) {
   const frame = new VideoFrame(video);
@@ -101,7 +101,7 @@ export function watchFrames(video, { readEvery, sampleEvery = 0, samplePath = nu
   let dropped = 0;
   let flushing = false;
   let uploading = 0;
-  /** @param {Uint8Array} buffer @param {Record<string, unknown>} meta */
+  /** @param {Uint8Array<ArrayBuffer>} buffer @param {Record<string, unknown>} meta */
   const upload = (buffer, meta) => {
     uploading++;
     fetch(/** @type {string} */ (samplePath), { method: 'POST', body: buffer,

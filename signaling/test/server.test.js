@@ -72,7 +72,7 @@ test('frame samples: POST /frame-samples/<key> hands the bytes and the header to
   const got = [];
   const withSink = await startSignalingServer({ host: '127.0.0.1', port: 0, frameSamples: (key, meta, body) => got.push({ key, meta, body }) });
   try {
-    const post = (/** @type {string} */ key, /** @type {Record<string, string>} */ headers, /** @type {Uint8Array} */ body) =>
+    const post = (/** @type {string} */ key, /** @type {Record<string, string>} */ headers, /** @type {Uint8Array<ArrayBuffer>} */ body) =>
       fetch(new URL(`/frame-samples/${key}`, withSink.url), { method: 'POST', headers: { 'content-type': 'application/octet-stream', ...headers }, body });
     const picture = new Uint8Array([1, 2, 3, 4, 5, 6]);
     const ok = await post('b', { 'x-rtclab-sample': JSON.stringify({ presented_frames: 10, width: 2, height: 2 }) }, picture);
