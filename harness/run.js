@@ -46,10 +46,10 @@ const FRAMES_READ_EVERY = process.env.RTCLAB_FRAMES_READ_EVERY === undefined ? 1
 
 /**
  * The receiving pages send the whole picture of every N-th presented frame for picture quality (docs/metrics.md,
- * "quality"; frame-samples-<side>.i420.gz); RTCLAB_FRAMES_SAMPLE_EVERY=N, 0 sends none. The default, 10 (3 a second at
- * 30 fps), and what it costs: docs/harness.md, "Frame samples".
+ * "quality"; frame-samples-<side>.i420.gz); RTCLAB_FRAMES_SAMPLE_EVERY=N, 0 sends none. The default, 30 (about one a
+ * second at 30 fps), and what it costs: docs/harness.md, "A run's CPU".
  */
-export const FRAMES_SAMPLE_EVERY_DEFAULT = 10;
+export const FRAMES_SAMPLE_EVERY_DEFAULT = 30;
 const FRAMES_SAMPLE_EVERY = process.env.RTCLAB_FRAMES_SAMPLE_EVERY === undefined ? FRAMES_SAMPLE_EVERY_DEFAULT
   : Number(process.env.RTCLAB_FRAMES_SAMPLE_EVERY);
 
