@@ -320,7 +320,7 @@ def _quality_lines(q: dict[str, Any] | None) -> list[str]:
     if q.get("error"):
         return [f"  picture quality: not computed: {q['error']}"]
     cell = lambda key, fmt: f"{_f(q[key]['mean'], fmt)} (p5 {_f(q[key]['p5'], fmt)})"
-    return [f"  picture quality of {q['compared']} sampled frames (every {q['sample_every']}th shown, "
+    return [f"  picture quality of {q['compared']} sampled frames (1 in {q['sample_every']} shown, "
             f"{q['scaled']} scaled up to {q['reference']['width']}x{q['reference']['height']}): PSNR mean "
             f"{cell('psnr_db', '.2f')} dB, Y {cell('psnr_y_db', '.2f')} dB; SSIM mean {cell('ssim', '.4f')}, "
             f"Y {cell('ssim_y', '.4f')}"]

@@ -146,7 +146,7 @@ def test_psnr_and_ssim_of_noisy_copies_are_numpys(tmp_path):
     assert q["psnr_db"]["mean"] == pytest.approx(np.mean([r["psnr_db"] for r in got]))
     assert q["ssim"]["p5"] == pytest.approx(np.percentile([r["ssim"] for r in got], 5))
     text = "\n".join(report._quality_lines(q))
-    assert f"picture quality of 3 sampled frames (every 10th shown, 0 scaled up to {W}x{H})" in text
+    assert f"picture quality of 3 sampled frames (1 in 10 shown, 0 scaled up to {W}x{H})" in text
     assert f"PSNR mean {q['psnr_db']['mean']:.2f} (p5 {q['psnr_db']['p5']:.2f}) dB" in text
 
 
