@@ -41,6 +41,14 @@ export const TRACK_FIELDS = Object.freeze({
  */
 export const FRAMES_READ_EVERY = Object.freeze({ type: 'integer', minimum: 0, maximum: 1000 });
 
+/**
+ * `frames_sample_every`: the whole picture of every N-th presented frame (I420) is sent to the harness for picture
+ * quality (client/frames.js, docs/metrics.md "quality"); 0 sends none. `frames_sample_path`: where on the server that
+ * served the page the samples go (the harness's upload route, signaling/server.js), null: nowhere. Both the
+ * harness's, and both may be absent (0 and null).
+ */
+export const FRAMES_SAMPLE_EVERY = Object.freeze({ type: 'integer', minimum: 0, maximum: 1000 });
+
 /** The schema's `getstats.interval_ms`. */
 export const GETSTATS_INTERVAL_MS = Object.freeze({ type: 'integer', minimum: 100, maximum: 60000 });
 
@@ -93,8 +101,9 @@ function breaks(value, rule) {
  * @typedef {{ id: string, priority: RTCPriorityType, network_priority: RTCPriorityType,
  *   max_bitrate_kbps: number | null }} TrackSettings
  * @typedef {{ room: string, role: 'caller' | 'callee' | null, call: CallSettings & Record<string, unknown>,
- *   getstats_interval_ms: number, candidate_prefix: string | null, frames_read_every?: number }} PageConfig
- *   frames_read_every: absent = 0 (FRAMES_READ_EVERY); readConfig always returns it
+ *   getstats_interval_ms: number, candidate_prefix: string | null, frames_read_every?: number,
+ *   frames_sample_every?: number, frames_sample_path?: string | null }} PageConfig
+ *   frames_read_every, frames_sample_every: absent = 0, frames_sample_path: absent = null; readConfig always returns them
  */
 
 /**
@@ -140,6 +149,12 @@ export function readConfig(injected, search) {
     raw.candidate_prefix === null || typeof raw.candidate_prefix === 'string' ? null : 'a string or null');
   const framesReadEvery = raw.frames_read_every ?? 0;
   check('frames_read_every', framesReadEvery, breaks(framesReadEvery, FRAMES_READ_EVERY));
+  const framesSampleEvery = raw.frames_sample_every ?? 0;
+  check('frames_sample_every', framesSampleEvery, breaks(framesSampleEvery, FRAMES_SAMPLE_EVERY));
+  const framesSamplePath = raw.frames_sample_path ?? null;
+  check('frames_sample_path', framesSamplePath,
+    framesSamplePath === null || (typeof framesSamplePath === 'string' && /^\/[A-Za-z0-9_\/-]{1,200}$/.test(framesSamplePath))
+      ? null : 'null or an absolute path of A-Z a-z 0-9 _ - /');
   return {
     room: raw.room,
     role: raw.role,
@@ -147,5 +162,7 @@ export function readConfig(injected, search) {
     getstats_interval_ms: raw.getstats_interval_ms,
     candidate_prefix: raw.candidate_prefix,
     frames_read_every: framesReadEvery,
+    frames_sample_every: framesSampleEvery,
+    frames_sample_path: framesSamplePath,
   };
 }

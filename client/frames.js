@@ -2,7 +2,9 @@
  * What the viewer saw: one record per frame the remote <video> presents, from requestVideoFrameCallback (its
  * metadata) and, on every `readEvery`-th frame, the frame's stamp (client/frame-stamp.js) read from just the stamp's
  * strip. Records go to the harness in batches (`frames` reports, about one a second), so the page holds at most a
- * second or two of them. docs/client.md, "Frames".
+ * second or two of them. On every `sampleEvery`-th frame the whole picture (I420, as decoded) is copied instead, its
+ * stamp read from that copy, and the copy POSTed as raw bytes to the harness's upload route on the server that served
+ * the page (not through the DevTools pipe: a 720p frame is 1.4 MB), for picture quality. docs/client.md, "Frames".
  */
 import { CELLS, decodeLevels, lumaLevels, stripLevels, stripRect } from './frame-stamp.js';
 import { report } from './report.js';
@@ -43,6 +45,33 @@ function readFromVideoFrame(video) {
     .finally(() => frame.close());
 }
 
+/** Samples on their way to the harness at once; a sampled frame beyond is recorded as not sampled. */
+const MAX_UPLOADS = 2;
+
+/**
+ * The whole visible picture of the frame `video` presents now, tightly packed I420 (Y rows, then U, then V, no
+ * padding), and its stamp read from that copy's luma. Decided at once: null when the frame is no CPU-side I420 frame
+ * (a GPU-decoded frame) or has an odd size (I420's chroma rows and columns cover two pixels: a copy must start and end
+ * on even ones), for the stamp-only read to take over.
+ * @param {HTMLVideoElement} video
+ * @returns {Promise<{ decoded: { index: number | null, contrast: number }, buffer: Uint8Array<ArrayBuffer>, width: number, height: number }> | null}
+ */
+function copyWholeFrame(video) {
+  const frame = new VideoFrame(video);
+  const visible = frame.visibleRect;
+  if (frame.format !== 'I420' || !visible || visible.x !== 0 || visible.y !== 0 || visible.width % 2 || visible.height % 2) {
+    frame.close();
+    return null;
+  }
+  const [width, height] = [visible.width, visible.height];
+  const [cw, ch] = [width / 2, height / 2];
+  const layout = [{ offset: 0, stride: width }, { offset: width * height, stride: cw }, { offset: width * height + cw * ch, stride: cw }];
+  const buffer = new Uint8Array(width * height + 2 * cw * ch);
+  return frame.copyTo(buffer, { rect: { x: 0, y: 0, width, height }, layout })
+    .then(() => ({ decoded: decodeLevels(lumaLevels(buffer, width, height)), buffer, width, height }))
+    .finally(() => frame.close());
+}
+
 /**
  * The same from a canvas copy of the strip (drawImage with a source rectangle, getImageData of 208x8 pixels).
  * @param {HTMLVideoElement} video @param {CanvasRenderingContext2D} ctx
@@ -56,10 +85,11 @@ function readFromCanvas(video, ctx) {
 /**
  * Watches `video` until `signal` aborts.
  * @param {HTMLVideoElement} video
- * @param {{ readEvery: number, signal: AbortSignal }} o readEvery >= 1: the stamp is read on presented frames whose
- *   count (presentedFrames) is a multiple of it
+ * @param {{ readEvery: number, sampleEvery?: number, samplePath?: string | null, signal: AbortSignal }} o
+ *   readEvery >= 1: the stamp is read on presented frames whose count (presentedFrames) is a multiple of it;
+ *   sampleEvery >= 1 (and a samplePath): the whole picture is sent on those whose count is a multiple of it
  */
-export function watchFrames(video, { readEvery, signal }) {
+export function watchFrames(video, { readEvery, sampleEvery = 0, samplePath = null, signal }) {
   const canvas = document.createElement('canvas');
   canvas.width = CELLS * CELL_PX;
   canvas.height = CELL_PX;
@@ -70,6 +100,14 @@ export function watchFrames(video, { readEvery, signal }) {
   let pending = [];
   let dropped = 0;
   let flushing = false;
+  let uploading = 0;
+  /** @param {Uint8Array<ArrayBuffer>} buffer @param {Record<string, unknown>} meta */
+  const upload = (buffer, meta) => {
+    uploading++;
+    fetch(/** @type {string} */ (samplePath), { method: 'POST', body: buffer,
+      headers: { 'content-type': 'application/octet-stream', 'x-rtclab-sample': JSON.stringify(meta) } })
+      .catch(() => {}).finally(() => { uploading--; });
+  };
   const keep = (/** @type {Record<string, unknown>} */ record) => {
     if (pending.length < MAX_PENDING) pending.push(record);
     else dropped++;
@@ -82,6 +120,8 @@ export function watchFrames(video, { readEvery, signal }) {
     const meta = /** @type {any} */ (m);
     // Not before the element knows the frame's size (drawImage's source rectangle is in the video's own pixels).
     const read = m.presentedFrames % readEvery === 0 && video.videoWidth > 0;
+    const sample = Boolean(samplePath) && sampleEvery > 0 && m.presentedFrames % sampleEvery === 0
+      && canReadFrames && video.videoWidth > 0 && uploading < MAX_UPLOADS;
     const record = {
       kind: 'frame',
       presented_frames: m.presentedFrames,
@@ -94,13 +134,14 @@ export function watchFrames(video, { readEvery, signal }) {
       processing_ms: meta.processingDuration === undefined ? null : Math.round(meta.processingDuration * 1e6) / 1000,
       width: m.width,
       height: m.height,
-      read,
+      read: read || sample,
+      sampled: false,
       clip_index: /** @type {number | null} */ (null),
       contrast: /** @type {number | null} */ (null),
       read_via: /** @type {string | null} */ (null),
       read_ms: /** @type {number | null} */ (null),
     };
-    if (!read) { keep(record); return; }
+    if (!read && !sample) { keep(record); return; }
     const t = performance.now();
     /** @param {{ index: number | null, contrast: number }} decoded @param {string} via */
     const done = (decoded, via) => {
@@ -110,6 +151,17 @@ export function watchFrames(video, { readEvery, signal }) {
     };
     // Taken now, inside the callback, where the element's frame is the one the metadata describes.
     try {
+      const whole = sample ? copyWholeFrame(video) : null;
+      if (whole) {
+        whole.then((copy) => {
+          record.sampled = true;
+          done(copy.decoded, 'videoframe');
+          upload(copy.buffer, { presented_frames: m.presentedFrames, rtp_timestamp: record.rtp_timestamp,
+            expected_display_ms: record.expected_display_ms, width: copy.width, height: copy.height, format: 'I420',
+            clip_index: copy.decoded.index });
+        }, () => done({ index: null, contrast: 0 }, 'failed'));
+        return;
+      }
       const fromFrame = canReadFrames ? readFromVideoFrame(video) : null;
       if (fromFrame) fromFrame.then((decoded) => done(decoded, 'videoframe'), () => done({ index: null, contrast: 0 }, 'failed'));
       else done(readFromCanvas(video, ctx), 'canvas');
@@ -126,7 +178,7 @@ export function watchFrames(video, { readEvery, signal }) {
     pending = [];
     dropped = 0;
     try {
-      await report('frames', { t_ms: Date.now(), read_every: readEvery, time_origin_ms: performance.timeOrigin, dropped: lost, frames: batch });
+      await report('frames', { t_ms: Date.now(), read_every: readEvery, sample_every: samplePath ? sampleEvery : 0, time_origin_ms: performance.timeOrigin, dropped: lost, frames: batch });
     } finally {
       flushing = false;
     }

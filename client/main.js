@@ -35,7 +35,8 @@ const view = {
     const readEvery = /** @type {any} */ (window).rtclab.config.frames_read_every;
     if (readEvery > 0 && !framesWatched.signal.aborted && !watching) {
       watching = true;
-      watchFrames(video, { readEvery, signal: framesWatched.signal });
+      const { frames_sample_every: sampleEvery, frames_sample_path: samplePath } = /** @type {any} */ (window).rtclab.config;
+      watchFrames(video, { readEvery, sampleEvery, samplePath, signal: framesWatched.signal });
     }
   },
   onStatus: (/** @type {string} */ text) => { $('status').textContent = text; },

@@ -1,9 +1,10 @@
 // @ts-check
 // Writes what a run observes into its run directory as it happens (so an interrupted run keeps what it recorded):
-// events.jsonl, getstats-<side>.jsonl, frames-<side>.jsonl, and the manifest. Keeps the little state the progress line and the validity
+// events.jsonl, getstats-<side>.jsonl, frames-<side>.jsonl, frame-samples-<side>.i420.gz, and the manifest. Keeps the little state the progress line and the validity
 // checks need; the full reports go to disk only.
 import fs from 'node:fs';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { makeWritableDirectory, DirectoryError } from '../netem/dirs.js';
 
 /** @param {any} report @param {string} type */
@@ -61,6 +62,10 @@ export class RunRecorder {
     this.statsFds = {};
     /** frames-<side>.jsonl, opened with the side's first `frames` report. @type {Record<string, number>} */
     this.framesFds = {};
+    /** frame-samples-<side>.i420.gz, opened with the side's first sample. @type {Record<string, number>} */
+    this.sampleFds = {};
+    /** @type {Record<string, number>} frame samples written per side */
+    this.frameSampleCount = {};
     /** @type {Record<string, number>} frame records written per side */
     this.frameCount = {};
     /** @type {Record<string, ReturnType<typeof summarizeReport>[]>} recent summaries per side, newest last */
@@ -134,7 +139,7 @@ export class RunRecorder {
    * One batch of the page's per-frame records (docs/client.md, "Frames"), one line each into frames-<side>.jsonl;
    * the file's first line is a header with the page's sampling and clock and the clip it was given.
    * @param {string} side
-   * @param {{ t_ms: number, read_every: number, time_origin_ms: number, dropped: number, frames: any[] }} batch
+   * @param {{ t_ms: number, read_every: number, sample_every?: number, time_origin_ms: number, dropped: number, frames: any[] }} batch
    * @param {Record<string, any>} clip what the side's camera played (media/stamp.js clipInfo, and its path)
    */
   frames(side, batch, clip) {
@@ -143,13 +148,39 @@ export class RunRecorder {
       const fd = this.framesFds[side];
       if (fd === undefined) return;
       this.appendLine(fd, { kind: 'header', t: batch.t_ms / 1000, side, read_every: batch.read_every,
-        time_origin_ms: batch.time_origin_ms, clip });
+        sample_every: batch.sample_every ?? 0, time_origin_ms: batch.time_origin_ms, clip });
     }
     const fd = this.framesFds[side];
     if (fd === undefined) return;
     for (const frame of batch.frames) this.appendLine(fd, frame);
     if (batch.dropped) this.appendLine(fd, { kind: 'dropped', t: batch.t_ms / 1000, frames: batch.dropped });
     this.frameCount[side] = (this.frameCount[side] ?? 0) + batch.frames.length;
+  }
+
+  /**
+   * One frame sample (the whole picture of a presented frame, client/frames.js) appended to
+   * frame-samples-<side>.i420.gz as one gzip member (level 1) of a JSON line (what the page said of it, and `bytes`)
+   * and the picture's raw bytes: members are whole or missing, so a run cut short loses at most the last sample
+   * (docs/run-directory.md). Compressed here, synchronously: about 1.5 ms per 640x360 picture (docs/harness.md).
+   * @param {string} side @param {Record<string, unknown>} meta @param {Buffer} picture
+   */
+  frameSample(side, meta, picture) {
+    if (this.sampleFds[side] === undefined) {
+      this.guard(() => { this.sampleFds[side] = fs.openSync(path.join(this.runDir, `frame-samples-${side}.i420.gz`), 'a'); });
+    }
+    const fd = this.sampleFds[side];
+    if (fd === undefined) return;
+    const head = Buffer.from(`${JSON.stringify({ kind: 'sample', ...meta, t: Date.now() / 1000, bytes: picture.length })}\n`);
+    const member = zlib.gzipSync(Buffer.concat([head, picture]), { level: 1 });
+    const written = this.guard(() => {
+      let done = 0;
+      while (done < member.length) {
+        const n = fs.writeSync(fd, member, done);
+        if (n === 0) throw Object.assign(new Error('no room'), { code: 'ENOSPC' });
+        done += n;
+      }
+    });
+    if (written) this.frameSampleCount[side] = (this.frameSampleCount[side] ?? 0) + 1;
   }
 
   /** @param {string} side */
@@ -186,11 +217,12 @@ export class RunRecorder {
   }
 
   close() {
-    for (const fd of [this.eventsFd, ...Object.values(this.statsFds), ...Object.values(this.framesFds)]) {
+    for (const fd of [this.eventsFd, ...Object.values(this.statsFds), ...Object.values(this.framesFds), ...Object.values(this.sampleFds)]) {
       try { fs.closeSync(fd); } catch { /* already closed */ }
     }
     this.statsFds = {};
     this.framesFds = {};
+    this.sampleFds = {};
     fs.rmSync(this.reserveFile, { force: true });
   }
 }

@@ -44,6 +44,15 @@ const DSCP_MARKING = process.env.RTCLAB_DSCP_MARKING !== 'off';
  */
 const FRAMES_READ_EVERY = process.env.RTCLAB_FRAMES_READ_EVERY === undefined ? 1 : Number(process.env.RTCLAB_FRAMES_READ_EVERY);
 
+/**
+ * The receiving pages send the whole picture of every N-th presented frame for picture quality (docs/metrics.md,
+ * "quality"; frame-samples-<side>.i420.gz); RTCLAB_FRAMES_SAMPLE_EVERY=N, 0 sends none. The default, 30 (about one a
+ * second at 30 fps), and what it costs: docs/harness.md, "A run's CPU".
+ */
+export const FRAMES_SAMPLE_EVERY_DEFAULT = 30;
+const FRAMES_SAMPLE_EVERY = process.env.RTCLAB_FRAMES_SAMPLE_EVERY === undefined ? FRAMES_SAMPLE_EVERY_DEFAULT
+  : Number(process.env.RTCLAB_FRAMES_SAMPLE_EVERY);
+
 const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -231,6 +240,7 @@ class CallRun {
     const mgmt = /** @type {import('../netem/index.js').Network} */ (this.net).info.mgmt;
     const server = await startSignalingServer({ hosts: [mgmt.a.root, mgmt.b.root], port: 0,
       allowedClients: [mgmt.a.host, mgmt.b.host],
+      frameSamples: (key, meta, picture) => this.recorder.frameSample(key, meta, picture),
       log: (/** @type {any} */ entry) => this.recorder.event('signaling', { entry }) });
     this.server = server;
     this.teardown.push('signaling server', () => server.close());
@@ -284,7 +294,8 @@ class CallRun {
     this.teardown.push(`browser ${key}`, () => peer.close());
     await peer.open(`${origin}/`, { room: c.room, role, call: c.call,
       getstats_interval_ms: this.scenario.getstats.interval_ms, candidate_prefix: DATA_PREFIX,
-      frames_read_every: FRAMES_READ_EVERY });
+      frames_read_every: FRAMES_READ_EVERY,
+      frames_sample_every: FRAMES_READ_EVERY > 0 ? FRAMES_SAMPLE_EVERY : 0, frames_sample_path: `/frame-samples/${key}` });
     this.recorder.event('page_loaded', { side, call: c.call.id, url: `${origin}/` });
   }
 

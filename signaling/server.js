@@ -19,23 +19,52 @@ const CLIENT_DIR = fileURLToPath(new URL('../client/', import.meta.url));
 
 /** @typedef {(entry: Record<string, unknown>) => void} LogFn one structured log object per event */
 
+/** The largest frame sample accepted: an I420 picture of 7680x4320 (the page's largest size) is 49.8 MB. */
+const MAX_SAMPLE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * A frame sample's key in its upload route (`POST /frame-samples/<key>`): the side's file key (a, b, <call>-a).
+ */
+export const SAMPLE_KEY = /^[A-Za-z0-9_-]{1,64}$/;
+
 /** How often a free port common to every address is looked for before giving up. */
 const PORT_TRIES = 20;
 
 /**
- * @param {{ host?: string, hosts?: string[], port?: number, allowedClients?: string[] | null, log?: LogFn }} [options]
+ * @param {{ host?: string, hosts?: string[], port?: number, allowedClients?: string[] | null, log?: LogFn,
+ *   frameSamples?: ((key: string, meta: Record<string, unknown>, body: Buffer) => void) | null }} [options]
  *   hosts: the addresses to listen on (one port on each; `host` is one address); port 0 picks a free port;
- *   allowedClients: the only remote addresses whose connections are accepted (null: any)
+ *   allowedClients: the only remote addresses whose connections are accepted (null: any);
+ *   frameSamples: where the pages' frame samples go (client/frames.js): each `POST /frame-samples/<key>` with an
+ *   `x-rtclab-sample` header of JSON and the picture's raw bytes as body; absent, the route does not exist
  * @returns {Promise<{ url: string, port: number, close: () => Promise<void> }>}
  *   url is on the first address (0.0.0.0 is given as 127.0.0.1)
  */
-export async function startSignalingServer({ host = '0.0.0.0', hosts = [host], port = 0, allowedClients = null, log = () => {} } = {}) {
+export async function startSignalingServer({ host = '0.0.0.0', hosts = [host], port = 0, allowedClients = null, log = () => {},
+  frameSamples = null } = {}) {
   /** @param {string} event @param {Record<string, unknown>} [fields] */
   const emitLog = (event, fields = {}) => log({ t: Date.now() / 1000, component: 'signaling', event, ...fields });
 
   const app = express();
   // The page must never come from a stale cache: every run loads the current client.
   app.use(express.static(CLIENT_DIR, { etag: false, lastModified: false, setHeaders: (/** @type {http.ServerResponse} */ res) => res.setHeader('Cache-Control', 'no-store') }));
+  if (frameSamples) {
+    app.post('/frame-samples/:key', express.raw({ type: 'application/octet-stream', limit: MAX_SAMPLE_BYTES }), (req, res) => {
+      const key = req.params.key;
+      if (!SAMPLE_KEY.test(key)) return res.status(400).type('text').send('bad sample key');
+      /** @type {unknown} */
+      let meta;
+      try {
+        meta = JSON.parse(String(req.get('x-rtclab-sample') ?? ''));
+      } catch {
+        return res.status(400).type('text').send('x-rtclab-sample must be a JSON object');
+      }
+      if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return res.status(400).type('text').send('x-rtclab-sample must be a JSON object');
+      if (!Buffer.isBuffer(req.body) || req.body.length === 0) return res.status(400).type('text').send('no picture: the body must be application/octet-stream bytes');
+      frameSamples(key, /** @type {Record<string, unknown>} */ (meta), req.body);
+      return res.status(204).end();
+    });
+  }
   const httpServer = http.createServer(app);
   // Messages above socket.io's own limit close the connection; between MAX_MESSAGE_BYTES and it we answer an error.
   const io = new Server(httpServer, { maxHttpBufferSize: 2 * MAX_MESSAGE_BYTES, serveClient: true });

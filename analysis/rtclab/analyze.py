@@ -27,6 +27,7 @@ from . import (
     multiflow,
     packets,
     phases,
+    quality,
     queue,
     rfcmetrics,
     rundir,
@@ -230,6 +231,16 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
             recorded = {s: ff for s in ("a", "b") if (ff := rundir.read_frames(run, s)) is not None}
             frame_join = frames.analyse(recorded, table, t0_ns, duration_s, path, run.problems,
                                         {s: v.inbound for s, v in sides.items() if v is not None})
+        if frame_join is not None:
+            with _step(progress, "picture quality", timings):
+                for s, ff in recorded.items():
+                    try:
+                        q = quality.analyse(path, s, ff, t0_ns, duration_s)
+                    except quality.QualityError as e:
+                        q = {"error": str(e)}
+                        run.problems.append(f"picture quality at {s}: {e}")
+                    if q is not None and s in frame_join:
+                        frame_join[s]["quality"] = q
     controller = None
     if run.has_calls:
         with _step(progress, "event logs", timings):

@@ -309,7 +309,21 @@ def _frames_lines(fr: dict[str, Any] | None) -> list[str]:
             out.append(line)
         out.append("  (glass-to-glass = display - capture; sender = capture to the frame's first packet on the "
                    "sender's capture; network = to its last packet on the receiver's; receiver = to display)")
+        out += _quality_lines(f.get("quality"))
     return out
+
+
+def _quality_lines(q: dict[str, Any] | None) -> list[str]:
+    """Picture quality of the sampled frames (metrics.json `frames.<side>.quality`; docs/metrics.md, "quality")."""
+    if not q:
+        return []
+    if q.get("error"):
+        return [f"  picture quality: not computed: {q['error']}"]
+    cell = lambda key, fmt: f"{_f(q[key]['mean'], fmt)} (p5 {_f(q[key]['p5'], fmt)})"
+    return [f"  picture quality of {q['compared']} sampled frames (1 in {q['sample_every']} shown, "
+            f"{q['scaled']} scaled up to {q['reference']['width']}x{q['reference']['height']}): PSNR mean "
+            f"{cell('psnr_db', '.2f')} dB, Y {cell('psnr_y_db', '.2f')} dB; SSIM mean {cell('ssim', '.4f')}, "
+            f"Y {cell('ssim_y', '.4f')}"]
 
 
 def _cpu_lines(c: dict[str, Any] | None) -> list[str]:

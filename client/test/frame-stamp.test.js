@@ -180,3 +180,13 @@ test('the page config: frames_read_every absent is 0 (nothing recorded), else an
   assert.throws(() => readConfig({ ...complete, frames_read_every: 1.5 }, ''), /frames_read_every must be an integer >= 0 and <= 1000, got 1.5/);
   assert.throws(() => readConfig({ ...complete, frames_read_every: -1 }, ''), /frames_read_every/);
 });
+
+test('the page config: frame samples absent are none (0, null), else every N-th frame to an absolute path', () => {
+  const complete = { room: 'x', role: 'callee', call: scenarioCall({}), getstats_interval_ms: 1000, candidate_prefix: null };
+  const none = readConfig(complete, '');
+  assert.deepEqual([none.frames_sample_every, none.frames_sample_path], [0, null]);
+  const some = readConfig({ ...complete, frames_sample_every: 10, frames_sample_path: '/frame-samples/b' }, '');
+  assert.deepEqual([some.frames_sample_every, some.frames_sample_path], [10, '/frame-samples/b']);
+  assert.throws(() => readConfig({ ...complete, frames_sample_every: 2000 }, ''), /frames_sample_every must be an integer >= 0 and <= 1000, got 2000/);
+  assert.throws(() => readConfig({ ...complete, frames_sample_path: 'http://elsewhere/x' }, ''), /frames_sample_path must be null or an absolute path/);
+});

@@ -100,7 +100,7 @@ test('bitrate is computed from byte deltas over the stats timestamps', () => {
 });
 
 /** A complete config as the harness injects it: the scenario's call with every schema default filled in. */
-const complete = () => ({ room: 'x', role: 'callee', call: scenarioCall({ codec: 'VP9' }), getstats_interval_ms: 1000, candidate_prefix: '10.0.', frames_read_every: 1 });
+const complete = () => ({ room: 'x', role: 'callee', call: scenarioCall({ codec: 'VP9' }), getstats_interval_ms: 1000, candidate_prefix: '10.0.', frames_read_every: 1, frames_sample_every: 30, frames_sample_path: '/frame-samples/b' });
 
 test('config: the page mirrors the schema\'s constraints exactly (and keeps no defaults)', () => {
   /** Keywords that constrain a value; `default` and `description` are not the page's business. */

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import zlib from 'node:zlib';
 import { RunRecorder } from '../recorder.js';
 
 test('a full disk: one write error reported, the manifest still written, what was written kept', (t) => {
@@ -49,10 +50,37 @@ test('frames: a header line first (sampling, clock, clip), then one line per fra
     recorder.frames('b', { t_ms: 2000, read_every: 2, time_origin_ms: 999.5, dropped: 3, frames: [frame(3)] }, clip);
     recorder.close();
     const lines = fs.readFileSync(path.join(dir, 'frames-b.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    assert.deepEqual(lines[0], { kind: 'header', t: 1, side: 'b', read_every: 2, time_origin_ms: 999.5, clip });
+    assert.deepEqual(lines[0], { kind: 'header', t: 1, side: 'b', read_every: 2, sample_every: 0, time_origin_ms: 999.5, clip });
     assert.deepEqual(lines.slice(1).map((l) => l.presented_frames ?? l.kind), [1, 2, 3, 'dropped']);
     assert.deepEqual(lines[4], { kind: 'dropped', t: 2, frames: 3 });
     assert.equal(recorder.frameCount.b, 3);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('frame samples: one gzip member per sample, a JSON line (what the page said, bytes) then the picture', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-samples-'));
+  try {
+    const recorder = new RunRecorder(dir);
+    const pictures = [Buffer.alloc(4 * 2 * 1.5, 7), Buffer.from(Array.from({ length: 6 * 4 * 1.5 }, (_, i) => i))];
+    recorder.frameSample('b', { presented_frames: 10, width: 4, height: 2, format: 'I420', clip_index: 3 }, pictures[0]);
+    recorder.frameSample('b', { presented_frames: 20, width: 6, height: 4, format: 'I420', clip_index: 4 }, pictures[1]);
+    recorder.close();
+    const file = fs.readFileSync(path.join(dir, 'frame-samples-b.i420.gz'));
+    const all = zlib.gunzipSync(file); // every member, in order
+    /** @type {any[]} */
+    const got = [];
+    for (let pos = 0; pos < all.length;) {
+      const eol = all.indexOf(0x0a, pos);
+      const meta = JSON.parse(all.subarray(pos, eol).toString());
+      got.push({ meta, picture: all.subarray(eol + 1, eol + 1 + meta.bytes) });
+      pos = eol + 1 + meta.bytes;
+    }
+    assert.deepEqual(got.map((g) => [g.meta.kind, g.meta.presented_frames, g.meta.clip_index, g.meta.bytes]), [['sample', 10, 3, 12], ['sample', 20, 4, 36]]);
+    assert.ok(got[0].picture.equals(pictures[0]) && got[1].picture.equals(pictures[1]));
+    assert.equal(typeof got[0].meta.t, 'number');
+    assert.equal(recorder.frameSampleCount.b, 2);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -67,6 +67,35 @@ test('serves the test page and the socket.io client', async () => {
   assert.equal(lib.status, 200);
 });
 
+test('frame samples: POST /frame-samples/<key> hands the bytes and the header to the sink; bad ones are refused', async () => {
+  /** @type {any[]} */
+  const got = [];
+  const withSink = await startSignalingServer({ host: '127.0.0.1', port: 0, frameSamples: (key, meta, body) => got.push({ key, meta, body }) });
+  try {
+    const post = (/** @type {string} */ key, /** @type {Record<string, string>} */ headers, /** @type {Uint8Array<ArrayBuffer>} */ body) =>
+      fetch(new URL(`/frame-samples/${key}`, withSink.url), { method: 'POST', headers: { 'content-type': 'application/octet-stream', ...headers }, body });
+    const picture = new Uint8Array([1, 2, 3, 4, 5, 6]);
+    const ok = await post('b', { 'x-rtclab-sample': JSON.stringify({ presented_frames: 10, width: 2, height: 2 }) }, picture);
+    assert.equal(ok.status, 204);
+    assert.equal(got.length, 1);
+    assert.equal(got[0].key, 'b');
+    assert.deepEqual(got[0].meta, { presented_frames: 10, width: 2, height: 2 });
+    assert.deepEqual([...got[0].body], [...picture]);
+    const noMeta = await post('b', {}, picture);
+    assert.equal(noMeta.status, 400);
+    assert.match(await noMeta.text(), /x-rtclab-sample must be a JSON object/);
+    const empty = await post('b', { 'x-rtclab-sample': '{}' }, new Uint8Array(0));
+    assert.equal(empty.status, 400);
+    assert.equal((await post('b.c', { 'x-rtclab-sample': '{}' }, picture)).status, 400);
+    assert.equal(got.length, 1, 'nothing refused reached the sink');
+  } finally {
+    await withSink.close();
+  }
+  // A server without a sink has no such route.
+  const none = await fetch(new URL('/frame-samples/b', server.url), { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: new Uint8Array([1]) });
+  assert.equal(none.status, 404);
+});
+
 test('two members join: caller then callee, the first is told of the second', async () => {
   const { a, b, joinedA, joinedB, peerJoined } = await pair('roles');
   assert.deepEqual(joinedA, { room: 'roles', role: 'caller', peers: [] });
