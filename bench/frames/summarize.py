@@ -62,7 +62,8 @@ def series(run, m):
     t = np.array(s["t_s"], float)
     net = np.array([np.nan if x is None else x for x in s["network_ms"]], float)
     call_start_ns = m["run"]["call_start"] * 1e9
-    tab = pq.read_table(run / "packets.parquet", columns=["direction", "status", "ssrc", "t_send_ns", "queuing_delay_ns"])
+    tab = pq.read_table(run / "packets.parquet",
+                        columns=["direction", "status", "ssrc", "t_send_ns", "queuing_delay_ns"])
     cols = {c: tab.column(c).to_pylist() for c in tab.column_names}
     ssrc = fb["ssrc"]
     sel = [i for i in range(tab.num_rows) if cols["direction"][i] == "forward" and cols["ssrc"][i] == ssrc
@@ -76,7 +77,8 @@ def series(run, m):
         a = net[(t >= sec) & (t < sec + 1) & ~np.isnan(net)]
         b = pq_ms[(pt >= sec) & (pt < sec + 1)]
         c = bq[(bq[:, 0] >= sec) & (bq[:, 0] < sec + 1), 1] if bq is not None else np.array([])
-        rows.append((sec, a.mean() if a.size else np.nan, b.mean() if b.size else np.nan, c.mean() if c.size else np.nan))
+        mean = [x.mean() if x.size else np.nan for x in (a, b, c)]
+        rows.append((sec, *mean))
     r = np.array(rows)
     ok = ~np.isnan(r).any(axis=1)
     corr_pkt = float(np.corrcoef(r[ok, 1], r[ok, 2])[0, 1])
@@ -85,7 +87,12 @@ def series(run, m):
 
 
 def main():
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print("usage: summarize.py OUT_DIR [RUN...] [--series RUN...]  (OUT_DIR: the run directories of run.sh)")
+        sys.exit(0 if len(sys.argv) > 1 else 2)
     out = Path(sys.argv[1])
+    if not out.is_dir():
+        sys.exit(f"summarize.py: {out}: no such directory")
     args = sys.argv[2:]
     want_series = []
     if "--series" in args:
