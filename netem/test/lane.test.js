@@ -12,6 +12,15 @@ import { claim } from '../test-support/lane.js';
 
 const LANE = fileURLToPath(new URL('../test-support/lane.js', import.meta.url));
 const TOTALS = fileURLToPath(new URL('../../scripts/junit-totals.py', import.meta.url));
+// Without NODE_TEST_CONTEXT, which makes a node --test started from a test report to its parent, not to its xml.
+const { NODE_TEST_CONTEXT: _, ...laneEnv } = process.env;
+
+/** One lane: node --test over file with the claims directory, its JUnit report to xml. */
+const runLane = (/** @type {string} */ file, /** @type {string} */ claims, /** @type {string} */ xml) =>
+  execFileSync(process.execPath, ['--test', '--test-reporter=junit', `--test-reporter-destination=${xml}`, file],
+    { env: { ...laneEnv, RTCLAB_TEST_CLAIMS: claims } });
+/** "PASSED FAILED" of JUnit reports, as scripts/test.sh totals them. */
+const totals = (/** @type {string[]} */ ...xml) => execFileSync('python3', [TOTALS, ...xml]).toString().trim();
 
 test('claim: the first lane to ask gets a test, the next do not; without lanes every test runs', () => {
   const dir = mkdtempSync(join(tmpdir(), 'rtclab-claims-'));
@@ -35,13 +44,8 @@ test('two lanes over one file: each test passes in one lane and is skipped in th
       "test('a', () => {});\ntest('b', async () => {});\n");
     const claims = join(dir, 'claims');
     execFileSync('mkdir', [claims]);
-    // Without NODE_TEST_CONTEXT, which makes a node --test started from a test report to its parent, not to xml.
-    const { NODE_TEST_CONTEXT: _, ...env } = process.env;
-    const lane = (/** @type {string} */ xml) => execFileSync(process.execPath, ['--test', '--test-reporter=junit',
-      `--test-reporter-destination=${xml}`, file], { env: { ...env, RTCLAB_TEST_CLAIMS: claims } });
-    lane(join(dir, '1.xml'));
-    lane(join(dir, '2.xml'));
-    const totals = (/** @type {string[]} */ ...xml) => execFileSync('python3', [TOTALS, ...xml]).toString().trim();
+    runLane(file, claims, join(dir, '1.xml'));
+    runLane(file, claims, join(dir, '2.xml'));
     assert.equal(totals(join(dir, '1.xml')), '2 0');
     assert.equal(totals(join(dir, '2.xml')), '0 0', readFileSync(join(dir, '2.xml'), 'utf8'));
     assert.equal(totals(join(dir, '1.xml'), join(dir, '2.xml')), '2 0');
@@ -57,19 +61,15 @@ test('a group of tests runs whole in the lane that claims its first test; a lane
     writeFileSync(file, `import { test } from ${JSON.stringify(LANE)};\nimport assert from 'node:assert';\nlet seen = null;\n` +
       "test('a', { claim: 'g' }, () => { seen = 'a'; });\ntest('b', { claim: 'g' }, () => { assert.equal(seen, 'a'); });\n" +
       "test('c', () => {});\n");
-    const { NODE_TEST_CONTEXT: _, ...env } = process.env;
-    const lane = (/** @type {string} */ claims, /** @type {string} */ xml) => execFileSync(process.execPath, ['--test',
-      '--test-reporter=junit', `--test-reporter-destination=${xml}`, file], { env: { ...env, RTCLAB_TEST_CLAIMS: claims } });
-    const totals = (/** @type {string} */ xml) => execFileSync('python3', [TOTALS, xml]).toString().trim();
     const first = join(dir, 'first');
     execFileSync('mkdir', [first]);
-    lane(first, join(dir, '1.xml'));
+    runLane(file, first, join(dir, '1.xml'));
     assert.equal(totals(join(dir, '1.xml')), '3 0', 'a, b (which needs a) and c in one lane');
     // Another lane got to the group first: this one runs c only.
     const other = join(dir, 'other');
     execFileSync('mkdir', [other]);
     assert.equal(claim(other, file, 'group g'), true);
-    lane(other, join(dir, '2.xml'));
+    runLane(file, other, join(dir, '2.xml'));
     assert.equal(totals(join(dir, '2.xml')), '1 0', readFileSync(join(dir, '2.xml'), 'utf8'));
   } finally {
     rmSync(dir, { recursive: true, force: true });
