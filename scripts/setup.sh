@@ -43,6 +43,9 @@ command -v cargo >/dev/null || fail "cargo not found: install Rust (rustup) firs
 # The userspace bottleneck (the analyzer's Rust core is built by pip, through maturin, below).
 $quiet || say "cargo build --release --manifest-path netem/bottleneck/Cargo.toml"
 cargo build --release --locked --quiet --manifest-path netem/bottleneck/Cargo.toml
+# The uml backend's guest preloads it: Debian's UML 6.1 panics on hosts with AVX-512 or AMX without it
+# (netem/uml/xstate-shim/src/lib.rs says why).
+cargo build --release --locked --quiet --manifest-path netem/uml/xstate-shim/Cargo.toml
 
 # --- Python analyzer -------------------------------------------------------------------------------------------------
 if [ -f pyproject.toml ]; then

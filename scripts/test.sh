@@ -72,7 +72,7 @@ node_tests() { # fast | real: the Node test files of that tier
 }
 # The Rust crates, for the linters.
 crates=()
-for d in netem/bottleneck analysis/core; do [ -f "$d/Cargo.toml" ] && crates+=("$d/Cargo.toml"); done
+for d in netem/bottleneck netem/uml/xstate-shim analysis/core; do [ -f "$d/Cargo.toml" ] && crates+=("$d/Cargo.toml"); done
 # clippy over every target (the tests too) and, for the analyzer's core, its Python bindings (the feature maturin
 # builds); any warning fails.
 clippy_all() {
@@ -112,6 +112,7 @@ if [ "$tier" != real ]; then
   run_suite ruff none - quiet .venv/bin/ruff check --no-cache
   run_suite rustfmt none - quiet rustfmt_all
   [ -f netem/bottleneck/Cargo.toml ] && run_suite bottleneck cargo - quiet cargo test --release --locked --quiet --manifest-path netem/bottleneck/Cargo.toml
+  [ -f netem/uml/xstate-shim/Cargo.toml ] && run_suite xstate-shim cargo - quiet cargo test --release --locked --quiet --manifest-path netem/uml/xstate-shim/Cargo.toml
   for d in analysis/*/Cargo.toml; do
     [ -f "$d" ] && run_suite "$(basename "$(dirname "$d")")" cargo - quiet cargo test --release --locked --quiet --manifest-path "$d"
   done
@@ -122,7 +123,7 @@ if [ "$tier" != real ]; then
   mapfile -t fast < <(node_tests fast)
   [ ${#fast[@]} -gt 0 ] && run_suite node junit "$log/node.xml" quiet node_test "$log/node.xml" 4 "${fast[@]}"
   wait
-  for name in ruff rustfmt bottleneck core clippy types node analyzer; do count_suite "$name"; done
+  for name in ruff rustfmt bottleneck xstate-shim core clippy types node analyzer; do count_suite "$name"; done
   echo "=== fast tier: $((SECONDS - started)) s"
 fi
 

@@ -17,6 +17,13 @@ export const EXEC_SCRIPT = join(HERE, 'exec.js');
 export const UML_BINARIES = ['/usr/bin/linux.uml', '/usr/bin/linux'];
 export const UML_MODULES = '/usr/lib/uml/modules';
 /**
+ * Preloaded into the guest kernel (netem/uml/xstate-shim, built by scripts/setup.sh): on a host whose CPU has
+ * AVX-512 or AMX, Debian's UML 6.1 cannot restore its processes' FPU state (the host refuses its fixed-size
+ * PTRACE_SETREGSET) and panics at its first process; the shim hands the host the whole area. Elsewhere it passes
+ * every call through.
+ */
+export const XSTATE_SHIM = join(HERE, 'xstate-shim', 'target', 'release', 'librtclab_uml_xstate.so');
+/**
  * The guest runs at SCHED_FIFO, at the userspace bottleneck's priority (netem/bottleneck/src/realtime.rs), for the
  * same reason: its netem and TBF timers are the emulated path's clock. At the default priority, the two Chromiums'
  * start-up (both cores busy for a second or two) held them back 60-156 ms here and failed
@@ -37,6 +44,8 @@ export function umlBinary() {
 export function umlUnavailable() {
   if (!umlBinary()) return `user-mode Linux is not installed (none of ${UML_BINARIES.join(', ')}): apt-get install user-mode-linux kmod`;
   if (!existsSync(UML_MODULES) || !readdirSync(UML_MODULES).length) return `no user-mode Linux modules in ${UML_MODULES}`;
+  if (!existsSync(XSTATE_SHIM)) return `the guest's FPU shim is not built (${XSTATE_SHIM}): bash scripts/setup.sh`;
+  if (/[\s:]/.test(XSTATE_SHIM)) return `the guest's FPU shim's path cannot be preloaded (white space or ':' in ${XSTATE_SHIM}): move the checkout`;
   if (!existsSync('/sbin/modprobe') && !existsSync('/usr/sbin/modprobe') && !existsSync('/usr/bin/modprobe')) return 'modprobe not found: apt-get install kmod';
   return null;
 }
@@ -177,7 +186,7 @@ export async function startGuest(o) {
     `rtclab_chan=${chan}`, `rtclab_modules=${UML_MODULES}`];
   if (o.links && !/\s/.test(o.links)) argv.push(`rtclab_links=${o.links}`);
   const fd = openSync(o.consoleLog, 'a');
-  const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', fd, fd], detached: true });
+  const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', fd, fd], detached: true, env: { ...process.env, LD_PRELOAD: XSTATE_SHIM } });
   closeSync(fd);
   const pid = /** @type {number} */ (proc.pid);
   writeFileSync(join(dir, 'guest.pid'), String(pid));
@@ -189,7 +198,8 @@ export async function startGuest(o) {
   });
   if (o.detached) proc.unref();
   const deadline = Date.now() + BOOT_TIMEOUT_MS;
-  const lastWords = () => readOr(o.consoleLog).trimEnd().split('\n').slice(-3).join(' | ');
+  // The console's last lines, without a panic's stack dump (its lines begin " [<address>]").
+  const lastWords = () => readOr(o.consoleLog).trimEnd().split('\n').filter((l) => !/^\s*\[<[0-9a-f]+>\]|^ ?Stack:|^ [0-9a-f]{8} /.test(l)).slice(-4).join(' | ');
   while (!existsSync(join(chan, 'ready'))) {
     if (existsSync(join(chan, 'failed'))) throw new Error(`uml guest: ${readOr(join(chan, 'failed')).trim()} (console: ${o.consoleLog})`);
     const e = /** @type {{ code: number | null, signal: string | null } | null} */ (exited);
