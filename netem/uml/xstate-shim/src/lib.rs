@@ -176,8 +176,11 @@ mod tests {
         let mut part = vec![0u8; UML_AREA];
         assert_eq!(get_xstate(tracee.pid(), &mut part), Ok(UML_AREA));
         assert_eq!(part[..], whole[..UML_AREA]);
-        // Change an SSE register (xmm0, bytes 160..176 of the legacy area) in UML's part and set it.
+        // Change an SSE register (xmm0, bytes 160..176 of the legacy area) in UML's part and set it, marking the
+        // SSE component as in use in the header's XSTATE_BV (byte 512, bit 1): where it was in its initial state
+        // the host would otherwise restore that state and ignore the bytes.
         part[160..176].copy_from_slice(&[0x5a; 16]);
+        part[512] |= 0b10;
         assert_eq!(set_xstate(tracee.pid(), &mut part), Ok(UML_AREA));
         let after = read_whole(tracee.pid()).expect("GETREGSET after");
         assert_eq!(after[160..176], [0x5a; 16], "the change UML made is set");
