@@ -5,6 +5,8 @@ t quantile, and the aggregation: study.json must equal an independent computatio
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 import shutil
@@ -17,7 +19,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from rtclab import synth
+from rtclab import cli, synth
 from rtclab.study import aggregate as agg
 from rtclab.study import plan as planmod
 from rtclab.study import spec, state
@@ -267,12 +269,17 @@ def synthetic_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     m["status"], m["error"] = "incomplete", "interrupted by SIGTERM"
                 (d / "manifest.json").write_text(json.dumps(m))
                 if outcome == "valid":
-                    r = subprocess.run([sys.executable, "-m", "rtclab.cli", "analyze", str(d), "-q", "--no-tshark",
-                                        "--no-dashboard"], capture_output=True, text=True)
-                    assert r.returncode == 0, r.stderr
+                    analyze_in_process(d)
     r = run_cli("aggregate", str(out))
     assert r.returncode == 0, r.stderr
     return out
+
+
+def analyze_in_process(run_dir: Path) -> None:
+    """`rtclab analyze RUN -q --no-tshark --no-dashboard`, through the CLI's own entry point but in this process: an
+    interpreter per run (its imports) cost the fixture seconds."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert cli.main(["analyze", str(run_dir), "-q", "--no-tshark", "--no-dashboard"]) == 0
 
 
 def _t975(df: int) -> float:
@@ -414,9 +421,7 @@ def test_congestion_controller_metrics_aggregate_over_the_runs_event_logs(tmp_pa
     for rep, count in n_dd.items():
         d = state.attempt_dir(out, "base", rep, 1)
         synth.write_run(d, synth.SynthConfig(duration_s=8.0, seed=300 + rep))
-        r = subprocess.run([sys.executable, "-m", "rtclab.cli", "analyze", str(d), "-q", "--no-tshark",
-                            "--no-dashboard"], capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
+        analyze_in_process(d)
         m = json.loads((d / "metrics.json").read_text())
         m["congestion_controller"] = None if count is None else {"sender": "a", "sides": {"a": {
             "controller": {"n_dd": count, "overuse_events": count + 1,
