@@ -1,5 +1,5 @@
 """REAL CALLS (marker `real_calls`, about a minute, root, real Chromium): a study of 2 disciplines (fifo and codel
-from scenarios/examples) x 2 repetitions x 10 s calls runs end to end, is interrupted once with SIGINT after its
+from scenarios/examples) x 2 repetitions x 6 s calls runs end to end, is interrupted once with SIGINT after its
 first run completes (while the next one is in its call), and is resumed with the same command and `--parallel 2`
 (two runs at once, each pinned to its own CPU: the parallel executor's real-call test). At the end every
 repetition is accounted for exactly once (one valid run used, or max_attempts counted attempts that were not
@@ -9,9 +9,10 @@ network was torn down, and study.json / study.parquet hold exactly the valid run
 The host has 2 cores and other calls may run beside this one: attempts can come out invalid
 (host_cpu_not_saturated), and the test asserts on accounting, not on validity. One attempt per repetition keeps its
 time bounded (5 calls: the interrupted one is not counted and is made again); re-running invalid attempts up to
-max_attempts is tested on synthetic runs (test_study.py). The calls are 10 s (they were 20 s): what is asserted is
-accounting, plus a video throughput above 50 kbit/s in a used run, which the first seconds of a call give; 10 s still
-leaves the interruption (6 s after the second run's manifest appears) inside that run, after its set-up of 3-4 s."""
+max_attempts is tested on synthetic runs (test_study.py). The calls are 6 s (they were 20 s, then 10): what is
+asserted is accounting, plus a video throughput above 50 kbit/s in a used run, which the first seconds of a call
+give; the interruption comes 2 s after the second run's call started (its events.jsonl says call_start), inside that
+call."""
 
 from __future__ import annotations
 
@@ -37,14 +38,14 @@ pytestmark = [
 
 STUDY = """\
 name: e2e-aqm
-description: end-to-end test of the study runner, fifo and codel, 2 repetitions, 10 s calls
+description: end-to-end test of the study runner, fifo and codel, 2 repetitions, 6 s calls
 base: {root}/scenarios/examples/fifo.yaml
 points:
   - name: fifo
-    set: {{duration_s: 10}}
+    set: {{duration_s: 6}}
   - name: codel
     base: {root}/scenarios/examples/codel.yaml
-    set: {{duration_s: 10}}
+    set: {{duration_s: 6}}
 repetitions: 2
 seed: 8
 max_attempts: 1
@@ -96,9 +97,10 @@ def test_real_study_interrupted_and_resumed(tmp_path: Path) -> None:
     _wait(lambda: len(starts()) >= 2, 60, proc, "the second run to start")
     second = starts()[1]
     second_dir = out / second["dir"]
-    # Into its call: the harness writes its manifest (status running) once the run is under way.
-    _wait(lambda: (second_dir / "manifest.json").exists(), 60, proc, "the second run's manifest")
-    time.sleep(6)
+    # Into its call: the harness logs call_start in the run's events.jsonl; 2 s later it is still in its 6 s call.
+    events = second_dir / "events.jsonl"
+    _wait(lambda: events.exists() and '"call_start"' in events.read_text(), 60, proc, "the second run's call")
+    time.sleep(2)
     proc.send_signal(signal.SIGINT)
     code = proc.wait(180)
     err1.close()

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { planHostSide, planGuestSide, GUEST_DEVICES } from '../uml/backend.js';
-import { guestExecPrefix, umlUnavailable, planScript, planFailure } from '../uml/guest.js';
+import { guestExecPrefix, umlUnavailable, planScript, planFailure, planSteps } from '../uml/guest.js';
 import { planKernelNetwork } from '../kernel-backend.js';
 import { chooseBackend } from '../backend.js';
 import { parseArgs } from '../cli-args.js';
@@ -23,9 +23,13 @@ test('uml: host side of r loses forwarding and addresses; the guest takes r\'s n
     'ip link set vec2 name lat0 address 02:72:74:63:00:02', 'ip addr add 10.98.0.2/30 dev lat0', 'ip link set lat0 up',
     'ip neigh replace 10.98.0.1 lladdr 02:72:74:63:00:01 dev lat0 nud permanent', 'tc qdisc add dev lat0 root netem delay 5ms']);
   // Offloads off after up (the vector driver turns TSO/GRO on when the device opens), then checked.
-  const up = g.indexOf('ip link set r-eth0 up');
-  assert.match(g[up + 1], /^ethtool -K r-eth0 .*tso off gso off gro off/);
-  assert.match(g[up + 2], /^sh -c .*generic-receive-offload/);
+  for (const dev of ['r-eth0', 'r-eth1']) {
+    const off = g.findIndex((c) => c.startsWith(`ethtool -K ${dev} `));
+    assert.ok(off > g.indexOf(`ip link set ${dev} up`), g.join('\n'));
+    assert.match(g[off], /tso off gso off gro off/);
+    const check = g.findIndex((c) => c.startsWith('sh -c') && c.includes(`ethtool -k ${dev} `));
+    assert.ok(check > off && /generic-receive-offload/.test(g[check]), g.join('\n'));
+  }
   // The kernel backend's plan goes to the guest without a prefix (one script, below).
   assert.ok(planKernelNetwork(normalizeScenario({}).network, []).every((c) => c[0] === 'tc' || c[0] === 'ip'));
   const prefix = guestExecPrefix('abc123');
@@ -57,4 +61,20 @@ test('uml: a plan is one sh script that runs its commands in order and stops at 
   assert.match(planFailure(missing, m), /^`no-such-command-rtclab x` failed in the uml guest \(exit 127\): .*not found/);
   assert.equal(planFailure(plan, { code: 127, stdout: '', stderr: 'the uml guest (pid 1) is not running' }),
     'uml guest: the plan did not run (exit 127): the uml guest (pid 1) is not running');
+});
+
+test('uml: runs of ip or tc commands in a plan are one batch each; a failure names the command on its line', async () => {
+  const { run } = await import('../exec.js');
+  const plan = [['ip', 'link', 'show', 'lo'], ['ip', 'route', 'get', '127.0.0.1'], ['tc', 'qdisc', 'show', 'dev', 'lo'],
+    ['ip', '-n', 'x', 'link'], ['echo', 'a b'], ['ip', 'link', 'show', "it's"], ['ip', 'link', 'show', 'lo']];
+  assert.deepEqual(planSteps(plan).map((s) => [s.first, s.tool, s.commands.length]),
+    [[0, 'ip', 2], [2, 'tc', 1], [3, null, 1], [4, null, 1], [5, null, 1], [6, 'ip', 1]]);
+  const ok = await run(['sh', '-c', planScript(plan.slice(0, 3))]);
+  assert.equal(ok.code, 0, ok.stderr);
+  assert.match(ok.stdout, /^@rtclab-step 0\n1: lo:[^]*\nlocal 127\.0\.0\.1 dev lo[^]*@rtclab-step 2\n/);
+  // The second of three batched commands fails: the batch stops there and the error names it.
+  const failing = [['ip', 'link', 'show', 'lo'], ['ip', 'link', 'show', 'rtclab-no-such-dev'], ['ip', 'link', 'set', 'lo', 'up']];
+  const r = await run(['sh', '-c', planScript(failing)]);
+  assert.notEqual(r.code, 0);
+  assert.match(planFailure(failing, r), /^`ip link show rtclab-no-such-dev` failed in the uml guest \(exit 1\): .*rtclab-no-such-dev.*does not exist/s);
 });
