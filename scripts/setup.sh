@@ -39,7 +39,8 @@ command -v cargo >/dev/null || fail "cargo not found: install Rust (rustup) firs
 bg_log=$(mktemp -d /tmp/rtclab-setup.XXXXXX)
 bg_pids=() bg_names=()
 # A failure elsewhere (set -e) stops the background builds too.
-trap 'for p in "${bg_pids[@]}"; do pkill -P "$p"; kill "$p"; done 2>/dev/null; rm -rf "$bg_log"' EXIT
+# (set -e holds in the trap too: every command there must succeed.)
+trap 'for p in "${bg_pids[@]}"; do pkill -P "$p" || true; kill "$p" 2>/dev/null || true; done; rm -rf "$bg_log"' EXIT
 background() { # name command...: runs it in the background, its output in $bg_log/NAME
   local name=$1; shift
   "$@" >"$bg_log/$name" 2>&1 &
@@ -87,6 +88,7 @@ fi
 for i in "${!bg_pids[@]}"; do
   wait "${bg_pids[$i]}" || { cat "$bg_log/${bg_names[$i]}" >&2; fail "${bg_names[$i]} failed (its output above)"; }
 done
+bg_pids=()
 
 # --- The default fake-camera clip ------------------------------------------------------------------------------------
 # 5 s of ffmpeg's testsrc2 at 720p30 (Chrome loops the file), each frame stamped with its index (media/stamp.js,
