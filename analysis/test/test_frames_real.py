@@ -113,7 +113,7 @@ def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(t
     # here: 1.07 s at 18.3 s, GCC coming back to 1 Mbit/s through the DropTail queue): the call's doing, not asserted.
     outage = [f for f in long if 11.5 < f["start_s"] < 13.0]
     assert len(outage) == 1 and 1900 <= outage[0]["duration_ms"] <= 4000, fz
-    assert all(f["start_s"] >= 13.0 for f in long), fz
+    assert all(f in outage or f["start_s"] >= 13.0 for f in long), fz
     g = fz["getstats"]
     # getStats saw the outage's freeze too. Whether the two totals agree within 10 % (issue 20's target) is printed,
     # not asserted: in 2 of 4 runs on this machine (2026-11-25) getStats' total was 16-32 % above the record's

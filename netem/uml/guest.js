@@ -3,7 +3,7 @@
 // r, attached to r's two data veths with the vector driver's raw transport, its root the host's own file system
 // (hostfs). Commands reach it through a channel directory (init.sh serves it): guestRun() and guestRunPlan() here,
 // or the `nsExec` prefix guestExecPrefix() (netem/uml/exec.js) for a command from another process.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, closeSync, readFileSync, renameSync, rmSync, writeFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,8 +28,11 @@ export const XSTATE_SHIM = join(HERE, 'xstate-shim', 'target', 'release', 'librt
  * same reason: its netem and TBF timers are the emulated path's clock. At the default priority, the two Chromiums'
  * start-up (both cores busy for a second or two) held them back 60-156 ms here and failed
  * bottleneck_lateness_bounded in 2 of 2 study runs; at SCHED_FIFO the same call's worst second was 7.6 ms late.
- * The guest's own processes (init.sh, tc, links_probe.py) inherit it; the kernel throttles SCHED_FIFO tasks at 95 %
- * of a CPU, so a runaway guest cannot lock the host.
+ * It boots at the default policy and is raised once it serves (raiseToFifo): booting is CPU-bound for a second or
+ * two, and at SCHED_FIFO it held a CPU from everything at or below its priority (the userspace bottleneck of a test
+ * in another lane stalled 270 ms while guests booted). The guest's later processes (tc, the channel's sh) inherit
+ * the policy from its kernel's process; the kernel throttles SCHED_FIFO tasks at 95 % of a CPU, so a runaway guest
+ * cannot lock the host.
  */
 export const GUEST_FIFO_PRIORITY = 10;
 /** Boot and module loading take 2-5 s here; a busy machine can take longer. */
@@ -217,7 +220,7 @@ export async function startGuest(o) {
   const chan = channelDir(o.id);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(chan, { recursive: true });
-  const argv = ['ip', 'netns', 'exec', o.nsR, 'chrt', '-f', String(GUEST_FIFO_PRIORITY), /** @type {string} */ (umlBinary()), `umid=rtclab-${o.id}`, `uml_dir=${dir}`,
+  const argv = ['ip', 'netns', 'exec', o.nsR, /** @type {string} */ (umlBinary()), `umid=rtclab-${o.id}`, `uml_dir=${dir}`,
     `mem=${o.mem_mb ?? 256}M`, 'rootfstype=hostfs', 'rootflags=/', 'rw', `init=${INIT_SCRIPT}`, 'con=null', 'con0=null,fd:1', 'ssl=null',
     ...o.devs.map((dev, i) => `vec${i}:transport=raw,ifname=${dev},depth=128`),
     `rtclab_chan=${chan}`, `rtclab_modules=${UML_MODULES}`];
@@ -244,7 +247,39 @@ export async function startGuest(o) {
     if (Date.now() > deadline) throw new Error(`uml guest not ready within ${BOOT_TIMEOUT_MS / 1000} s: ${lastWords()}`);
     await sleep(20);
   }
+  raiseToFifo(pid);
   return { pid, kernel: readOr(join(chan, 'ready')).trim(), argv };
+}
+
+/**
+ * The guest's kernel process first (what it starts from now on inherits the policy), then every process it has
+ * started (its guest processes are host processes below it), each with all its threads, to SCHED_FIFO
+ * GUEST_FIFO_PRIORITY. @param {number} pid the guest kernel's process
+ */
+export function raiseToFifo(pid) {
+  const chrt = (/** @type {number} */ p) => spawnSync('chrt', ['-a', '-f', '-p', String(GUEST_FIFO_PRIORITY), String(p)], { stdio: 'ignore' }).status === 0;
+  if (!chrt(pid)) throw new Error(`uml guest: cannot set SCHED_FIFO ${GUEST_FIFO_PRIORITY} on its process ${pid}`);
+  for (const p of descendants(pid)) chrt(p); // one may have exited meanwhile
+}
+
+/** Every process below pid, from the parent pids in /proc/PID/stat. @param {number} pid */
+function descendants(pid) {
+  /** @type {Map<number, number[]>} */
+  const children = new Map();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = readOr(`/proc/${name}/stat`);
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]); // after the command name: state, ppid
+    if (!children.has(ppid)) children.set(ppid, []);
+    children.get(ppid)?.push(Number(name));
+  }
+  const found = [];
+  for (let queue = [pid]; queue.length;) {
+    const next = children.get(/** @type {number} */ (queue.shift())) ?? [];
+    found.push(...next);
+    queue.push(...next);
+  }
+  return found;
 }
 
 /**
