@@ -57,16 +57,23 @@ for (const backend of /** @type {const} */ (['kernel', 'userspace', 'uml'])) {
     // t0 on a busy machine shortens the window instead of counting time before the flow as no traffic.
     const from_s = Math.max(1, flowStart_s + 1);
     assert.ok(from_s <= 3, `set-up overran the schedule's start by ${flowStart_s.toFixed(1)} s: no window before 4 s`);
-    // The step is played when the backend has applied it (kernel, uml: when tc returned; the userspace bottleneck
-    // plays its schedule itself from t0): on a busy machine (the real tier's three lanes) the rate after 4.5 s was
+    // The step is played when the backend has applied it (kernel: when tc returned; uml: when its staged tc applied
+    // it; the userspace bottleneck plays its schedule itself from t0): on a busy machine (the real tier's three lanes) the rate after 4.5 s was
     // 1856-1928 kbit/s, the step 0.2-0.9 s late. So the rate after it is measured from a second after 4 s, or half a
     // second after the step was reported when that is later; how late it was reported is shown and bounded.
     const late_s = changedAt_s - 4;
     const after_from = Math.max(5, changedAt_s + 0.5);
     const before = rateKbit(b, t0_ms, from_s, 3.8), after = rateKbit(b, t0_ms, after_from, 7.5);
-    t.diagnostic(`${backend}: ${before.toFixed(0)} kbit/s in ${from_s.toFixed(1)}-3.8 s; the step reported ${late_s.toFixed(2)} s after 4 s; ` +
-      `${after.toFixed(0)} kbit/s in ${after_from.toFixed(1)}-7.5 s`);
+    // The step on the wire, from the capture alone: the start of the first 100 ms after 3 s with over 1.5 Mbit/s at b
+    // (the queue is full, so the rate at b is the link's).
+    let wire_s = 3;
+    while (wire_s < 7.5 && rateKbit(b, t0_ms, wire_s, wire_s + 0.1) <= 1500) wire_s += 0.05;
+    t.diagnostic(`${backend}: ${before.toFixed(0)} kbit/s in ${from_s.toFixed(1)}-3.8 s; the step reported ${late_s.toFixed(2)} s after 4 s, ` +
+      `on the wire at ${wire_s.toFixed(2)} s; ${after.toFixed(0)} kbit/s in ${after_from.toFixed(1)}-7.5 s`);
     assert.ok(late_s > -0.05 && late_s < 1, `the step to 2 Mbit/s reported ${late_s} s after its time`);
+    // On the wire within a quarter second of its time, for every backend (uml: staged ahead, UmlBackend.startSchedules;
+    // before that it landed 0.14-0.9 s late). wire_s is the start of a 100 ms window, so 3.95 is a step at 4.0.
+    assert.ok(wire_s >= 3.85 && wire_s <= 4.25, `the step on the wire at ${wire_s.toFixed(2)} s`);
     assert.ok(Math.abs(before - 1000) < 30, `before: ${before}`);
     assert.ok(Math.abs(after - 2000) < 60, `after: ${after}`);
     assert.ok(events.some((e) => e.event === 'capacity_change' && e.kbit === 2000 && e.ok), 'capacity_change event');

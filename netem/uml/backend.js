@@ -5,12 +5,13 @@
 // channel (guestRunPlan); qdisc statistics are sampled there too. A third device, on a veth pair of its own, carries
 // the host's probe of the guest kernel's timers (lateness.js). docs/netem.md, "uml".
 import { join } from 'node:path';
-import { appendFileSync, readFileSync } from 'node:fs';
-import { KernelBackend, planKernelNetwork } from '../kernel-backend.js';
+import { appendFileSync, readFileSync, rmSync } from 'node:fs';
+import { KernelBackend, KERNEL_DEVICES, planKernelNetwork } from '../kernel-backend.js';
+import { planKernelSchedule } from '../kernel.js';
 import { OFFLOADS_OFF } from '../topology.js';
 import { DATA, INTERFACES } from '../names.js';
-import { runPlan } from '../exec.js';
-import { startGuest, stopGuest, guestExecPrefix, channelDir, guestRun, guestRunPlan } from './guest.js';
+import { runPlan, sleep } from '../exec.js';
+import { startGuest, stopGuest, guestExecPrefix, channelDir, guestRun, guestRunPlan, guestScript } from './guest.js';
 import { timerSummary, linkDrops } from './health.js';
 import { LATENESS_LINK, startLatenessProbe } from './lateness.js';
 
@@ -75,6 +76,15 @@ function offloadsOffCheck(devs) {
 }
 
 /** @typedef {import('../backend.js').Backend} Backend */
+
+/** How long before its time a capacity step goes to the guest (startSchedules): more than a busy guest's channel
+ * round trip plus tc's start over hostfs. */
+const STAGE_AHEAD_MS = 1500;
+
+/** @param {string} file @returns {string | null} */
+function readOrNull(file) {
+  try { return readFileSync(file, 'utf8'); } catch { return null; }
+}
 
 /** How often qdisc-stats.jsonl is sampled in the guest (each sample: a tc process there). */
 const STATS_INTERVAL_MS = 500;
@@ -165,6 +175,57 @@ export class UmlBackend extends KernelBackend {
     };
     void sample();
     this.timers.push(setInterval(sample, interval_ms));
+  }
+
+  /**
+   * Capacity schedule through the guest, staged: each step goes to the guest STAGE_AHEAD_MS before its time as a
+   * background job there that starts `tc -batch` at once, sleeps until the step's time on the guest's clock (the
+   * host's: UML reads it), and then hands tc the change. Sent at its time instead, a step landed 0.14-0.39 s late
+   * here (a Node process for exec.js, then sh and tc started over hostfs in the guest), 0.5-0.9 s on a busy machine.
+   * The job leaves its exit status and stderr in the channel; the capacity_change event follows once it has.
+   * @param {number} t0_ms wall clock of schedule time 0
+   */
+  startSchedules(t0_ms) {
+    const chan = channelDir(this.uml.id);
+    for (const direction of /** @type {const} */ (['forward', 'reverse'])) {
+      planKernelSchedule(this.uml.links[direction], KERNEL_DEVICES[direction].dev, []).forEach((step, i) => {
+        const due_ms = t0_ms + step.at_s * 1000;
+        const timer = setTimeout(() => void this.playStep(chan, `step-${direction}-${i}`, step.argv, due_ms).then((r) => {
+          if (this.stopped) return;
+          this.uml.onEvent({ event: 'capacity_change', direction, kbit: step.kbit, at_s: step.at_s, ok: r.code === 0, by: 'tc',
+            ...(r.code ? { error: r.stderr.trim() } : {}) });
+        }), Math.max(0, due_ms - STAGE_AHEAD_MS - Date.now()));
+        this.timers.push(timer);
+      });
+    }
+  }
+
+  /**
+   * One staged step (startSchedules): resolves when tc has applied it, with its exit status and stderr.
+   * @param {string} chan @param {string} name @param {string[]} argv `tc ...` @param {number} due_ms wall clock
+   * @returns {Promise<import('../exec.js').RunResult>}
+   */
+  async playStep(chan, name, argv, due_ms) {
+    const out = join(chan, name);
+    // The wait is bash's own (EPOCHREALTIME, `read -t` on init.sh's FIFO, which nobody writes): a process started
+    // between reading the clock and the step's time (date, sleep) would make it late by its start, about 0.15 s here.
+    const wait = 'exec 3<> "$1"; d=$(($2 - ${EPOCHREALTIME/./})); ' +
+      'if [ "$d" -gt 0 ]; then printf -v f %06d $((d % 1000000)); read -t "$((d / 1000000)).$f" -u 3; fi; echo "$3"';
+    const tick = join(chan, '..', 'scratch', 'tick');
+    const script = `( bash -c '${wait}' wait '${tick}' ${Math.round(due_ms * 1000)} '${argv.slice(1).join(' ')}' | ` +
+      `tc -batch - > /dev/null 2> '${out}.err'; echo $? > '${out}.rc' ) < /dev/null > /dev/null 2>&1 &\n`;
+    const sent = await guestScript(chan, script, { timeout_ms: 10000 });
+    if (sent.code !== 0) return sent;
+    try {
+      while (!this.stopped && Date.now() < due_ms + 10000) {
+        const rc = readOrNull(`${out}.rc`); // written by the shell's own redirection: empty until its one write
+        if (rc?.trim()) return { code: Number(rc.trim()), stdout: '', stderr: readOrNull(`${out}.err`) ?? '' };
+        await sleep(Date.now() < due_ms - 50 ? 20 : 5);
+      }
+      return { code: 124, stdout: '', stderr: `the uml guest did not apply \`${argv.join(' ')}\` within 10 s of its time` };
+    } finally {
+      for (const ext of ['rc', 'err']) rmSync(`${out}.${ext}`, { force: true });
+    }
   }
 
   async stop() {
