@@ -168,9 +168,12 @@ def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, 
     clip_frames = clip.get("frames") if isinstance(clip.get("frames"), int) else None
     fps = float(clip.get("fps") or 30.0)
     stamped = clip.get("stamp_version") is not None and clip_frames is not None
-    lo, hi = t0_ns, t0_ns + int(duration_s * 1e9)
+    # The call's span in whole milliseconds (the clock the page and the harness stamp in): compared in floating-point
+    # nanoseconds, a frame shown in the very millisecond the call started fell in or out by rounding.
+    lo = round(t0_ns / 1e6)
+    hi = lo + round(duration_s * 1000)
     recs = [r for r in frames.frames if isinstance(r.get("expected_display_ms"), (int, float))
-            and lo <= r["expected_display_ms"] * _NS < hi and isinstance(r.get("rtp_timestamp"), int)]
+            and lo <= r["expected_display_ms"] < hi and isinstance(r.get("rtp_timestamp"), int)]
     out: dict[str, Any] = {"direction": "forward" if direction == FORWARD else "reverse",
                            "read_every": frames.header.get("read_every"), "clip": clip or None,
                            "records": len(recs), "dropped_records": frames.dropped}

@@ -55,14 +55,17 @@ def test_a_real_call_numbers_and_joins_the_frames_it_shows(default_call_run):
     assert 25 < g2g["p50"] < 2000, g2g  # at least the 25 ms propagation delay, and not absurd
 
     # The same join by hand: per shown frame, the first departure and last arrival of its RTP timestamp's packets.
-    t0 = m["run"]["call_start"]
-    end = t0 + m["run"]["duration_s"]
+    t0_ms = round(m["run"]["call_start"] * 1000)  # the call's span in whole ms, as docs/metrics.md "frames" says
+    end_ms = t0_ms + round(m["run"]["duration_s"] * 1000)
+    # RTP rows only: the stream's RTCP sender reports carry its SSRC too, with rtp_ts 0 in the table (a frame record
+    # with RTP timestamp 0 once matched them here and not in the analyzer's join, which is of RTP packets).
     cols = pq.read_table(run / "packets.parquet",
-                         columns=["direction", "ssrc", "rtp_ts", "t_send_ns", "t_recv_ns"]).to_pydict()
+                         columns=["direction", "class", "ssrc", "rtp_ts", "t_send_ns", "t_recv_ns"]).to_pydict()
     first_send: dict[int, int] = {}
     last_recv: dict[int, int] = {}
-    for d, ssrc, ts, s, r in zip(cols["direction"], cols["ssrc"], cols["rtp_ts"], cols["t_send_ns"], cols["t_recv_ns"]):
-        if d != "forward" or ssrc != b["ssrc"]:
+    for d, cls, ssrc, ts, s, r in zip(cols["direction"], cols["class"], cols["ssrc"], cols["rtp_ts"], cols["t_send_ns"],
+                                      cols["t_recv_ns"]):
+        if d != "forward" or cls != "rtp" or ssrc != b["ssrc"]:
             continue
         if s is not None:
             first_send[ts] = min(first_send.get(ts, s), s)
@@ -70,7 +73,7 @@ def test_a_real_call_numbers_and_joins_the_frames_it_shows(default_call_run):
             last_recv[ts] = max(last_recv.get(ts, r), r)
     network, receiver = [], []
     for f in lines[1:]:
-        if f.get("kind") != "frame" or not t0 <= f["expected_display_ms"] / 1000 < end:
+        if f.get("kind") != "frame" or not t0_ms <= f["expected_display_ms"] < end_ms:
             continue
         ts = f["rtp_timestamp"]
         if ts in first_send and ts in last_recv:
@@ -86,8 +89,9 @@ def test_a_real_call_numbers_and_joins_the_frames_it_shows(default_call_run):
 
 def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(tmp_path):
     """The forward link drops to 1 kbit/s (nothing of the call fits: DT/300 holds less than a packet) from 12 to
-    14 s of a 31 s call: the record shows one freeze of 2 s or a little more (the picture resumes when a frame
-    decodable after the outage arrives), and getStats' own totalFreezesDuration over the same span holds it.
+    14 s of a 31 s call: the record shows one freeze of about 2 s (the picture resumes when a frame decodable
+    after the outage arrives; 1 kbit/s can still carry a small one before), and getStats' own
+    totalFreezesDuration over the same span holds it.
     From 20 s on the link carries 300 kbit/s: the picture quality of the frames sampled there (from 24 s, once GCC
     has come down) is lower, in PSNR and in SSIM, than that of the frames shown at 1 Mbit/s before the outage
     (4-12 s, after GCC's start) - issue 20's "unimpaired call against a 300 kbit/s call of the same clip", as two
@@ -112,7 +116,9 @@ def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(t
     # One freeze of about 2 s at the outage and none before it. The recovery may freeze the picture again (seen once
     # here: 1.07 s at 18.3 s, GCC coming back to 1 Mbit/s through the DropTail queue): the call's doing, not asserted.
     outage = [f for f in long if 11.5 < f["start_s"] < 13.0]
-    assert len(outage) == 1 and 1900 <= outage[0]["duration_ms"] <= 4000, fz
+    # 1.5 s or more, not 2: 1 kbit/s still carries 250 bytes in the 2 s, and a small frame that got through ended one
+    # run's freeze at 1.75 s.
+    assert len(outage) == 1 and 1500 <= outage[0]["duration_ms"] <= 4000, fz
     assert all(f in outage or f["start_s"] >= 13.0 for f in long), fz
     g = fz["getstats"]
     # getStats saw the outage's freeze too. Whether the two totals agree within 10 % (issue 20's target) is printed,

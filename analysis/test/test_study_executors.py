@@ -156,8 +156,11 @@ def free_port() -> int:
             return port
 
 
-def cluster_pids(temp_dir: Path) -> list[int]:
-    """Every process of the test's cluster: those naming its temp dir, and their descendants (the workers)."""
+def cluster_pids(temp_dir: Path, gcs_port: int | None = None) -> list[int]:
+    """Every process of the test's cluster: those naming its temp dir or (with gcs_port) its head's address, and
+    their descendants (the workers). The head's Ray client server names only the address, and `ray start` leaves it
+    an orphan: matched by the temp dir alone, it outlived every run of this test."""
+    address = f":{gcs_port}\0".encode() if gcs_port else None
     parent: dict[int, int] = {}
     ours: set[int] = set()
     for d in Path("/proc").iterdir():
@@ -169,7 +172,7 @@ def cluster_pids(temp_dir: Path) -> list[int]:
         except (OSError, ValueError, IndexError):
             continue
         parent[int(d.name)] = ppid
-        if str(temp_dir).encode() in cmdline:
+        if str(temp_dir).encode() in cmdline or (address and b"ray" in cmdline and address in cmdline):
             ours.add(int(d.name))
     grew = True
     while grew:
@@ -215,7 +218,7 @@ def ray_cluster(tmp_path: Path) -> Iterator[dict[str, Any]]:
             assert r.returncode == 0, f"{' '.join(cmd)}: {r.stderr[-2000:]}"
         yield {"address": f"127.0.0.1:{port}", "temp_dir": temp_dir, "worker_nm_port": worker_nm_port, "env": env}
     finally:
-        kill_pids(cluster_pids(temp_dir))
+        kill_pids(cluster_pids(temp_dir, port))
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 
