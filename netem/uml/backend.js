@@ -5,13 +5,13 @@
 // channel (guestRunPlan); qdisc statistics are sampled there too. A third device, on a veth pair of its own, carries
 // the host's probe of the guest kernel's timers (lateness.js). docs/netem.md, "uml".
 import { join } from 'node:path';
-import { appendFileSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, rmSync } from 'node:fs';
 import { KernelBackend, KERNEL_DEVICES, planKernelNetwork } from '../kernel-backend.js';
 import { planKernelSchedule } from '../kernel.js';
 import { OFFLOADS_OFF } from '../topology.js';
 import { DATA, INTERFACES } from '../names.js';
 import { runPlan, sleep } from '../exec.js';
-import { startGuest, stopGuest, guestExecPrefix, channelDir, guestRun, guestRunPlan, guestScript } from './guest.js';
+import { startGuest, stopGuest, guestExecPrefix, channelDir, guestRun, guestRunPlan, guestScript, readOr } from './guest.js';
 import { timerSummary, linkDrops } from './health.js';
 import { LATENESS_LINK, startLatenessProbe } from './lateness.js';
 
@@ -81,11 +81,6 @@ function offloadsOffCheck(devs) {
  * round trip plus tc's start over hostfs. */
 const STAGE_AHEAD_MS = 1500;
 
-/** @param {string} file @returns {string | null} */
-function readOrNull(file) {
-  try { return readFileSync(file, 'utf8'); } catch { return null; }
-}
-
 /** How often qdisc-stats.jsonl is sampled in the guest (each sample: a tc process there). */
 const STATS_INTERVAL_MS = 500;
 
@@ -143,9 +138,7 @@ export class UmlBackend extends KernelBackend {
    * @returns {import('./health.js').GuestHealth}
    */
   health() {
-    /** @param {string} file */
-    const read = (file) => { try { return readFileSync(file, 'utf8'); } catch { return ''; } };
-    return { timer: timerSummary(read(this.probe.timer), this.upAt), drops: linkDrops(read(this.probe.links), this.upAt) };
+    return { timer: timerSummary(readOr(this.probe.timer), this.upAt), drops: linkDrops(readOr(this.probe.links), this.upAt) };
   }
 
   /** False once the guest has exited (nothing crosses r without it). */
@@ -179,8 +172,8 @@ export class UmlBackend extends KernelBackend {
 
   /**
    * Capacity schedule through the guest, staged: each step goes to the guest STAGE_AHEAD_MS before its time as a
-   * background job there that starts `tc -batch` at once, sleeps until the step's time on the guest's clock (the
-   * host's: UML reads it), and then hands tc the change. Sent at its time instead, a step landed 0.14-0.39 s late
+   * background job there that starts `tc -batch` at once, waits in bash until the step's time on the guest's clock
+   * (the host's: UML reads it; playStep), and then hands tc the change. Sent at its time instead, a step landed 0.14-0.39 s late
    * here (a Node process for exec.js, then sh and tc started over hostfs in the guest), 0.5-0.9 s on a busy machine.
    * The job leaves its exit status and stderr in the channel; the capacity_change event follows once it has.
    * @param {number} t0_ms wall clock of schedule time 0
@@ -218,8 +211,8 @@ export class UmlBackend extends KernelBackend {
     if (sent.code !== 0) return sent;
     try {
       while (!this.stopped && Date.now() < due_ms + 10000) {
-        const rc = readOrNull(`${out}.rc`); // written by the shell's own redirection: empty until its one write
-        if (rc?.trim()) return { code: Number(rc.trim()), stdout: '', stderr: readOrNull(`${out}.err`) ?? '' };
+        const rc = readOr(`${out}.rc`).trim(); // written by the shell's own redirection: empty until its one write
+        if (rc) return { code: Number(rc), stdout: '', stderr: readOr(`${out}.err`) };
         await sleep(Date.now() < due_ms - 50 ? 20 : 5);
       }
       return { code: 124, stdout: '', stderr: `the uml guest did not apply \`${argv.join(' ')}\` within 10 s of its time` };

@@ -73,8 +73,8 @@ function alive(pid) {
   try { process.kill(pid, 0); return true; } catch { return false; }
 }
 
-/** @param {string} file */
-function readOr(file, fallback = '') {
+/** A file's text, or fallback when it cannot be read. @param {string} file */
+export function readOr(file, fallback = '') {
   try { return readFileSync(file, 'utf8'); } catch { return fallback; }
 }
 
