@@ -4,7 +4,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { NS_RE, CHROMIUM_PROFILE_PREFIX } from '../netem/names.js';
+import { NS_RE } from '../netem/names.js';
+import { PROFILE_PREFIX } from './leftovers.js';
 
 /** Debian's real binary (/usr/bin/chromium is a shell wrapper around it); RTCLAB_CHROMIUM names another one. */
 export function chromiumBinary() {
@@ -98,10 +99,10 @@ const shellQuote = (arg) => `'${arg.replaceAll("'", "'\\''")}'`;
  */
 export async function launchChromium({ nsExec = [], flags, stderrFile }) {
   const binary = chromiumBinary();
-  // In a run's namespace the profile is named after the run (rtclab-chromium-<id>-<host>-...), so that netem's
-  // teardown and `clean` find it again after a harness that was killed.
+  // In a run's namespace the profile is named after the run (rtclab-chromium-<id>-<host>-...), so that the run's
+  // teardown and `npm run clean` find it again after a harness that was killed (leftovers.js).
   const inRun = nsExec.map((a) => NS_RE.exec(a)).find(Boolean);
-  const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), inRun ? `${CHROMIUM_PROFILE_PREFIX}${inRun[1]}-${inRun[2]}-` : CHROMIUM_PROFILE_PREFIX));
+  const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), inRun ? `${PROFILE_PREFIX}${inRun[1]}-${inRun[2]}-` : PROFILE_PREFIX));
   // puppeteer takes one executable path: a two-line wrapper enters the namespace, sends stderr to the log and execs
   // Chromium (so the process puppeteer sees is Chromium itself).
   const wrapper = path.join(profileDir, 'chromium.sh');

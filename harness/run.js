@@ -4,12 +4,12 @@
 // bottleneck). The run directory is written as the run goes, so an interrupted run keeps what it recorded.
 // A scenario with `calls: []` is a run without a call: no signaling server and no browsers; the network, captures
 // and cross traffic run for duration_s from t = 0 as in a call run (docs/run-directory.md).
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createNetwork, claimRun, releaseRun, newId, DATA_PREFIX, MGMT_PREFIX } from '../netem/index.js';
+import { removeProfiles } from './leftovers.js';
 import { startSignalingServer } from '../signaling/server.js';
 import { chromiumBinary, chromiumFlags } from './browser.js';
 import { Peer } from './peer.js';
@@ -18,7 +18,7 @@ import { busyFraction, cpuSetBusyFraction, pinnedCpus, readCpuTimes, readPerCpuT
 import { RunRecorder, collectEventLogs } from './recorder.js';
 import { clipInfo } from '../media/stamp.js';
 import { TeardownStack } from './teardown.js';
-import { validityChecks } from './validity.js';
+import { validityChecks, runNotCompleted } from './validity.js';
 import { collectVersions, gitCommit, hostInfo, rtclabVersion } from './versions.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -168,6 +168,8 @@ class CallRun {
     // From here on netem's clean finds the run even if this process is killed before its network exists.
     claimRun(this.id, this.runDir);
     this.teardown.push('run record', async () => releaseRun(this.id));
+    // A browser that closes removes its profile; this is for one that could not be closed.
+    this.teardown.push('browser profiles', async () => removeProfiles(this.id));
   }
 
   /** Stops the run at the next stage boundary when it was interrupted or something it depends on died. */
@@ -212,7 +214,8 @@ class CallRun {
     this.teardown.push('network', () => net.down());
     this.timings.network_up = Date.now() / 1000;
     this.recorder.writeManifest({ versions: await this.versions, backend: net.info.backend, topology: {
-      namespaces: net.info.namespaces, data: net.info.data, interfaces: net.info.interfaces, mgmt: net.info.mgmt } });
+      namespaces: net.info.namespaces, data: net.info.data, interfaces: net.info.interfaces, mgmt: net.info.mgmt,
+      cross_traffic: net.info.cross_traffic } });
     this.recorder.event('network_up', { backend: net.info.backend });
     // Capacity changes, cross traffic, a bottleneck that exited: as netem's backends reported them.
     net.on('event', (/** @type {any} */ { event, ...fields }) => {
@@ -527,11 +530,6 @@ class CallRun {
       backend: net.info.backend.used, guestHealth: net.guestHealth(),
       delaysMs: { forward: net.links.forward.delay_ms, reverse: net.links.reverse.delay_ms },
     });
-    const marked = this.dscpOnTheWire();
-    if (marked) {
-      validity.checks.push(marked);
-      validity.valid &&= marked.ok;
-    }
     this.recorder.writeManifest({ status: 'complete', captures, host_cpu_busy_fraction: hostCpuBusy,
       cpu_set_busy_fraction: this.cpuSetBusy, validity });
   }
@@ -548,24 +546,6 @@ class CallRun {
     return { expected, started: [...this.crossTraffic.started].sort((x, y) => x - y), failed: this.crossTraffic.failed };
   }
 
-  /**
-   * The validity check dscp_marked (docs/multiflow.md): whether the packets at capture-a carry the DSCP each call and
-   * track asked for, by the analyzer's own reading of the capture; null when the scenario asks for none.
-   * @returns {{ name: string, ok: boolean, detail: string } | null}
-   */
-  dscpOnTheWire() {
-    const asks = (/** @type {any} */ t) => t.dscp !== 0 || t.network_priority !== 'low';
-    if (!this.calls.some((c) => asks(c.call) || c.call.tracks.some(asks))) return null;
-    if (!this.scenario.capture.enabled) return { name: 'dscp_marked', ok: false, detail: 'captures are off: the DSCP on the wire is unknown' };
-    this.recorder.writeManifest({ calls: this.callsManifest() });
-    const python = path.join(repoRoot, '.venv', 'bin', 'python');
-    const r = spawnSync(fs.existsSync(python) ? python : 'python3', ['-m', 'rtclab.multiflow', 'dscp-check', this.runDir], { encoding: 'utf8', timeout: 120_000 });
-    try {
-      if (r.status === 0) return JSON.parse(r.stdout);
-    } catch { /* reported below */ }
-    return { name: 'dscp_marked', ok: false, detail: `the analyzer could not read capture-a (${(r.stderr || r.error?.message || '').trim().split('\n').pop()}); run scripts/setup.sh` };
-  }
-
   /** What each host's marking rules marked (events.jsonl), for a run whose calls asked for DSCP. */
   async recordMarkCounters() {
     const net = /** @type {import('../netem/index.js').Network} */ (this.net);
@@ -580,7 +560,7 @@ class CallRun {
     const message = err.message;
     this.recorder.event('run_error', { message, stack: err.stack });
     this.recorder.writeManifest({ status: 'incomplete', error: message,
-      validity: { valid: false, checks: [{ name: 'run_completed', ok: false, detail: message }] } });
+      validity: runNotCompleted(message) });
   }
 
   /** @param {string} name @param {Error} err */

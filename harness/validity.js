@@ -248,3 +248,6 @@ export function guestLossless(drops) {
   return [name, false, `the uml guest lost packets outside its qdiscs in ${drops.seconds} s since the network was up: ` +
     `${moved.map(([k, n]) => `${k} +${n}`).join(', ')}: loss the scenario did not ask for`];
 }
+
+/** The validity of a run that did not complete: the error that stopped it. @param {string} message */
+export const runNotCompleted = (message) => ({ valid: false, checks: [{ name: 'run_completed', ok: false, detail: message }] });

@@ -1,12 +1,11 @@
 // @ts-check
 // Tearing a run down by its id, and cleaning up everything any earlier run left (found by naming convention,
 // like Mininet's `mn -c`): processes in the run's namespaces (the uml backend's guest among them), the namespaces,
-// root veths, the nft table, state, the uml guest's directory, and the run's browser profiles.
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// root veths, the nft table, state and the uml guest's directory. The network only: what a call leaves beside it
+// (browser profiles, the manifest of a killed run) is the harness's to clean (harness/leftovers.js).
+import { rmSync } from 'node:fs';
 import { run, sleep } from './exec.js';
-import { NS_RE, ROOT_VETH_RE, NFT_TABLE_RE, CHROMIUM_PROFILE_RE, checkId, nsName, names } from './names.js';
+import { NS_RE, ROOT_VETH_RE, NFT_TABLE_RE, checkId, nsName, names } from './names.js';
 import { releaseMgmtSubnet, removeState, stateIds, reservationIds, cliRunDir, loadState } from './state.js';
 import { removeGuestDir, guestDirIds } from './uml/guest.js';
 
@@ -67,47 +66,19 @@ export async function teardown(id, opts = {}) {
   }
   const t = await run(['nft', 'list', 'table', 'inet', n.nftTable]);
   if (t.code === 0) await run(['nft', 'delete', 'table', 'inet', n.nftTable]);
-  markAbandonedRun(id);
   releaseMgmtSubnet(id);
   removeState(id);
-  for (const dir of chromiumProfiles()) {
-    if (CHROMIUM_PROFILE_RE.exec(dir)?.[1] === id) rmSync(join(tmpdir(), dir), { recursive: true, force: true });
-  }
   if (opts.removeLogs) rmSync(cliRunDir(id), { recursive: true, force: true });
 }
 
 /**
- * A run whose owner died without tearing it down (SIGKILL, a crash) still says "running" in its manifest: say how it
- * ended instead. Only for another process's run whose owner is gone (the owner's own teardown writes its manifest).
- * @param {string} id
+ * Ids of every run that left something of its network on this host (and of the candidates: ids whose other leftovers
+ * the caller found), whose owner is gone.
+ * @param {string[]} [candidates] @returns {Promise<string[]>}
  */
-function markAbandonedRun(id) {
-  const state = loadState(id);
-  if (!state?.runDir || state.detached || state.owner_pid === process.pid || alive(state.owner_pid)) return;
-  const file = join(state.runDir, 'manifest.json');
-  if (!existsSync(file)) return;
-  try {
-    const manifest = JSON.parse(readFileSync(file, 'utf8'));
-    if (manifest.status !== 'running') return;
-    manifest.status = 'incomplete';
-    manifest.error = `the process that ran it (pid ${state.owner_pid}) ended without tearing it down; ` +
-      `what it left was removed by netem's clean at ${new Date().toISOString()}`;
-    manifest.ended_by = 'clean';
-    writeFileSync(file + '.tmp', JSON.stringify(manifest, null, 2) + '\n');
-    renameSync(file + '.tmp', file);
-  } catch { /* a manifest we cannot read or write stays as it is */ }
-}
-
-/** Browser profile directories of runs in the temporary directory (names only). */
-export function chromiumProfiles() {
-  return readdirSync(tmpdir()).filter((d) => CHROMIUM_PROFILE_RE.test(d));
-}
-
-/** Ids of every run that left something on this host, and whose owner is gone. @returns {Promise<string[]>} */
-export async function leftoverIds() {
+export async function leftoverIds(candidates = []) {
   /** @type {Set<string>} */
-  const ids = new Set([...stateIds(), ...reservationIds(), ...guestDirIds()]);
-  for (const dir of chromiumProfiles()) ids.add(/** @type {string} */ (CHROMIUM_PROFILE_RE.exec(dir)?.[1]));
+  const ids = new Set([...stateIds(), ...reservationIds(), ...guestDirIds(), ...candidates]);
   for (const ns of await listNamespaces()) {
     const m = NS_RE.exec(ns);
     if (m) ids.add(m[1]);

@@ -7,7 +7,8 @@ export const USAGE = `usage: node netem/cli.js <command>   (npm run net -- <comm
   exec ID a|r|b -- CMD...                                           run a command in that host's namespace
   show ID                                                           addresses, qdiscs + stats, bottleneck processes
   down ID                                                           tear the network down
-  clean [ID...]                                                     remove what earlier runs left (runs whose owner is gone), or these ids`;
+  clean [ID...]                                                     remove the networks earlier runs left (runs whose owner is gone), or
+                                                                    these ids' (npm run clean also removes their browser profiles)`;
 
 export class UsageError extends Error {}
 

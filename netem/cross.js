@@ -10,21 +10,35 @@ import { DATA } from './names.js';
 const BASE_PORT = 5201;
 
 /**
+ * Where each cross-traffic item's iperf3 listens and which host sends: the manifest's `topology.cross_traffic`, so
+ * that readers (the analyzer's phase bounds) find an item's packets without knowing how the ports are chosen.
+ * @param {any[]} items normalized cross_traffic
+ * @returns {{ n: number, port: number, server_host: 'a'|'b', client_host: 'a'|'b' }[]}
+ */
+export function crossTrafficEndpoints(items) {
+  return items.map(endpoint);
+}
+
+/** @param {any} item @param {number} n */
+function endpoint(item, n) {
+  const forward = (item.direction ?? 'forward') === 'forward';
+  return { n, port: BASE_PORT + n, server_host: /** @type {'a'|'b'} */ (forward ? 'b' : 'a'),
+    client_host: /** @type {'a'|'b'} */ (forward ? 'a' : 'b') };
+}
+
+/**
  * The iperf3 server and client commands of cross-traffic item n (without the namespace prefix).
  * @param {any} item normalized cross_traffic entry @param {number} n @param {number} duration_s the call's length
  * @param {string} runDir
  */
 export function planCrossTraffic(item, n, duration_s, runDir) {
-  const port = BASE_PORT + n;
-  const forward = (item.direction ?? 'forward') === 'forward';
-  const serverAddr = forward ? DATA.b : DATA.a;
+  const { port, server_host: serverHost, client_host: clientHost } = endpoint(item, n);
+  const serverAddr = DATA[serverHost];
   const start_s = item.start_s ?? 0;
   const stop_s = item.stop_s ?? duration_s;
   const length_s = Math.max(0, stop_s - start_s);
   return {
-    port, start_s, stop_s, length_s,
-    serverHost: /** @type {'a'|'b'} */ (forward ? 'b' : 'a'),
-    clientHost: /** @type {'a'|'b'} */ (forward ? 'a' : 'b'),
+    port, start_s, stop_s, length_s, serverHost, clientHost,
     server: ['iperf3', '-s', '-1', '-B', serverAddr, '-p', String(port)],
     client: ['iperf3', '-c', serverAddr, '-p', String(port), '-t', String(length_s), '-P', String(item.flows ?? 1),
       '-C', item.congestion_control ?? 'cubic', '--dscp', String(item.dscp ?? 0), '--json',

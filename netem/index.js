@@ -15,7 +15,7 @@ import { KernelBackend } from './kernel-backend.js';
 import { UserspaceBackend } from './userspace.js';
 import { UmlBackend } from './uml/backend.js';
 import { Capture } from './captures.js';
-import { CrossTraffic } from './cross.js';
+import { CrossTraffic, crossTrafficEndpoints } from './cross.js';
 import { markRuleLine, markTableRuleset, ruleCounters, MARK_TABLE } from './marking.js';
 import { run, runChecked } from './exec.js';
 
@@ -98,7 +98,7 @@ export async function createNetwork(o) {
 
 /**
  * Records who owns run `id` and where its run directory is, before anything of it exists: `show` and `clean` find
- * it again, and a clean after its owner was killed marks the run's manifest with how it ended. `teardown(id)` (and
+ * it again (and the harness's clean, harness/leftovers.js, the manifest of a run whose owner was killed). `teardown(id)` (and
  * so `down()` and `clean`) removes the record; `releaseRun` does for a run that never brought a network up.
  * @param {string} id @param {string} runDir @param {{ detached?: boolean }} [o] detached: the network outlives its owner
  */
@@ -127,7 +127,8 @@ export class Network extends EventEmitter {
     const n = names(o.id);
     this.namespaces = n.namespaces;
     /** @type {any} */
-    this.info = { id: o.id, namespaces: n.namespaces, data: { ...DATA }, interfaces: { ...INTERFACES }, mgmt: null, backend: o.backend };
+    this.info = { id: o.id, namespaces: n.namespaces, data: { ...DATA }, interfaces: { ...INTERFACES }, mgmt: null, backend: o.backend,
+      cross_traffic: crossTrafficEndpoints(o.scenario.cross_traffic) };
     const common = { nsExec: this.nsExec('r'), links: this.links, runDir: this.runDir, log: o.log, detached: o.detached,
       onEvent: (/** @type {import('./backend.js').BackendEvent} */ e) => this.backendEvent(e) };
     /** @type {import('./backend.js').Backend} */

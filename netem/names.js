@@ -10,9 +10,6 @@ export const NS_RE = /^rtclab-([a-z0-9]{6})-([arbp])$/;
 export const ROOT_VETH_RE = /^rl([a-z0-9]{6})[ab]$/;
 /** nftables table of a run in the root namespace (family inet). */
 export const NFT_TABLE_RE = /^rtclab_([a-z0-9]{6})$/;
-/** Chromium profiles in the temporary directory: rtclab-chromium-<id>-<host>-XXXXXX for a browser in a run's host. */
-export const CHROMIUM_PROFILE_PREFIX = 'rtclab-chromium-';
-export const CHROMIUM_PROFILE_RE = /^rtclab-chromium-([a-z0-9]{6})-[ab]-/;
 /** Where the CLI keeps the state of networks it left up, and detached processes' logs. */
 export const STATE_DIR = '/run/rtclab';
 /** The uml backend's guests: /run/rtclab-uml/<id>/ holds a guest's command channel and UML's own umid directory. */

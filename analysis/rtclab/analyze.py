@@ -155,7 +155,8 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
     # The phases follow when each cross-traffic item actually sent data (phases.py), the schedule where unknown.
     timing, timing_gaps = phases.cross_traffic_timing(table, scen, t0_ns, rundir.ip_to_int(run.addr_a),
                                                       rundir.ip_to_int(run.addr_b),
-                                                      {s: c is not None for s, c in caps.items()})
+                                                      {s: c is not None for s, c in caps.items()},
+                                                      run.cross_traffic_ports)
     gaps += timing_gaps
     phase_list = phases.phases(scen, duration_s, timing)
     lowest, highest = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)  # "all": every packet, unfiltered

@@ -1,5 +1,5 @@
-"""The `rtclab` command: analyze, dashboard, compare, show, synth; study (studies), findings; call and net (the Node
-harness and netem, started from here). Exit 0 when a report was produced (even with
+"""The `rtclab` command: analyze, dashboard, compare, show, synth; study (studies), findings; call, net and clean (the
+Node harness and netem, started from here). Exit 0 when a report was produced (even with
 warnings), 2 when nothing could be analysed, 1 on a usage error."""
 
 from __future__ import annotations
@@ -95,9 +95,9 @@ def cmd_synth(args: argparse.Namespace) -> int:
     return 0
 
 
-# `rtclab call` and `rtclab net` are the Node programs of the repository this package was installed from (editable,
-# by scripts/setup.sh): one command family for users, whatever the language of each part.
-NODE_PROGRAMS = {"call": "harness/cli.js", "net": "netem/cli.js"}
+# `rtclab call`, `rtclab net` and `rtclab clean` are the Node programs of the repository this package was installed
+# from (editable, by scripts/setup.sh): one command family for users, whatever the language of each part.
+NODE_PROGRAMS = {"call": "harness/cli.js", "net": "netem/cli.js", "clean": "harness/clean.js"}
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["study"]:  # its own parser: rtclab study run FILE ... | aggregate OUT (docs/studies.md)
         from .study.__main__ import main as study_main
         return study_main(argv[1:])
-    if argv[:1] and argv[0] in NODE_PROGRAMS:  # rtclab call [--scenario FILE ...], rtclab net up|down|clean ...
+    if argv[:1] and argv[0] in NODE_PROGRAMS:  # rtclab call [--scenario FILE ...], rtclab net up|down ..., clean
         return run_node_program(argv[0], argv[1:])
     p = argparse.ArgumentParser(prog="rtclab", description="Analyse rtclab run directories; run and aggregate studies.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -150,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="place a call: the harness (npm run call), e.g. rtclab call --scenario FILE (docs/harness.md)")
     sub.add_parser("net",
                    help="the emulated network alone (npm run net): rtclab net up|show|down|clean (docs/netem.md)")
+    sub.add_parser("clean",
+                   help="remove what interrupted runs left: networks, browser profiles (npm run clean)")
     a = sub.add_parser("analyze", help="report + metrics.json + packets.parquet + dashboard.html for one run")
     a.add_argument("run_dir")
     a.add_argument("--json", action="store_true", help="print the metrics as JSON instead of the report")

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import getstats, rundir
+from . import getstats
 from .fairness import ETHERNET_HEADER_BYTES, jain_index
 from .metrics import windowed_rate
 from .packets import CLS_RTP, DELIVERED, FORWARD, LOST, UNMATCHED, PacketTable
@@ -409,41 +409,24 @@ def shares_page(points: list[dict[str, Any]], title: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m rtclab.multiflow dscp-check RUN_DIR`: prints the dscp_marked check as JSON (null when the scenario
-    asks for no DSCP); the harness adds it to the run's validity. `shares STUDY_DIR`: each point's asked and achieved
-    priority shares, printed and written to STUDY_DIR/shares.html."""
+    """`python -m rtclab.multiflow shares STUDY_DIR`: each point's asked and achieved priority shares, printed and
+    written to STUDY_DIR/shares.html."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2 or args[0] not in ("dscp-check", "shares"):
-        print("usage: python -m rtclab.multiflow dscp-check RUN_DIR | shares STUDY_DIR", file=sys.stderr)
+    if len(args) != 2 or args[0] != "shares":
+        print("usage: python -m rtclab.multiflow shares STUDY_DIR", file=sys.stderr)
         return 2
-    if args[0] == "shares":
-        out = Path(args[1])
-        if not (out / "runs").is_dir():
-            print(f"{out} is not a study directory (no runs/ in it)", file=sys.stderr)
-            return 2
-        points = study_shares(out)
-        for p in points:
-            for f in p["flows"]:
-                got = "-" if f["achieved_share"] is None else f"{f['achieved_share']:.2f}"
-                print(f"{p['point']:32s} {f['flow']:10s} {f['priority']:9s} asked {f['asked_share']:.2f} "
-                      f"achieved {got}  ({p['valid_runs']}/{p['runs']} valid)")
-        (out / "shares.html").write_text(shares_page(points, f"priority shares: {out.name}"), encoding="utf-8")
-        print(f"wrote {out / 'shares.html'}")
-        return 0
-    if not Path(args[1]).is_dir():
-        print(f"{args[1]} is not a run directory", file=sys.stderr)
+    out = Path(args[1])
+    if not (out / "runs").is_dir():
+        print(f"{out} is not a study directory (no runs/ in it)", file=sys.stderr)
         return 2
-    try:
-        run = rundir.load(Path(args[1]))
-    except rundir.RunDirError as e:
-        print(str(e), file=sys.stderr)
-        return 2
-    try:
-        cap: Capture | None = rundir.read_capture(run.file("capture-a.pcap"))
-    except rundir.CaptureError:
-        cap = None
-    t0_s = run.call_start_s
-    print(json.dumps(dscp_marked(run, cap, int(round((t0_s or 0) * 1e9)))))
+    points = study_shares(out)
+    for p in points:
+        for f in p["flows"]:
+            got = "-" if f["achieved_share"] is None else f"{f['achieved_share']:.2f}"
+            print(f"{p['point']:32s} {f['flow']:10s} {f['priority']:9s} asked {f['asked_share']:.2f} "
+                  f"achieved {got}  ({p['valid_runs']}/{p['runs']} valid)")
+    (out / "shares.html").write_text(shares_page(points, f"priority shares: {out.name}"), encoding="utf-8")
+    print(f"wrote {out / 'shares.html'}")
     return 0
 
 

@@ -15,7 +15,9 @@ import numpy as np
 from .packets import FORWARD, REVERSE, PacketTable
 from .scenario import Scenario
 
-IPERF3_BASE_PORT = 5201  # item n's iperf3 server listens on 5201 + n (netem/cross.js planCrossTraffic)
+# Item n's iperf3 server port: the manifest's topology.cross_traffic[n].port (netem/cross.js); runs recorded before
+# the manifest held it used 5201 + n.
+IPERF3_BASE_PORT = 5201
 IPERF3_COOKIE_BYTES = 37  # every iperf3 connection first sends its 37-byte cookie, long before the test's data
 OFF_SCHEDULE_S = 0.5  # the report names an item whose data started or stopped further than this from its schedule
 
@@ -48,12 +50,14 @@ class ItemTiming:
 
 
 def cross_traffic_timing(table: PacketTable | None, scenario: Scenario | None, t0_ns: int, addr_a: int, addr_b: int,
-                         captures_read: dict[str, bool]) -> tuple[list[ItemTiming], list[str]]:
+                         captures_read: dict[str, bool],
+                         ports: list[int] | None = None) -> tuple[list[ItemTiming], list[str]]:
     """Each item's first and last TCP packet carrying data from its iperf3 client to its server, on the sending
     side's capture (capture-a for `direction: forward`, capture-b for reverse). Data: payload beyond the 37-byte
     cookie, on the item's data connections: when the capture holds more connections than the item's flows, the
     first one opened is iperf3's control connection (parameters before the streams connect, results after the test)
-    and is left out. Returns the timings and the gaps (items whose bounds stay scheduled, and why)."""
+    and is left out. ports: each item's server port as the manifest records it. Returns the timings and the gaps
+    (items whose bounds stay scheduled, and why)."""
     out: list[ItemTiming] = []
     gaps: list[str] = []
     for n, c in enumerate(scenario.cross_traffic if scenario else []):
@@ -62,7 +66,8 @@ def cross_traffic_timing(table: PacketTable | None, scenario: Scenario | None, t
                             None, None)
         out.append(timing)
         forward = c.direction == "forward"
-        side, port = ("a" if forward else "b"), IPERF3_BASE_PORT + n
+        side = "a" if forward else "b"
+        port = ports[n] if ports is not None and n < len(ports) else IPERF3_BASE_PORT + n
         if table is None or not captures_read.get(side):
             gaps.append(f"capture-{side}.pcap unreadable: cross_traffic[{n}]'s phase bounds follow its schedule")
             continue

@@ -58,6 +58,14 @@ class RunDir:
         return ((self.manifest.get("topology") or {}).get("data") or {}).get("b") or DEFAULT_B
 
     @property
+    def cross_traffic_ports(self) -> list[int] | None:
+        """Each cross-traffic item's iperf3 server port (manifest topology.cross_traffic), None in older runs."""
+        items = (self.manifest.get("topology") or {}).get("cross_traffic")
+        if not isinstance(items, list):
+            return None
+        return [int(i["port"]) for i in sorted(items, key=lambda i: int(i["n"]))]
+
+    @property
     def has_calls(self) -> bool:
         """False for a run without a call (scenario `calls: []`): no browsers, no getStats, no event logs."""
         calls = self.scenario_doc.get("calls")

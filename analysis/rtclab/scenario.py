@@ -18,7 +18,9 @@ from typing import Any
 import jsonschema
 import yaml
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "scenarios" / "schema.json"
+# The package's copy of scenarios/schema.json (a link to it in the repository; a wheel carries the file itself), so an
+# installed analyzer reads run directories without the repository.
+SCHEMA_PATH = Path(__file__).with_name("scenario.schema.json")
 
 
 class ScenarioError(Exception):

@@ -31,3 +31,11 @@ def test_rtclab_net_plan_prints_the_commands_without_running_them(tmp_path):
     r = rtclab("net", "plan", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "# topology" in r.stdout and "ip netns add" in r.stdout
+
+
+def test_rtclab_clean_is_the_harness_clean_and_refuses_a_bad_id_before_touching_anything(tmp_path):
+    r = rtclab("clean", "NOT-AN-ID", cwd=tmp_path)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert 'run id must be 6 characters [a-z0-9] (got "NOT-AN-ID")' in r.stderr
+    h = rtclab("clean", "--help", cwd=tmp_path)
+    assert h.returncode == 0 and "browser profiles" in h.stdout

@@ -162,3 +162,19 @@ def test_missing_sending_capture_falls_back_to_the_schedule(late_run, tmp_path):
     assert m["cross_traffic_timing"][0]["first_data_s"] is None
     assert "capture-a.pcap unreadable: cross_traffic[0]'s phase bounds follow its schedule" in m["gaps"]
     assert not [x for x in render(m).splitlines() if x.startswith("cross traffic off schedule")]
+
+
+def test_an_items_port_comes_from_the_manifest(tmp_path):
+    """The manifest's topology.cross_traffic names each item's server port (netem/cross.js); the analyzer finds the
+    item's packets there, not at a port it derives itself."""
+    run = Run()
+    _call(run)
+    sent = _iperf3_item(run, 6100, 1, SCHEDULE_S[0], DATA_S)
+    run.write(tmp_path, scenario(DURATION_S, {"delay_ms": DELAY_MS, "rate": {"kbit": 4000}},
+                                 cross=[{"flows": 1, "start_s": SCHEDULE_S[0], "stop_s": SCHEDULE_S[1]}]),
+              manifest_extra={"topology": {"data": {"a": "10.0.1.2", "b": "10.0.2.2"},
+                                           "cross_traffic": [{"n": 0, "port": 6100, "server_host": "b",
+                                                              "client_host": "a"}]}})
+    m, _ = analyze(tmp_path, run_tshark=False, write=False)
+    assert m["cross_traffic_timing"][0]["first_data_s"] == pytest.approx((min(sent) - T0_NS) / 1e9, abs=1e-9)
+    assert not [g for g in m["gaps"] if "cross_traffic[" in g]

@@ -232,6 +232,18 @@ def test_what_counts_towards_max_attempts(tmp_path: Path) -> None:
     assert r3.state(1) == "done" and r3.valid is not None
 
 
+def test_an_analysed_attempt_is_judged_by_the_analyzers_validity_too(tmp_path: Path) -> None:
+    # The harness's checks passed (manifest), the analyzer's own dscp_marked failed (metrics.json): invalid, retried.
+    run = state.attempt_dir(tmp_path, "p", 1, 1)
+    _manifest(run, "complete", True)
+    failed = {"name": "dscp_marked", "ok": False, "detail": "c1: 0/900 packets (0.0%) carried DSCP 46"}
+    (run / "metrics.json").write_text(json.dumps({"validity": {"valid": False, "checks": [failed]}}))
+    a = state.classify(run, "p", 1, 1, None)
+    assert a.status == state.INVALID and a.failed_names == ["dscp_marked"]
+    (run / "metrics.json").write_text("{not json")  # unreadable metrics: the manifest's validity stands
+    assert state.classify(run, "p", 1, 1, None).status == state.VALID
+
+
 # ---- aggregation = an independent computation from metrics.json ----------------------------------------------------
 
 # point -> (SynthConfig overrides, per repetition: the attempts' outcomes)

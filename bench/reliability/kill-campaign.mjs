@@ -2,8 +2,8 @@
 // @ts-check
 // The kill campaign: starts `npm run call`'s program, `npm run net -- up` and a study, kills each with SIGKILL or
 // SIGINT (to its whole process group, as a closed terminal or Ctrl-C does) in one phase of its life (set-up, the
-// call, teardown, analysis), then runs netem's clean and takes a census of everything rtclab can leave
-// (netem/census.js). Prints every kill and the counts: leftovers, hangs (an interrupted program that did not exit
+// call, teardown, analysis), then runs `npm run clean` (harness/clean.js) and takes a census of everything rtclab can leave
+// (harness/census.js). Prints every kill and the counts: leftovers, hangs (an interrupted program that did not exit
 // within 60 s), and runs whose manifest does not say how they ended. Every one of those is a bug. Not a test: a
 // benchmark of promises (the test suite runs a short version, harness/test/kill-campaign.e2e.test.js).
 //   node bench/reliability/kill-campaign.mjs [--kills 50] [--seed 1] [--targets call,net,study] [--at phase|random] [--shared-host]
@@ -13,7 +13,7 @@
 // (it failed early) is started again, up to 3 times, and reported. --at random: the old mode, a kill moment drawn
 // from the target's usual life in seconds (it explores moments between phases, but on a fast machine a short
 // target can end before its kill: it is then counted as "finished before the kill").
-// --shared-host: clean and count only this campaign's runs (other runs may be going on); without it, netem's clean
+// --shared-host: clean and count only this campaign's runs (other runs may be going on); without it, the clean
 // removes every run's leftovers, as a user would run it, and the census counts everything.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { census, censusCount } from '../../netem/census.js';
+import { census, censusCount } from '../../harness/census.js';
 import { newId, names } from '../../netem/names.js';
 import { stateFile } from '../../netem/state.js';
 
@@ -218,7 +218,7 @@ async function oneKill(/** @type {number} */ n, /** @type {string} */ target, /*
   const selfCleaned = signal === 'SIGINT' && !finishedFirst && target !== 'net' ? censusCount(census({ only: [...ids, dir] })) : 0;
   // On a shared host only this kill's ids are cleaned (none known: nothing was made yet); otherwise, as a user would.
   const clean = values['shared-host'] && ids.length === 0 ? { output: 'nothing of it to clean' }
-    : await run([process.execPath, path.join(repo, 'netem', 'cli.js'), 'clean', ...(values['shared-host'] ? ids : [])]);
+    : await run([process.execPath, path.join(repo, 'harness', 'clean.js'), ...(values['shared-host'] ? ids : [])]);
   const left = census(values['shared-host'] ? { only: [...ids, dir] } : {});
   const running = stillRunning(dir);
   const details = Object.entries(left).filter(([, v]) => v.length).map(([k, v]) => `${k}: ${v.join(', ')}`).join('; ');

@@ -1,6 +1,6 @@
 // @ts-check
 // A short kill campaign (bench/reliability/kill-campaign.mjs): real calls and networks killed with SIGKILL and
-// SIGINT, then netem's clean and a census: nothing left, no hang, every manifest says how its run ended. Only this
+// SIGINT, then `npm run clean` and a census: nothing left, no hang, every manifest says how its run ended. Only this
 // campaign's runs are cleaned and counted (--shared-host), so it can run beside other tests.
 // Deterministic: the campaign runs with --at phase, so the seed draws the phase of each kill (set-up, network,
 // browsers, call, teardown, analysis for a call; claimed, topology for a network) and the kill is sent when the run
@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 const campaign = fileURLToPath(new URL('../../bench/reliability/kill-campaign.mjs', import.meta.url));
 
 test('calls and networks killed in phases drawn by the seed leave nothing behind once cleaned', { timeout: 400_000 }, (t) => {
-  // Each kill waits for its phase, then for the program to exit (60 s at most: a hang) and for netem's clean: these
+  // Each kill waits for its phase, then for the program to exit (60 s at most: a hang) and for the clean: these
   // 4 kills take about 10 s here; the time-outs only catch a campaign that is stuck (a run that never reaches its
   // phase is given up after 180 s, three times at most).
   const r = spawnSync(process.execPath, [campaign, '--kills', '4', '--targets', 'call,net', '--seed', '12', '--at', 'phase', '--shared-host'],

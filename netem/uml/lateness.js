@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { GUEST_FIFO_PRIORITY } from './guest.js';
 
 /**
  * The probe's link: a veth pair in r (hostDev with the host's address; peerDev, which the guest takes as a vector
@@ -103,7 +104,12 @@ export function startLatenessProbe(o) {
     return { pid: p.pid, stop: () => { try { process.kill(/** @type {number} */ (p.pid), 'SIGTERM'); } catch { /* gone */ } } };
   }
   // -O: a request unanswered when the next goes out is reported; -s 16: room for ping's send time stamp.
-  const argv = [...o.hostNsExec, 'ping', '-n', '-O', '-i', String(L.interval_ms / 1000), '-s', '16', o.target ?? L.guest];
+  // At the guest's SCHED_FIFO priority: ping stamps its send time in user space before it sends, so a ping preempted
+  // in between on the busy host read as a late guest. At the default policy, beside a call and 5 CUBIC flows, it
+  // reported single answers 20-29 ms late in seconds where no reverse packet of the call (one every 4 ms, through
+  // the same guest) was more than 10 ms late (bench/uml/RESULTS.md).
+  const argv = [...o.hostNsExec, 'chrt', '-f', String(GUEST_FIFO_PRIORITY), 'ping', '-n', '-O', '-i', String(L.interval_ms / 1000),
+    '-s', '16', o.target ?? L.guest];
   // A group of its own, as the guest's: a Ctrl-C to the owner's group must not end the measurement before the teardown.
   const ping = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const counter = latenessCounter(L.delay_ms);

@@ -9,9 +9,10 @@ Layout (docs/studies.md):
     OUT/attempts.jsonl                         {"event": "start"|"end", "point", "rep", "attempt", ...} a line
 
 An attempt is `valid` (manifest status complete, validity.valid true), `invalid` (complete, a validity check
-failed), `incomplete` (stopped early, failed, or no manifest) or `interrupted` (incomplete because the study was
-stopped: a signal the study forwarded, or the study process died before recording its end). A repetition is done
-with its first valid attempt; otherwise every attempt but the interrupted ones counts towards max_attempts.
+failed: the harness's in the manifest, or once the run is analysed the analyzer's own too, in metrics.json),
+`incomplete` (stopped early, failed, or no manifest) or `interrupted` (incomplete because the study was stopped: a
+signal the study forwarded, or the study process died before recording its end). A repetition is done with its first
+valid attempt; otherwise every attempt but the interrupted ones counts towards max_attempts.
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ def classify(path: Path, point: str, rep: int, attempt: int, log: dict[str, Any]
         error = str(e)
         manifest = {}
     run_status = manifest.get("status") if manifest else None
-    validity = manifest.get("validity") or {}
+    validity = analysed_validity(path) or manifest.get("validity") or {}
     failed_c = [c for c in validity.get("checks") or [] if isinstance(c, dict) and c.get("ok") is False]
     failed = [f"{c.get('name')}: {c.get('detail')}" for c in failed_c]
     end = (log or {}).get("end")
@@ -146,6 +147,17 @@ def classify(path: Path, point: str, rep: int, attempt: int, log: dict[str, Any]
                    error=None if status == VALID else error, failed_checks=failed,
                    failed_names=[str(c.get("name")) for c in failed_c],
                    exit_code=(end or {}).get("exit_code"), wall_s=(end or {}).get("wall_s"))
+
+
+def analysed_validity(path: Path) -> dict[str, Any] | None:
+    """The validity in the run's metrics.json: the manifest's checks and the analyzer's own (rtclab/analyze.py), or
+    None before the run is analysed (or when its metrics.json cannot be read: the manifest's validity stands)."""
+    try:
+        doc = json.loads((path / "metrics.json").read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    validity = doc.get("validity") if isinstance(doc, dict) else None
+    return validity if isinstance(validity, dict) and "valid" in validity else None
 
 
 def scan(out: Path, points: list[str], repetitions: int) -> dict[tuple[str, int], Repetition]:

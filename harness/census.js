@@ -1,13 +1,13 @@
 // @ts-check
-// A census of everything rtclab can leave on a host, found by its names (netem/names.js): namespaces and their
+// A census of everything rtclab can leave on a host, found by its names (netem/names.js, leftovers.js): namespaces and their
 // mounts, root-side veths, nft tables, NFQUEUE rules in the root namespace, state and reservation files, browser
 // profiles, uml guest directories, and processes (Chromium, tcpdump, iperf3, the bottleneck, the uml guest, the
 // harness, netem's CLI, the signaling server, the study runner). The kill campaign (bench/reliability) counts it after every kill; empty means clean.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NS_RE, ROOT_VETH_RE, NFT_TABLE_RE, STATE_DIR, UML_DIR } from './names.js';
-import { chromiumProfiles } from './cleanup.js';
+import { NS_RE, ROOT_VETH_RE, NFT_TABLE_RE, STATE_DIR, UML_DIR } from '../netem/names.js';
+import { browserProfiles } from './leftovers.js';
 
 /** Command lines that belong to rtclab's processes. */
 const OURS = [/rtclab-bottleneck/, /umid=rtclab-/, /netem\/uml\/exec\.js/, /capture-[ab]\.pcap/, /iperf3.*(rtclab|iperf3-\d+)/, /rtclab-chromium-/,
@@ -59,7 +59,7 @@ function fullCensus(ignorePids) {
     processes.push(`${pid} ${cmdline.slice(0, 160)}`);
   }
   return { namespaces, netns_mounts: mounts, root_links: rootLinks, nft_tables: nftTables, nfqueue_rules_in_root: nfqueueRules,
-    state_files: stateFiles, mgmt_reservations: reservations, uml_guest_dirs: umlDirs, browser_profiles: chromiumProfiles(), processes };
+    state_files: stateFiles, mgmt_reservations: reservations, uml_guest_dirs: umlDirs, browser_profiles: browserProfiles(), processes };
 }
 
 /** @param {Record<string, string[]>} c @returns {number} how many things are left */
