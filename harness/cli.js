@@ -130,7 +130,26 @@ async function main() {
   process.stderr.write(`rtclab call: run directory ${runDir}\n`);
   if (fs.existsSync(path.join(runDir, 'dashboard.html'))) process.stderr.write(`rtclab call: dashboard ${path.join(runDir, 'dashboard.html')}\n`);
   if (manifest.status !== 'complete') return 1;
-  return v.valid ? 0 : 3;
+  const analysed = analysedValidity(runDir);
+  if (v.valid && analysed?.valid === false) {
+    process.stderr.write(`rtclab call: run INVALID by the analyzer's own checks (metrics.json):\n`);
+    for (const c of analysed.checks.filter((/** @type {any} */ c) => c.ok === false)) process.stderr.write(`  FAIL ${c.name}: ${c.detail}\n`);
+  }
+  return v.valid && analysed?.valid !== false ? 0 : 3;
+}
+
+/**
+ * The validity in metrics.json once the analyzer wrote it: the manifest's checks and the analyzer's own (dscp_marked,
+ * docs/multiflow.md), or null before any analysis. @param {string} runDir
+ * @returns {{ valid: boolean, checks: any[] } | null}
+ */
+function analysedValidity(runDir) {
+  try {
+    const validity = JSON.parse(fs.readFileSync(path.join(runDir, 'metrics.json'), 'utf8')).validity;
+    return typeof validity?.valid === 'boolean' ? { valid: validity.valid, checks: validity.checks ?? [] } : null;
+  } catch {
+    return null;
+  }
 }
 
 main().then((code) => process.exit(code), (err) => {

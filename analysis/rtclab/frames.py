@@ -235,8 +235,10 @@ def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, 
     # The join with the packets.
     ssrc = media_ssrc(table, direction, rtp)
     out["ssrc"] = ssrc
-    shown_at = [float(r["presentation_ms"]) for r in recs if isinstance(r.get("presentation_ms"), (int, float))]
-    out["freezes"] = freezes.analyse(shown_at, (inbound or {}).get(ssrc) if ssrc is not None else None, t0_ns / _NS)
+    shown = [r for r in recs if isinstance(r.get("presentation_ms"), (int, float))]
+    out["freezes"] = freezes.analyse([float(r["presentation_ms"]) for r in shown],
+                                     (inbound or {}).get(ssrc) if ssrc is not None else None, t0_ns / _NS,
+                                     [r.get("presented_frames") for r in shown])
     if ssrc is None:
         return out | {"joined": 0, "joined_ratio": 0.0}
     sf = sent_frames(table, direction, ssrc)

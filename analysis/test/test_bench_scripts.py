@@ -89,3 +89,31 @@ def test_cpu_bench_budget_is_the_analyzers_cpu_summary(tmp_path):
     assert float(rows["outside the run"][0]) == pytest.approx(c["outside_run"]["mean_cores"], abs=5e-4)
     assert float(rows["host (/proc/stat)"][0]) == pytest.approx(c["host_busy"]["mean_cores"], abs=5e-4)
     assert float(rows["headroom to 90 %"][0]) == pytest.approx(0.9 * c["cpus"] - c["host_busy"]["mean_cores"], abs=1e-3)
+
+
+def test_uml_probe_against_the_calls_reverse_packets(tmp_path):
+    """bench/uml/probe_vs_packets.py: for each second the probe saw late, the reverse packets' largest one-way delay
+    beyond the run's minimum in that second, checked against the values written here."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    t0 = 1_700_000_000.0
+    offsets = [0.002 + i * 0.004 for i in range(1000)]  # 4 s of reverse packets, one every 4 ms
+    sent = [t0 + x for x in offsets]
+    owd_ms = [25.0 + (12.0 if 2.0 <= x < 2.02 else 0.0) for x in offsets]  # 5 packets 12 ms late in second 2-3
+    pq.write_table(pa.table({"direction": ["reverse"] * 1000 + ["forward"],
+                             "t_send_ns": [int(t * 1e9) for t in sent] + [int(t0 * 1e9)],
+                             "owd_ns": [int(o * 1e6) for o in owd_ms] + [900_000_000]}), tmp_path / "packets.parquet")
+    (tmp_path / "manifest.json").write_text(json.dumps({"timings": {"call_start": t0}}))
+    seconds = [{"t": t0 + k, "samples": 50, "late_1ms": 0, "late_10ms": 1 if k in (2, 3) else 0, "late_100ms": 0,
+                "max_ms": 24.0 if k == 2 else 13.0 if k == 3 else 2.0} for k in range(1, 5)]
+    (tmp_path / "uml-timer.jsonl").write_text("".join(json.dumps(x) + "\n" for x in seconds))
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "uml" / "probe_vs_packets.py"), str(tmp_path)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    extra = [o - 25.0 for o in owd_ms]
+    p999 = percentile(extra, 99.9)
+    assert f"1000 reverse packets, extra one-way delay p99.9 {p999:.1f} ms, max 12.0 ms, 5 over 10 ms" in lines[0]
+    assert lines[1:] == [
+        "     1.0-   2.0 s: probe max  24.0 ms (1 of 50 answers over 10 ms); reverse packets 250, max extra 0.0 ms",
+        "     2.0-   3.0 s: probe max  13.0 ms (1 of 50 answers over 10 ms); reverse packets 250, max extra 12.0 ms"]

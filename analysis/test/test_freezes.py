@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from itertools import accumulate
 
-from rtclab.freezes import analyse, chrome_freezes
+from rtclab.freezes import analyse, chrome_freezes, with_missed_frames
 
 
 def times(gaps: list[float]) -> list[float]:
@@ -35,6 +35,22 @@ def test_the_mean_is_rounded_down():
     # 4 gaps of 33 and one of 220: mean 352 / 5 = 70.4 -> 70, threshold 220: a freeze (with 70.4 it would not be).
     assert chrome_freezes(times([33] * 4 + [220])) == [(132.0, 220.0)]
     assert chrome_freezes(times([33] * 4 + [219])) == []
+
+
+def test_a_gap_in_the_record_with_frames_presented_in_it_is_not_a_freeze():
+    # 400 ms between two records while presentedFrames advanced by 12: 11 frames the page never heard of, taken as
+    # 400 / 12 = 33.3 ms apart; without presentedFrames the same record shows the 400 ms freeze of the first test.
+    t = times([33] * 9 + [400] + [33] * 5)
+    presented = list(range(1, 11)) + list(range(22, 28))
+    filled = with_missed_frames(t, presented)
+    assert len(filled) == len(t) + 11 and filled[10:22] == [297.0 + 400 / 12 * j for j in range(1, 12)] + [697.0]
+    m = analyse(t, None, 0.0, presented)
+    assert (m["count"], m["missed_frames"]) == (0, 11)
+    assert analyse(t, None, 0.0)["count"] == 1
+    # Two frames over 1 s: each half 500 ms, both freezes by the rule (at least one is, whatever their spacing).
+    t2 = times([33] * 9 + [1000])
+    m2 = analyse(t2, None, 0.0, list(range(1, 11)) + [12])
+    assert [f["duration_ms"] for f in m2["list"]] == [500.0, 500.0]
 
 
 def test_the_receivers_counters_over_the_same_span():

@@ -242,6 +242,12 @@ def test_an_analysed_attempt_is_judged_by_the_analyzers_validity_too(tmp_path: P
     assert a.status == state.INVALID and a.failed_names == ["dscp_marked"]
     (run / "metrics.json").write_text("{not json")  # unreadable metrics: the manifest's validity stands
     assert state.classify(run, "p", 1, 1, None).status == state.VALID
+    # The manifest's checks stay the harness's word: a copy of them in metrics.json made before the manifest changed
+    # (a clean marking it, say) does not overrule it.
+    stale = {"name": "host_cpu_not_saturated", "ok": True, "detail": "x"}
+    (run / "metrics.json").write_text(json.dumps({"validity": {"valid": True, "checks": [stale]}}))
+    _manifest(run, "complete", False)
+    assert state.classify(run, "p", 1, 1, None).status == state.INVALID
 
 
 # ---- aggregation = an independent computation from metrics.json ----------------------------------------------------

@@ -540,10 +540,11 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
                         m = json.loads(mpath.read_text())
                     except (OSError, ValueError) as e:
                         why = f"metrics.json unreadable: {e}"
-                if m is not None and not accepted and (m.get("validity") or {}).get("valid") is False:
-                    # analysed only now (study run --no-analyze): the analyzer's own checks failed it
-                    failed = [c for c in m["validity"].get("checks") or [] if c.get("ok") is False]
-                    why, m = "invalid: " + "; ".join(f"{c.get('name')}: {c.get('detail')}" for c in failed), None
+                if m is not None and not accepted:
+                    # analysed only now (study run --no-analyze): the analyzer's own checks may fail it
+                    own = state.classify(a.path, a.point, a.rep, a.attempt, None)
+                    if own.status == state.INVALID:
+                        why, m = "invalid: " + "; ".join(own.failed_checks), None
                 if m is None:
                     entry["excluded_because"] = why
                     excluded.append(entry)

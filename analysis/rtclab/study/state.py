@@ -128,8 +128,12 @@ def classify(path: Path, point: str, rep: int, attempt: int, log: dict[str, Any]
         error = str(e)
         manifest = {}
     run_status = manifest.get("status") if manifest else None
-    validity = analysed_validity(path) or manifest.get("validity") or {}
-    failed_c = [c for c in validity.get("checks") or [] if isinstance(c, dict) and c.get("ok") is False]
+    validity = manifest.get("validity") or {}
+    harness_checks = [c for c in validity.get("checks") or [] if isinstance(c, dict)]
+    own = analyzer_checks(path, {str(c.get("name")) for c in harness_checks})
+    if any(c.get("ok") is False for c in own):
+        validity = dict(validity, valid=False)
+    failed_c = [c for c in harness_checks + own if c.get("ok") is False]
     failed = [f"{c.get('name')}: {c.get('detail')}" for c in failed_c]
     end = (log or {}).get("end")
     started_by_study = log is not None and "start" in log
@@ -149,15 +153,16 @@ def classify(path: Path, point: str, rep: int, attempt: int, log: dict[str, Any]
                    exit_code=(end or {}).get("exit_code"), wall_s=(end or {}).get("wall_s"))
 
 
-def analysed_validity(path: Path) -> dict[str, Any] | None:
-    """The validity in the run's metrics.json: the manifest's checks and the analyzer's own (rtclab/analyze.py), or
-    None before the run is analysed (or when its metrics.json cannot be read: the manifest's validity stands)."""
+def analyzer_checks(path: Path, harness_names: set[str]) -> list[dict[str, Any]]:
+    """The analyzer's own validity checks (dscp_marked) from the run's metrics.json: the checks there that the
+    manifest does not hold (metrics.json copies the manifest's at analysis time; the manifest's stay the harness's
+    word). Empty before the run is analysed, or when its metrics.json cannot be read."""
     try:
         doc = json.loads((path / "metrics.json").read_text())
     except (OSError, ValueError, UnicodeDecodeError):
-        return None
-    validity = doc.get("validity") if isinstance(doc, dict) else None
-    return validity if isinstance(validity, dict) and "valid" in validity else None
+        return []
+    checks = ((doc.get("validity") or {}).get("checks") or []) if isinstance(doc, dict) else []
+    return [c for c in checks if isinstance(c, dict) and str(c.get("name")) not in harness_names]
 
 
 def scan(out: Path, points: list[str], repetitions: int) -> dict[tuple[str, int], Repetition]:
