@@ -11,6 +11,7 @@ import { createNetwork } from '../index.js';
 import { newId } from '../names.js';
 import { newRunDir, udpFlow, SKIP_NO_BOTTLENECK } from '../test-support/net.js';
 import { umlUnavailable } from '../uml/guest.js';
+import { LATENESS_LINK } from '../uml/lateness.js';
 import { validityChecks } from '../../harness/validity.js';
 
 const STOP_MS = 300;
@@ -95,8 +96,9 @@ test('uml: a 300 ms SIGSTOP of the guest shows in its lateness probe (uml-timer.
     const before = judge(net);
     t.diagnostic(`before: ${before.checks.filter((c) => /lateness|uml_/.test(c.name)).map((c) => `${c.name} ${c.ok}: ${c.detail}`).join(' | ')}`);
     const early = net.guestHealth()?.timer;
-    // Pinged every 20 ms: about 50 answers a second.
-    assert.ok(early && early.samples >= 35 * early.seconds && early.max_ms < STOP_MS / 3, `guest timer before any stall: ${JSON.stringify(early)}`);
+    // One request every interval_ms: 1000 / interval_ms answers a second.
+    assert.ok(early && early.samples >= 0.7 * (1000 / LATENESS_LINK.interval_ms) * early.seconds && early.max_ms < STOP_MS / 3,
+      `guest timer before any stall: ${JSON.stringify(early)}`);
     assert.equal(before.checks.find((c) => c.name === 'uml_lossless_outside_qdisc')?.ok, true);
 
     // The guest's kernel is one host process (its threads stop with it): while it is stopped nothing in the guest runs.

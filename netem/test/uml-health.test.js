@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { timerSummary, linkDrops } from '../uml/health.js';
-import { latenessCounter, startLatenessProbe } from '../uml/lateness.js';
+import { LATENESS_LINK, latenessCounter, startLatenessProbe } from '../uml/lateness.js';
 
 const LINKS_PROBE = fileURLToPath(new URL('../uml/links_probe.py', import.meta.url));
 const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
@@ -50,9 +50,10 @@ test('lateness.js: a real ping, summarised once a second; stopping it for 1.5 s 
     const calm = lines(out);
     assert.ok(calm.length >= 2, `${calm.length} lines in 2.5 s`);
     assert.deepEqual(Object.keys(calm[0]), ['t', 'samples', 'late_1ms', 'late_10ms', 'late_100ms', 'max_ms']);
-    // Every 20 ms: about 50 answers a second (the first second has ping's start; a loaded machine delays the summary's
-    // timer, so a "second" may be shorter or longer).
-    assert.ok(calm.slice(1).every((l) => l.samples >= 20 && l.samples <= 80 && l.late_10ms === 0), JSON.stringify(calm));
+    // One request every interval_ms: 1000 / interval_ms answers a second (the first second has ping's start; a loaded
+    // machine delays the summary's timer, so a "second" may be shorter or longer).
+    const perSecond = 1000 / LATENESS_LINK.interval_ms;
+    assert.ok(calm.slice(1).every((l) => l.samples >= 0.4 * perSecond && l.samples <= 1.6 * perSecond && l.late_10ms === 0), JSON.stringify(calm));
     process.kill(/** @type {number} */ (probe.pid), 'SIGSTOP');
     await sleep(1500);
     process.kill(/** @type {number} */ (probe.pid), 'SIGCONT');

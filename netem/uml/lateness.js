@@ -1,7 +1,7 @@
 // @ts-check
 // The uml guest kernel's timer lateness, measured from the host without any guest process (docs/netem.md, "The
 // guest's health"). A third vector device joins the guest to a small veth pair in r that carries nothing else; the
-// guest's egress on it is `netem delay 5ms`. The host pings the guest there every 20 ms: the guest kernel answers
+// guest's egress on it is `netem delay 5ms`. The host pings the guest there every 5 ms: the guest kernel answers
 // in its receive softirq and the answer leaves through netem's timer, so RTT - 5 ms is how late the guest kernel
 // received the request and fired that timer: what the data path's netem and TBF suffer, on the host's clock.
 // (A sleep loop in a guest process also waits for UML's ptraced process switches, scheduled by the host apart from
@@ -21,7 +21,11 @@ export const LATENESS_LINK = Object.freeze({
   hostDev: 'r-lat0', peerDev: 'r-lat1', guestDev: 'lat0',
   host: '10.98.0.1', guest: '10.98.0.2', prefix: 30,
   hostMac: '02:72:74:63:00:01', guestMac: '02:72:74:63:00:02',
-  delay_ms: 5, interval_ms: 20,
+  // Every 5 ms: a request the guest took in late was often taken in only with the next request, so the probe read
+  // about one interval late where the data path was not (every 20 ms: answers 20-28 ms late beside 5 CUBIC flows in
+  // seconds where no reverse packet through the guest was 10 ms late; every 5 ms: 10.4 ms at most; bench/uml/RESULTS.md).
+  // RTCLAB_UML_PROBE_INTERVAL_MS: another interval, for bench/uml/probe-interval.sh.
+  delay_ms: 5, interval_ms: Number(process.env.RTCLAB_UML_PROBE_INTERVAL_MS) || 5,
 });
 
 /** A request with no answer after this long counts as a sample this late (it cannot vanish from the summary). */
@@ -104,10 +108,8 @@ export function startLatenessProbe(o) {
     return { pid: p.pid, stop: () => { try { process.kill(/** @type {number} */ (p.pid), 'SIGTERM'); } catch { /* gone */ } } };
   }
   // -O: a request unanswered when the next goes out is reported; -s 16: room for ping's send time stamp.
-  // At the guest's SCHED_FIFO priority: ping stamps its send time in user space before it sends, so a ping preempted
-  // in between on the busy host read as a late guest. At the default policy, beside a call and 5 CUBIC flows, it
-  // reported single answers 20-29 ms late in seconds where no reverse packet of the call (one every 4 ms, through
-  // the same guest) was more than 10 ms late (bench/uml/RESULTS.md).
+  // At the guest's SCHED_FIFO priority: ping stamps its send time in user space before it sends, and a ping
+  // preempted in between on a busy host would read as a late guest.
   const argv = [...o.hostNsExec, 'chrt', '-f', String(GUEST_FIFO_PRIORITY), 'ping', '-n', '-O', '-i', String(L.interval_ms / 1000),
     '-s', '16', o.target ?? L.guest];
   // A group of its own, as the guest's: a Ctrl-C to the owner's group must not end the measurement before the teardown.
