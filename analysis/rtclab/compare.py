@@ -102,14 +102,11 @@ def figures(table: list[dict[str, Any]]) -> list[tuple[str, dict]]:
 
 
 def write(runs: list[Path], out: Path | None, progress: Callable[[str], None] | None = None) -> tuple[Path, str]:
-    from .dashboard import PAGE, _plotly_js
+    from . import page
     table = rows(runs, progress)
     figs = figures(table)
     out = out or Path("compare.html")
-    divs = "\n".join(f'<div class="chart" id="{fid}"></div>' for fid, _ in figs)
-    page = PAGE.format(title="rtclab comparison of " + html.escape(", ".join(r["run"] for r in table)),
-                       plotly=_plotly_js(full=True), cards="", notes="", divs=divs,
-                       table="<pre>" + html.escape(text(table)) + "</pre>",
-                       figures=json.dumps([{"id": i, "fig": f} for i, f in figs]).replace("</", "<\\/"))
-    out.write_text(page, encoding="utf-8")
+    body = f"{page.chart_divs(figs)}\n<h2>Runs</h2>\n<pre>{html.escape(text(table))}</pre>"
+    out.write_text(page.render("rtclab comparison of " + ", ".join(r["run"] for r in table), body, figs),
+                   encoding="utf-8")
     return out, text(table)

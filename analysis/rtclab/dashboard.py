@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from . import page
 from .fairness import headline_fairness
 from .packets import DELIVERED, LOST, PacketTable, from_parquet
 from .stats import percentiles
@@ -18,18 +19,6 @@ MAX_SCATTER_POINTS = 150_000  # per-packet delay points drawn; above it every k-
 MAX_SERIES_POINTS = 2_000
 KIND_COLOURS = {"video": "#1f77b4", "audio": "#2ca02c", "tcp": "#d62728", "rtcp": "#9467bd", "rtx": "#17becf",
                 "fec": "#bcbd22", "stun": "#7f7f7f", "dtls": "#8c564b", "udp": "#e377c2"}
-
-
-VENDORED_PLOTLY = Path(__file__).parent / "vendor" / "plotly-gl2d.min.js"
-
-
-def _plotly_js(full: bool = False) -> str:
-    """The run dashboard embeds plotly.js's small gl2d bundle (scatter + scattergl: fast to start, see
-    vendor/README.md); `full` gives the whole library from the plotly package (box plots, for compare)."""
-    if not full and VENDORED_PLOTLY.exists():
-        return VENDORED_PLOTLY.read_text(encoding="utf-8")
-    from plotly.offline import get_plotlyjs
-    return get_plotlyjs()
 
 
 def _flow_label(f: dict[str, Any]) -> str:
@@ -429,55 +418,19 @@ def _notes(m: dict[str, Any], omitted: list[str]) -> str:
     return "<ul class=notes>" + "".join(f"<li><b>{k}</b>: {html.escape(v)}</li>" for k, v in items) + "</ul>"
 
 
-PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>
-body{{font-family:system-ui,sans-serif;margin:16px;color:#222}} h1{{font-size:20px}}
-.cards{{display:flex;flex-wrap:wrap;gap:8px}}
-.card{{border:1px solid #ccc;border-radius:6px;padding:8px 12px;min-width:130px}}
-.card .k{{font-size:12px;color:#666}} .card .v{{font-size:17px;font-weight:600}}
-.chart{{width:100%;min-height:340px;margin-top:12px}}
-table.flows{{border-collapse:collapse;font-size:12px;margin-top:16px}}
-table.flows td,table.flows th{{border:1px solid #ddd;padding:3px 6px;text-align:right}} .notes{{color:#a33}}
-</style>
-<script>{plotly}</script></head><body>
-<h1>{title}</h1>
-<div class="cards">{cards}</div>
-{notes}
-{divs}
-<h2>Flows</h2>
-{table}
-<script id="figures" type="application/json">{figures}</script>
-<script>
-(function () {{
-  var figs = JSON.parse(document.getElementById('figures').textContent);
-  var gl = false;
-  try {{
-    var cv = document.createElement('canvas');
-    gl = !!(cv.getContext('webgl') || cv.getContext('experimental-webgl'));
-  }} catch (e) {{}}
-  var done = [];
-  window.rtclabTimings = {{start: performance.now()}};
-  figs.forEach(function (f) {{
-    if (!gl) f.fig.data.forEach(function (tr) {{ if (tr.type === 'scattergl') tr.type = 'scatter'; }});
-    var t = performance.now();
-    done.push(Plotly.newPlot(f.id, f.fig.data, f.fig.layout, {{responsive: true, displaylogo: false}}));
-    window.rtclabTimings[f.id] = performance.now() - t;
-  }});
-  Promise.all(done).then(function () {{ window.rtclabReady = performance.now(); }});
-}})();
-</script>
-</body></html>
-"""
+# The run dashboard's own style (page.py has the shared one).
+STYLE = """.cards{display:flex;flex-wrap:wrap;gap:8px}
+.card{border:1px solid #ccc;border-radius:6px;padding:8px 12px;min-width:130px}
+.card .k{font-size:12px;color:#666} .card .v{font-size:17px;font-weight:600} .chart{min-height:340px}
+table.flows{margin-top:16px} table.flows td,table.flows th{text-align:right}"""
 
 
 def render(m: dict[str, Any], t: PacketTable | None) -> str:
     figs, omitted = figures(m, t)
     title = f"rtclab run {m['run']['id']} — {m['run'].get('scenario') or ''}"
-    divs = "\n".join(f'<div class="chart" id="{fid}"></div>' for fid, _ in figs)
-    payload = json.dumps([{"id": fid, "fig": fig} for fid, fig in figs], separators=(",", ":"))
-    return PAGE.format(title=html.escape(title), plotly=_plotly_js(), cards=_cards(m), notes=_notes(m, omitted),
-                       divs=divs, table=_multiflow_table(m) + _flow_table(m), figures=payload.replace("</", "<\\/"))
+    body = (f'<div class="cards">{_cards(m)}</div>\n{_notes(m, omitted)}\n{page.chart_divs(figs)}\n<h2>Flows</h2>\n'
+            f"{_multiflow_table(m)}{_flow_table(m)}")
+    return page.render(title, body, figs, style=STYLE, full_plotly=False)
 
 
 def write(run_dir: Path, m: dict[str, Any], t: PacketTable | None) -> Path:

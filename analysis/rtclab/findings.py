@@ -488,30 +488,14 @@ def _figure(f: Finding) -> dict[str, Any] | None:
 def html_page(markdown_text: str, found: list[Finding]) -> str:
     """The dashboard: the page's text as preformatted Markdown (tables readable as they are) and a figure per claim
     with values, plotly.js embedded (offline)."""
-    from .dashboard import _plotly_js
+    from . import page
     figs = [(f"claim-{i}", fig) for i, f in enumerate(found) if (fig := _figure(f)) is not None]
     badges = "".join(f'<span class="v" style="background:{VERDICT_COLOURS[f.verdict]}">{html.escape(f.claim["id"])}: '
                      f"{html.escape(f.verdict)}</span> " for f in found)
-    divs = "\n".join(f'<div class="chart" id="{fid}"></div>' for fid, _ in figs)
-    payload = json.dumps([{"id": fid, "fig": fig} for fid, fig in figs], separators=(",", ":")).replace("</", "<\\/")
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>rtclab findings</title>
-<style>body{{font-family:system-ui,sans-serif;margin:16px;color:#222}} .v{{color:#fff;padding:2px 6px;border-radius:4px;
-display:inline-block;margin:2px;font-size:12px}} .chart{{width:100%;min-height:360px}} pre{{font-size:12px;
-white-space:pre-wrap}}</style><script>{_plotly_js(full=True)}</script></head><body>
-<h1>rtclab findings</h1><p>{badges}</p>
-{divs}
-<h2>The page</h2><pre>{html.escape(markdown_text)}</pre>
-<script id="figures" type="application/json">{payload}</script>
-<script>
-(function () {{
-  var figs = JSON.parse(document.getElementById('figures').textContent);
-  Promise.all(figs.map(function (f) {{
-    return Plotly.newPlot(document.getElementById(f.id), f.fig.data, f.fig.layout, {{displaylogo: false}});
-  }})).then(function () {{ window.rtclabReady = performance.now(); }});
-}})();
-</script></body></html>
-"""
+    body = f"<p>{badges}</p>\n{page.chart_divs(figs)}\n<h2>The page</h2><pre>{html.escape(markdown_text)}</pre>"
+    style = (".v{color:#fff;padding:2px 6px;border-radius:4px;display:inline-block;margin:2px;font-size:12px}\n"
+             "pre{font-size:12px;white-space:pre-wrap}")
+    return page.render("rtclab findings", body, figs, style=style)
 
 
 def write(dirs: list[Path], out_md: Path, out_html: Path, claims_file: Path = DEFAULT_CLAIMS) -> list[Finding]:

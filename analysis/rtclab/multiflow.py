@@ -384,7 +384,7 @@ def shares_page(points: list[dict[str, Any]], title: str) -> str:
     """An HTML page: asked against achieved share per flow and point (grouped bars) and the table."""
     from html import escape
 
-    from .dashboard import _plotly_js
+    from . import page
     x = [f"{p['point']} {f['flow']}" for p in points for f in p["flows"]]
     fig = {"data": [{"type": "bar", "name": "asked (priority)", "x": x,
                      "y": [f["asked_share"] for p in points for f in p["flows"]]},
@@ -392,20 +392,18 @@ def shares_page(points: list[dict[str, Any]], title: str) -> str:
                      "y": [f["achieved_share"] for p in points for f in p["flows"]]}],
            "layout": {"barmode": "group", "height": 460, "yaxis": {"title": {"text": "share of the flows' rate"}},
                       "margin": {"b": 160}, "title": {"text": title}}}
+
     def num(v: float | None, digits: int) -> str:
         return "-" if v is None else f"{v:.{digits}f}"
     rows = "".join(f"<tr><td>{escape(p['point'])}</td><td>{escape(f['flow'])}</td><td>{escape(f['priority'])}</td>"
                    f"<td>{num(f['asked_share'], 2)}</td><td>{num(f['achieved_share'], 2)}</td>"
                    f"<td>{p['valid_runs']}/{p['runs']}</td><td>{num(p['jain_index'], 3)}</td></tr>"
                    for p in points for f in p["flows"])
-    return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{escape(title)}</title>"
-            f"<script>{_plotly_js()}</script></head><body><h1>{escape(title)}</h1>"
-            "<p>Each flow's share of the video flows' summed rate while all are active, against the share its "
+    body = ("<p>Each flow's share of the video flows' summed rate while all are active, against the share its "
             "RTCRtpEncodingParameters.priority asks for (docs/multiflow.md), averaged over each point's valid runs.</p>"
-            "<div id=shares></div><table border=1 cellpadding=3><tr><th>point</th><th>flow</th><th>priority</th>"
-            f"<th>asked</th><th>achieved</th><th>valid runs</th><th>Jain's index</th></tr>{rows}</table>"
-            f"<script>Plotly.newPlot('shares', {json.dumps(fig)}.data, {json.dumps(fig)}.layout)</script>"
-            "</body></html>")
+            '<div class="chart" id="shares"></div><table><tr><th>point</th><th>flow</th><th>priority</th>'
+            f"<th>asked</th><th>achieved</th><th>valid runs</th><th>Jain's index</th></tr>{rows}</table>")
+    return page.render(title, body, [("shares", fig)])
 
 
 def main(argv: list[str] | None = None) -> int:

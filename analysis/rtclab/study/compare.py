@@ -6,14 +6,13 @@ listed. A terminal table and one offline HTML page (docs/studies.md, "Compare").
 from __future__ import annotations
 
 import html
-import json
 import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..dashboard import _plotly_js
+from .. import page as pages
 from .aggregate import CATALOGUE, FRAMES_FLOW, FRAMES_METRICS
 from .report import (
     BOTTLENECK_METRICS,
@@ -212,23 +211,9 @@ def render_html(c: Comparison, page: Path) -> str:
     parts.append("<p>mean ±95% CI half-width (Student t) over the point's valid runs in each study, n runs; B - A with "
                  "the Welch 95% confidence interval of the difference (none when either n &lt; 2). Definitions: "
                  "docs/studies.md.</p>")
-    divs = "".join(f'<div class="chart" id="{fid}"></div>' for fid, _ in figs)
-    payload = json.dumps([{"id": fid, "fig": fig} for fid, fig in figs], separators=(",", ":")).replace("</", "<\\/")
-    title = html.escape(f"rtclab study compare: {c.a['study']} and {c.b['study']}")
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>body{{font-family:system-ui,sans-serif;margin:16px;color:#222}} h1{{font-size:20px}} h2{{font-size:16px}}
-.chart{{width:100%;min-height:380px;margin-top:12px}} table{{border-collapse:collapse;font-size:12px}}
-td,th{{border:1px solid #ddd;padding:3px 6px;text-align:left}}</style>
-<script>{_plotly_js(full=True)}</script></head><body><h1>{title}</h1>
-{''.join(parts[:2])}{divs}{''.join(parts[2:])}
-<script id="figures" type="application/json">{payload}</script>
-<script>(function () {{
-  var figs = JSON.parse(document.getElementById('figures').textContent);
-  Promise.all(figs.map(function (f) {{ return Plotly.newPlot(f.id, f.fig.data, f.fig.layout, {{responsive: true,
-    displaylogo: false}}); }})).then(function () {{ window.rtclabReady = performance.now(); }});
-}})();</script></body></html>
-"""
+    title = f"rtclab study compare: {c.a['study']} and {c.b['study']}"
+    body = f"{''.join(parts[:2])}{pages.chart_divs(figs)}{''.join(parts[2:])}"
+    return pages.render(title, body, figs)
 
 
 def default_page(a_dir: Path, b_dir: Path) -> Path:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import multiflow
-from ..dashboard import _plotly_js
+from .. import page as pages
 from .aggregate import CPU_FLOW, FRAMES_FLOW, FRAMES_METRICS, flow_labels, summarise
 from .report import CPU_METRICS, HEADERS, fmt_stat, phase_names, phase_title, report_phases, scale, stat
 
@@ -644,45 +644,14 @@ def excluded_table(doc: dict[str, Any], out: Path, page: Path) -> str:
     return "".join(parts) or "<p>No run was excluded; every repetition has a valid run.</p>"
 
 
-PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>
-body{{font-family:system-ui,sans-serif;margin:16px;color:#222}} h1{{font-size:20px}}
-.quick{{background:#fff3cd;border:1px solid #e0c060;padding:8px;border-radius:6px;font-weight:600}}
-.chart{{width:100%;min-height:400px;margin-top:14px}} table{{border-collapse:collapse;font-size:12px;margin-top:8px}}
-td,th{{border:1px solid #ddd;padding:3px 6px;text-align:left}} tr:target{{background:#fff3cd}} .notes{{color:#a33}}
-</style>
-<script>{plotly}</script></head><body>
-<h1>{title}</h1>
-{quick}
-<p>{summary}</p>
-{notes}
-{divs}
-<h2>Points and their runs</h2>
-{points}
-{frames}
-{excluded}
-<script id="figures" type="application/json">{figures}</script>
-<script>
-(function () {{
-  var figs = JSON.parse(document.getElementById('figures').textContent);
-  var done = [];
-  figs.forEach(function (f) {{
-    var el = document.getElementById(f.id);
-    var config = {{responsive: true, displaylogo: false}};
-    done.push(Plotly.newPlot(el, f.fig.data, f.fig.layout, config).then(function (gd) {{
-      gd.on('plotly_click', function (ev) {{
-        var p = ev.points && ev.points[0];
-        var name = p && (p.customdata !== undefined ? p.customdata : p.x);
-        if (name !== undefined && document.getElementById('point-' + name)) location.hash = 'point-' + name;
-      }});
-    }}));
-  }});
-  Promise.all(done).then(function () {{ window.rtclabReady = performance.now(); }});
-}})();
-</script>
-</body></html>
-"""
+# The study dashboard's own style (page.py has the shared one); a click on a point's bar or box goes to its row.
+STYLE = """.quick{background:#fff3cd;border:1px solid #e0c060;padding:8px;border-radius:6px;font-weight:600}
+.chart{min-height:400px;margin-top:14px} tr:target{background:#fff3cd}"""
+ON_PLOT = """gd.on('plotly_click', function (ev) {
+      var p = ev.points && ev.points[0];
+      var name = p && (p.customdata !== undefined ? p.customdata : p.x);
+      if (name !== undefined && document.getElementById('point-' + name)) location.hash = 'point-' + name;
+    });"""
 
 
 def render(doc: dict[str, Any], out: Path, page: Path) -> str:
@@ -702,12 +671,10 @@ def render(doc: dict[str, Any], out: Path, page: Path) -> str:
                "Error bars: 95% confidence interval of the mean over the point's runs (Student t; none when n &lt; "
                "2). Definitions: docs/studies.md.")
     note_html = "<ul class=notes>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>" if notes else ""
-    divs = "\n".join(f'<div class="chart" id="{fid}"></div>' for fid, _ in figs)
-    payload = json.dumps([{"id": fid, "fig": fig} for fid, fig in figs], separators=(",", ":"))
-    return PAGE.format(title=html.escape(title), plotly=_plotly_js(full=True), quick=quick, summary=summary,
-                       notes=note_html, divs=divs, points=points_table(doc, out, page, report_phases(doc)[0]),
-                       frames=frames_table(doc),
-                       excluded=excluded_table(doc, out, page), figures=payload.replace("</", "<\\/"))
+    body = (f"{quick}\n<p>{summary}</p>\n{note_html}\n{pages.chart_divs(figs)}\n<h2>Points and their runs</h2>\n"
+            f"{points_table(doc, out, page, report_phases(doc)[0])}\n{frames_table(doc)}\n"
+            f"{excluded_table(doc, out, page)}")
+    return pages.render(title, body, figs, style=STYLE, on_plot=ON_PLOT)
 
 
 def write(out: Path, doc: dict[str, Any], page: Path | None = None) -> Path:

@@ -2,10 +2,25 @@
 //! docs/netem.md). netem fills every default from scenarios/schema.json and converts `limit_ms`; this file only
 //! reads what it is given. Every field is required and unknown fields are refused, each error naming the field, so a
 //! link that netem and the bottleneck would read differently fails instead of running on a default of its own.
-//! The range checks are the schema's. `LinkConfig::to_json` writes the same form back (`--print-config`), which the
-//! cross-language conformance test compares with netem's normaliser.
+//!
+//! serde reads the JSON (derive; `deny_unknown_fields` on every object; no serde defaults), then `validate` checks
+//! the schema's ranges. This file holds the link's own fields (delay, jitter, loss, the rate) and the discipline
+//! enum, tagged by `kind`; each discipline's parameters, their ranges and how they build it are in its own file under
+//! src/qdisc/ (as Linux's sch_pie.c owns its change and dump). `LinkConfig::to_json` writes the same form back
+//! (`--print-config`), which the cross-language conformance test compares with netem's normaliser.
 
-use serde_json::{json, Map, Value};
+use crate::meter::MeterActionConfig;
+use crate::qdisc::codel::CodelConfig;
+use crate::qdisc::fifo::FifoConfig;
+use crate::qdisc::fq_codel::FqCodelConfig;
+use crate::qdisc::pie::PieConfig;
+use crate::qdisc::prio::{self, PrioConfig};
+use crate::qdisc::sfq::SfqConfig;
+use crate::qdisc::QdiscParams;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+use serde_path_to_error::Segment;
 
 /// A trace's delivery opportunity: one 1500-byte IP packet, i.e. 1514 link-layer bytes (Mahimahi's format).
 pub const TRACE_OPPORTUNITY_BYTES: u64 = 1514;
@@ -16,14 +31,16 @@ pub struct ConfigError {
     pub problem: String,
 }
 
+impl ConfigError {
+    pub fn new(field: &str, problem: impl Into<String>) -> ConfigError {
+        ConfigError { field: field.to_string(), problem: problem.into() }
+    }
+}
+
 impl std::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "invalid link config: field `{}` {}", self.field, self.problem)
     }
-}
-
-fn err(field: &str, problem: impl Into<String>) -> ConfigError {
-    ConfigError { field: field.to_string(), problem: problem.into() }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -72,528 +89,399 @@ impl RateConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum FifoLimit {
-    Packets(u64),
-    Bytes(u64),
-}
-
-#[derive(Debug, Clone, PartialEq)]
+/// The discipline: its `kind` and that kind's parameters, each kind's in its file under src/qdisc/.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum QdiscConfig {
-    Fifo { limit: FifoLimit },
-    Codel { target_ms: f64, interval_ms: f64, limit_packets: u64, ecn: bool },
-    Pie { target_ms: f64, tupdate_ms: f64, alpha: u32, beta: u32, limit_packets: u64, ecn: bool },
-    Sfq { limit_packets: u64, quantum_bytes: u64, perturb_s: f64, divisor: u32 },
-    FqCodel { target_ms: f64, interval_ms: f64, limit_packets: u64, quantum_bytes: u64, flows: u32, ecn: bool },
-    Prio { bands: Vec<PrioBand>, meters: Vec<MeterConfig> },
+    Fifo(FifoConfig),
+    Codel(CodelConfig),
+    Pie(PieConfig),
+    Sfq(SfqConfig),
+    FqCodel(FqCodelConfig),
+    Prio(PrioConfig),
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct PrioBand {
-    /// Empty for the last band, which takes every DSCP the others do not list.
-    pub dscp: Vec<u8>,
-    pub qdisc: QdiscConfig,
-    /// A token bucket on the band (the thesis' HTB baseline): None for no cap.
-    pub rate_cap: Option<RateCapConfig>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RateCapConfig {
-    pub bits_per_s: u64,
-    pub burst_bytes: u64,
-}
-
-/// A rate meter on a prio discipline and its action (meter.rs).
-#[derive(Debug, Clone, PartialEq)]
-pub struct MeterConfig {
-    pub dscp: Vec<u8>,
-    /// One meter per 5-tuple flow (true) or one for all packets of these DSCPs.
-    pub per_flow: bool,
-    pub window_ms: f64,
-    pub limit_kbit: f64,
-    pub action: MeterActionConfig,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum MeterActionConfig {
-    Demote { to_band: usize, hold_ms: f64 },
-    CeAll { hold_ms: f64 },
-    CeFraction { gain: f64, initial_fraction: f64 },
-}
-
-impl MeterConfig {
-    fn to_json(&self) -> Value {
-        let action = match &self.action {
-            MeterActionConfig::Demote { to_band, hold_ms } => {
-                json!({"kind": "demote", "to_band": to_band, "hold_ms": num(*hold_ms)})
-            }
-            MeterActionConfig::CeAll { hold_ms } => json!({"kind": "ce_all", "hold_ms": num(*hold_ms)}),
-            MeterActionConfig::CeFraction { gain, initial_fraction } => {
-                json!({"kind": "ce_fraction", "gain": num(*gain), "initial_fraction": num(*initial_fraction)})
-            }
-        };
-        json!({"dscp": self.dscp, "per": if self.per_flow { "flow" } else { "class" }, "window_ms": num(self.window_ms),
-               "limit_kbit": num(self.limit_kbit), "action": action})
-    }
-}
+const KINDS: &str = "fifo, codel, pie, sfq, fq_codel, prio";
 
 impl QdiscConfig {
-    /// Packets the discipline can hold at most (for the NFQUEUE queue length); byte limits count 64-byte packets.
-    pub fn max_packets(&self) -> u64 {
+    /// The kind's parameters: their ranges, their limit and the discipline they build.
+    pub fn params(&self) -> &dyn QdiscParams {
         match self {
-            QdiscConfig::Fifo { limit: FifoLimit::Packets(n) } => *n,
-            QdiscConfig::Fifo { limit: FifoLimit::Bytes(b) } => b / 64 + 1,
-            QdiscConfig::Codel { limit_packets, .. }
-            | QdiscConfig::Pie { limit_packets, .. }
-            | QdiscConfig::Sfq { limit_packets, .. }
-            | QdiscConfig::FqCodel { limit_packets, .. } => *limit_packets,
-            QdiscConfig::Prio { bands, .. } => bands.iter().map(|b| b.qdisc.max_packets()).sum(),
+            QdiscConfig::Fifo(p) => p,
+            QdiscConfig::Codel(p) => p,
+            QdiscConfig::Pie(p) => p,
+            QdiscConfig::Sfq(p) => p,
+            QdiscConfig::FqCodel(p) => p,
+            QdiscConfig::Prio(p) => p,
         }
     }
 
-    /// The normalised form of the discipline (the inverse of `parse_qdisc`).
-    pub fn to_json(&self) -> Value {
-        match self {
-            QdiscConfig::Fifo { limit: FifoLimit::Packets(n) } => json!({"kind": "fifo", "limit_packets": n}),
-            QdiscConfig::Fifo { limit: FifoLimit::Bytes(n) } => json!({"kind": "fifo", "limit_bytes": n}),
-            QdiscConfig::Codel { target_ms, interval_ms, limit_packets, ecn } => json!({"kind": "codel",
-                "target_ms": num(*target_ms), "interval_ms": num(*interval_ms), "limit_packets": limit_packets, "ecn": ecn}),
-            QdiscConfig::Pie { target_ms, tupdate_ms, alpha, beta, limit_packets, ecn } => json!({"kind": "pie",
-                "target_ms": num(*target_ms), "tupdate_ms": num(*tupdate_ms), "alpha": alpha, "beta": beta,
-                "limit_packets": limit_packets, "ecn": ecn}),
-            QdiscConfig::Sfq { limit_packets, quantum_bytes, perturb_s, divisor } => json!({"kind": "sfq",
-                "limit_packets": limit_packets, "quantum_bytes": quantum_bytes, "perturb_s": num(*perturb_s), "divisor": divisor}),
-            QdiscConfig::FqCodel { target_ms, interval_ms, limit_packets, quantum_bytes, flows, ecn } => {
-                json!({"kind": "fq_codel",
-                "target_ms": num(*target_ms), "interval_ms": num(*interval_ms), "limit_packets": limit_packets,
-                "quantum_bytes": quantum_bytes, "flows": flows, "ecn": ecn})
-            }
-            QdiscConfig::Prio { bands, meters } => {
-                let bands: Vec<Value> = bands
-                    .iter()
-                    .map(|b| {
-                        let cap = b.rate_cap.map_or(
-                            Value::Null,
-                            |c| json!({"kbit": kbit_value(c.bits_per_s), "burst_bytes": c.burst_bytes}),
-                        );
-                        if b.dscp.is_empty() {
-                            json!({"qdisc": b.qdisc.to_json(), "rate_cap": cap})
-                        } else {
-                            json!({"dscp": b.dscp, "qdisc": b.qdisc.to_json(), "rate_cap": cap})
-                        }
-                    })
-                    .collect();
-                let meters: Vec<Value> = meters.iter().map(|m| m.to_json()).collect();
-                json!({"kind": "prio", "bands": bands, "meters": meters})
-            }
+    /// Packets the discipline can hold at most (for the NFQUEUE queue length).
+    pub fn max_packets(&self) -> u64 {
+        self.params().max_packets()
+    }
+
+    /// The schema's ranges; `path` is where the discipline is in the link (`qdisc`, `qdisc.bands[1].qdisc`).
+    pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
+        self.params().validate(path)
+    }
+
+    /// The error in a discipline serde could not read, found by reading its kind's parameters alone (see `read`).
+    fn error_in(kind: &str, fields: &Value, path: &str) -> Option<ConfigError> {
+        match kind {
+            "fifo" => read::<FifoConfig>(fields, path).err(),
+            "codel" => read::<CodelConfig>(fields, path).err(),
+            "pie" => read::<PieConfig>(fields, path).err(),
+            "sfq" => read::<SfqConfig>(fields, path).err(),
+            "fq_codel" => read::<FqCodelConfig>(fields, path).err(),
+            // A band's discipline (`...bands[i].qdisc`): its kind is refused before its fields are read.
+            "prio" if path.ends_with("].qdisc") => Some(prio::nested_prio(path)),
+            "prio" => read::<PrioConfig>(fields, path).err(),
+            other => Some(ConfigError::new(&field(path, "kind"), format!("is {other:?}, allowed: {KINDS}"))),
         }
     }
+}
+
+/// The link as JSON, as serde reads and writes it; `parse_link` turns its rate into a `RateConfig`.
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct LinkJson {
+    delay_ms: f64,
+    jitter_ms: f64,
+    loss_percent: f64,
+    #[serde(deserialize_with = "nullable")]
+    rate: Option<RateJson>,
+    qdisc: QdiscConfig,
+}
+
+/// `rate` as JSON: exactly one of `kbit` (constant), `schedule` and `trace` (a file of delivery opportunities).
+#[derive(Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct RateJson {
+    #[serde(default, deserialize_with = "optional", skip_serializing_if = "Option::is_none")]
+    kbit: Option<f64>,
+    #[serde(default, deserialize_with = "optional", skip_serializing_if = "Option::is_none")]
+    schedule: Option<Vec<StepJson>>,
+    #[serde(default, deserialize_with = "optional", skip_serializing_if = "Option::is_none")]
+    trace: Option<String>,
+    burst_bytes: u64,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct StepJson {
+    at_s: f64,
+    kbit: f64,
 }
 
 impl LinkConfig {
     /// Whether the discipline carries rate meters (they need an action log).
     pub fn has_meters(&self) -> bool {
-        matches!(&self.qdisc, QdiscConfig::Prio { meters, .. } if !meters.is_empty())
+        matches!(&self.qdisc, QdiscConfig::Prio(p) if !p.meters.is_empty())
     }
 
     /// The link in the normalised form it was read from: what `--print-config` prints.
     pub fn to_json(&self) -> Value {
-        let rate = match &self.rate {
-            RateConfig::Unlimited => Value::Null,
-            RateConfig::Schedule { steps, burst_bytes } if steps.len() == 1 && steps[0].at_ns == 0 => {
-                json!({"kbit": kbit_value(steps[0].bits_per_s), "burst_bytes": burst_bytes})
-            }
-            RateConfig::Schedule { steps, burst_bytes } => {
-                let steps: Vec<Value> = steps
-                    .iter()
-                    .map(|s| json!({"at_s": num(s.at_ns as f64 / 1e9), "kbit": kbit_value(s.bits_per_s)}))
-                    .collect();
-                json!({"schedule": steps, "burst_bytes": burst_bytes})
-            }
-            RateConfig::Trace { path, burst_bytes, .. } => json!({"trace": path, "burst_bytes": burst_bytes}),
+        let link = LinkJson {
+            delay_ms: self.delay_ms,
+            jitter_ms: self.jitter_ms,
+            loss_percent: self.loss_percent,
+            rate: rate_json(&self.rate),
+            qdisc: self.qdisc.clone(),
         };
-        json!({"delay_ms": num(self.delay_ms), "jitter_ms": num(self.jitter_ms), "loss_percent": num(self.loss_percent),
-               "rate": rate, "qdisc": self.qdisc.to_json()})
+        let mut v = serde_json::to_value(link).expect("a link is plain JSON");
+        whole_numbers(&mut v);
+        v
     }
 }
 
-/// A number as JSON, written as an integer when it is one (25 rather than 25.0: the form netem writes).
-fn num(x: f64) -> Value {
-    if x.fract() == 0.0 && x.abs() < 9e15 {
-        json!(x as i64)
-    } else {
-        json!(x)
+/// The rate as JSON: a schedule of one step at 0 s as a constant `kbit`; kbit = bits/s / 1000.
+fn rate_json(rate: &RateConfig) -> Option<RateJson> {
+    let kbit = |bits_per_s: u64| bits_per_s as f64 / 1000.0;
+    match rate {
+        RateConfig::Unlimited => None,
+        RateConfig::Schedule { steps, burst_bytes } if steps.len() == 1 && steps[0].at_ns == 0 => {
+            Some(RateJson { kbit: Some(kbit(steps[0].bits_per_s)), burst_bytes: *burst_bytes, ..RateJson::default() })
+        }
+        RateConfig::Schedule { steps, burst_bytes } => {
+            let steps = steps.iter().map(|s| StepJson { at_s: s.at_ns as f64 / 1e9, kbit: kbit(s.bits_per_s) });
+            Some(RateJson { schedule: Some(steps.collect()), burst_bytes: *burst_bytes, ..RateJson::default() })
+        }
+        RateConfig::Trace { path, burst_bytes, .. } => {
+            Some(RateJson { trace: Some(path.clone()), burst_bytes: *burst_bytes, ..RateJson::default() })
+        }
     }
 }
 
-fn kbit_value(bits_per_s: u64) -> Value {
-    num(bits_per_s as f64 / 1000.0)
+/// Every whole number written without a fraction (25 rather than 25.0: the form netem writes).
+fn whole_numbers(v: &mut Value) {
+    if v.is_f64() {
+        let x = v.as_f64().unwrap_or_default();
+        if x.fract() == 0.0 && x.abs() < 9e15 {
+            *v = Value::from(x as i64);
+        }
+    } else if let Some(items) = v.as_array_mut() {
+        items.iter_mut().for_each(whole_numbers);
+    } else if let Some(fields) = v.as_object_mut() {
+        fields.values_mut().for_each(whole_numbers);
+    }
 }
 
 /// Reads a normalised link object; `read_trace` loads a trace file (a parameter so tests need no files).
 pub fn parse_link(v: &Value, read_trace: &dyn Fn(&str) -> Result<String, String>) -> Result<LinkConfig, ConfigError> {
-    let obj = v.as_object().ok_or_else(|| err("(link)", "must be a JSON object"))?;
-    check_keys(obj, "", &["delay_ms", "jitter_ms", "loss_percent", "rate", "qdisc"])?;
-    let delay_ms = number(obj, "delay_ms", "delay_ms", 0.0, 10000.0, false)?;
-    let jitter_ms = number(obj, "jitter_ms", "jitter_ms", 0.0, 10000.0, false)?;
-    let loss_percent = number(obj, "loss_percent", "loss_percent", 0.0, 100.0, false)?;
-    let rate = parse_rate(required(obj, "rate", "rate")?, read_trace)?;
-    let qdisc = parse_qdisc(required(obj, "qdisc", "qdisc")?, "qdisc", true)?;
-    Ok(LinkConfig { delay_ms, jitter_ms, loss_percent, rate, qdisc })
+    let link: LinkJson = read(v, "")?;
+    if let Some(e) = array_for_object(v, &serde_json::to_value(&link).expect("a link is plain JSON"), "") {
+        return Err(e);
+    }
+    check_number("", "delay_ms", link.delay_ms, 0.0, 10000.0, false)?;
+    check_number("", "jitter_ms", link.jitter_ms, 0.0, 10000.0, false)?;
+    check_number("", "loss_percent", link.loss_percent, 0.0, 100.0, false)?;
+    let rate = match &link.rate {
+        None => RateConfig::Unlimited,
+        Some(rate) => rate.to_config(read_trace)?,
+    };
+    link.qdisc.validate("qdisc")?;
+    Ok(LinkConfig {
+        delay_ms: link.delay_ms,
+        jitter_ms: link.jitter_ms,
+        loss_percent: link.loss_percent,
+        rate,
+        qdisc: link.qdisc,
+    })
 }
 
-fn check_keys(obj: &Map<String, Value>, prefix: &str, allowed: &[&str]) -> Result<(), ConfigError> {
-    for k in obj.keys() {
-        if !allowed.contains(&k.as_str()) {
-            return Err(err(
-                &format!("{prefix}{k}"),
-                format!("is not a known field (allowed: {})", allowed.join(", ")),
+impl RateJson {
+    /// The rate as the link runs it: whole bits per second, steps at whole nanoseconds, a trace's opportunities.
+    fn to_config(&self, read_trace: &dyn Fn(&str) -> Result<String, String>) -> Result<RateConfig, ConfigError> {
+        let forms =
+            [("kbit", self.kbit.is_some()), ("schedule", self.schedule.is_some()), ("trace", self.trace.is_some())];
+        let given: Vec<&str> = forms.iter().filter(|(_, given)| *given).map(|(name, _)| *name).collect();
+        if given.len() != 1 {
+            let got = if given.is_empty() { "none".to_string() } else { given.join(", ") };
+            return Err(ConfigError::new(
+                "rate",
+                format!("must have exactly one of kbit, schedule, trace (got: {got})"),
             ));
         }
-    }
-    Ok(())
-}
-
-/// A field that must be present (netem writes every field of the normalised link).
-fn required<'a>(obj: &'a Map<String, Value>, key: &str, field: &str) -> Result<&'a Value, ConfigError> {
-    obj.get(key)
-        .ok_or_else(|| err(field, "is required (the bottleneck takes the normalised link: netem fills every default)"))
-}
-
-fn number(
-    obj: &Map<String, Value>,
-    key: &str,
-    field: &str,
-    min: f64,
-    max: f64,
-    exclusive_min: bool,
-) -> Result<f64, ConfigError> {
-    let x = required(obj, key, field)?.as_f64().ok_or_else(|| err(field, "must be a number"))?;
-    let low_ok = if exclusive_min { x > min } else { x >= min };
-    if !low_ok || x > max || !x.is_finite() {
-        let op = if exclusive_min { ">" } else { ">=" };
-        return Err(err(field, format!("must be {op} {min} and <= {max} (got {x})")));
-    }
-    Ok(x)
-}
-
-fn integer(obj: &Map<String, Value>, key: &str, field: &str, min: u64, max: u64) -> Result<u64, ConfigError> {
-    let x = required(obj, key, field)?.as_u64().ok_or_else(|| err(field, "must be a non-negative integer"))?;
-    if x < min || x > max {
-        return Err(err(field, format!("must be an integer in [{min}, {max}] (got {x})")));
-    }
-    Ok(x)
-}
-
-fn boolean(obj: &Map<String, Value>, key: &str, field: &str) -> Result<bool, ConfigError> {
-    required(obj, key, field)?.as_bool().ok_or_else(|| err(field, "must be true or false"))
-}
-
-/// kbit (1 kbit = 1000 bit) as whole bits per second, the unit of the token bucket's exact arithmetic.
-fn bits_per_s(obj: &Map<String, Value>, field: &str) -> Result<u64, ConfigError> {
-    let kbit = number(obj, "kbit", field, 0.0, 10_000_000.0, true)?;
-    let bps = (kbit * 1000.0).round() as u64;
-    if bps == 0 {
-        return Err(err(field, format!("must be at least 0.001 (1 bit/s; got {kbit})")));
-    }
-    Ok(bps)
-}
-
-fn parse_rate(v: &Value, read_trace: &dyn Fn(&str) -> Result<String, String>) -> Result<RateConfig, ConfigError> {
-    if v.is_null() {
-        return Ok(RateConfig::Unlimited);
-    }
-    let obj = v.as_object().ok_or_else(|| err("rate", "must be null or an object with kbit, schedule or trace"))?;
-    check_keys(obj, "rate.", &["kbit", "schedule", "trace", "burst_bytes"])?;
-    let given: Vec<&str> = ["kbit", "schedule", "trace"].into_iter().filter(|k| obj.contains_key(*k)).collect();
-    if given.len() != 1 {
-        return Err(err(
-            "rate",
-            format!(
-                "must have exactly one of kbit, schedule, trace (got: {})",
-                if given.is_empty() { "none".into() } else { given.join(", ") }
-            ),
-        ));
-    }
-    let burst_bytes = integer(obj, "burst_bytes", "rate.burst_bytes", 1514, u32::MAX as u64)?;
-    if obj.contains_key("kbit") {
-        let step = RateStep { at_ns: 0, bits_per_s: bits_per_s(obj, "rate.kbit")? };
-        return Ok(RateConfig::Schedule { steps: vec![step], burst_bytes });
-    }
-    if let Some(s) = obj.get("schedule") {
-        let arr = s.as_array().ok_or_else(|| err("rate.schedule", "must be an array of {at_s, kbit}"))?;
-        let mut steps: Vec<RateStep> = Vec::new();
-        for (i, item) in arr.iter().enumerate() {
-            let field = format!("rate.schedule[{i}]");
-            let o = item.as_object().ok_or_else(|| err(&field, "must be an object {at_s, kbit}"))?;
-            check_keys(o, &format!("{field}."), &["at_s", "kbit"])?;
-            let at_s = number(o, "at_s", &format!("{field}.at_s"), 0.0, 1e9, false)?;
-            let step =
-                RateStep { at_ns: (at_s * 1e9).round() as u64, bits_per_s: bits_per_s(o, &format!("{field}.kbit"))? };
-            if steps.last().is_some_and(|last| step.at_ns < last.at_ns) {
-                return Err(err(
-                    &format!("{field}.at_s"),
-                    "must not be earlier than the step before (the normalised schedule is sorted)",
-                ));
-            }
-            steps.push(step);
+        let burst_bytes = self.burst_bytes;
+        check_integer("rate", "burst_bytes", burst_bytes, 1514, u32::MAX.into())?;
+        if let Some(kbit) = self.kbit {
+            let step = RateStep { at_ns: 0, bits_per_s: kbit_to_bits("rate", "kbit", kbit)? };
+            return Ok(RateConfig::Schedule { steps: vec![step], burst_bytes });
         }
-        match steps.first() {
-            None => return Err(err("rate.schedule", "must have at least one step")),
-            Some(first) if first.at_ns != 0 => {
-                return Err(err("rate.schedule[0].at_s", "must be 0 (the rate before any other step)"))
-            }
-            Some(_) => {}
+        if let Some(schedule) = &self.schedule {
+            return Ok(RateConfig::Schedule { steps: schedule_steps(schedule)?, burst_bytes });
         }
-        return Ok(RateConfig::Schedule { steps, burst_bytes });
+        let path = self.trace.as_deref().unwrap_or_default();
+        let (opportunities_ms, period_ms) = read_opportunities(path, read_trace)?;
+        Ok(RateConfig::Trace { path: path.to_string(), opportunities_ms, period_ms, burst_bytes })
     }
-    let path =
-        obj["trace"].as_str().filter(|p| !p.is_empty()).ok_or_else(|| err("rate.trace", "must be a file path"))?;
+}
+
+fn schedule_steps(schedule: &[StepJson]) -> Result<Vec<RateStep>, ConfigError> {
+    let mut steps: Vec<RateStep> = Vec::new();
+    for (i, s) in schedule.iter().enumerate() {
+        let at = format!("rate.schedule[{i}]");
+        check_number(&at, "at_s", s.at_s, 0.0, 1e9, false)?;
+        let step = RateStep { at_ns: (s.at_s * 1e9).round() as u64, bits_per_s: kbit_to_bits(&at, "kbit", s.kbit)? };
+        if steps.last().is_some_and(|last| step.at_ns < last.at_ns) {
+            return Err(ConfigError::new(
+                &field(&at, "at_s"),
+                "must not be earlier than the step before (the normalised schedule is sorted)",
+            ));
+        }
+        steps.push(step);
+    }
+    match steps.first() {
+        None => Err(ConfigError::new("rate.schedule", "must have at least one step")),
+        Some(first) if first.at_ns != 0 => {
+            Err(ConfigError::new("rate.schedule[0].at_s", "must be 0 (the rate before any other step)"))
+        }
+        Some(_) => Ok(steps),
+    }
+}
+
+/// A trace file's delivery opportunities (ms, sorted) and its period (the last one).
+fn read_opportunities(
+    path: &str,
+    read_trace: &dyn Fn(&str) -> Result<String, String>,
+) -> Result<(Vec<u64>, u64), ConfigError> {
+    let err = |problem: String| ConfigError::new("rate.trace", problem);
+    if path.is_empty() {
+        return Err(err("must be a file path".into()));
+    }
     // netem resolves a trace against the scenario's directory; a relative path here would silently depend on the
     // bottleneck's working directory instead.
     if !path.starts_with('/') {
-        return Err(err("rate.trace", format!("must be an absolute path (got {path:?})")));
+        return Err(err(format!("must be an absolute path (got {path:?})")));
     }
-    let text = read_trace(path).map_err(|e| err("rate.trace", format!("cannot be read ({path}: {e})")))?;
+    let text = read_trace(path).map_err(|e| err(format!("cannot be read ({path}: {e})")))?;
     let mut opportunities_ms = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() {
             continue;
         }
-        let ms: u64 = line.parse().map_err(|_| {
-            err("rate.trace", format!("line {} of {path} is not an integer ms timestamp: {line:?}", n + 1))
-        })?;
+        let ms: u64 = line
+            .parse()
+            .map_err(|_| err(format!("line {} of {path} is not an integer ms timestamp: {line:?}", n + 1)))?;
         if let Some(&last) = opportunities_ms.last() {
             if ms < last {
-                return Err(err(
-                    "rate.trace",
-                    format!("line {} of {path} goes back in time ({ms} after {last})", n + 1),
-                ));
+                return Err(err(format!("line {} of {path} goes back in time ({ms} after {last})", n + 1)));
             }
         }
         opportunities_ms.push(ms);
     }
-    let period_ms =
-        *opportunities_ms.last().ok_or_else(|| err("rate.trace", format!("{path} holds no delivery opportunities")))?;
+    let period_ms = *opportunities_ms.last().ok_or_else(|| err(format!("{path} holds no delivery opportunities")))?;
     if period_ms == 0 {
-        return Err(err("rate.trace", format!("{path} must end at a timestamp > 0 ms (it is the trace's period)")));
+        return Err(err(format!("{path} must end at a timestamp > 0 ms (it is the trace's period)")));
     }
-    Ok(RateConfig::Trace { path: path.to_string(), opportunities_ms, period_ms, burst_bytes })
+    Ok((opportunities_ms, period_ms))
 }
 
-const KINDS: &str = "fifo, codel, pie, sfq, fq_codel, prio";
+// Reading and checking, for this file and the disciplines' files.
 
-fn parse_qdisc(v: &Value, field: &str, prio_allowed: bool) -> Result<QdiscConfig, ConfigError> {
-    let obj = v.as_object().ok_or_else(|| err(field, "must be an object with a kind"))?;
-    let kind = obj
-        .get("kind")
-        .and_then(|k| k.as_str())
-        .ok_or_else(|| err(&format!("{field}.kind"), format!("is required, one of: {KINDS}")))?;
-    let f = |k: &str| format!("{field}.{k}");
-    let p = format!("{field}.");
-    match kind {
-        "fifo" => {
-            // limit_ms is netem's to convert (bytes at the first rate); the bottleneck gets packets or bytes.
-            check_keys(obj, &p, &["kind", "limit_packets", "limit_bytes"])?;
-            let limit = match (obj.contains_key("limit_packets"), obj.contains_key("limit_bytes")) {
-                (true, false) => {
-                    FifoLimit::Packets(integer(obj, "limit_packets", &f("limit_packets"), 1, u32::MAX as u64)?)
+/// The path of field `name` of the object at `path` ("" is the link itself).
+pub fn field(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}.{name}")
+    }
+}
+
+/// Field `name` of the object at `path` in [min, max], or in (min, max] when `exclusive_min`: the schema's range.
+pub fn check_number(
+    path: &str,
+    name: &str,
+    x: f64,
+    min: f64,
+    max: f64,
+    exclusive_min: bool,
+) -> Result<(), ConfigError> {
+    let low_ok = if exclusive_min { x > min } else { x >= min };
+    if !low_ok || x > max || !x.is_finite() {
+        let op = if exclusive_min { ">" } else { ">=" };
+        return Err(ConfigError::new(&field(path, name), format!("must be {op} {min} and <= {max} (got {x})")));
+    }
+    Ok(())
+}
+
+pub fn check_integer(path: &str, name: &str, x: u64, min: u64, max: u64) -> Result<(), ConfigError> {
+    if x < min || x > max {
+        return Err(ConfigError::new(&field(path, name), format!("must be an integer in [{min}, {max}] (got {x})")));
+    }
+    Ok(())
+}
+
+/// A `kbit` field (1 kbit = 1000 bit) as whole bits per second, the unit of the token buckets' exact arithmetic.
+pub fn kbit_to_bits(path: &str, name: &str, kbit: f64) -> Result<u64, ConfigError> {
+    check_number(path, name, kbit, 0.0, 10_000_000.0, true)?;
+    let bits_per_s = (kbit * 1000.0).round() as u64;
+    if bits_per_s == 0 {
+        return Err(ConfigError::new(&field(path, name), format!("must be at least 0.001 (1 bit/s; got {kbit})")));
+    }
+    Ok(bits_per_s)
+}
+
+/// serde `serialize_with` for a `kbit` field: written back as the bucket runs it, in whole bits per second.
+pub fn whole_bits<S: Serializer>(kbit: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64((kbit * 1000.0).round() / 1000.0)
+}
+
+/// serde `deserialize_with` for a field that must be given but may be null (a plain `Option` field could also be
+/// left out).
+pub fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    Option::deserialize(d)
+}
+
+/// serde `deserialize_with` (with `default`) for a field that may be left out but is not null when given (one of
+/// a choice: fifo's two limits, the rate's three forms, a band's DSCPs).
+pub fn optional<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// Reads `T` by serde from `v`, the value at `path` in the link; an error names its field by its whole path.
+pub fn read<T: DeserializeOwned>(v: &Value, path: &str) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let (mut at, mut here) = (path.to_string(), v);
+        for segment in e.path() {
+            match segment {
+                Segment::Seq { index } => {
+                    at = format!("{at}[{index}]");
+                    here = &here[*index];
                 }
-                (false, true) => FifoLimit::Bytes(integer(obj, "limit_bytes", &f("limit_bytes"), 1, u32::MAX as u64)?),
-                (true, true) => {
-                    return Err(err(field, "fifo takes exactly one of limit_packets, limit_bytes (got both)"))
-                }
-                (false, false) => {
-                    return Err(err(
-                        &f("limit_packets"),
-                        "is required (fifo takes exactly one of limit_packets, limit_bytes)",
-                    ))
-                }
-            };
-            Ok(QdiscConfig::Fifo { limit })
-        }
-        "codel" => {
-            check_keys(obj, &p, &["kind", "target_ms", "interval_ms", "limit_packets", "ecn"])?;
-            Ok(QdiscConfig::Codel {
-                target_ms: number(obj, "target_ms", &f("target_ms"), 0.0, 1e6, true)?,
-                interval_ms: number(obj, "interval_ms", &f("interval_ms"), 0.0, 1e6, true)?,
-                limit_packets: integer(obj, "limit_packets", &f("limit_packets"), 1, u32::MAX as u64)?,
-                ecn: boolean(obj, "ecn", &f("ecn"))?,
-            })
-        }
-        "pie" => {
-            check_keys(obj, &p, &["kind", "target_ms", "tupdate_ms", "alpha", "beta", "limit_packets", "ecn"])?;
-            Ok(QdiscConfig::Pie {
-                target_ms: number(obj, "target_ms", &f("target_ms"), 0.0, 1e6, true)?,
-                tupdate_ms: number(obj, "tupdate_ms", &f("tupdate_ms"), 0.0, 1e6, true)?,
-                alpha: integer(obj, "alpha", &f("alpha"), 0, 32)? as u32,
-                beta: integer(obj, "beta", &f("beta"), 0, 32)? as u32,
-                limit_packets: integer(obj, "limit_packets", &f("limit_packets"), 1, u32::MAX as u64)?,
-                ecn: boolean(obj, "ecn", &f("ecn"))?,
-            })
-        }
-        "sfq" => {
-            check_keys(obj, &p, &["kind", "limit_packets", "quantum_bytes", "perturb_s", "divisor"])?;
-            Ok(QdiscConfig::Sfq {
-                limit_packets: integer(obj, "limit_packets", &f("limit_packets"), 2, u32::MAX as u64)?,
-                quantum_bytes: integer(obj, "quantum_bytes", &f("quantum_bytes"), 64, u32::MAX as u64)?,
-                perturb_s: number(obj, "perturb_s", &f("perturb_s"), 0.0, 1e6, false)?,
-                divisor: integer(obj, "divisor", &f("divisor"), 1, 65536)? as u32,
-            })
-        }
-        "fq_codel" => {
-            check_keys(
-                obj,
-                &p,
-                &["kind", "target_ms", "interval_ms", "limit_packets", "quantum_bytes", "flows", "ecn"],
-            )?;
-            Ok(QdiscConfig::FqCodel {
-                target_ms: number(obj, "target_ms", &f("target_ms"), 0.0, 1e6, true)?,
-                interval_ms: number(obj, "interval_ms", &f("interval_ms"), 0.0, 1e6, true)?,
-                limit_packets: integer(obj, "limit_packets", &f("limit_packets"), 1, u32::MAX as u64)?,
-                quantum_bytes: integer(obj, "quantum_bytes", &f("quantum_bytes"), 64, u32::MAX as u64)?,
-                flows: integer(obj, "flows", &f("flows"), 1, 65536)? as u32,
-                ecn: boolean(obj, "ecn", &f("ecn"))?,
-            })
-        }
-        "prio" if prio_allowed => {
-            check_keys(obj, &p, &["kind", "bands", "meters"])?;
-            let arr = required(obj, "bands", &f("bands"))?
-                .as_array()
-                .ok_or_else(|| err(&f("bands"), "must be an array of {dscp, qdisc}"))?;
-            if arr.len() < 2 || arr.len() > 16 {
-                return Err(err(&f("bands"), format!("must have 2 to 16 bands (got {})", arr.len())));
-            }
-            let mut bands: Vec<PrioBand> = Vec::new();
-            for (i, b) in arr.iter().enumerate() {
-                let bf = format!("{field}.bands[{i}]");
-                let bo = b.as_object().ok_or_else(|| err(&bf, "must be an object {dscp, qdisc}"))?;
-                check_keys(bo, &format!("{bf}."), &["dscp", "qdisc", "rate_cap"])?;
-                let last = i + 1 == arr.len();
-                let dscp = match bo.get("dscp") {
-                    None if last => Vec::new(),
-                    None => return Err(err(&format!("{bf}.dscp"), "is required on every band but the last")),
-                    Some(_) if last => {
-                        return Err(err(
-                            &format!("{bf}.dscp"),
-                            "must be absent on the last band (it takes every other DSCP)",
-                        ))
+                Segment::Map { key } => {
+                    at = field(&at, key);
+                    here = &here[key.as_str()];
+                    if let Some(found) = error_in_tagged(key, here, &at) {
+                        return found;
                     }
-                    Some(d) => {
-                        let list = d
-                            .as_array()
-                            .filter(|l| !l.is_empty())
-                            .ok_or_else(|| err(&format!("{bf}.dscp"), "must be a non-empty array of integers 0-63"))?;
-                        let mut out = Vec::new();
-                        for x in list {
-                            match x.as_u64() {
-                                Some(n) if n <= 63 => out.push(n as u8),
-                                _ => return Err(err(&format!("{bf}.dscp"), format!("holds {x}, not an integer 0-63"))),
-                            }
-                        }
-                        out
-                    }
-                };
-                // A DSCP in two bands would only ever reach the first: netem refuses it, so must we.
-                if let Some(d) = dscp.iter().find(|d| bands.iter().any(|b| b.dscp.contains(d))) {
-                    return Err(err(&format!("{bf}.dscp"), format!("holds {d}, which an earlier band already lists")));
                 }
-                let q = required(bo, "qdisc", &format!("{bf}.qdisc"))?;
-                let qdisc = parse_qdisc(q, &format!("{bf}.qdisc"), false)?;
-                let rate_cap =
-                    parse_rate_cap(required(bo, "rate_cap", &format!("{bf}.rate_cap"))?, &format!("{bf}.rate_cap"))?;
-                bands.push(PrioBand { dscp, qdisc, rate_cap });
+                _ => {}
             }
-            let marr = required(obj, "meters", &f("meters"))?
-                .as_array()
-                .ok_or_else(|| err(&f("meters"), "must be an array of meters"))?;
-            if marr.len() > 255 {
-                return Err(err(&f("meters"), format!("must have at most 255 meters (got {})", marr.len())));
-            }
-            let meters = marr
-                .iter()
-                .enumerate()
-                .map(|(i, m)| parse_meter(m, &format!("{field}.meters[{i}]"), bands.len()))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(QdiscConfig::Prio { bands, meters })
         }
-        "prio" => Err(err(&f("kind"), "cannot be prio inside a prio band (allowed: fifo, codel, pie, sfq, fq_codel)")),
-        other => Err(err(&f("kind"), format!("is {other:?}, allowed: {KINDS}"))),
+        serde_error(&at, &e.into_inner().to_string())
+    })
+}
+
+/// serde derive also reads a struct from an array of its fields' values, which the link never holds: the first place
+/// where `given` has an array and the link read from it (`read`, written back) has an object.
+fn array_for_object(given: &Value, read: &Value, path: &str) -> Option<ConfigError> {
+    match (given, read) {
+        (Value::Array(_), Value::Object(_)) => {
+            Some(ConfigError::new(if path.is_empty() { "(link)" } else { path }, "must be an object, not an array"))
+        }
+        (Value::Array(given), Value::Array(read)) => {
+            given.iter().zip(read).enumerate().find_map(|(i, (g, r))| array_for_object(g, r, &format!("{path}[{i}]")))
+        }
+        (Value::Object(given), Value::Object(read)) => {
+            given.iter().find_map(|(k, g)| array_for_object(g, read.get(k)?, &field(path, k)))
+        }
+        _ => None,
     }
 }
 
-fn dscp_list(v: &Value, field: &str) -> Result<Vec<u8>, ConfigError> {
-    let list = v
-        .as_array()
-        .filter(|l| !l.is_empty())
-        .ok_or_else(|| err(field, "must be a non-empty array of integers 0-63"))?;
-    list.iter()
-        .map(|x| match x.as_u64() {
-            Some(n) if n <= 63 => Ok(n as u8),
-            _ => Err(err(field, format!("holds {x}, not an integer 0-63"))),
-        })
-        .collect()
-}
-
-fn parse_rate_cap(v: &Value, field: &str) -> Result<Option<RateCapConfig>, ConfigError> {
-    if v.is_null() {
-        return Ok(None);
+/// serde reads an object tagged by `kind` (a `qdisc`, a meter's `action`) from a buffered copy, so the path of an
+/// error inside one stops at the object (dtolnay/path-to-error#1): this reads the object again as its kind, which
+/// names the field. None: not such an object, or no error in it.
+fn error_in_tagged(key: &str, v: &Value, path: &str) -> Option<ConfigError> {
+    let kind = v.get("kind")?.as_str()?;
+    let mut fields = v.as_object()?.clone();
+    fields.remove("kind");
+    let fields = Value::Object(fields);
+    match key {
+        "qdisc" => QdiscConfig::error_in(kind, &fields, path),
+        "action" => MeterActionConfig::error_in(kind, &fields, path),
+        _ => None,
     }
-    let obj = v.as_object().ok_or_else(|| err(field, "must be null or an object {kbit, burst_bytes}"))?;
-    check_keys(obj, &format!("{field}."), &["kbit", "burst_bytes"])?;
-    let bits_per_s = bits_per_s(obj, &format!("{field}.kbit"))?;
-    let burst_bytes = integer(obj, "burst_bytes", &format!("{field}.burst_bytes"), 1514, u32::MAX as u64)?;
-    Ok(Some(RateCapConfig { bits_per_s, burst_bytes }))
 }
 
-fn parse_meter(v: &Value, field: &str, n_bands: usize) -> Result<MeterConfig, ConfigError> {
-    let obj =
-        v.as_object().ok_or_else(|| err(field, "must be an object {dscp, per, window_ms, limit_kbit, action}"))?;
-    check_keys(obj, &format!("{field}."), &["dscp", "per", "window_ms", "limit_kbit", "action"])?;
-    let f = |k: &str| format!("{field}.{k}");
-    let dscp = dscp_list(required(obj, "dscp", &f("dscp"))?, &f("dscp"))?;
-    let per_flow = match required(obj, "per", &f("per"))?.as_str() {
-        Some("flow") => true,
-        Some("class") => false,
-        _ => return Err(err(&f("per"), "must be \"flow\" or \"class\"")),
-    };
-    let window_ms = number(obj, "window_ms", &f("window_ms"), 0.0, 1e6, true)?;
-    let limit_kbit = number(obj, "limit_kbit", &f("limit_kbit"), 0.0, 10_000_000.0, true)?;
-    let a = required(obj, "action", &f("action"))?
-        .as_object()
-        .ok_or_else(|| err(&f("action"), "must be an object with a kind"))?;
-    let af = |k: &str| format!("{field}.action.{k}");
-    let ap = format!("{field}.action.");
-    let action = match a.get("kind").and_then(|k| k.as_str()) {
-        Some("demote") => {
-            check_keys(a, &ap, &["kind", "to_band", "hold_ms"])?;
-            let to_band = integer(a, "to_band", &af("to_band"), 0, 15)? as usize;
-            if to_band >= n_bands {
-                return Err(err(&af("to_band"), format!("is {to_band}, but the prio has bands 0 to {}", n_bands - 1)));
-            }
-            MeterActionConfig::Demote { to_band, hold_ms: number(a, "hold_ms", &af("hold_ms"), 0.0, 1e7, true)? }
-        }
-        Some("ce_all") => {
-            check_keys(a, &ap, &["kind", "hold_ms"])?;
-            MeterActionConfig::CeAll { hold_ms: number(a, "hold_ms", &af("hold_ms"), 0.0, 1e7, true)? }
-        }
-        Some("ce_fraction") => {
-            check_keys(a, &ap, &["kind", "gain", "initial_fraction"])?;
-            MeterActionConfig::CeFraction {
-                gain: number(a, "gain", &af("gain"), 0.0, 1e6, true)?,
-                initial_fraction: number(a, "initial_fraction", &af("initial_fraction"), 0.0, 1.0, false)?,
-            }
-        }
-        _ => return Err(err(&af("kind"), "is required, one of: demote, ce_all, ce_fraction")),
-    };
-    Ok(MeterConfig { dscp, per_flow, window_ms, limit_kbit, action })
+/// A serde error as a problem of the field at `path`. serde names a missing field and an unknown one only in its
+/// message ("missing field `x`", "unknown field `x`, expected one of ...").
+fn serde_error(path: &str, message: &str) -> ConfigError {
+    if let Some(name) = message.strip_prefix("missing field `").and_then(|m| m.strip_suffix('`')) {
+        return ConfigError::new(
+            &field(path, name),
+            "is required (the bottleneck takes the normalised link: netem fills every default)",
+        );
+    }
+    let path = if path.is_empty() { "(link)" } else { path };
+    match message.strip_prefix("unknown field `").and_then(|m| m.split_once(", ")) {
+        Some((_, allowed)) => ConfigError::new(path, format!("is not a known field ({allowed})")),
+        None => ConfigError::new(path, format!("is not valid ({message})")),
+    }
 }
 
 #[cfg(test)]
 pub mod testing {
     //! Complete normalised links for the tests: the bottleneck fills in nothing, so every test spells out a whole
-    //! link. The disciplines' parameters here are Linux's defaults (what netem fills in from the schema).
+    //! link. Each discipline's own file has a complete one of its kind (`test_json`), with Linux's defaults.
+    pub use crate::qdisc::codel::test_json as codel;
+    pub use crate::qdisc::fifo::test_json as fifo;
+    pub use crate::qdisc::fq_codel::test_json as fq_codel;
+    pub use crate::qdisc::pie::test_json as pie;
+    pub use crate::qdisc::sfq::test_json as sfq;
     use serde_json::{json, Value};
 
     /// A link with this delay, rate and discipline; no jitter, no loss.
@@ -604,26 +492,6 @@ pub mod testing {
     /// A constant rate with a bucket of two full-size frames.
     pub fn kbit(kbit: u64) -> Value {
         json!({"kbit": kbit, "burst_bytes": 3028})
-    }
-
-    pub fn fifo(limit_packets: u64) -> Value {
-        json!({"kind": "fifo", "limit_packets": limit_packets})
-    }
-
-    pub fn codel(ecn: bool) -> Value {
-        json!({"kind": "codel", "target_ms": 5, "interval_ms": 100, "limit_packets": 1000, "ecn": ecn})
-    }
-
-    pub fn pie(ecn: bool) -> Value {
-        json!({"kind": "pie", "target_ms": 15, "tupdate_ms": 15, "alpha": 2, "beta": 20, "limit_packets": 1000, "ecn": ecn})
-    }
-
-    pub fn sfq(limit_packets: u64) -> Value {
-        json!({"kind": "sfq", "limit_packets": limit_packets, "quantum_bytes": 1514, "perturb_s": 0, "divisor": 1024})
-    }
-
-    pub fn fq_codel(ecn: bool) -> Value {
-        json!({"kind": "fq_codel", "target_ms": 5, "interval_ms": 100, "limit_packets": 10240, "quantum_bytes": 1514, "flows": 1024, "ecn": ecn})
     }
 
     /// A prio of these bands (each given `rate_cap: null` unless it has one) and meters.
@@ -738,7 +606,7 @@ mod tests {
             c.rate,
             RateConfig::Schedule { steps: vec![RateStep { at_ns: 0, bits_per_s: 1_000_000 }], burst_bytes: 3028 }
         );
-        assert_eq!(c.qdisc, QdiscConfig::Fifo { limit: FifoLimit::Bytes(37500) });
+        assert_eq!(c.qdisc, QdiscConfig::Fifo(FifoConfig { limit_packets: None, limit_bytes: Some(37500) }));
     }
 
     #[test]
@@ -933,5 +801,89 @@ mod tests {
             text,
             r#"{"delay_ms":25,"jitter_ms":0,"loss_percent":0,"qdisc":{"kind":"fifo","limit_bytes":37500},"rate":{"burst_bytes":3028,"kbit":1000}}"#
         );
+    }
+
+    #[test]
+    fn an_array_in_place_of_an_object_is_refused() {
+        // serde derive would read these as the objects' fields in order.
+        let capped =
+            prio(json!([{"dscp": [46], "qdisc": fifo(10), "rate_cap": [2000, 3028]}, {"qdisc": fifo(10)}]), json!([]));
+        let e = parse_link(&link(0, kbit(1000), capped), &no_trace).unwrap_err();
+        assert_eq!(e.field, "qdisc.bands[0].rate_cap", "{e}");
+        let e = parse_link(&link(0, json!([1000, [], "/t", 3028]), fifo(10)), &no_trace).unwrap_err();
+        assert_eq!(e.field, "rate", "{e}");
+        let e = parse_link(&json!([0, 0, 0, null, fifo(10)]), &no_trace).unwrap_err();
+        assert_eq!(e.field, "(link)", "{e}");
+    }
+
+    /// One link of each leaf discipline at the top, and a prio with each of them in a band.
+    fn every_discipline() -> Vec<Value> {
+        let leaves =
+            [fifo(10), json!({"kind": "fifo", "limit_bytes": 3000}), codel(false), pie(true), sfq(127), fq_codel(true)];
+        let mut links: Vec<Value> = leaves.iter().map(|q| link(0, kbit(1000), q.clone())).collect();
+        let mut bands: Vec<Value> =
+            leaves.iter().enumerate().map(|(i, q)| json!({"dscp": [i + 10], "qdisc": q.clone()})).collect();
+        bands.push(json!({"qdisc": fifo(10), "rate_cap": {"kbit": 500.5, "burst_bytes": 3028}}));
+        links.push(link(0, kbit(1000), prio(Value::Array(bands), json!([]))));
+        links
+    }
+
+    #[test]
+    fn an_unknown_field_in_a_discipline_is_refused_naming_its_path() {
+        for v in every_discipline() {
+            let q = &v["qdisc"];
+            if q["kind"] == "prio" {
+                for (i, band) in q["bands"].as_array().unwrap().iter().enumerate() {
+                    let mut bad = v.clone();
+                    bad["qdisc"]["bands"][i]["qdisc"]["extra"] = json!(1);
+                    let e = parse_link(&bad, &no_trace).unwrap_err();
+                    assert_eq!(e.field, format!("qdisc.bands[{i}].qdisc.extra"), "{} {e}", band["qdisc"]["kind"]);
+                }
+            }
+            let mut bad = v.clone();
+            bad["qdisc"]["extra"] = json!(1);
+            let e = parse_link(&bad, &no_trace).unwrap_err();
+            assert_eq!(e.field, "qdisc.extra", "{} {e}", q["kind"]);
+            assert!(e.to_string().contains("is not a known field"), "{e}");
+        }
+        // A value of the wrong type inside a band, or inside a meter's action, is named the same way.
+        let mut v = every_discipline().pop().unwrap();
+        v["qdisc"]["bands"][3]["qdisc"]["alpha"] = json!(1.5);
+        assert_eq!(parse_link(&v, &no_trace).unwrap_err().field, "qdisc.bands[3].qdisc.alpha");
+        let two = json!([{"dscp": [46], "qdisc": fifo(10)}, {"qdisc": fifo(10)}]);
+        let meter = json!([{"dscp": [46], "per": "flow", "window_ms": 150, "limit_kbit": 2000, "action": {"kind": "ce_all", "hold_ms": "long"}}]);
+        let e = parse_link(&link(0, kbit(1000), prio(two, meter)), &no_trace).unwrap_err();
+        assert_eq!(e.field, "qdisc.meters[0].action.hold_ms", "{e}");
+    }
+
+    #[test]
+    fn a_missing_discipline_field_is_refused_naming_it() {
+        for q in [codel(true), pie(false), sfq(127), fq_codel(true)] {
+            for key in q.as_object().unwrap().keys().filter(|k| *k != "kind") {
+                let mut without = q.clone();
+                without.as_object_mut().unwrap().remove(key);
+                let e = parse_link(&link(0, kbit(1000), without.clone()), &no_trace).unwrap_err();
+                assert_eq!(e.field, format!("qdisc.{key}"), "{e}");
+                assert!(e.to_string().contains("is required"), "{e}");
+                let in_band = prio(json!([{"dscp": [46], "qdisc": without}, {"qdisc": fifo(10)}]), json!([]));
+                let e = parse_link(&link(0, kbit(1000), in_band), &no_trace).unwrap_err();
+                assert_eq!(e.field, format!("qdisc.bands[0].qdisc.{key}"), "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_discipline_reads_back_what_it_writes() {
+        let mut kinds = Vec::new();
+        for v in every_discipline().into_iter().chain(complete_links()) {
+            let c = parse_link(&v, &trace_1_1_2_4).unwrap();
+            let again = parse_link(&c.to_json(), &trace_1_1_2_4).unwrap();
+            assert_eq!(again, c, "{v}");
+            assert_eq!(again.to_json(), v);
+            kinds.push(v["qdisc"]["kind"].as_str().unwrap().to_string());
+        }
+        for kind in KINDS.split(", ") {
+            assert!(kinds.iter().any(|k| k == kind), "{kind}");
+        }
     }
 }

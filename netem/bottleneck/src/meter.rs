@@ -11,9 +11,119 @@
 //! A hold is not extended while it runs: the rate of the window in which it ends decides whether a new one starts.
 //! Every start, end and window is recorded (`MeterRecord`, written as JSON lines by actions.rs).
 
-use crate::config::{MeterActionConfig, MeterConfig};
+use crate::config::{check_integer, check_number, field, kbit_to_bits, read, whole_bits, ConfigError};
 use crate::packet::Packet;
+use crate::qdisc::prio::check_dscp;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::HashMap;
+
+/// A rate meter of a prio discipline, as the link gives it.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeterConfig {
+    pub dscp: Vec<u8>,
+    pub per: MeterPer,
+    pub window_ms: f64,
+    pub limit_kbit: f64,
+    pub action: MeterActionConfig,
+}
+
+/// One meter per 5-tuple flow, or one for all packets of the meter's DSCPs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MeterPer {
+    Flow,
+    Class,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum MeterActionConfig {
+    Demote(DemoteAction),
+    CeAll(CeAllAction),
+    CeFraction(CeFractionAction),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DemoteAction {
+    pub to_band: usize,
+    pub hold_ms: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CeAllAction {
+    pub hold_ms: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CeFractionAction {
+    pub gain: f64,
+    pub initial_fraction: f64,
+}
+
+impl MeterConfig {
+    /// The schema's ranges (`path`: the meter's, e.g. `qdisc.meters[0]`); a demote goes to one of the `n_bands`.
+    pub fn validate(&self, path: &str, n_bands: usize) -> Result<(), ConfigError> {
+        check_dscp(&field(path, "dscp"), &self.dscp)?;
+        check_number(path, "window_ms", self.window_ms, 0.0, 1e6, true)?;
+        check_number(path, "limit_kbit", self.limit_kbit, 0.0, 10_000_000.0, true)?;
+        let action = field(path, "action");
+        match &self.action {
+            MeterActionConfig::Demote(a) => {
+                check_integer(&action, "to_band", a.to_band as u64, 0, 15)?;
+                if a.to_band >= n_bands {
+                    let problem = format!("is {}, but the prio has bands 0 to {}", a.to_band, n_bands - 1);
+                    return Err(ConfigError::new(&field(&action, "to_band"), problem));
+                }
+                check_number(&action, "hold_ms", a.hold_ms, 0.0, 1e7, true)
+            }
+            MeterActionConfig::CeAll(a) => check_number(&action, "hold_ms", a.hold_ms, 0.0, 1e7, true),
+            MeterActionConfig::CeFraction(a) => {
+                check_number(&action, "gain", a.gain, 0.0, 1e6, true)?;
+                check_number(&action, "initial_fraction", a.initial_fraction, 0.0, 1.0, false)
+            }
+        }
+    }
+}
+
+impl MeterActionConfig {
+    /// The error in an action serde could not read, found by reading its kind's fields alone (config.rs `read`).
+    pub fn error_in(kind: &str, fields: &Value, path: &str) -> Option<ConfigError> {
+        match kind {
+            "demote" => read::<DemoteAction>(fields, path).err(),
+            "ce_all" => read::<CeAllAction>(fields, path).err(),
+            "ce_fraction" => read::<CeFractionAction>(fields, path).err(),
+            other => Some(ConfigError::new(
+                &field(path, "kind"),
+                format!("is {other:?}, allowed: demote, ce_all, ce_fraction"),
+            )),
+        }
+    }
+}
+
+/// A band's rate cap, as the link gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateCapConfig {
+    #[serde(serialize_with = "whole_bits")]
+    pub kbit: f64,
+    pub burst_bytes: u64,
+}
+
+impl RateCapConfig {
+    pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
+        kbit_to_bits(path, "kbit", self.kbit)?;
+        check_integer(path, "burst_bytes", self.burst_bytes, 1514, u32::MAX.into())
+    }
+
+    pub fn bits_per_s(&self) -> u64 {
+        (self.kbit * 1000.0).round() as u64
+    }
+}
 
 /// A flow's addresses, protocol and ports, for the action log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -144,7 +254,7 @@ impl Meter {
         Meter {
             index,
             dscp: cfg.dscp.clone(),
-            per_flow: cfg.per_flow,
+            per_flow: cfg.per == MeterPer::Flow,
             window_ns,
             limit_bps: (cfg.limit_kbit * 1000.0).round() as u64,
             action: cfg.action.clone(),
@@ -155,9 +265,9 @@ impl Meter {
 
     fn action_kind(&self) -> ActionKind {
         match self.action {
-            MeterActionConfig::Demote { .. } => ActionKind::Demote,
-            MeterActionConfig::CeAll { .. } => ActionKind::CeAll,
-            MeterActionConfig::CeFraction { .. } => ActionKind::CeFraction,
+            MeterActionConfig::Demote(_) => ActionKind::Demote,
+            MeterActionConfig::CeAll(_) => ActionKind::CeAll,
+            MeterActionConfig::CeFraction(_) => ActionKind::CeFraction,
         }
     }
 
@@ -174,7 +284,7 @@ impl Meter {
         let key = if self.per_flow { packet.flow_hash } else { 0 };
         let per_flow = self.per_flow;
         let initial = match self.action {
-            MeterActionConfig::CeFraction { initial_fraction, .. } => initial_fraction,
+            MeterActionConfig::CeFraction(a) => a.initial_fraction,
             _ => 0.0,
         };
         let st = self.flows.entry(key).or_insert_with(|| FlowState {
@@ -185,15 +295,15 @@ impl Meter {
         st.window_bytes += packet.wire_bytes as u64;
         let holding = st.hold_until_ns.is_some_and(|t| now_ns < t);
         match self.action {
-            MeterActionConfig::Demote { to_band, .. } if holding => {
+            MeterActionConfig::Demote(DemoteAction { to_band, .. }) if holding => {
                 st.demoted += 1;
                 return Some(to_band);
             }
-            MeterActionConfig::CeAll { .. } if holding && packet.is_ect() => {
+            MeterActionConfig::CeAll(_) if holding && packet.is_ect() => {
                 packet.set_ce();
                 st.ce_marked += 1;
             }
-            MeterActionConfig::CeFraction { .. } if packet.is_ect() && st.fraction > 0.0 => {
+            MeterActionConfig::CeFraction(_) if packet.is_ect() && st.fraction > 0.0 => {
                 st.credit += st.fraction;
                 if st.credit >= 1.0 - 1e-9 {
                     st.credit -= 1.0;
@@ -233,7 +343,8 @@ impl Meter {
                 }
             }
             match action {
-                MeterActionConfig::Demote { hold_ms, .. } | MeterActionConfig::CeAll { hold_ms } => {
+                MeterActionConfig::Demote(DemoteAction { hold_ms, .. })
+                | MeterActionConfig::CeAll(CeAllAction { hold_ms }) => {
                     if st.hold_until_ns.is_none() && rate_bps > limit_bps {
                         let until = end_ns + ((hold_ms * 1e6).round() as u64).max(1);
                         st.hold_until_ns = Some(until);
@@ -246,13 +357,13 @@ impl Meter {
                             ..base
                         });
                     }
-                    st.fraction = if matches!(action, MeterActionConfig::CeAll { .. }) && st.hold_until_ns.is_some() {
+                    st.fraction = if matches!(action, MeterActionConfig::CeAll(_)) && st.hold_until_ns.is_some() {
                         1.0
                     } else {
                         0.0
                     };
                 }
-                MeterActionConfig::CeFraction { gain, .. } => {
+                MeterActionConfig::CeFraction(CeFractionAction { gain, .. }) => {
                     was_active |= st.fraction > 0.0;
                     let excess = (rate_bps as f64 - limit_bps as f64) / limit_bps as f64;
                     st.fraction = (st.fraction + gain * excess).clamp(0.0, 1.0);

@@ -2,9 +2,45 @@
 //! tail drop at `limit` packets on enqueue.
 
 use super::codel_core::{codel_dequeue, CodelParams, CodelQueue, CodelVars};
-use super::{Dropped, Qdisc};
+use super::{Dropped, Qdisc, QdiscParams};
+use crate::config::{check_integer, check_number, ConfigError};
 use crate::packet::{Event, Packet};
+use rand::rngs::SmallRng;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+
+/// codel's parameters (tc's `target`, `interval`, `limit`, `ecn`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CodelConfig {
+    pub target_ms: f64,
+    pub interval_ms: f64,
+    pub limit_packets: u64,
+    pub ecn: bool,
+}
+
+impl QdiscParams for CodelConfig {
+    fn validate(&self, path: &str) -> Result<(), ConfigError> {
+        check_number(path, "target_ms", self.target_ms, 0.0, 1e6, true)?;
+        check_number(path, "interval_ms", self.interval_ms, 0.0, 1e6, true)?;
+        check_integer(path, "limit_packets", self.limit_packets, 1, u32::MAX.into())
+    }
+
+    fn max_packets(&self) -> u64 {
+        self.limit_packets
+    }
+
+    fn build(&self, _now_ns: u64, _rng: &mut SmallRng) -> Box<dyn Qdisc> {
+        let params = CodelParams::new(self.target_ms, self.interval_ms, self.ecn);
+        Box::new(Codel::new(params, self.limit_packets as usize))
+    }
+}
+
+/// A complete codel as the link gives it, for the tests (config::testing): Linux's defaults, what netem fills in.
+#[cfg(test)]
+pub fn test_json(ecn: bool) -> serde_json::Value {
+    serde_json::json!({"kind": "codel", "target_ms": 5, "interval_ms": 100, "limit_packets": 1000, "ecn": ecn})
+}
 
 pub struct Codel {
     params: CodelParams,

@@ -1,10 +1,72 @@
 //! DropTail FIFO: Linux pfifo (limit in packets) and bfifo (limit in bytes), net/sched/sch_fifo.c.
 //! A packet that does not fit is dropped at the tail.
 
-use super::{Dropped, Qdisc};
-use crate::config::FifoLimit;
+use super::{Dropped, Qdisc, QdiscParams};
+use crate::config::{check_integer, field, optional, ConfigError};
 use crate::packet::{Event, Packet};
+use rand::rngs::SmallRng;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+
+/// fifo's parameters: exactly one of `limit_packets` (pfifo) and `limit_bytes` (bfifo). netem turns a scenario's
+/// `limit_ms` into bytes at the link's first rate, so the bottleneck refuses `limit_ms`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FifoConfig {
+    #[serde(default, deserialize_with = "optional", skip_serializing_if = "Option::is_none")]
+    pub limit_packets: Option<u64>,
+    #[serde(default, deserialize_with = "optional", skip_serializing_if = "Option::is_none")]
+    pub limit_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FifoLimit {
+    Packets(u64),
+    Bytes(u64),
+}
+
+impl FifoConfig {
+    /// The limit of a validated config (which has exactly one).
+    pub fn limit(&self) -> FifoLimit {
+        match (self.limit_packets, self.limit_bytes) {
+            (_, Some(bytes)) => FifoLimit::Bytes(bytes),
+            (packets, None) => FifoLimit::Packets(packets.unwrap_or(0)),
+        }
+    }
+}
+
+impl QdiscParams for FifoConfig {
+    fn validate(&self, path: &str) -> Result<(), ConfigError> {
+        match (self.limit_packets, self.limit_bytes) {
+            (Some(n), None) => check_integer(path, "limit_packets", n, 1, u32::MAX.into()),
+            (None, Some(n)) => check_integer(path, "limit_bytes", n, 1, u32::MAX.into()),
+            (Some(_), Some(_)) => {
+                Err(ConfigError::new(path, "fifo takes exactly one of limit_packets, limit_bytes (got both)"))
+            }
+            (None, None) => Err(ConfigError::new(
+                &field(path, "limit_packets"),
+                "is required (fifo takes exactly one of limit_packets, limit_bytes)",
+            )),
+        }
+    }
+
+    fn max_packets(&self) -> u64 {
+        match self.limit() {
+            FifoLimit::Packets(n) => n,
+            FifoLimit::Bytes(b) => b / 64 + 1,
+        }
+    }
+
+    fn build(&self, _now_ns: u64, _rng: &mut SmallRng) -> Box<dyn Qdisc> {
+        Box::new(Fifo::new(self.limit()))
+    }
+}
+
+/// A complete fifo as the link gives it, for the tests (config::testing): Linux's defaults, what netem fills in.
+#[cfg(test)]
+pub fn test_json(limit_packets: u64) -> serde_json::Value {
+    serde_json::json!({"kind": "fifo", "limit_packets": limit_packets})
+}
 
 pub struct Fifo {
     limit: FifoLimit,

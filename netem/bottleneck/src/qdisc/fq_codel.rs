@@ -7,9 +7,49 @@
 //! Linux's memory_limit (32 MB of buffers) is not modelled.
 
 use super::codel_core::{codel_dequeue, CodelParams, CodelQueue, CodelVars};
-use super::{Dropped, Qdisc};
+use super::{Dropped, Qdisc, QdiscParams};
+use crate::config::{check_integer, check_number, ConfigError};
 use crate::packet::{Event, Packet};
+use rand::rngs::SmallRng;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+
+/// fq_codel's parameters (tc's `target`, `interval`, `limit`, `quantum`, `flows`, `ecn`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FqCodelConfig {
+    pub target_ms: f64,
+    pub interval_ms: f64,
+    pub limit_packets: u64,
+    pub quantum_bytes: u64,
+    pub flows: u32,
+    pub ecn: bool,
+}
+
+impl QdiscParams for FqCodelConfig {
+    fn validate(&self, path: &str) -> Result<(), ConfigError> {
+        check_number(path, "target_ms", self.target_ms, 0.0, 1e6, true)?;
+        check_number(path, "interval_ms", self.interval_ms, 0.0, 1e6, true)?;
+        check_integer(path, "limit_packets", self.limit_packets, 1, u32::MAX.into())?;
+        check_integer(path, "quantum_bytes", self.quantum_bytes, 64, u32::MAX.into())?;
+        check_integer(path, "flows", self.flows.into(), 1, 65536)
+    }
+
+    fn max_packets(&self) -> u64 {
+        self.limit_packets
+    }
+
+    fn build(&self, _now_ns: u64, _rng: &mut SmallRng) -> Box<dyn Qdisc> {
+        let params = CodelParams::new(self.target_ms, self.interval_ms, self.ecn);
+        Box::new(FqCodel::new(params, self.limit_packets as usize, self.quantum_bytes as i64, self.flows))
+    }
+}
+
+/// A complete fq_codel as the link gives it, for the tests (config::testing): Linux's defaults, what netem fills in.
+#[cfg(test)]
+pub fn test_json(ecn: bool) -> serde_json::Value {
+    serde_json::json!({"kind": "fq_codel", "target_ms": 5, "interval_ms": 100, "limit_packets": 10240, "quantum_bytes": 1514, "flows": 1024, "ecn": ecn})
+}
 
 const DROP_BATCH_PACKETS: usize = 64;
 

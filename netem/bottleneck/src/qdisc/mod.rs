@@ -1,5 +1,6 @@
-//! Queue disciplines: one module each, all behind one enqueue/dequeue interface (as Linux's `Qdisc_ops`),
-//! parameters named and defaulted as `tc` names them (see config.rs).
+//! Queue disciplines: one module each, all behind one enqueue/dequeue interface (as Linux's `Qdisc_ops`). Each
+//! module also owns its parameters as the link gives them (`QdiscParams`: named as `tc` names them, their ranges,
+//! how they build the discipline), so a new parameter is a change to scenarios/schema.json and that module.
 
 pub mod codel;
 pub mod codel_core;
@@ -9,7 +10,7 @@ pub mod pie;
 pub mod prio;
 pub mod sfq;
 
-use crate::config::QdiscConfig;
+use crate::config::{ConfigError, QdiscConfig};
 use crate::packet::{Event, Packet};
 use rand::rngs::SmallRng;
 
@@ -43,56 +44,20 @@ pub trait Qdisc {
     fn drain(&mut self) -> Vec<Packet>;
 }
 
-/// Builds the discipline a config names. `rng` seeds the randomised ones (PIE's drops, SFQ's hash perturbation).
+/// A discipline's parameters, as the link gives them (a struct read by serde in the discipline's module).
+pub trait QdiscParams {
+    /// The schema's ranges; an error names the field under `path`, where the discipline is in the link (`qdisc`,
+    /// `qdisc.bands[1].qdisc`).
+    fn validate(&self, path: &str) -> Result<(), ConfigError>;
+    /// Packets the discipline can hold at most (for the NFQUEUE queue length); a byte limit counts 64-byte packets.
+    fn max_packets(&self) -> u64;
+    /// The discipline; `rng` seeds the randomised ones (PIE's drops, SFQ's hash perturbation).
+    fn build(&self, now_ns: u64, rng: &mut SmallRng) -> Box<dyn Qdisc>;
+}
+
+/// Builds the discipline a config names.
 pub fn build(cfg: &QdiscConfig, now_ns: u64, rng: &mut SmallRng) -> Box<dyn Qdisc> {
-    use rand::SeedableRng;
-    match cfg {
-        QdiscConfig::Fifo { limit } => Box::new(fifo::Fifo::new(limit.clone())),
-        QdiscConfig::Codel { target_ms, interval_ms, limit_packets, ecn } => Box::new(codel::Codel::new(
-            codel_core::CodelParams::new(*target_ms, *interval_ms, *ecn),
-            *limit_packets as usize,
-        )),
-        QdiscConfig::Pie { target_ms, tupdate_ms, alpha, beta, limit_packets, ecn } => Box::new(pie::Pie::new(
-            pie::PieParams {
-                target_ns: ms_to_ns(*target_ms),
-                tupdate_ns: ms_to_ns(*tupdate_ms),
-                alpha: *alpha,
-                beta: *beta,
-                limit_packets: *limit_packets as usize,
-                ecn: *ecn,
-            },
-            now_ns,
-            SmallRng::from_rng(rng).expect("rng"),
-        )),
-        QdiscConfig::Sfq { limit_packets, quantum_bytes, perturb_s, divisor } => Box::new(sfq::Sfq::new(
-            *limit_packets as usize,
-            *quantum_bytes as i64,
-            (*perturb_s * 1e9) as u64,
-            *divisor,
-            now_ns,
-            SmallRng::from_rng(rng).expect("rng"),
-        )),
-        QdiscConfig::FqCodel { target_ms, interval_ms, limit_packets, quantum_bytes, flows, ecn } => {
-            Box::new(fq_codel::FqCodel::new(
-                codel_core::CodelParams::new(*target_ms, *interval_ms, *ecn),
-                *limit_packets as usize,
-                *quantum_bytes as i64,
-                *flows,
-            ))
-        }
-        QdiscConfig::Prio { bands, meters } => {
-            let children = bands
-                .iter()
-                .map(|b| prio::Band {
-                    dscp: b.dscp.clone(),
-                    qdisc: build(&b.qdisc, now_ns, rng),
-                    cap: b.rate_cap.map(|c| crate::meter::RateCap::new(c.bits_per_s, c.burst_bytes, now_ns)),
-                })
-                .collect();
-            let meters = meters.iter().enumerate().map(|(i, m)| crate::meter::Meter::new(i as u8, m, now_ns)).collect();
-            Box::new(prio::Prio::new(children, meters))
-        }
-    }
+    cfg.params().build(now_ns, rng)
 }
 
 pub fn ms_to_ns(ms: f64) -> u64 {

@@ -11,14 +11,61 @@
 //! The probability is a float in [0, 1] here (Linux: fixed point over 2^56).
 
 use super::codel_core::MTU_BYTES;
-use super::{Dropped, Qdisc};
+use super::{ms_to_ns, Dropped, Qdisc, QdiscParams};
+use crate::config::{check_integer, check_number, ConfigError};
 use crate::packet::{Event, Packet};
 use rand::rngs::SmallRng;
-use rand::Rng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 const BURST_ALLOWANCE_NS: u64 = 150_000_000;
 const NONLINEAR_DELAY_NS: u64 = 250_000_000;
+
+/// pie's parameters (tc's `target`, `tupdate`, `alpha`, `beta`, `limit`, `ecn`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PieConfig {
+    pub target_ms: f64,
+    pub tupdate_ms: f64,
+    /// Units of 1/16, as tc takes them.
+    pub alpha: u32,
+    pub beta: u32,
+    pub limit_packets: u64,
+    pub ecn: bool,
+}
+
+impl QdiscParams for PieConfig {
+    fn validate(&self, path: &str) -> Result<(), ConfigError> {
+        check_number(path, "target_ms", self.target_ms, 0.0, 1e6, true)?;
+        check_number(path, "tupdate_ms", self.tupdate_ms, 0.0, 1e6, true)?;
+        check_integer(path, "alpha", self.alpha.into(), 0, 32)?;
+        check_integer(path, "beta", self.beta.into(), 0, 32)?;
+        check_integer(path, "limit_packets", self.limit_packets, 1, u32::MAX.into())
+    }
+
+    fn max_packets(&self) -> u64 {
+        self.limit_packets
+    }
+
+    fn build(&self, now_ns: u64, rng: &mut SmallRng) -> Box<dyn Qdisc> {
+        let params = PieParams {
+            target_ns: ms_to_ns(self.target_ms),
+            tupdate_ns: ms_to_ns(self.tupdate_ms),
+            alpha: self.alpha,
+            beta: self.beta,
+            limit_packets: self.limit_packets as usize,
+            ecn: self.ecn,
+        };
+        Box::new(Pie::new(params, now_ns, SmallRng::from_rng(rng).expect("rng")))
+    }
+}
+
+/// A complete pie as the link gives it, for the tests (config::testing): Linux's defaults, what netem fills in.
+#[cfg(test)]
+pub fn test_json(ecn: bool) -> serde_json::Value {
+    serde_json::json!({"kind": "pie", "target_ms": 15, "tupdate_ms": 15, "alpha": 2, "beta": 20, "limit_packets": 1000, "ecn": ecn})
+}
 
 #[derive(Debug, Clone)]
 pub struct PieParams {

@@ -5,9 +5,126 @@
 //! each packet on arrival and may mark it CE or move it to another band; and a band may have a rate cap (a token
 //! bucket, as the thesis' HTB baseline).
 
-use super::{Dropped, Qdisc};
-use crate::meter::{Meter, MeterRecord, RateCap};
+use super::{Dropped, Qdisc, QdiscParams};
+use crate::config::{field, nullable, optional, ConfigError, QdiscConfig};
+use crate::meter::{Meter, MeterConfig, MeterRecord, RateCap, RateCapConfig};
 use crate::packet::Packet;
+use rand::rngs::SmallRng;
+use serde::{Deserialize, Serialize};
+
+/// prio's parameters: 2 to 16 bands, and the rate meters (meter.rs).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrioConfig {
+    pub bands: Vec<PrioBand>,
+    pub meters: Vec<MeterConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrioBand {
+    /// Absent on the last band, which takes every DSCP the others do not list.
+    #[serde(default, deserialize_with = "optional", skip_serializing_if = "Option::is_none")]
+    pub dscp: Option<Vec<u8>>,
+    /// Any kind but prio.
+    pub qdisc: QdiscConfig,
+    /// A token bucket on the band (the thesis' HTB baseline): null for no cap.
+    #[serde(deserialize_with = "nullable")]
+    pub rate_cap: Option<RateCapConfig>,
+}
+
+impl PrioBand {
+    fn dscp(&self) -> &[u8] {
+        self.dscp.as_deref().unwrap_or_default()
+    }
+}
+
+impl QdiscParams for PrioConfig {
+    fn validate(&self, path: &str) -> Result<(), ConfigError> {
+        let bands = field(path, "bands");
+        if !(2..=16).contains(&self.bands.len()) {
+            return Err(ConfigError::new(&bands, format!("must have 2 to 16 bands (got {})", self.bands.len())));
+        }
+        for (i, band) in self.bands.iter().enumerate() {
+            let at = format!("{bands}[{i}]");
+            let dscp_field = field(&at, "dscp");
+            let last = i + 1 == self.bands.len();
+            match &band.dscp {
+                None if !last => return Err(ConfigError::new(&dscp_field, "is required on every band but the last")),
+                Some(_) if last => {
+                    return Err(ConfigError::new(
+                        &dscp_field,
+                        "must be absent on the last band (it takes every other DSCP)",
+                    ))
+                }
+                Some(dscp) => {
+                    check_dscp(&dscp_field, dscp)?;
+                    // A DSCP in two bands would only ever reach the first: netem refuses it, so must we.
+                    if let Some(d) = dscp.iter().find(|d| self.bands[..i].iter().any(|b| b.dscp().contains(*d))) {
+                        return Err(ConfigError::new(
+                            &dscp_field,
+                            format!("holds {d}, which an earlier band already lists"),
+                        ));
+                    }
+                }
+                None => {}
+            }
+            let qdisc = field(&at, "qdisc");
+            if let QdiscConfig::Prio(_) = band.qdisc {
+                return Err(nested_prio(&qdisc));
+            }
+            band.qdisc.validate(&qdisc)?;
+            if let Some(cap) = &band.rate_cap {
+                cap.validate(&field(&at, "rate_cap"))?;
+            }
+        }
+        let meters = field(path, "meters");
+        if self.meters.len() > 255 {
+            return Err(ConfigError::new(&meters, format!("must have at most 255 meters (got {})", self.meters.len())));
+        }
+        for (i, meter) in self.meters.iter().enumerate() {
+            meter.validate(&format!("{meters}[{i}]"), self.bands.len())?;
+        }
+        Ok(())
+    }
+
+    fn max_packets(&self) -> u64 {
+        self.bands.iter().map(|b| b.qdisc.max_packets()).sum()
+    }
+
+    fn build(&self, now_ns: u64, rng: &mut SmallRng) -> Box<dyn Qdisc> {
+        let bands = self
+            .bands
+            .iter()
+            .map(|b| Band {
+                dscp: b.dscp().to_vec(),
+                qdisc: b.qdisc.params().build(now_ns, rng),
+                cap: b.rate_cap.map(|c| RateCap::new(c.bits_per_s(), c.burst_bytes, now_ns)),
+            })
+            .collect();
+        let meters = self.meters.iter().enumerate().map(|(i, m)| Meter::new(i as u8, m, now_ns)).collect();
+        Box::new(Prio::new(bands, meters))
+    }
+}
+
+/// The error for a prio as a band's discipline (`band_qdisc`: the band's `qdisc` path).
+pub fn nested_prio(band_qdisc: &str) -> ConfigError {
+    ConfigError::new(
+        &field(band_qdisc, "kind"),
+        "cannot be prio inside a prio band (allowed: fifo, codel, pie, sfq, fq_codel)",
+    )
+}
+
+/// A DSCP list (a band's, a meter's): not empty, each 0-63.
+pub fn check_dscp(path: &str, dscp: &[u8]) -> Result<(), ConfigError> {
+    if dscp.is_empty() {
+        return Err(ConfigError::new(path, "must be a non-empty array of integers 0-63"));
+    }
+    match dscp.iter().find(|d| **d > 63) {
+        Some(d) => Err(ConfigError::new(path, format!("holds {d}, not an integer 0-63"))),
+        None => Ok(()),
+    }
+}
 
 pub struct Band {
     pub dscp: Vec<u8>,

@@ -4,11 +4,54 @@
 //! (deficit round robin); a new flow joins at the end of the round; when `limit` packets are queued, the
 //! longest flow loses its tail packet. Linux also caps each flow at 127 packets (`depth`), kept here.
 
-use super::{Dropped, Qdisc};
+use super::{Dropped, Qdisc, QdiscParams};
+use crate::config::{check_integer, check_number, ConfigError};
 use crate::packet::{Event, Packet};
 use rand::rngs::SmallRng;
-use rand::Rng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
+
+/// sfq's parameters (tc's `limit`, `quantum`, `perturb`, `divisor`). netem turns a scenario's `limit_ms` into
+/// packets, so the bottleneck refuses `limit_ms`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SfqConfig {
+    pub limit_packets: u64,
+    pub quantum_bytes: u64,
+    pub perturb_s: f64,
+    pub divisor: u32,
+}
+
+impl QdiscParams for SfqConfig {
+    fn validate(&self, path: &str) -> Result<(), ConfigError> {
+        check_integer(path, "limit_packets", self.limit_packets, 2, u32::MAX.into())?;
+        check_integer(path, "quantum_bytes", self.quantum_bytes, 64, u32::MAX.into())?;
+        check_number(path, "perturb_s", self.perturb_s, 0.0, 1e6, false)?;
+        check_integer(path, "divisor", self.divisor.into(), 1, 65536)
+    }
+
+    fn max_packets(&self) -> u64 {
+        self.limit_packets
+    }
+
+    fn build(&self, now_ns: u64, rng: &mut SmallRng) -> Box<dyn Qdisc> {
+        Box::new(Sfq::new(
+            self.limit_packets as usize,
+            self.quantum_bytes as i64,
+            (self.perturb_s * 1e9) as u64,
+            self.divisor,
+            now_ns,
+            SmallRng::from_rng(rng).expect("rng"),
+        ))
+    }
+}
+
+/// A complete sfq as the link gives it, for the tests (config::testing): Linux's defaults, what netem fills in.
+#[cfg(test)]
+pub fn test_json(limit_packets: u64) -> serde_json::Value {
+    serde_json::json!({"kind": "sfq", "limit_packets": limit_packets, "quantum_bytes": 1514, "perturb_s": 0, "divisor": 1024})
+}
 
 const MAX_DEPTH_PACKETS: usize = 127;
 
