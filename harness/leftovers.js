@@ -6,7 +6,7 @@
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cleanAll, leftoverIds } from '../netem/cleanup.js';
+import { alive, cleanAll, leftoverIds } from '../netem/cleanup.js';
 import { loadState } from '../netem/state.js';
 
 /** Chromium profiles in the temporary directory: rtclab-chromium-<id>-<host>-XXXXXX for a browser in a run's host. */
@@ -22,16 +22,6 @@ export function browserProfiles() {
 export function removeProfiles(id) {
   for (const dir of browserProfiles()) {
     if (PROFILE_RE.exec(dir)?.[1] === id) rmSync(join(tmpdir(), dir), { recursive: true, force: true });
-  }
-}
-
-/** @param {number} pid */
-function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 

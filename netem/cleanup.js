@@ -9,8 +9,8 @@ import { NS_RE, ROOT_VETH_RE, NFT_TABLE_RE, checkId, nsName, names } from './nam
 import { releaseMgmtSubnet, removeState, stateIds, reservationIds, cliRunDir, loadState } from './state.js';
 import { removeGuestDir, guestDirIds } from './uml/guest.js';
 
-/** @param {number} pid */
-function alive(pid) {
+/** Whether process pid exists. @param {number} pid */
+export function alive(pid) {
   try {
     process.kill(pid, 0);
     return true;
