@@ -14,6 +14,8 @@ import { chooseBackend } from './backend.js';
 import { KernelBackend } from './kernel-backend.js';
 import { UserspaceBackend } from './userspace.js';
 import { UmlBackend } from './uml/backend.js';
+import { umlBinary } from './uml/guest.js';
+import { hostKernelHz, umlKernelHz } from './kernel-hz.js';
 import { Capture } from './captures.js';
 import { CrossTraffic, crossTrafficEndpoints } from './cross.js';
 import { markRuleLine, markTableRuleset, ruleCounters, MARK_TABLE } from './marking.js';
@@ -186,8 +188,12 @@ export class Network extends EventEmitter {
     if (!this.info.sysctl.set) log(`note: default congestion control ${cc} not set in a/b (${this.info.sysctl.error}); iperf3 sets it per flow with -C`);
     await phase('backend');
     await this.backend.start();
-    // The uml backend: the guest kernel that ran the qdiscs (uname -r inside it), for the manifest.
-    if (this.backend instanceof UmlBackend) this.info.backend = { ...this.info.backend, kernel: this.backend.kernel };
+    // The kernel that ran Linux's qdiscs, for the manifest: the uml guest's (uname -r inside it) and its tick rate.
+    if (this.backend instanceof UmlBackend) {
+      this.info.backend = { ...this.info.backend, kernel: this.backend.kernel, kernel_hz: umlKernelHz(umlBinary() ?? '') };
+    } else if (this.info.backend.used === 'kernel') {
+      this.info.backend = { ...this.info.backend, kernel_hz: hostKernelHz() };
+    }
   }
 
   /**

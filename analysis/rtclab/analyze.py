@@ -256,6 +256,8 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
             "backend": (run.manifest.get("backend") or {}).get("used"),
             # The uml backend's guest kernel, whose qdiscs the run went through (null for the other backends).
             "backend_kernel": (run.manifest.get("backend") or {}).get("kernel"),
+            # CONFIG_HZ of the kernel whose qdiscs ran (kernel, uml): Linux's PIE updates on its ticks.
+            "backend_kernel_hz": (run.manifest.get("backend") or {}).get("kernel_hz"),
             "call_start": t0, "duration_s": duration_s,
             "calls": len(multiflow.calls(run)),
         },

@@ -57,13 +57,21 @@ def _off_schedule_lines(m: dict[str, Any]) -> list[str]:
 _CHECK_MARK = {True: "ok  ", False: "FAIL", None: "n/m "}
 
 
+def _backend_kernel(run: dict[str, Any]) -> str:
+    """The kernel whose qdiscs ran the network, as the report's first line names it: the uml guest's, its HZ."""
+    parts = [f"guest kernel {run['backend_kernel']}"] if run.get("backend_kernel") else []
+    if run.get("backend_kernel_hz"):
+        parts.append(f"HZ {run['backend_kernel_hz']}")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
 def render(m: dict[str, Any]) -> str:
     out: list[str] = []
     run = m["run"]
     out.append(f"rtclab analysis of run {run['id']} ({run.get('scenario') or 'scenario unknown'}), "
                f"status {run.get('status') or 'unknown'}, {(run.get('duration_s') or 0):.1f} s, "
                f"backend {run.get('backend') or '-'}"
-               + (f" (guest kernel {run['backend_kernel']})" if run.get("backend_kernel") else ""))
+               + _backend_kernel(run))
     v = m.get("validity") or {}
     out.append(f"validity: {'valid' if v.get('valid') else ('INVALID' if v.get('valid') is False else 'unknown')}"
                + "".join(f"\n  {_CHECK_MARK[c.get('ok')]} {c.get('name')}: {c.get('detail', '')}"

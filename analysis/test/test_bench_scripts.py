@@ -4,6 +4,7 @@ hand-built pair of captures and ground-truth log, checked against values compute
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -117,3 +118,35 @@ def test_uml_probe_against_the_calls_reverse_packets(tmp_path):
     assert lines[1:] == [
         "     1.0-   2.0 s: probe max  24.0 ms (1 of 50 answers over 10 ms); reverse packets 250, max extra 0.0 ms",
         "     2.0-   3.0 s: probe max  13.0 ms (1 of 50 answers over 10 ms); reverse packets 250, max extra 12.0 ms"]
+
+
+def test_pie_timer_finds_the_update_period_and_checks_each_step(tmp_path):
+    """bench/uml/pie_timer.py on samples written here: sch_pie's probability updated every 40 ms by its own formula
+    (tupdate 30 ms at HZ 100), read every 2.5 ms; one stretch of 300 ms without updates (queue below target)."""
+    sys.path.insert(0, str(ROOT / "bench" / "uml"))
+    try:
+        import pie_timer
+    finally:
+        sys.path.pop(0)
+    lines, prob, qdelay_old, n_updates = [], 0.0, 0.0, 0
+    t, next_update = 100.0, 100.04
+    while t < 104.0:
+        qdelay = 0.030 + 0.010 * math.sin(t * 7)  # above the 20 ms target: every update moves the probability
+        if t >= next_update:
+            if not 101.0 <= t < 101.3:
+                prob += pie_timer.step(prob, qdelay, qdelay_old)
+                n_updates += 1
+            qdelay_old, next_update = qdelay, next_update + 0.040
+        lines.append(f"{t + 1.7e9:.6f} {t:.6f} 3 {int(prob * 2**64)} {int(qdelay * 1e6)} 30000 0\n")
+        t += 0.0025
+    (tmp_path / "pie-samples.txt").write_text("".join(lines))
+    (tmp_path / "pie-timer.json").write_text(json.dumps({"backend": {"kernel_hz": 100}, "tupdate_ms": 30}))
+    m = pie_timer.measure(pie_timer.read_samples(tmp_path / "pie-samples.txt"), 0.030, 100)
+    assert m["linux_period_ms"] == pytest.approx(40.0)
+    assert m["updates"] == n_updates - 1 - 1  # gaps between consecutive updates, less the one across the stretch
+    assert m["interval_ms"]["median"] == pytest.approx(40.0, abs=2.5)
+    assert m["step_correlation"] > 0.99
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "uml" / "pie_timer.py"), str(tmp_path)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "Linux's period at HZ 100: 40 ms" in r.stdout

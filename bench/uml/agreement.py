@@ -39,14 +39,15 @@ def throughput(us: dict[str, Any], uml: dict[str, Any], pat: dict[str, Any], cap
 
 def count_tolerance(n_us: int, n_uml: int, pat: dict[str, Any], sent: int, random: bool) -> float:
     """Drops and CE marks. UDP alone: the count follows from the throughput (offered - carried), so it may differ by
-    the throughput tolerance in packets (2 % of those sent) and 3 packets at the pattern's edges. With TCP, or with
-    PIE's random drops, the count is a sum of chance events: three standard deviations of a Poisson count
-    (3 sqrt(N)) plus 3; with TCP also half the count, since each congestion event drops a burst whose size depends on
-    where in its cycle CUBIC was (1-3 events per flow in the window)."""
+    the throughput tolerance in packets (2 % of those sent) and 3 packets at the pattern's edges; PIE's random drops
+    add three standard deviations of a Poisson count (3 sqrt(N)) to that, since what PIE drops of the same excess
+    is chance too. With TCP the count is a sum of chance events: 3 + 3 sqrt(N), and half the count, since each
+    congestion event drops a burst whose size depends on where in its cycle CUBIC was (1-3 events per flow in the
+    window)."""
     n = max(n_us, n_uml)
-    if not pat.get("tcp") and not random:
-        return 3 + 0.02 * sent
-    return 3 + 3 * math.sqrt(n) + (0.5 * n if pat.get("tcp") else 0)
+    if pat.get("tcp"):
+        return 3 + 3 * math.sqrt(n) + 0.5 * n
+    return 3 + 0.02 * sent + (3 * math.sqrt(n) if random else 0)
 
 
 def counts(us: dict[str, Any], uml: dict[str, Any], pat: dict[str, Any], random: bool) -> list[str]:

@@ -39,7 +39,9 @@ DISCIPLINES: dict[str, dict[str, Any]] = {
     "fifo_p": {"kind": "fifo", "limit_packets": 247},
     "fifo_b": {"kind": "fifo", "limit_ms": 300},
     "codel": {"kind": "codel", "target_ms": 5, "interval_ms": 100, "limit_packets": 1000},
-    "pie": {"kind": "pie", "target_ms": 20, "tupdate_ms": 30, "limit_packets": 1000},
+    # timer_hz: the guest's CONFIG_HZ (linux.uml --showconfig), so that the userspace bottleneck models the update
+    # timer of the kernel it is compared with (docs/bottleneck.md, "PIE's update period"); the guest ignores it.
+    "pie": {"kind": "pie", "target_ms": 20, "tupdate_ms": 30, "limit_packets": 1000, "timer_hz": 100},
     "sfq": {"kind": "sfq", "limit_ms": 300},
     "fq_codel": {"kind": "fq_codel", "target_ms": 13, "interval_ms": 100, "limit_packets": 10240},
     "prio": {"kind": "prio", "bands": [

@@ -47,6 +47,7 @@ test('uml: netem delay, TBF rate with fifo drops, FQ-CoDel statistics in the gue
     t.diagnostic(`up in ${Date.now() - started} ms; backend ${JSON.stringify(net.info.backend)}`);
     assert.equal(net.info.backend.used, 'uml');
     assert.match(net.info.backend.kernel, /^\d+\.\d+/);
+    assert.equal(net.info.backend.kernel_hz, 100); // Debian's UML config; PIE's update period depends on it
     pids = runPids(id);
 
     // RTT: 25 ms each way through netem in the guest.

@@ -19,7 +19,7 @@ test('defaults are neutral: a link left out has no delay, no rate limit and a 10
 test('every discipline gets Linux\'s defaults, from the schema', () => {
   const q = (/** @type {any} */ qdisc) => forward({ rate: { kbit: 1000 }, qdisc }).qdisc;
   assert.deepEqual(q({ kind: 'codel' }), { kind: 'codel', target_ms: 5, interval_ms: 100, limit_packets: 1000, ecn: false });
-  assert.deepEqual(q({ kind: 'pie' }), { kind: 'pie', target_ms: 15, tupdate_ms: 15, alpha: 2, beta: 20, limit_packets: 1000, ecn: false });
+  assert.deepEqual(q({ kind: 'pie' }), { kind: 'pie', target_ms: 15, tupdate_ms: 15, alpha: 2, beta: 20, limit_packets: 1000, ecn: false, timer_hz: 250 });
   assert.deepEqual(q({ kind: 'sfq' }), { kind: 'sfq', limit_packets: 127, quantum_bytes: 1514, perturb_s: 0, divisor: 1024 });
   assert.deepEqual(q({ kind: 'fq_codel' }), { kind: 'fq_codel', target_ms: 5, interval_ms: 100, limit_packets: 10240, quantum_bytes: 1514, flows: 1024, ecn: true });
   assert.deepEqual(q({ kind: 'fifo' }), { kind: 'fifo', limit_packets: 1000 });

@@ -708,6 +708,7 @@ mod tests {
         assert_eq!(bad(link(0, kbit(1000), json!({"kind": "fifo", "limit_packets": 10, "limit_bytes": 10}))), "qdisc");
         assert_eq!(bad(link(0, kbit(1000), with(codel(false), "target_ms", json!(-1)))), "qdisc.target_ms");
         assert_eq!(bad(link(0, kbit(1000), with(pie(false), "alpha", json!(33)))), "qdisc.alpha");
+        assert_eq!(bad(link(0, kbit(1000), with(pie(false), "timer_hz", json!(200)))), "qdisc.timer_hz");
         assert_eq!(bad(link(0, kbit(1000), with(sfq(127), "limit_packets", json!(1)))), "qdisc.limit_packets");
         assert_eq!(bad(link(0, kbit(1000), with(fq_codel(true), "ecn", json!(1)))), "qdisc.ecn");
         let e = parse_link(&link(0, kbit(1000), json!({"kind": "red"})), &no_trace).unwrap_err();
