@@ -17,7 +17,7 @@ import { umlUnavailable } from './uml/guest.js';
  *   counters(): Record<string, Record<string, number> | null> | null,
  *   stop(): Promise<void>,
  * }} Backend
- *   start: the bottleneck is in place when it resolves; startSchedules: capacity schedules count from t0_ms (wall
+ *   start: the bottleneck is in place when it resolves; startSchedules: capacity and delay schedules count from t0_ms (wall
  *   clock); alive: false once a process the bottleneck needs has died; counters: per direction the bottleneck's
  *   latest stats line (userspace: counts since its start), null where there is no such process (kernel); stop:
  *   idempotent.
@@ -27,7 +27,9 @@ import { umlUnavailable } from './uml/guest.js';
  *   message: string, log: string }} BottleneckExit  message: the process's own last line (may be empty)
  * @typedef {{ event: 'guest_exit', code: number | null, signal: string | null, message: string, log: string }} GuestExit
  *   the uml backend's guest ended while the network was up; log: its console
- * @typedef {CapacityChange | BottleneckExit | GuestExit} BackendEvent
+ * @typedef {{ event: 'delay_change', direction: 'forward' | 'reverse', delay_ms: number, at_s: number, ok: boolean,
+ *   by: string, error?: string }} DelayChange  a step of the link's delay_schedule
+ * @typedef {CapacityChange | DelayChange | BottleneckExit | GuestExit} BackendEvent
  */
 
 /** Why a feature is needed, for messages. */

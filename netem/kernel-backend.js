@@ -3,7 +3,7 @@
 // schedule with `tc qdisc change` on time.
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { planKernel, planKernelSchedule } from './kernel.js';
+import { planKernel, planKernelSchedule, planDelaySchedule } from './kernel.js';
 import { run, runPlan } from './exec.js';
 import { INTERFACES } from './names.js';
 
@@ -90,17 +90,22 @@ export class KernelBackend {
   }
 
   /**
-   * Capacity schedule: each step's `tc qdisc change` at t0_ms + at_s.
+   * Capacity and delay schedules: each step's `tc qdisc change` at t0_ms + at_s.
    * @param {number} t0_ms wall clock of schedule time 0
    */
   startSchedules(t0_ms) {
     for (const direction of /** @type {const} */ (['forward', 'reverse'])) {
-      const { dev } = KERNEL_DEVICES[direction];
-      for (const step of planKernelSchedule(this.o.links[direction], dev, this.o.nsExec)) {
+      const { dev, ifb } = KERNEL_DEVICES[direction];
+      const link = this.o.links[direction];
+      const steps = [
+        ...planKernelSchedule(link, dev, this.o.nsExec).map((s) => ({ ...s, event: { event: 'capacity_change', kbit: s.kbit } })),
+        ...planDelaySchedule(link, ifb, this.o.nsExec).map((s) => ({ ...s, event: { event: 'delay_change', delay_ms: s.delay_ms } })),
+      ];
+      for (const step of steps) {
         const timer = setTimeout(async () => {
           const r = await run(step.argv);
-          this.o.onEvent({ event: 'capacity_change', direction, kbit: step.kbit, at_s: step.at_s, ok: r.code === 0, by: 'tc',
-            ...(r.code ? { error: r.stderr.trim() } : {}) });
+          this.o.onEvent(/** @type {any} */ ({ ...step.event, direction, at_s: step.at_s, ok: r.code === 0, by: 'tc',
+            ...(r.code ? { error: r.stderr.trim() } : {}) }));
         }, Math.max(0, t0_ms + step.at_s * 1000 - Date.now()));
         this.timers.push(timer);
       }

@@ -5,7 +5,7 @@
 //   child per band);
 //   delay/jitter/loss: netem on an IFB fed from the ingress of the other r interface, so the discipline never sees
 //   the propagation delay as queueing.
-import { firstKbit } from '../scenarios/link.js';
+import { firstKbit, maxDelayMs } from '../scenarios/link.js';
 
 /**
  * tc's argument list for a leaf discipline (names and units as tc takes them).
@@ -142,15 +142,23 @@ export function planKernel(link, dev, o) {
     // 10 % loss, a lost ARP request held a's packets for a second and overflowed its neighbour queue).
     plan.push([...ns, 'tc', 'filter', 'add', 'dev', o.ingressDev, 'parent', 'ffff:', 'protocol', 'ip', 'u32',
       'match', 'u32', '0', '0', 'action', 'mirred', 'egress', 'redirect', 'dev', o.ifb]);
-    const netem = ['netem', 'limit', String(netemLimitPackets(link)), ...netemDelayArgs(link)];
-    if (link.loss_percent > 0) netem.push('loss', `${link.loss_percent}%`);
-    plan.push([...ns, 'tc', 'qdisc', 'add', 'dev', o.ifb, 'root', 'handle', '1:', ...netem]);
+    plan.push([...ns, 'tc', 'qdisc', 'add', 'dev', o.ifb, 'root', 'handle', '1:', ...netemArgs(link, link.delay_ms)]);
   }
   return plan;
 }
 
 /** @param {import('../scenarios/link.js').Link} link */
-const needsDelayLine = (link) => link.delay_ms > 0 || link.jitter_ms > 0 || link.loss_percent > 0;
+const needsDelayLine = (link) => link.delay_ms > 0 || link.delay_schedule.length > 0 || link.jitter_ms > 0 || link.loss_percent > 0;
+
+/**
+ * The delay line's netem, with the delay `delayMs` (the link's, or a step of its delay schedule).
+ * @param {import('../scenarios/link.js').Link} link @param {number} delayMs
+ */
+function netemArgs(link, delayMs) {
+  const netem = ['netem', 'limit', String(netemLimitPackets(link)), ...netemDelayArgs(link, delayMs)];
+  if (link.loss_percent > 0) netem.push('loss', `${link.loss_percent}%`);
+  return netem;
+}
 
 /** netem's own rate on the delay line when it carries jitter: far above any link here, only there to keep order. */
 export const JITTER_ORDER_RATE = '10gbit';
@@ -163,13 +171,15 @@ export const JITTER_ORDER_RATE = '10gbit';
  * reorders them; with a `rate` it sends each packet no earlier than the one before it (sch_netem.c, netem_enqueue:
  * the last packet's time_to_send is the reference), which is the userspace rule max(own due time, previous one).
  * At 10 Gbit/s that rate adds at most 1.2 us per 1500-byte packet.
- * @param {import('../scenarios/link.js').Link} link
+ * @param {import('../scenarios/link.js').Link} link @param {number} [delayMs] default: the link's delay_ms
  * @returns {string[]}
  */
-export function netemDelayArgs(link) {
+export function netemDelayArgs(link, delayMs = link.delay_ms) {
   const us = (/** @type {number} */ ms) => `${Math.round(ms * 1000)}us`;
-  if (!(link.jitter_ms > 0)) return ['delay', us(link.delay_ms)];
-  return ['delay', us(link.delay_ms + link.jitter_ms / 2), us(link.jitter_ms / 2), 'rate', JITTER_ORDER_RATE];
+  // A delay schedule keeps order the same way: after a lower step, a packet leaves no earlier than the one before it.
+  const ordered = link.delay_schedule.length > 0 ? ['rate', JITTER_ORDER_RATE] : [];
+  if (!(link.jitter_ms > 0)) return ['delay', us(delayMs), ...ordered];
+  return ['delay', us(delayMs + link.jitter_ms / 2), us(link.jitter_ms / 2), 'rate', JITTER_ORDER_RATE];
 }
 
 /**
@@ -181,7 +191,7 @@ export function netemDelayArgs(link) {
 export function netemLimitPackets(link) {
   const rates = link.rate?.schedule ? link.rate.schedule.map((s) => s.kbit) : [link.rate?.kbit ?? 1e6];
   const offered_bytes_per_s = (10 * Math.max(...rates) * 1000) / 8;
-  return Math.max(1000, Math.ceil((offered_bytes_per_s * ((link.delay_ms + link.jitter_ms) / 1000)) / 64));
+  return Math.max(1000, Math.ceil((offered_bytes_per_s * ((maxDelayMs(link) + link.jitter_ms) / 1000)) / 64));
 }
 
 /**
@@ -192,4 +202,15 @@ export function netemLimitPackets(link) {
 export function planKernelSchedule(link, dev, nsExec) {
   const steps = link.rate?.schedule ?? [];
   return steps.slice(1).map((s) => ({ at_s: s.at_s, kbit: s.kbit, argv: tbfCommand('change', dev, link, s.kbit, nsExec) }));
+}
+
+/**
+ * Delay schedule steps: each a `tc qdisc change` of the delay line's netem at at_s (netem applies a delay to the
+ * packets that arrive after it; those already on the line keep theirs).
+ * @param {import('../scenarios/link.js').Link} link @param {string} ifb the direction's delay line @param {string[]} nsExec
+ * @returns {{ at_s: number, delay_ms: number, argv: string[] }[]}
+ */
+export function planDelaySchedule(link, ifb, nsExec) {
+  return link.delay_schedule.map((s) => ({ at_s: s.at_s, delay_ms: s.delay_ms,
+    argv: [...nsExec, 'tc', 'qdisc', 'change', 'dev', ifb, 'root', 'handle', '1:', ...netemArgs(link, s.delay_ms)] }));
 }

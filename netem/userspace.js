@@ -186,7 +186,7 @@ export class UserspaceBackend {
   }
 
   /**
-   * Schedule time 0 is t0_ms: each bottleneck restarts its rate schedule or trace when it gets SIGUSR1, so the signal
+   * Schedule time 0 is t0_ms: each bottleneck restarts its rate and delay schedules or trace when it gets SIGUSR1, so the signal
    * is sent at t0 itself (which may still be ahead); each later step is reported as the bottleneck plays it.
    * @param {number} t0_ms
    */
@@ -197,6 +197,10 @@ export class UserspaceBackend {
       else b.restartSchedule();
       for (const step of b.o.link.rate?.schedule?.slice(1) ?? []) {
         this.timers.push(setTimeout(() => this.o.onEvent({ event: 'capacity_change', direction: b.o.direction, kbit: step.kbit,
+          at_s: step.at_s, ok: b.alive(), by: 'userspace bottleneck' }), Math.max(0, t0_ms + step.at_s * 1000 - Date.now())));
+      }
+      for (const step of b.o.link.delay_schedule) {
+        this.timers.push(setTimeout(() => this.o.onEvent({ event: 'delay_change', direction: b.o.direction, delay_ms: step.delay_ms,
           at_s: step.at_s, ok: b.alive(), by: 'userspace bottleneck' }), Math.max(0, t0_ms + step.at_s * 1000 - Date.now())));
       }
     }

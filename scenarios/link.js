@@ -14,7 +14,9 @@ export const FRAME_BYTES = 1514;
 /**
  * @typedef {{ kind: string, [k: string]: any }} Qdisc
  * @typedef {{ kbit?: number, schedule?: {at_s: number, kbit: number}[], trace?: string, burst_bytes: number }} Rate
- * @typedef {{ delay_ms: number, jitter_ms: number, loss_percent: number, rate: Rate | null, qdisc: Qdisc }} Link
+ * @typedef {{ at_s: number, delay_ms: number }} DelayStep
+ * @typedef {{ delay_ms: number, delay_schedule: DelayStep[], jitter_ms: number, loss_percent: number, rate: Rate | null,
+ *   qdisc: Qdisc }} Link
  */
 
 export class LinkError extends Error {}
@@ -128,7 +130,16 @@ export function normalizeLink(link, field, baseDir) {
   const rate = normalizeRate(link.rate, `${field}.rate`, baseDir);
   const qdisc = normalizeQdisc(link.qdisc, `${field}.qdisc`, firstKbit(rate));
   if (!rate && qdisc.kind !== 'fifo') fail(`${field}.qdisc`, `${qdisc.kind} needs a rate: without a rate limit nothing ever queues`);
-  return { delay_ms: link.delay_ms, jitter_ms: link.jitter_ms, loss_percent: link.loss_percent, rate, qdisc };
+  const delay_schedule = (link.delay_schedule ?? []).map((step, i, steps) => {
+    if (i > 0 && step.at_s <= steps[i - 1].at_s) fail(`${field}.delay_schedule[${i}].at_s`, `must be later than the step before (${steps[i - 1].at_s})`);
+    return { at_s: step.at_s, delay_ms: step.delay_ms };
+  });
+  return { delay_ms: link.delay_ms, delay_schedule, jitter_ms: link.jitter_ms, loss_percent: link.loss_percent, rate, qdisc };
+}
+
+/** The largest propagation delay the link ever has (sizes the delay line's queue). @param {Link} link */
+export function maxDelayMs(link) {
+  return Math.max(link.delay_ms, ...link.delay_schedule.map((s) => s.delay_ms));
 }
 
 /**

@@ -148,7 +148,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
     if caps["a"] is not None or caps["b"] is not None:
         with _step(progress, "joining packets", timings):
             prop = (None, None) if scen is None else \
-                (int(round(scen.forward.delay_ms * 1e6)), int(round(scen.reverse.delay_ms * 1e6)))
+                (packets.propagation_of(scen.forward, t0_ns), packets.propagation_of(scen.reverse, t0_ns))
             table = packets.build(caps["a"] or rundir.empty_capture(run.file("capture-a.pcap")),
                                   caps["b"] or rundir.empty_capture(run.file("capture-b.pcap")),
                                   rundir.ip_to_int(run.addr_a), rundir.ip_to_int(run.addr_b), prop)

@@ -156,7 +156,7 @@ def analyse(run: RunDir, t0: float) -> dict[str, Any]:
                 rtt_min = min((v for _, v in rtt), default=None)
                 # Carlucci et al.'s Tq = RTT - RTTm, RTTm the configured round-trip propagation delay; beside it the
                 # older baseline, the smallest RTT sample (which holds any standing queue the call never saw drain).
-                tq = [(t, v - rttm_ms) for t, v in rtt] if rttm_ms is not None else []
+                tq = [(t, v - run.scenario.round_trip_propagation_ms_at(t)) for t, v in rtt] if run.scenario else []
                 tq_vs_min = [(t, v - rtt_min) for t, v in rtt] if rtt_min is not None else []
                 stream = {
                     "ssrc": ssrc, "kind": kind,

@@ -11,6 +11,7 @@ import numpy as np
 
 from . import _core
 from .rundir import Capture, join_keys
+from .scenario import Link
 
 # Row status in the `status` column.
 DELIVERED, LOST, DUPLICATE, UNMATCHED, UNKNOWN = 0, 1, 2, 3, 4
@@ -108,10 +109,28 @@ def _segments(parts: list[dict]) -> list[tuple[Capture, np.ndarray]]:
     return out
 
 
+@dataclass(frozen=True)
+class Propagation:
+    """A direction's configured one-way propagation delay on the captures' clock: `base_ns`, and from each step's
+    `from_ns` (epoch ns, increasing) on, its delay, for a packet sent from then on (a link's delay_schedule)."""
+    base_ns: int
+    steps: tuple[tuple[int, int], ...] = ()
+
+    def at(self, t_send_ns: np.ndarray) -> np.ndarray:
+        values = np.array([self.base_ns] + [d for _, d in self.steps], dtype=np.int64)
+        return values[np.searchsorted(np.array([t for t, _ in self.steps], dtype=np.int64), t_send_ns, side="right")]
+
+
+def propagation_of(link: Link, t0_ns: int) -> Propagation:
+    """A link's configured propagation delay on the captures' clock, its schedule counted from call start t0_ns."""
+    ns = lambda ms: int(round(ms * 1e6))  # noqa: E731
+    return Propagation(ns(link.delay_ms), tuple((t0_ns + ns(at_s * 1000), ns(d)) for at_s, d in link.delay_schedule))
+
+
 def build(cap_a: Capture, cap_b: Capture, addr_a: int, addr_b: int,
-          propagation_ns: tuple[int | None, int | None] = (None, None)) -> PacketTable:
+          propagation_ns: tuple[Propagation | int | None, Propagation | int | None] = (None, None)) -> PacketTable:
     """The table of both directions. `propagation_ns`: the configured one-way propagation delay (forward, reverse),
-    the baseline of `queuing_delay_ns` (None: unknown, the column is -1)."""
+    constant or by send time, the baseline of `queuing_delay_ns` (None: unknown, the column is -1)."""
     parts = [_direction(cap_a, cap_b, addr_a, addr_b, FORWARD), _direction(cap_b, cap_a, addr_b, addr_a, REVERSE)]
     # Each capture's packets that neither direction used: not IPv4, or between other addresses.
     not_joined = {}
@@ -156,7 +175,13 @@ def build(cap_a: Capture, cap_b: Capture, addr_a: int, addr_b: int,
     bounds = np.searchsorted(flow[order], np.arange(n_flows + 1))
     # Queuing delay: one-way delay minus the link's configured propagation delay, the time spent at the bottleneck
     # (waiting, then the packet's own transmission; plus any configured jitter and the host's hops).
-    prop = np.array([-1 if p is None else p for p in propagation_ns], dtype=np.int64)[cols["direction"]]
+    prop = np.full(n, -1, dtype=np.int64)
+    for direction, p in ((FORWARD, propagation_ns[0]), (REVERSE, propagation_ns[1])):
+        rows = cols["direction"] == direction
+        if isinstance(p, Propagation):
+            prop[rows] = p.at(cols["t_send_ns"][rows])
+        elif p is not None:
+            prop[rows] = p
     cols["queuing_delay_ns"] = np.where(delivered & (prop >= 0), cols["owd_ns"] - prop, -1)
     # The older measure beside it: one-way delay above the flow's own minimum. A flow that only ever saw a standing
     # queue has that queue in its minimum, so this one reads it as zero.

@@ -29,12 +29,23 @@ class ScenarioError(Exception):
 
 @dataclass(frozen=True)
 class Link:
-    delay_ms: float  # one-way propagation delay
+    delay_ms: float  # one-way propagation delay (before the first step of delay_schedule)
     jitter_ms: float
     loss_percent: float
     schedule: list[tuple[float, float]] | None  # capacity [(at_s, kbit)], sorted; None: no rate limit or a trace
     trace: str | None  # a Mahimahi-style trace file: no single capacity
     qdisc_kind: str
+    # Later propagation delays [(at_s, delay_ms)], at_s > 0 increasing: a packet that reaches the bottleneck from at_s
+    # on gets delay_ms (docs/netem.md, "delay_schedule").
+    delay_schedule: tuple[tuple[float, float], ...] = ()
+
+    def delay_ms_at(self, t_s: float) -> float:
+        """The propagation delay of a packet reaching the bottleneck t_s seconds after call start."""
+        current = self.delay_ms
+        for at_s, delay_ms in self.delay_schedule:
+            if at_s <= t_s:
+                current = delay_ms
+        return current
 
     def capacity_bps_at(self, t_s: float) -> float | None:
         """Link-layer bits/s at t_s seconds after call start (the first step's rate before it starts)."""
@@ -83,8 +94,13 @@ class Scenario:
 
     @property
     def round_trip_propagation_ms(self) -> float:
-        """RTTm of Carlucci et al.: the configured round-trip propagation delay."""
+        """RTTm of Carlucci et al.: the configured round-trip propagation delay (at the call's start)."""
         return self.forward.delay_ms + self.reverse.delay_ms
+
+    def round_trip_propagation_ms_at(self, t_s: float) -> float:
+        """RTTm at t_s seconds after call start, under the links' delay schedules (both read at t_s: a step moves
+        the round trip within one one-way delay of it)."""
+        return self.forward.delay_ms_at(t_s) + self.reverse.delay_ms_at(t_s)
 
     def link(self, direction: str) -> Link:
         return self.forward if direction == "forward" else self.reverse
@@ -139,7 +155,8 @@ def _link(doc: dict[str, Any] | None) -> Link:
     return Link(delay_ms=doc.get("delay_ms", _link_default("delay_ms", 0)),
                 jitter_ms=doc.get("jitter_ms", _link_default("jitter_ms", 0)),
                 loss_percent=doc.get("loss_percent", _link_default("loss_percent", 0)),
-                schedule=schedule, trace=trace, qdisc_kind=qdisc["kind"])
+                schedule=schedule, trace=trace, qdisc_kind=qdisc["kind"],
+                delay_schedule=tuple((step["at_s"], step["delay_ms"]) for step in doc.get("delay_schedule") or []))
 
 
 def _cross(doc: dict[str, Any]) -> CrossTraffic:
@@ -167,8 +184,8 @@ def to_json(s: Scenario) -> dict[str, Any]:
             rate = {"schedule": [[at, kbit] for at, kbit in x.schedule]}
         elif x.trace is not None:
             rate = {"trace": x.trace}
-        return {"delay_ms": x.delay_ms, "jitter_ms": x.jitter_ms, "loss_percent": x.loss_percent, "rate": rate,
-                "qdisc_kind": x.qdisc_kind}
+        return {"delay_ms": x.delay_ms, "delay_schedule": [list(step) for step in x.delay_schedule],
+                "jitter_ms": x.jitter_ms, "loss_percent": x.loss_percent, "rate": rate, "qdisc_kind": x.qdisc_kind}
     return {"duration_s": s.duration_s, "forward": link(s.forward), "reverse": link(s.reverse),
             "cross_traffic": [{"direction": c.direction, "flows": c.flows, "start_s": c.start_s, "stop_s": c.stop_s,
                                "congestion_control": c.congestion_control, "dscp": c.dscp} for c in s.cross_traffic]}

@@ -92,6 +92,9 @@ def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(t
     14 s of a 31 s call: the record shows one freeze of about 2 s (the picture resumes when a frame decodable
     after the outage arrives; 1 kbit/s can still carry a small one before), and getStats' own
     totalFreezesDuration over the same span holds it.
+    At 26 s the forward propagation delay steps from 25 to 125 ms: the network part of glass-to-glass (first packet
+    of a frame sent to its last received) steps with it, by 100 ms once the queuing delay its packets saw is taken
+    out (issue 20's "the network part of glass-to-glass tracks a configured delay step").
     From 20 s on the link carries 300 kbit/s: the picture quality of the frames sampled there (from 24 s, once GCC
     has come down) is lower, in PSNR and in SSIM, than that of the frames shown at 1 Mbit/s before the outage
     (4-12 s, after GCC's start) - issue 20's "unimpaired call against a 300 kbit/s call of the same clip", as two
@@ -100,6 +103,8 @@ def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(t
     doc["name"] = "outage-2s"
     doc["network"]["forward"]["rate"] = {"schedule": [{"at_s": 0, "kbit": 1000}, {"at_s": 12, "kbit": 1},
                                                       {"at_s": 14, "kbit": 1000}, {"at_s": 20, "kbit": 300}]}
+    # And a step of the propagation delay, 25 -> 125 ms at 26 s: the frames' network part follows it.
+    doc["network"]["forward"]["delay_schedule"] = [{"at_s": 26, "delay_ms": 125}]
     scenario = tmp_path / "outage.yaml"
     scenario.write_text(yaml.safe_dump(doc))
     run = tmp_path / "run"
@@ -142,3 +147,36 @@ def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(t
     assert mean(full, "psnr_db") > mean(low, "psnr_db")
     assert mean(full, "ssim") > mean(low, "ssim")
     assert "picture quality of" in report.render(m)
+
+    t0_ns = round(m["run"]["call_start"] * 1e9)
+    parts = frame_network_parts(run, m["frames"]["b"]["ssrc"])
+    window = lambda lo, hi: [x for x in parts if t0_ns + lo * 1e9 <= x[0] < t0_ns + hi * 1e9]
+    before, after = window(22, 25.75), window(26.25, 31)
+    med = lambda xs, i: statistics.median(x[i] for x in xs)
+    step_raw, step_net = med(after, 1) - med(before, 1), med(after, 2) - med(before, 2)
+    print(f"network part of glass-to-glass: median {med(before, 1):.1f} ms in 22-25.75 s ({len(before)} frames), "
+          f"{med(after, 1):.1f} ms in 26.25-31 s ({len(after)}); without the packets' queuing delay "
+          f"{med(before, 2):.1f} -> {med(after, 2):.1f} ms")
+    assert len(before) >= 10 and len(after) >= 10, (len(before), len(after))
+    assert 90 <= step_net <= 110, step_net
+    assert step_raw >= 60, step_raw  # the raw part too, whatever GCC did to the queue meanwhile
+    events = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
+    assert any(e.get("event") == "delay_change" and e.get("delay_ms") == 125 and e.get("ok") for e in events)
+
+
+def frame_network_parts(run: Path, ssrc: int) -> list[tuple[int, float, float]]:
+    """Per RTP timestamp of the forward stream `ssrc`: (first packet's send time ns, last arrival - first send in ms,
+    the same less the last-arriving packet's queuing delay), from packets.parquet by plain Python."""
+    cols = pq.read_table(run / "packets.parquet", columns=["direction", "class", "ssrc", "rtp_ts", "t_send_ns",
+                                                           "t_recv_ns", "queuing_delay_ns"]).to_pydict()
+    first: dict[int, int] = {}
+    last: dict[int, tuple[int, int]] = {}
+    for d, cls, s, ts, sent, recv, q in zip(cols["direction"], cols["class"], cols["ssrc"], cols["rtp_ts"],
+                                           cols["t_send_ns"], cols["t_recv_ns"], cols["queuing_delay_ns"]):
+        if d != "forward" or cls != "rtp" or s != ssrc or sent is None:
+            continue
+        first[ts] = min(first.get(ts, sent), sent)
+        if recv is not None and (ts not in last or recv > last[ts][0]):
+            last[ts] = (recv, q)
+    return [(first[ts], (recv - first[ts]) / 1e6, (recv - first[ts] - q) / 1e6)
+            for ts, (recv, q) in last.items() if ts in first and q is not None and q >= 0]

@@ -2,7 +2,7 @@
 // Golden tests of the kernel backend's command plans: what `tc` is asked to do for each discipline.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { planKernel, planKernelSchedule, kernelNeeds } from '../kernel.js';
+import { planKernel, planKernelSchedule, planDelaySchedule, kernelNeeds } from '../kernel.js';
 import { kernelShortcomings } from '../backend.js';
 import { normalizeScenario } from '../../scenarios/model.js';
 
@@ -74,6 +74,16 @@ test('capacity schedule: a tbf change per step after the first, with the same bu
   assert.deepEqual(planKernelSchedule(link, 'r-eth1', []).map((s) => [s.at_s, s.argv.join(' ')]), [
     [10, 'tc qdisc change dev r-eth1 root handle 1: tbf rate 500kbit burst 3028 limit 37500'],
     [20, 'tc qdisc change dev r-eth1 root handle 1: tbf rate 2000kbit burst 3028 limit 37500']]);
+});
+
+test('delay schedule: the delay line kept in order (netem rate) and a netem change per step, its limit for the longest delay', () => {
+  const link = normalizeLink({ delay_ms: 0, delay_schedule: [{ at_s: 10, delay_ms: 100 }, { at_s: 20, delay_ms: 5 }], loss_percent: 1 }, 'l');
+  // A link whose delay starts at 0 still gets its delay line: a later step needs it.
+  assert.deepEqual(plan({ delay_ms: 0, delay_schedule: [{ at_s: 10, delay_ms: 100 }] }).slice(-1),
+    ['tc qdisc add dev ifb-fwd root handle 1: netem limit 1953125 delay 0us rate 10gbit']);
+  assert.deepEqual(planDelaySchedule(link, 'ifb-fwd', []).map((s) => [s.at_s, s.delay_ms, s.argv.join(' ')]), [
+    [10, 100, 'tc qdisc change dev ifb-fwd root handle 1: netem limit 1953125 delay 100000us rate 10gbit loss 1%'],
+    [20, 5, 'tc qdisc change dev ifb-fwd root handle 1: netem limit 1953125 delay 5000us rate 10gbit loss 1%']]);
 });
 
 test('what the kernel backend needs and refuses', () => {

@@ -202,3 +202,45 @@ for (const [backend, skip] of BACKENDS) {
     });
   });
 }
+
+for (const [backend, skip] of BACKENDS) {
+  test(`${backend}: a delay schedule 25 -> 75 -> 10 ms steps the one-way delay on time and keeps packet order`, { skip, timeout: 60000 }, async (t) => {
+    const scenario = { network: { forward: { delay_ms: 25, delay_schedule: [{ at_s: 2, delay_ms: 75 }, { at_s: 4, delay_ms: 10 }] },
+      reverse: { delay_ms: 0 } } };
+    const t0_ms = Date.now() + (backend === 'uml' ? 9000 : 2500); // schedules start after setup (a guest boots in 5-6 s)
+    const runDir = newRunDir(`delay-sched-${backend}`);
+    const net = await createNetwork({ scenario, runDir, backend, t0_ms });
+    /** @type {any[]} */
+    const events = [];
+    net.on('event', (e) => events.push(e));
+    try {
+      await net.startCaptures({ snaplen: 128 });
+      await net.startSchedules(t0_ms);
+      await new Promise((r) => setTimeout(r, Math.max(0, t0_ms - Date.now())));
+      await udpFlow(net, { kbit: 400, seconds: 6, len: 500 }); // 100 packets a second
+      await new Promise((r) => setTimeout(r, 300));
+      await net.stopCaptures();
+    } finally {
+      await net.down();
+    }
+    const flow = (/** @type {any} */ p) => p.proto === 17 && p.dport === 5301;
+    const delivered = joinCaptures(join(runDir, 'capture-a.pcap'), join(runDir, 'capture-b.pcap'))
+      .filter((r) => r.direction === 'forward' && flow(r) && r.status === 'delivered');
+    const t0 = BigInt(Math.round(t0_ms * 1e6));
+    const sentAt = (/** @type {any} */ r) => Number(BigInt(r.t_send_ns) - t0) / 1e9;
+    const owdIn = (/** @type {number} */ lo, /** @type {number} */ hi) =>
+      delivered.filter((r) => sentAt(r) >= lo && sentAt(r) < hi).map((r) => /** @type {number} */ (r.owd_ms));
+    // Away from the steps by a quarter second: the step may land that late on the wire (as the rate's, above).
+    const [before, during, after] = [owdIn(0.5, 1.75), owdIn(2.25, 3.75), owdIn(4.25, 5.5)];
+    const range = (/** @type {number[]} */ xs) => `${Math.min(...xs).toFixed(1)}-${Math.max(...xs).toFixed(1)} ms (${xs.length})`;
+    t.diagnostic(`${backend}: one-way delay ${range(before)} before 2 s, ${range(during)} in 2-4 s, ${range(after)} after 4 s`);
+    for (const [xs, want] of /** @type {const} */ ([[before, 25], [during, 75], [after, 10]])) {
+      assert.ok(xs.length > 50, `packets in the window: ${xs.length}`);
+      assert.ok(percentiles(xs, [50])[0] >= want && percentiles(xs, [50])[0] < want + 2, `median ${percentiles(xs, [50])[0]}, want ${want}`);
+    }
+    // After the step down, no packet overtakes the one ahead of it: arrivals at b in send order.
+    const recv = delivered.map((r) => BigInt(/** @type {bigint} */ (r.t_recv_ns)));
+    assert.ok(recv.every((x, i) => i === 0 || x >= recv[i - 1]), 'reordered after the lower step');
+    for (const ms of [75, 10]) assert.ok(events.some((e) => e.event === 'delay_change' && e.delay_ms === ms && e.ok), `delay_change to ${ms} ms`);
+  });
+}

@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { appendFileSync, rmSync } from 'node:fs';
 import { KernelBackend, KERNEL_DEVICES, planKernelNetwork } from '../kernel-backend.js';
-import { planKernelSchedule } from '../kernel.js';
+import { planKernelSchedule, planDelaySchedule } from '../kernel.js';
 import { OFFLOADS_OFF } from '../topology.js';
 import { DATA, INTERFACES } from '../names.js';
 import { runPlan, sleep } from '../exec.js';
@@ -171,22 +171,28 @@ export class UmlBackend extends KernelBackend {
   }
 
   /**
-   * Capacity schedule through the guest, staged: each step goes to the guest STAGE_AHEAD_MS before its time as a
+   * Capacity and delay schedules through the guest, staged: each step goes to the guest STAGE_AHEAD_MS before its time as a
    * background job there that starts `tc -batch` at once, waits in bash until the step's time on the guest's clock
    * (the host's: UML reads it; playStep), and then hands tc the change. Sent at its time instead, a step landed 0.14-0.39 s late
    * here (a Node process for exec.js, then sh and tc started over hostfs in the guest), 0.5-0.9 s on a busy machine.
-   * The job leaves its exit status and stderr in the channel; the capacity_change event follows once it has.
+   * The job leaves its exit status and stderr in the channel; the capacity_change or delay_change event follows once it has.
    * @param {number} t0_ms wall clock of schedule time 0
    */
   startSchedules(t0_ms) {
     const chan = channelDir(this.uml.id);
     for (const direction of /** @type {const} */ (['forward', 'reverse'])) {
-      planKernelSchedule(this.uml.links[direction], KERNEL_DEVICES[direction].dev, []).forEach((step, i) => {
+      const { dev, ifb } = KERNEL_DEVICES[direction];
+      const link = this.uml.links[direction];
+      const steps = [
+        ...planKernelSchedule(link, dev, []).map((s) => ({ ...s, event: { event: 'capacity_change', kbit: s.kbit } })),
+        ...planDelaySchedule(link, ifb, []).map((s) => ({ ...s, event: { event: 'delay_change', delay_ms: s.delay_ms } })),
+      ];
+      steps.forEach((step, i) => {
         const due_ms = t0_ms + step.at_s * 1000;
         const timer = setTimeout(() => void this.playStep(chan, `step-${direction}-${i}`, step.argv, due_ms).then((r) => {
           if (this.stopped) return;
-          this.uml.onEvent({ event: 'capacity_change', direction, kbit: step.kbit, at_s: step.at_s, ok: r.code === 0, by: 'tc',
-            ...(r.code ? { error: r.stderr.trim() } : {}) });
+          this.uml.onEvent(/** @type {any} */ ({ ...step.event, direction, at_s: step.at_s, ok: r.code === 0, by: 'tc',
+            ...(r.code ? { error: r.stderr.trim() } : {}) }));
         }), Math.max(0, due_ms - STAGE_AHEAD_MS - Date.now()));
         this.timers.push(timer);
       });

@@ -11,7 +11,7 @@ const forward = (forward) => normalizeScenario({ network: { forward } }).network
 
 test('defaults are neutral: a link left out has no delay, no rate limit and a 1000-packet FIFO', () => {
   const n = normalizeScenario({}).network;
-  const plain = { delay_ms: 0, jitter_ms: 0, loss_percent: 0, rate: null, qdisc: { kind: 'fifo', limit_packets: 1000 } };
+  const plain = { delay_ms: 0, delay_schedule: [], jitter_ms: 0, loss_percent: 0, rate: null, qdisc: { kind: 'fifo', limit_packets: 1000 } };
   assert.deepEqual(n.forward, plain);
   assert.deepEqual(n.reverse, plain);
 });

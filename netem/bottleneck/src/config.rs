@@ -46,6 +46,9 @@ impl std::fmt::Display for ConfigError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LinkConfig {
     pub delay_ms: f64,
+    /// Later propagation delays: from `at_s` on the schedule's time axis, packets reaching the bottleneck get
+    /// `delay_ms` (strictly increasing `at_s`, all > 0).
+    pub delay_schedule: Vec<DelayStep>,
     pub jitter_ms: f64,
     pub loss_percent: f64,
     pub rate: RateConfig,
@@ -147,6 +150,7 @@ impl QdiscConfig {
 #[serde(deny_unknown_fields)]
 struct LinkJson {
     delay_ms: f64,
+    delay_schedule: Vec<DelayStep>,
     jitter_ms: f64,
     loss_percent: f64,
     #[serde(deserialize_with = "nullable")]
@@ -167,6 +171,14 @@ struct RateJson {
     burst_bytes: u64,
 }
 
+/// One step of the propagation delay (`delay_schedule`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DelayStep {
+    pub at_s: f64,
+    pub delay_ms: f64,
+}
+
 #[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct StepJson {
@@ -184,6 +196,7 @@ impl LinkConfig {
     pub fn to_json(&self) -> Value {
         let link = LinkJson {
             delay_ms: self.delay_ms,
+            delay_schedule: self.delay_schedule.clone(),
             jitter_ms: self.jitter_ms,
             loss_percent: self.loss_percent,
             rate: rate_json(&self.rate),
@@ -234,6 +247,14 @@ pub fn parse_link(v: &Value, read_trace: &dyn Fn(&str) -> Result<String, String>
         return Err(e);
     }
     check_number("", "delay_ms", link.delay_ms, 0.0, 10000.0, false)?;
+    for (i, step) in link.delay_schedule.iter().enumerate() {
+        let path = format!("delay_schedule[{i}]");
+        check_number(&path, "at_s", step.at_s, 0.0, 1e6, true)?;
+        check_number(&path, "delay_ms", step.delay_ms, 0.0, 10000.0, false)?;
+        if i > 0 && step.at_s <= link.delay_schedule[i - 1].at_s {
+            return Err(ConfigError::new(&field(&path, "at_s"), "must be later than the step before"));
+        }
+    }
     check_number("", "jitter_ms", link.jitter_ms, 0.0, 10000.0, false)?;
     check_number("", "loss_percent", link.loss_percent, 0.0, 100.0, false)?;
     let rate = match &link.rate {
@@ -243,6 +264,7 @@ pub fn parse_link(v: &Value, read_trace: &dyn Fn(&str) -> Result<String, String>
     link.qdisc.validate("qdisc")?;
     Ok(LinkConfig {
         delay_ms: link.delay_ms,
+        delay_schedule: link.delay_schedule,
         jitter_ms: link.jitter_ms,
         loss_percent: link.loss_percent,
         rate,
@@ -486,7 +508,7 @@ pub mod testing {
 
     /// A link with this delay, rate and discipline; no jitter, no loss.
     pub fn link(delay_ms: u64, rate: Value, qdisc: Value) -> Value {
-        json!({"delay_ms": delay_ms, "jitter_ms": 0, "loss_percent": 0, "rate": rate, "qdisc": qdisc})
+        json!({"delay_ms": delay_ms, "delay_schedule": [], "jitter_ms": 0, "loss_percent": 0, "rate": rate, "qdisc": qdisc})
     }
 
     /// A constant rate with a bucket of two full-size frames.
@@ -684,6 +706,10 @@ mod tests {
     fn names_the_field_out_of_range() {
         let bad = |v: Value| parse_link(&v, &no_trace).unwrap_err().field;
         assert_eq!(bad(with(link(0, Value::Null, fifo(10)), "delay_ms", json!(-1))), "delay_ms");
+        let back = json!([{"at_s": 2, "delay_ms": 50}, {"at_s": 1, "delay_ms": 25}]);
+        assert_eq!(bad(with(link(0, Value::Null, fifo(10)), "delay_schedule", back)), "delay_schedule[1].at_s");
+        let at0 = json!([{"at_s": 0, "delay_ms": 50}]);
+        assert_eq!(bad(with(link(0, Value::Null, fifo(10)), "delay_schedule", at0)), "delay_schedule[0].at_s");
         assert_eq!(bad(with(link(0, Value::Null, fifo(10)), "loss_percent", json!(150))), "loss_percent");
         assert_eq!(bad(with(link(0, Value::Null, fifo(10)), "jitter_ms", json!("5"))), "jitter_ms");
         assert_eq!(bad(link(0, json!({"kbit": 0, "burst_bytes": 3028}), fifo(10))), "rate.kbit");
@@ -800,7 +826,7 @@ mod tests {
             .to_string();
         assert_eq!(
             text,
-            r#"{"delay_ms":25,"jitter_ms":0,"loss_percent":0,"qdisc":{"kind":"fifo","limit_bytes":37500},"rate":{"burst_bytes":3028,"kbit":1000}}"#
+            r#"{"delay_ms":25,"delay_schedule":[],"jitter_ms":0,"loss_percent":0,"qdisc":{"kind":"fifo","limit_bytes":37500},"rate":{"burst_bytes":3028,"kbit":1000}}"#
         );
     }
 
@@ -813,7 +839,7 @@ mod tests {
         assert_eq!(e.field, "qdisc.bands[0].rate_cap", "{e}");
         let e = parse_link(&link(0, json!([1000, [], "/t", 3028]), fifo(10)), &no_trace).unwrap_err();
         assert_eq!(e.field, "rate", "{e}");
-        let e = parse_link(&json!([0, 0, 0, null, fifo(10)]), &no_trace).unwrap_err();
+        let e = parse_link(&json!([0, [], 0, 0, null, fifo(10)]), &no_trace).unwrap_err();
         assert_eq!(e.field, "(link)", "{e}");
     }
 

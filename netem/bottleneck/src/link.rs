@@ -34,6 +34,10 @@ pub struct Outcome {
 pub struct Link {
     loss_probability: f64,
     delay_ns: u64,
+    /// The delay schedule: (offset from the schedule's time 0, delay) per step, in order.
+    delay_steps: Vec<(u64, u64)>,
+    /// Time 0 of the delay schedule (as the rate's: `restart_schedule`).
+    schedule_t0_ns: u64,
     jitter_ns: u64,
     qdisc: Box<dyn Qdisc>,
     rate: RateLimiter,
@@ -64,6 +68,12 @@ impl Link {
         Link {
             loss_probability: cfg.loss_percent / 100.0,
             delay_ns: qdisc::ms_to_ns(cfg.delay_ms),
+            delay_steps: cfg
+                .delay_schedule
+                .iter()
+                .map(|s| (qdisc::ms_to_ns(s.at_s * 1000.0), qdisc::ms_to_ns(s.delay_ms)))
+                .collect(),
+            schedule_t0_ns: t0_ns,
             jitter_ns: qdisc::ms_to_ns(cfg.jitter_ms),
             qdisc,
             rate: RateLimiter::new(&cfg.rate, t0_ns),
@@ -99,9 +109,18 @@ impl Link {
         self.in_flight.len()
     }
 
-    /// Time 0 of the rate schedule or trace becomes `t0_ns`.
+    /// Time 0 of the rate schedule or trace, and of the delay schedule, becomes `t0_ns`.
     pub fn restart_schedule(&mut self, t0_ns: u64) {
         self.rate.restart_schedule(t0_ns);
+        self.schedule_t0_ns = t0_ns;
+    }
+
+    /// The propagation delay of a packet that reached the bottleneck at `arrival_ns` (the netem backends apply
+    /// theirs on arrival too, before the queue).
+    fn delay_ns_at(&self, arrival_ns: u64) -> u64 {
+        let since = arrival_ns.saturating_sub(self.schedule_t0_ns);
+        let started = arrival_ns >= self.schedule_t0_ns;
+        self.delay_steps.iter().take_while(|(at, _)| started && *at <= since).last().map_or(self.delay_ns, |s| s.1)
     }
 
     pub fn rate_kbit_at(&self, t_ns: u64) -> Option<f64> {
@@ -182,8 +201,8 @@ impl Link {
                 self.link_free_ns = p.tx_end_ns;
                 self.in_service = Some((p.tx_end_ns, p.wire_bytes, p.band));
                 let jitter = if self.jitter_ns > 0 { self.rng.gen_range(0..=self.jitter_ns) } else { 0 };
-                // Jitter never reorders: a packet is not released before the one ahead of it.
-                p.due_ns = (p.tx_end_ns + self.delay_ns + jitter).max(self.last_due_ns);
+                // Neither jitter nor a lower delay reorders: a packet is not released before the one ahead of it.
+                p.due_ns = (p.tx_end_ns + self.delay_ns_at(p.arrival_ns) + jitter).max(self.last_due_ns);
                 self.last_due_ns = p.due_ns;
                 self.in_flight.push_back(p);
             }

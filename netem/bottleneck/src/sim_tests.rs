@@ -136,6 +136,35 @@ fn delay_line_keeps_order_with_jitter() {
 }
 
 #[test]
+fn delay_schedule_steps_on_arrival_and_never_reorders() {
+    // 25 ms, 125 ms from 1 s, 5 ms from 2 s (t0 = 0): a packet's delay is the one in force when it arrived.
+    let steps = json!([{"at_s": 1, "delay_ms": 125}, {"at_s": 2, "delay_ms": 5}]);
+    let mut l = link(with(full_link(25, json!(null), fifo(1000)), "delay_schedule", steps));
+    let arrivals = cbr(1, 1000, 100, 0, 3 * S, 0);
+    let (fwd, _) = simulate(&mut l, arrivals.clone(), 4 * S);
+    assert_eq!(fwd.len(), arrivals.len());
+    let mut last = 0;
+    for o in &fwd {
+        assert!(o.packet.due_ns >= last, "reordered");
+        last = o.packet.due_ns;
+        let (t, d) = (o.packet.arrival_ns, (o.packet.due_ns - o.packet.arrival_ns) as f64 / 1e6);
+        let want = if t < S {
+            25.0
+        } else if t < 2 * S {
+            125.0
+        } else {
+            5.0
+        };
+        // Below 2 s + 125 ms a packet after the decrease waits for the last one that got 125 ms.
+        if t >= 2 * S && t < 2 * S + 125 * MS {
+            assert!(d >= want && d <= 125.0, "t {t} delay {d}");
+        } else {
+            assert!((d - want).abs() < 0.01, "t {t}: delay {d}, want {want}");
+        }
+    }
+}
+
+#[test]
 fn unlimited_rate_is_just_the_delay() {
     let mut l = link(full_link(25, json!(null), fifo(1000)));
     let (fwd, _) = simulate(&mut l, cbr(1, 100, 84, 0, S, 0), 2 * S);
