@@ -11,7 +11,7 @@ import { browserProfiles } from './leftovers.js';
 
 /** Command lines that belong to rtclab's processes. */
 const OURS = [/rtclab-bottleneck/, /umid=rtclab-/, /netem\/uml\/exec\.js/, /capture-[ab]\.pcap/, /iperf3.*(rtclab|iperf3-\d+)/, /rtclab-chromium-/,
-  /harness\/cli\.js/, /netem\/cli\.js/, /signaling\/server\.js/, /rtclab\.study/, /chromium-in-ns|chromium\.sh/];
+  /harness\/cli\.js/, /netem\/cli\.js/, /signaling\/server\.js/, /rtclab_study/, /chromium-in-ns|chromium\.sh/];
 
 /** @param {string[]} argv */
 const lines = (argv) => {

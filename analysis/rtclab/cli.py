@@ -137,7 +137,11 @@ def run_node_program(name: str, args: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["study"]:  # its own parser: rtclab study run FILE ... | aggregate OUT (docs/studies.md)
-        from .study.__main__ import main as study_main
+        # The one rtclab module that names the orchestrator, the package rtclab_study: it sits upstream of the
+        # analyzer (it imports rtclab and drives Node and Ray), so no other rtclab module may import it
+        # (test_package_split.py). `rtclab study ...` dispatches to it so that one console command runs and analyses
+        # studies; the import is lazy, inside this branch, so that importing rtclab never loads the orchestrator.
+        from rtclab_study.__main__ import main as study_main
         return study_main(argv[1:])
     if argv[:1] and argv[0] in NODE_PROGRAMS:  # rtclab call [--scenario FILE ...], rtclab net up|down ..., clean
         return run_node_program(argv[0], argv[1:])

@@ -50,7 +50,7 @@ class Study:
         cmd = f"npm run study -- run {_rel(self.plan.get('study_file'))} --out {_rel(self.dir)}" + \
             (f" --quick {q:g}" if q != 1.0 else "")
         if self.doc.get("accept_invalid") and self.doc.get("invalid_note"):
-            cmd += (f" && .venv/bin/python -m rtclab.study aggregate {_rel(self.dir)} --accept-invalid "
+            cmd += (f" && .venv/bin/rtclab study aggregate {_rel(self.dir)} --accept-invalid "
                     + ",".join(self.doc["accept_invalid"]))
         return cmd
 
@@ -314,7 +314,7 @@ def run_commands(claim: dict[str, Any]) -> list[str]:
     files = [claim["study_file"]] + ([claim["against_file"]] if claim.get("against_file") else [])
     cmds = [f"npm run study -- run {f}" for f in files]
     if claim.get("ray"):
-        cmds += [f".venv/bin/python -m rtclab.study run {f} --ray HEAD:6379" for f in files]
+        cmds += [f".venv/bin/rtclab study run {f} --ray HEAD:6379" for f in files]
     return cmds
 
 

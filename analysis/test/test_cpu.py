@@ -19,9 +19,10 @@ import pytest
 
 from rtclab import analyze, cli, dashboard, report, synth
 from rtclab.study import aggregate as agg
-from rtclab.study import plan as planmod
 from rtclab.study import report as study_report
-from rtclab.study import spec, state
+from rtclab.study import studydir
+from rtclab_study import plan as planmod
+from rtclab_study import spec
 
 T0 = synth.SynthConfig().start_epoch_s
 DURATION_S = 4.0
@@ -230,7 +231,7 @@ def test_a_study_aggregates_each_runs_cpu_over_the_call(tmp_path: Path) -> None:
     planmod.write(planmod.make(spec.load(f)), out)
     ms = []
     for rep in (1, 2):
-        d = state.attempt_dir(out, "base", rep, 1)
+        d = studydir.attempt_dir(out, "base", rep, 1)
         lines = cpu_lines()
         if rep == 2:  # a busier second run: the host's busy cores and chromium-b's renderer raised
             lines = [x.replace('"busy": 1.', '"busy": 1.5').replace('"chromium-b/renderer": 0.3',
@@ -239,7 +240,7 @@ def test_a_study_aggregates_each_runs_cpu_over_the_call(tmp_path: Path) -> None:
         with contextlib.redirect_stdout(io.StringIO()):  # the CLI's entry point, in this process: faster
             assert cli.main(["analyze", str(d), "-q", "--no-tshark", "--no-dashboard"]) == 0
         ms.append(json.loads((d / "metrics.json").read_text()))
-    r = subprocess.run([sys.executable, "-m", "rtclab.study", "aggregate", str(out)], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "rtclab_study", "aggregate", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     doc = json.loads((out / "study.json").read_text())
     stats = doc["points"][0]["flows"]["cpu"]["all"]

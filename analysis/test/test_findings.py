@@ -1,9 +1,9 @@
-"""`rtclab findings` (rtclab.findings, studies/findings.yaml) on small study directories made with the study package's
-own writers (spec, plan, state) and runs whose metrics.json hold chosen values, so that every mean, interval and
-verdict can be computed here by hand: a range claim that agrees, one that deviates, one that straddles, a point with
-INVALID attempts and one repetition only, a point whose INVALID runs were accepted, a trend, a backend-like
-difference between two studies, per-run measures (a DSCP flow, a priority share), a study not given (not run, with
-its Ray command), and the Markdown and HTML output."""
+"""`rtclab findings` (rtclab.findings, studies/findings.yaml) on small study directories made with the study writers
+(rtclab_study's spec and plan, rtclab.study.studydir's layout) and runs whose metrics.json hold chosen values, so
+that every mean, interval and verdict can be computed here by hand: a range claim that agrees, one that deviates, one
+that straddles, a point with INVALID attempts and one repetition only, a point whose INVALID runs were accepted, a
+trend, a backend-like difference between two studies, per-run measures (a DSCP flow, a priority share), a study not
+given (not run, with its Ray command), and the Markdown and HTML output."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ import pytest
 
 from rtclab import findings
 from rtclab.study import aggregate as agg
-from rtclab.study import plan as planmod
-from rtclab.study import spec, state
+from rtclab.study import studydir
+from rtclab_study import plan as planmod
+from rtclab_study import spec
 
 REPO = Path(__file__).resolve().parents[2]
 T975 = {2: (2 * 0.975 - 1) * math.sqrt(2 / (4 * 0.975 * 0.025))}  # Student t(0.975, 2), closed form
@@ -68,7 +69,7 @@ def make_study(tmp: Path, name: str, runs: dict[str, list[list[tuple[str, dict[s
     for point, reps in runs.items():
         for rep, attempts in enumerate(reps, start=1):
             for attempt, (outcome, m) in enumerate(attempts, start=1):
-                d = state.attempt_dir(out, point, rep, attempt)
+                d = studydir.attempt_dir(out, point, rep, attempt)
                 d.mkdir(parents=True)
                 checks = [{"name": "host_cpu_not_saturated", "ok": outcome == "valid", "detail": "97% busy"}]
                 (d / "manifest.json").write_text(json.dumps({
@@ -222,7 +223,7 @@ def test_a_study_not_given_is_not_run_with_its_commands(page: dict[str, Any]) ->
     assert f.verdict == "not run" and f.rows == []
     md = page["md"]
     assert "    npm run study -- run studies/x-quick.yaml" in md
-    assert "    .venv/bin/python -m rtclab.study run studies/x-quick.yaml --ray HEAD:6379" in md
+    assert "    .venv/bin/rtclab study run studies/x-quick.yaml --ray HEAD:6379" in md
     assert re.search(r"^missing +not run$", page["stdout"], re.M)
 
 

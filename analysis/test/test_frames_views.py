@@ -19,9 +19,10 @@ import pytest
 
 from rtclab import analyze, dashboard, synth
 from rtclab.study import aggregate as agg
-from rtclab.study import plan as planmod
-from rtclab.study import spec, state
+from rtclab.study import studydir
 from rtclab.study.report import fmt
+from rtclab_study import plan as planmod
+from rtclab_study import spec
 
 STALL = (5.0, 5.6)  # the model's receiver shows no frame whose first packet leaves in [5, 5.6) s
 
@@ -142,7 +143,7 @@ POINTS: dict[str, dict[int, list[tuple[str, tuple[float, float]]]]] = {
 
 
 def _study_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rtclab.study", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "rtclab_study", *args], capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +161,7 @@ def studies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         for rep, attempts in reps.items():
             for attempt, (outcome, stall) in enumerate(attempts, start=1):
                 seed += 1
-                d = state.attempt_dir(a, point, rep, attempt)
+                d = studydir.attempt_dir(a, point, rep, attempt)
                 synth.write_run(d, synth.SynthConfig(duration_s=8.0, tcp_start_s=2.0, tcp_stop_s=6.0, seed=seed,
                                                      frames=True, stall_s=stall, cpu=False))
                 if outcome == "invalid":
@@ -173,7 +174,7 @@ def studies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     assert r.returncode == 0, r.stderr
     b = tmp / "b"
     shutil.copytree(a, b)
-    man_path = state.attempt_dir(b, "short", 3, 1) / "manifest.json"
+    man_path = studydir.attempt_dir(b, "short", 3, 1) / "manifest.json"
     man = json.loads(man_path.read_text())
     man["validity"] = {"valid": False, "checks": [{"name": "bottleneck_lateness_bounded", "ok": False, "detail": "x"}]}
     man_path.write_text(json.dumps(man))
@@ -238,7 +239,7 @@ def test_study_frames_metrics_equal_an_independent_computation_over_the_valid_ru
                     assert got[metric][k] == pytest.approx(w[k], rel=1e-9, abs=1e-12), (key, point, metric, k)
     # The invalid attempt's frames (a 3 s stall, more than any valid run's) are in its metrics.json, and in no
     # statistic (the equalities above are over the valid runs alone).
-    invalid = _run_values(state.attempt_dir(studies["a"], "long", 2, 1))["freeze_time_ratio"]
+    invalid = _run_values(studydir.attempt_dir(studies["a"], "long", 2, 1))["freeze_time_ratio"]
     assert invalid > max(_run_values(d)["freeze_time_ratio"] for d in _valid_runs(studies["a"], "long")) + 0.1
     a = json.loads((studies["a"] / "study.json").read_text())
     assert "runs/long/2-1" in {e["dir"] for e in a["excluded"]}

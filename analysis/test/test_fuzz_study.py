@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rtclab.study import spec
+from rtclab_study import spec
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,7 +99,7 @@ def test_the_command_line_refuses_bad_study_files_with_exit_2_and_no_traceback(t
         file = tmp_path / f"s{i}.yaml"
         file.write_text(json.dumps(doc))
         out = tmp_path / f"out{i}"
-        r = subprocess.run([sys.executable, "-m", "rtclab.study", "run", str(file), "--out", str(out)],
+        r = subprocess.run([sys.executable, "-m", "rtclab_study", "run", str(file), "--out", str(out)],
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 2, (doc, r.stdout, r.stderr)
         assert "Traceback" not in r.stdout + r.stderr and r.stderr.strip(), (doc, r.stderr)

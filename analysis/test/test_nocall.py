@@ -20,8 +20,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from rtclab import synth
-from rtclab.study import plan as planmod
-from rtclab.study import spec, state
+from rtclab.study import studydir
+from rtclab_study import plan as planmod
+from rtclab_study import spec
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("ecn_table", ROOT / "studies" / "thesis" / "ecn_table.py")
@@ -81,11 +82,11 @@ def test_a_study_of_runs_without_a_call_aggregates_reports_and_renders(tmp_path:
     for point in ("p1", "p2"):
         for rep in (1, 2):
             seed += 1
-            d = state.attempt_dir(out, point, rep, 1)
+            d = studydir.attempt_dir(out, point, rep, 1)
             synth.write_run(d, nocall_config(seed, tcp_start_s=2.0))
             r = analyse(d, "-q", "--no-tshark", "--no-dashboard")
             assert r.returncode == 0, r.stderr
-    r = subprocess.run([sys.executable, "-m", "rtclab.study", "aggregate", str(out)], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "rtclab_study", "aggregate", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "forward:tcp over the whole run" in r.stdout
     doc = json.loads((out / "study.json").read_text())

@@ -21,16 +21,18 @@ import pytest
 
 from rtclab import cli, synth
 from rtclab.study import aggregate as agg
-from rtclab.study import plan as planmod
-from rtclab.study import spec, state
+from rtclab.study import studydir
 from rtclab.study.tdist import t_cdf, t_quantile
+from rtclab_study import plan as planmod
+from rtclab_study import spec
+from rtclab_study.runner import append_log
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "scenarios" / "examples"
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rtclab.study", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "rtclab_study", *args], capture_output=True, text=True,
                           cwd=cwd, timeout=120)
 
 
@@ -212,18 +214,18 @@ def _manifest(run: Path, status: str, valid: bool | None) -> None:
 
 def test_what_counts_towards_max_attempts(tmp_path: Path) -> None:
     out = tmp_path
-    _manifest(state.attempt_dir(out, "p", 1, 1), "complete", False)
-    _manifest(state.attempt_dir(out, "p", 1, 2), "incomplete", None)  # the study recorded that it interrupted it
-    state.append_log(out, {"event": "start", "point": "p", "rep": 1, "attempt": 2})
-    state.append_log(out, {"event": "end", "point": "p", "rep": 1, "attempt": 2, "interrupted": True})
-    _manifest(state.attempt_dir(out, "p", 1, 3), "running", None)  # started, never ended: the study was killed
-    state.append_log(out, {"event": "start", "point": "p", "rep": 1, "attempt": 3})
-    _manifest(state.attempt_dir(out, "p", 2, 1), "incomplete", None)  # failed by itself: counts
-    state.append_log(out, {"event": "start", "point": "p", "rep": 2, "attempt": 1})
-    state.append_log(out, {"event": "end", "point": "p", "rep": 2, "attempt": 1, "interrupted": False, "exit_code": 1})
-    _manifest(state.attempt_dir(out, "p", 2, 2), "complete", False)
-    _manifest(state.attempt_dir(out, "p", 3, 1), "complete", True)
-    reps = state.scan(out, ["p"], 3)
+    _manifest(studydir.attempt_dir(out, "p", 1, 1), "complete", False)
+    _manifest(studydir.attempt_dir(out, "p", 1, 2), "incomplete", None)  # the study recorded that it interrupted it
+    append_log(out, {"event": "start", "point": "p", "rep": 1, "attempt": 2})
+    append_log(out, {"event": "end", "point": "p", "rep": 1, "attempt": 2, "interrupted": True})
+    _manifest(studydir.attempt_dir(out, "p", 1, 3), "running", None)  # started, never ended: the study was killed
+    append_log(out, {"event": "start", "point": "p", "rep": 1, "attempt": 3})
+    _manifest(studydir.attempt_dir(out, "p", 2, 1), "incomplete", None)  # failed by itself: counts
+    append_log(out, {"event": "start", "point": "p", "rep": 2, "attempt": 1})
+    append_log(out, {"event": "end", "point": "p", "rep": 2, "attempt": 1, "interrupted": False, "exit_code": 1})
+    _manifest(studydir.attempt_dir(out, "p", 2, 2), "complete", False)
+    _manifest(studydir.attempt_dir(out, "p", 3, 1), "complete", True)
+    reps = studydir.scan(out, ["p"], 3)
     r1, r2, r3 = reps[("p", 1)], reps[("p", 2)], reps[("p", 3)]
     assert [a.status for a in r1.attempts] == ["invalid", "interrupted", "interrupted"]
     assert r1.counted() == 1 and r1.state(2) == "pending" and r1.next_attempt() == 4
@@ -234,20 +236,20 @@ def test_what_counts_towards_max_attempts(tmp_path: Path) -> None:
 
 def test_an_analysed_attempt_is_judged_by_the_analyzers_validity_too(tmp_path: Path) -> None:
     # The harness's checks passed (manifest), the analyzer's own dscp_marked failed (metrics.json): invalid, retried.
-    run = state.attempt_dir(tmp_path, "p", 1, 1)
+    run = studydir.attempt_dir(tmp_path, "p", 1, 1)
     _manifest(run, "complete", True)
     failed = {"name": "dscp_marked", "ok": False, "detail": "c1: 0/900 packets (0.0%) carried DSCP 46"}
     (run / "metrics.json").write_text(json.dumps({"validity": {"valid": False, "checks": [failed]}}))
-    a = state.classify(run, "p", 1, 1, None)
-    assert a.status == state.INVALID and a.failed_names == ["dscp_marked"]
+    a = studydir.classify(run, "p", 1, 1, None)
+    assert a.status == studydir.INVALID and a.failed_names == ["dscp_marked"]
     (run / "metrics.json").write_text("{not json")  # unreadable metrics: the manifest's validity stands
-    assert state.classify(run, "p", 1, 1, None).status == state.VALID
+    assert studydir.classify(run, "p", 1, 1, None).status == studydir.VALID
     # The manifest's checks stay the harness's word: a copy of them in metrics.json made before the manifest changed
     # (a clean marking it, say) does not overrule it.
     stale = {"name": "host_cpu_not_saturated", "ok": True, "detail": "x"}
     (run / "metrics.json").write_text(json.dumps({"validity": {"valid": True, "checks": [stale]}}))
     _manifest(run, "complete", False)
-    assert state.classify(run, "p", 1, 1, None).status == state.INVALID
+    assert studydir.classify(run, "p", 1, 1, None).status == studydir.INVALID
 
 
 # ---- aggregation = an independent computation from metrics.json ----------------------------------------------------
@@ -276,7 +278,7 @@ def synthetic_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for rep, outcomes in reps.items():
             for attempt, outcome in enumerate(outcomes, start=1):
                 seed += 1
-                d = state.attempt_dir(out, point, rep, attempt)
+                d = studydir.attempt_dir(out, point, rep, attempt)
                 cfg = synth.SynthConfig(duration_s=12.0, tcp_start_s=3.0, tcp_stop_s=9.0, seed=seed, **overrides)
                 synth.write_run(d, cfg)
                 m = json.loads((d / "manifest.json").read_text())
@@ -437,7 +439,7 @@ def test_congestion_controller_metrics_aggregate_over_the_runs_event_logs(tmp_pa
     n_dd = {1: 7, 2: 12, 3: 4, 4: None}  # repetition 4: no event log
     overusing = {1: 0.05, 2: 0.125, 3: 0.02}
     for rep, count in n_dd.items():
-        d = state.attempt_dir(out, "base", rep, 1)
+        d = studydir.attempt_dir(out, "base", rep, 1)
         synth.write_run(d, synth.SynthConfig(duration_s=8.0, seed=300 + rep))
         analyze_in_process(d)
         m = json.loads((d / "metrics.json").read_text())

@@ -30,9 +30,9 @@ from typing import Any, Iterator
 import pytest
 
 from rtclab.study import aggregate as agg
-from rtclab.study.__main__ import main as study_main
-from rtclab.study.executors import ExecutorError, fmt_cpus, split_cpus
-from rtclab.study.ray_executor import NODE_RUNS, SMALL_FILES, check_node, checkout_id, repo_commit, study_key
+from rtclab_study.__main__ import main as study_main
+from rtclab_study.executors import ExecutorError, fmt_cpus, split_cpus
+from rtclab_study.ray_executor import NODE_RUNS, SMALL_FILES, check_node, checkout_id, repo_commit, study_key
 
 ROOT = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).parent / "ray"
@@ -64,7 +64,7 @@ def study_file(tmp_path: Path, name: str) -> Path:
 
 
 def run_study(*args: str, timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rtclab.study", "run", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "rtclab_study", "run", *args], capture_output=True, text=True,
                           timeout=timeout_s, cwd=ROOT)
 
 
@@ -254,7 +254,7 @@ def test_ray_two_nodes_gathered_like_a_serial_run_and_a_lost_node_rerun(tmp_path
     worker_id = worker_node_id(ray_cluster)
     out = tmp_path / "ray"
     f = study_file(tmp_path, "exec-ray")
-    proc = subprocess.Popen([sys.executable, "-m", "rtclab.study", "run", str(f), "--out", str(out), "--ray",
+    proc = subprocess.Popen([sys.executable, "-m", "rtclab_study", "run", str(f), "--out", str(out), "--ray",
                              ray_cluster["address"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=ROOT)
     node_runs = ROOT / NODE_RUNS / study_key(out)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rtclab.study import runner, spec
+from rtclab_study import runner, spec
 
 ROOT = Path(__file__).resolve().parents[2]
 # Every YAML file under studies/ but the findings' claims (studies/findings.yaml, read by `rtclab findings`).

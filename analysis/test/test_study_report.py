@@ -22,9 +22,10 @@ import pytest
 from rtclab import synth
 from rtclab.analyze import analyze
 from rtclab.dashboard import write as write_run_dashboard
-from rtclab.study import plan as planmod
-from rtclab.study import spec, state
+from rtclab.study import studydir
 from rtclab.study.tdist import t_quantile
+from rtclab_study import plan as planmod
+from rtclab_study import spec
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -72,7 +73,7 @@ def build(tmp: Path, text: str, chromium: str, tcp_flows: int, dashboards: bool)
         for rep in range(1, plan.study.repetitions + 1):
             for attempt, outcome in enumerate(OUTCOMES.get((p.name, rep), ["valid"]), start=1):
                 seed += 1
-                d = state.attempt_dir(out, p.name, rep, attempt)
+                d = studydir.attempt_dir(out, p.name, rep, attempt)
                 synth.write_run(d, synth.SynthConfig(duration_s=8.0, tcp_flows=tcp_flows, tcp_start_s=2.0,
                                                      tcp_stop_s=6.0, capacity_kbit=kbit, video_pps=100.0,
                                                      tcp_pps=200.0, queue_peak_ms=15.0 + 10 * i + rep,
@@ -439,7 +440,7 @@ def test_compare_puts_the_shared_point_side_by_side(studies: dict[str, Path], tm
 def test_bad_input_exits_2_with_a_message(studies: dict[str, Path], tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     """In process (the CLI's own main; one case also through `rtclab study` in a subprocess below)."""
-    from rtclab.study.__main__ import main
+    from rtclab_study.__main__ import main
     (tmp_path / "planned").mkdir()
     (tmp_path / "planned" / "plan.json").write_text((studies["alone"] / "plan.json").read_text())
     cases = [

@@ -55,7 +55,7 @@ function random(seed) {
 const TARGETS = {
   call: { argv: (dir) => [process.execPath, path.join(repo, 'harness', 'cli.js'), '--duration', '6', '--out', dir], life_s: 12 },
   net: { argv: (dir) => [process.execPath, path.join(repo, 'netem', 'cli.js'), 'up', '--id', path.basename(dir).split('-').pop() ?? ''], life_s: 1.5 },
-  study: { argv: (dir) => [path.join(repo, '.venv', 'bin', 'python'), '-m', 'rtclab.study', 'run',
+  study: { argv: (dir) => [path.join(repo, '.venv', 'bin', 'python'), '-m', 'rtclab_study', 'run',
     path.join(repo, 'studies', 'examples', 'aqm-quick.yaml'), '--out', dir, '--quick', '0.2'], life_s: 45 },
 };
 
@@ -210,7 +210,7 @@ async function oneKill(/** @type {number} */ n, /** @type {string} */ target, /*
   // it down) as an orphan. That is its design, not a leftover: wait for it before cleaning.
   const orphansDeadline = Date.now() + 120_000;
   let orphans = 0;
-  const owners = () => census({ only: [dir] }).processes.filter((p) => /harness\/cli\.js|rtclab\.study/.test(p));
+  const owners = () => census({ only: [dir] }).processes.filter((p) => /harness\/cli\.js|rtclab_study/.test(p));
   while (owners().length && Date.now() < orphansDeadline) { orphans = 1; await sleep(500); }
   const ids = runIds(output, dir);
   // Interrupted (SIGINT), the harness and a study tear down by themselves: nothing of theirs may be left even before

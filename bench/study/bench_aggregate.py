@@ -24,8 +24,9 @@ from typing import Any
 
 from rtclab import synth
 from rtclab.study import aggregate as agg
-from rtclab.study import dashboard, spec, state
-from rtclab.study import plan as planmod
+from rtclab.study import dashboard, studydir
+from rtclab_study import plan as planmod
+from rtclab_study import spec
 
 
 def _perturb(x: Any, rng: random.Random) -> Any:
@@ -59,7 +60,7 @@ def build(out: Path, runs: int, points: int, templates: int = 3) -> None:
     planmod.write(plan, out)
     rng = random.Random(1)
     for n, pr in enumerate(plan.order[:runs]):
-        d = state.attempt_dir(out, pr.point, pr.rep, 1)
+        d = studydir.attempt_dir(out, pr.point, pr.rep, 1)
         d.mkdir(parents=True)
         m_text, manifest = metrics[n % len(metrics)]
         m = _perturb(json.loads(m_text), rng)

@@ -9,7 +9,7 @@ quiet machine (the caller holds the real-calls lock). Overhead of a run = everyt
 minus the call's own duration (the manifest's call_end - call_start), i.e. set-up, teardown, analysis and, for the
 study, its bookkeeping (the plan, the attempt log, classifying each run) and the final aggregation. Printed per
 run for both, and their ratio (study / loop). The aggregation alone is timed on the study's own runs
-(`rtclab.study aggregate`), and with --aggregate-runs K on K synthetic runs by bench_aggregate.py.
+(`rtclab_study aggregate`), and with --aggregate-runs K on K synthetic runs by bench_aggregate.py.
 Results: bench/study/RESULTS.md."""
 
 from __future__ import annotations
@@ -48,12 +48,12 @@ def study(work: Path, scenario: Path, runs: int, duration_s: float) -> tuple[flo
                  f"repetitions: {runs}\nmax_attempts: 1\nshuffle: false\n")
     out = work / "study"
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "rtclab.study", "run", str(f), "--out", str(out)], cwd=ROOT,
+    subprocess.run([sys.executable, "-m", "rtclab_study", "run", str(f), "--out", str(out)], cwd=ROOT,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     wall = time.perf_counter() - t0
     dirs = sorted((out / "runs" / "only").glob("*-1"))
     t1 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "rtclab.study", "aggregate", str(out)], cwd=ROOT,
+    subprocess.run([sys.executable, "-m", "rtclab_study", "aggregate", str(out)], cwd=ROOT,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     return wall, [d for d in dirs if d.is_dir()], time.perf_counter() - t1
 

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "analysis" / "test"))
 
 from test_study_executors import RAY, STUDY, cluster_pids, free_port, kill_pids, namespaces  # noqa: E402 (after the sys.path insert)
 
-from rtclab.study.ray_executor import NODE_RUNS, study_key  # noqa: E402 (after the sys.path insert)
+from rtclab_study.ray_executor import NODE_RUNS, study_key  # noqa: E402 (after the sys.path insert)
 
 
 def start_cluster(temp_dir: Path) -> str:
@@ -53,7 +53,7 @@ def main() -> int:
     ok = True
     try:
         address = start_cluster(temp_dir)
-        cmd = [sys.executable, "-m", "rtclab.study", "run", str(f), "--out", str(out), "--ray", address]
+        cmd = [sys.executable, "-m", "rtclab_study", "run", str(f), "--out", str(out), "--ray", address]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
         t0 = time.monotonic()
         while True:

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import __version__ as RTCLAB_VERSION
-from . import state
+from . import studydir
 from .tdist import t_quantile
 
 STUDY_JSON_FORMAT_VERSION = 1
@@ -454,10 +454,10 @@ def _as_string(v: Any) -> str | None:
     return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
 
 
-def accepted_attempt(r: state.Repetition, accept_invalid: frozenset[str]) -> state.Attempt | None:
+def accepted_attempt(r: studydir.Repetition, accept_invalid: frozenset[str]) -> studydir.Attempt | None:
     """A repetition without a valid attempt: its last invalid attempt whose failed checks are all in accept_invalid."""
     for a in reversed(r.attempts):
-        if a.status == state.INVALID and a.failed_names and set(a.failed_names) <= accept_invalid:
+        if a.status == studydir.INVALID and a.failed_names and set(a.failed_names) <= accept_invalid:
             return a
     return None
 
@@ -473,7 +473,7 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
     quick_factor = float(plan.get("quick_factor", 1.0))
     points = plan["points"]
     point_names = [p["name"] for p in points]
-    reps = state.scan(out, point_names, int(plan["repetitions"]))
+    reps = studydir.scan(out, point_names, int(plan["repetitions"]))
     failed_anywhere = {n for r in reps.values() for a in r.attempts for n in a.failed_names}
     unknown = sorted(accept_invalid - failed_anywhere)
     if unknown:
@@ -528,7 +528,7 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
         for a in r.attempts:
             entry = a.to_json(out)
             entry["used"] = False
-            accepted = a is chosen and a.status == state.INVALID
+            accepted = a is chosen and a.status == studydir.INVALID
             if a is chosen:
                 mpath = a.path / "metrics.json"
                 why = None
@@ -542,8 +542,8 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
                         why = f"metrics.json unreadable: {e}"
                 if m is not None and not accepted:
                     # analysed only now (study run --no-analyze): the analyzer's own checks may fail it
-                    own = state.classify(a.path, a.point, a.rep, a.attempt, None)
-                    if own.status == state.INVALID:
+                    own = studydir.classify(a.path, a.point, a.rep, a.attempt, None)
+                    if own.status == studydir.INVALID:
                         why, m = "invalid: " + "; ".join(own.failed_checks), None
                 if m is None:
                     entry["excluded_because"] = why
@@ -573,9 +573,9 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
                                      "accepted_invalid": ",".join(a.failed_names) if accepted else None,
                                      **params_of[point], **x})
             else:
-                entry["excluded_because"] = {state.INVALID: "invalid: " + "; ".join(a.failed_checks or ["?"]),
-                                             state.INCOMPLETE: f"incomplete: {a.error}",
-                                             state.INTERRUPTED: f"interrupted: {a.error}"}.get(
+                entry["excluded_because"] = {studydir.INVALID: "invalid: " + "; ".join(a.failed_checks or ["?"]),
+                                             studydir.INCOMPLETE: f"incomplete: {a.error}",
+                                             studydir.INTERRUPTED: f"interrupted: {a.error}"}.get(
                     a.status, "a later attempt of the same repetition was used")
                 excluded.append(entry)
             runs_listed.append(entry)

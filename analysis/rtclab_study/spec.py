@@ -23,7 +23,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 STUDY_SCHEMA_PATH = REPO_ROOT / "studies" / "schema.json"
 SCENARIO_SCHEMA_PATH = REPO_ROOT / "scenarios" / "schema.json"
 CHECK_POINTS_JS = REPO_ROOT / "scenarios" / "check-points.js"

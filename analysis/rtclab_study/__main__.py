@@ -1,7 +1,9 @@
-"""`python -m rtclab.study run FILE [--out DIR] [--dry-run] [--quick FACTOR]`, `python -m rtclab.study aggregate
-OUT`, `report OUT [--phase P] [--metric M]` and `compare A B [--out FILE]`. Exit status: 0 every repetition has a
-valid run; 3 some has none (invalid max_attempts times); 2 a bad study file (nothing ran) or a study directory that
-cannot be used; 130 interrupted (resumable); 1 anything else."""
+"""`python -m rtclab_study run FILE [--out DIR] [--dry-run] [--quick FACTOR]`, `python -m rtclab_study aggregate OUT`,
+`report OUT [--phase P] [--metric M]` and `compare A B [--out FILE]` (also `rtclab study ...`: rtclab/cli.py
+dispatches here). aggregate, report and compare are the analyzer's (rtclab.study); this CLI only offers them beside
+run, under one `rtclab study` command. Exit status: 0 every repetition has a valid run; 3 some has none (invalid
+max_attempts times); 2 a bad study file (nothing ran) or a study directory that cannot be used; 130 interrupted
+(resumable); 1 anything else."""
 
 from __future__ import annotations
 
@@ -11,8 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import aggregate as agg
-from . import executors, runner, spec, state
+from rtclab.study import aggregate as agg
+from rtclab.study import studydir
+
+from . import executors, runner, spec
 from . import plan as planmod
 
 
@@ -34,7 +38,7 @@ def dry_run(plan: planmod.Plan, out: Path) -> str:
     for p in s.points:
         what = ", ".join(f"{x.path}={json.dumps(x.value)}" for x in p.settings) or "the base as it is"
         lines.append(f"  point {p.name}: {plan.duration_s(p.name):g} s; base {p.base_label}; {what}")
-    reps = state.scan(out, [p.name for p in s.points], s.repetitions) if (out / "plan.json").exists() else {}
+    reps = studydir.scan(out, [p.name for p in s.points], s.repetitions) if (out / "plan.json").exists() else {}
     pending_s = 0.0
     pending = 0
     for i, r in enumerate(plan.order, start=1):
@@ -121,7 +125,7 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
 
 def _dashboard(out: Path, doc: dict[str, Any]) -> str:
     """Writes OUT/dashboard.html; the aggregation stands without it (and says why)."""
-    from . import dashboard
+    from rtclab.study import dashboard
     try:
         return str(dashboard.write(out, doc))
     except Exception as e:  # e.g. a run's files unreadable: study.json and study.parquet are written already
@@ -129,7 +133,7 @@ def _dashboard(out: Path, doc: dict[str, Any]) -> str:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from . import dashboard, report
+    from rtclab.study import dashboard, report
     out = Path(args.out_dir)
     try:
         doc = report.load(out)
@@ -145,7 +149,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from . import compare, report
+    from rtclab.study import compare, report
     try:
         page, text = compare.write(Path(args.a), Path(args.b), Path(args.out) if args.out else None, args.phase,
                                    report.check_metrics(args.metric))

@@ -3,8 +3,9 @@ default, N at once pinned to their CPUs, or on a Ray cluster), each as an ordina
 --scenario OUT/points/<point>/scenario.json --out OUT/runs/<point>/<rep>-<attempt>`), and keeps the study directory
 resumable at every moment:
 
-- what is done is read from the run directories (state.scan), never from memory: running the same command again
-  keeps valid runs, re-runs the rest; an attempt directory is never reused, so no run is overwritten or duplicated;
+- what is done is read from the run directories (rtclab.study.studydir.scan, the analyzer's reading of a study
+  directory), never from memory: running the same command again keeps valid runs, re-runs the rest; an attempt
+  directory is never reused, so no run is overwritten or duplicated;
 - SIGINT/SIGTERM/SIGHUP are forwarded to every running harness (started in its own session, so a terminal's Ctrl-C
   reaches it only through the study), which tears the run down and writes its run directory; the attempts are
   logged as interrupted (they do not count towards max_attempts), no other starts, and the study stops;
@@ -18,6 +19,7 @@ load on the host) is less likely to hit every attempt of a repetition."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import signal
 import sys
@@ -27,7 +29,9 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-from . import executors, state
+from rtclab.study import studydir
+
+from . import executors
 from . import plan as planmod
 from .spec import REPO_ROOT
 
@@ -37,6 +41,13 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_STUDY, EXIT_SOME_MISSING, EXIT_INTERRUPTED = 0, 1
 
 class StudyDirError(Exception):
     """A study directory that cannot be used (another study's, or busy)."""
+
+
+def append_log(out: Path, record: dict[str, Any]) -> None:
+    """One record of OUT/attempts.jsonl (the study's attempt log; its reader and format: rtclab.study.studydir)."""
+    with (out / "attempts.jsonl").open("a") as f:
+        f.write(json.dumps(record) + "\n")
+        f.flush()
 
 
 def default_out(name: str, quick_factor: float) -> Path:
@@ -62,7 +73,6 @@ def check_out(plan: planmod.Plan, out: Path) -> None:
         if out.exists() and any(x.name != ".lock" for x in out.iterdir()):
             raise StudyDirError(f"{out} exists, is not empty and holds no plan.json: choose another --out")
         return
-    import json
     old = json.loads(existing.read_text())
     if old.get("study") != plan.study.name:
         raise StudyDirError(f"{out} holds study {old.get('study')!r}, not {plan.study.name!r}: choose another --out")
@@ -93,17 +103,17 @@ class Progress:
         self.stream.write(f"{self.prefix()}: {text}\n")
         self.stream.flush()
 
-    def eta_s(self, reps: dict[tuple[str, int], state.Repetition]) -> float:
+    def eta_s(self, reps: dict[tuple[str, int], studydir.Repetition]) -> float:
         over = sum(self.overheads) / len(self.overheads) if self.overheads else DEFAULT_OVERHEAD_S
         return sum(self.plan.duration_s(p) + over for (p, _), r in reps.items()
                    if r.state(self.plan.study.max_attempts) == "pending") / self.slots
 
-    def line(self, reps: dict[tuple[str, int], state.Repetition], now_doing: str) -> None:
+    def line(self, reps: dict[tuple[str, int], studydir.Repetition], now_doing: str) -> None:
         total = len(reps)
         done = sum(1 for r in reps.values() if r.state(self.plan.study.max_attempts) != "pending")
         attempts = [a for r in reps.values() for a in r.attempts]
-        invalid = sum(a.status == state.INVALID for a in attempts)
-        incomplete = sum(a.status == state.INCOMPLETE for a in attempts)
+        invalid = sum(a.status == studydir.INVALID for a in attempts)
+        incomplete = sum(a.status == studydir.INCOMPLETE for a in attempts)
         exhausted = sum(r.state(self.plan.study.max_attempts) == "exhausted" for r in reps.values())
         self.say(f"{done}/{total} runs done ({invalid} invalid attempt(s), {incomplete} incomplete, {exhausted} "
                  f"without a valid run) | {now_doing} | elapsed {fmt_duration(time.monotonic() - self.started)}, "
@@ -133,7 +143,7 @@ class StudyRunner:
         self.executor.forward(signum)
 
     def start_attempt(self, point: str, rep: int, attempt: int, lock_fd: int) -> executors.Job:
-        run_dir = state.attempt_dir(self.out, point, rep, attempt)
+        run_dir = studydir.attempt_dir(self.out, point, rep, attempt)
         run_dir.parent.mkdir(parents=True, exist_ok=True)
         try:  # made here, empty, so that the attempt's number is taken whatever happens to it
             run_dir.mkdir()
@@ -145,14 +155,14 @@ class StudyRunner:
         record: dict[str, Any] = {"event": "start", "point": point, "rep": rep, "attempt": attempt,
                                   "dir": str(run_dir.relative_to(self.out)), "t": time.time(),
                                   "executor": self.executor.name}
-        state.append_log(self.out, record)
+        append_log(self.out, record)
         try:
             info = self.executor.start(job, lock_fd)
         except executors.ExecutorError as e:
             self.end_attempt(job, {"exit_code": None, "wall_s": 0.0, "lost": True, "error": str(e)})
             raise StudyDirError(str(e)) from None
         if info:  # what the executor did (the command, the CPUs), in a record of its own
-            state.append_log(self.out, {"event": "started", "point": point, "rep": rep, "attempt": attempt, **info})
+            append_log(self.out, {"event": "started", "point": point, "rep": rep, "attempt": attempt, **info})
         if self.stop_signal is not None:  # a signal came while it was starting
             self.executor.forward(self.stop_signal)
         return job
@@ -161,7 +171,7 @@ class StudyRunner:
         lost = bool(result.pop("lost", False))
         end = {"event": "end", "point": job.point, "rep": job.rep, "attempt": job.attempt, "t": time.time(),
                **result, "interrupted": self.stop_signal is not None or lost}
-        state.append_log(self.out, end)
+        append_log(self.out, end)
         if self.stop_signal is None and end.get("exit_code") in (0, 3) and end.get("wall_s") is not None:
             self.progress.overheads.append(max(0.0, float(end["wall_s"]) - self.plan.duration_s(job.point)))
         return end
@@ -188,7 +198,7 @@ class StudyRunner:
                     signal.signal(s, h)
                 os.close(lock_fd)
 
-    def _next(self, reps: dict[tuple[str, int], state.Repetition],
+    def _next(self, reps: dict[tuple[str, int], studydir.Repetition],
               busy: set[tuple[str, int]]) -> planmod.PlannedRun | None:
         """Fewest counted attempts first, then plan order: a retry waits for the first attempts still to make."""
         max_attempts = self.plan.study.max_attempts
@@ -202,7 +212,7 @@ class StudyRunner:
         planmod.write(plan, out)
         max_attempts = plan.study.max_attempts
         names = [p.name for p in plan.study.points]
-        reps = state.scan(out, names, plan.study.repetitions)
+        reps = studydir.scan(out, names, plan.study.repetitions)
         already = sum(1 for r in reps.values() if r.state(max_attempts) != "pending")
         note = plan.quick_note()
         if note:
@@ -226,9 +236,10 @@ class StudyRunner:
             for job, result in self.executor.wait(1.0):
                 del running[(job.point, job.rep)]
                 end = self.end_attempt(job, result)
-                a = state.classify(job.run_dir, job.point, job.rep, job.attempt, {"start": {}, "end": end})
+                a = studydir.classify(job.run_dir, job.point, job.rep, job.attempt, {"start": {}, "end": end})
                 reps[(job.point, job.rep)].attempts.append(a)
-                detail = a.status + (f" ({'; '.join(a.failed_checks) or a.error})" if a.status != state.VALID else "")
+                detail = a.status + (f" ({'; '.join(a.failed_checks) or a.error})"
+                                     if a.status != studydir.VALID else "")
                 self.progress.say(f"{job.point} rep {job.rep} attempt {job.attempt}: {detail} "
                                   f"[{fmt_duration(end.get('wall_s'))}, exit {end.get('exit_code')}, "
                                   f"{a.path.relative_to(out)}]")

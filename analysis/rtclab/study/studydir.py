@@ -2,6 +2,10 @@
 (the run directory is the truth) and from the study's own attempt log (`attempts.jsonl`: when the study started and
 ended each attempt, and whether it interrupted it).
 
+This is the analyzer's reading of a study directory, as rundir.py is of a run directory: aggregate.py uses it, and so
+does the orchestrator that writes the directory (the package rtclab_study: its runner decides from `scan` what to run
+next and classifies each attempt it ends with `classify`; it alone writes attempts.jsonl). Nothing here runs anything.
+
 Layout (docs/studies.md):
     OUT/plan.json, OUT/points/<point>/scenario.json
     OUT/runs/<point>/<rep>-<attempt>/          an ordinary run directory
@@ -104,12 +108,6 @@ def read_log(out: Path) -> dict[tuple[str, int, int], dict[str, Any]]:
             continue
         log.setdefault(key, {})[str(rec.get("event"))] = rec
     return log
-
-
-def append_log(out: Path, record: dict[str, Any]) -> None:
-    with (out / "attempts.jsonl").open("a") as f:
-        f.write(json.dumps(record) + "\n")
-        f.flush()
 
 
 def classify(path: Path, point: str, rep: int, attempt: int, log: dict[str, Any] | None) -> Attempt:
