@@ -60,16 +60,17 @@ def test_an_invalid_scenario_is_named_and_not_used(tmp_path):
 
 def test_typed_view_of_a_normalised_scenario():
     doc = scenario(30, {"delay_ms": 12.5, "jitter_ms": 2, "loss_percent": 1, "qdisc": {"kind": "codel"},
+                        "delay_schedule": [{"at_s": 12, "delay_ms": 40}],
                         "rate": {"schedule": [{"at_s": 10, "kbit": 500}, {"at_s": 0, "kbit": 2000}]}},
                    {"delay_ms": 7, "rate": {"kbit": 3000}},
                    cross=[{"flows": 3, "start_s": 5, "stop_s": 20, "direction": "reverse", "dscp": 10}])
     s = view(doc)
     assert to_json(s) == {
         "duration_s": 30,
-        "forward": {"delay_ms": 12.5, "jitter_ms": 2, "loss_percent": 1, "rate": {"schedule": [[0, 2000], [10, 500]]},
-                    "qdisc_kind": "codel"},
-        "reverse": {"delay_ms": 7, "jitter_ms": 0, "loss_percent": 0, "rate": {"schedule": [[0, 3000]]},
-                    "qdisc_kind": "fifo"},
+        "forward": {"delay_ms": 12.5, "delay_schedule": [[12, 40]], "jitter_ms": 2, "loss_percent": 1,
+                    "rate": {"schedule": [[0, 2000], [10, 500]]}, "qdisc_kind": "codel"},
+        "reverse": {"delay_ms": 7, "delay_schedule": [], "jitter_ms": 0, "loss_percent": 0,
+                    "rate": {"schedule": [[0, 3000]]}, "qdisc_kind": "fifo"},
         "cross_traffic": [{"direction": "reverse", "flows": 3, "start_s": 5, "stop_s": 20,
                            "congestion_control": "cubic", "dscp": 10}]}
     assert s.round_trip_propagation_ms == 19.5

@@ -28,7 +28,7 @@ function shippedScenarios() {
 /** Scenarios that exercise what the shipped ones may not: neutral defaults, a schedule, prio bands, sfq in ms. */
 const INLINE = {
   'empty (neutral defaults)': {},
-  'schedule + sfq limit_ms': { network: { forward: { delay_ms: 10, jitter_ms: 2, loss_percent: 1,
+  'schedule + sfq limit_ms': { network: { forward: { delay_ms: 10, delay_schedule: [{ at_s: 3, delay_ms: 30 }], jitter_ms: 2, loss_percent: 1,
     rate: { schedule: [{ at_s: 0, kbit: 1500 }, { at_s: 20, kbit: 500 }], burst_bytes: 6000 }, qdisc: { kind: 'sfq', limit_ms: 200 } } } },
   'prio with AQM bands': { network: { forward: { rate: { kbit: 18000 }, qdisc: { kind: 'prio', bands: [
     { dscp: [46, 34], qdisc: { kind: 'codel', target_ms: 2 } }, { dscp: [10], qdisc: { kind: 'pie', ecn: true } },
@@ -73,7 +73,8 @@ function analyzerView(scenario) {
 function expectedAnalyzerView(s) {
   /** @param {any} l */
   const link = (l) => ({
-    delay_ms: l.delay_ms, jitter_ms: l.jitter_ms, loss_percent: l.loss_percent, qdisc_kind: l.qdisc.kind,
+    delay_ms: l.delay_ms, delay_schedule: l.delay_schedule.map((/** @type {any} */ x) => [x.at_s, x.delay_ms]),
+    jitter_ms: l.jitter_ms, loss_percent: l.loss_percent, qdisc_kind: l.qdisc.kind,
     rate: !l.rate ? null : l.rate.trace ? { trace: l.rate.trace }
       : { schedule: l.rate.schedule ? l.rate.schedule.map((/** @type {any} */ st) => [st.at_s, st.kbit]) : [[0, l.rate.kbit]] },
   });

@@ -156,7 +156,7 @@ fn delay_schedule_steps_on_arrival_and_never_reorders() {
             5.0
         };
         // Below 2 s + 125 ms a packet after the decrease waits for the last one that got 125 ms.
-        if t >= 2 * S && t < 2 * S + 125 * MS {
+        if (2 * S..2 * S + 125 * MS).contains(&t) {
             assert!(d >= want && d <= 125.0, "t {t} delay {d}");
         } else {
             assert!((d - want).abs() < 0.01, "t {t}: delay {d}, want {want}");
