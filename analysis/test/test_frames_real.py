@@ -126,11 +126,12 @@ def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(t
     assert len(outage) == 1 and 1500 <= outage[0]["duration_ms"] <= 4000, fz
     assert all(f in outage or f["start_s"] >= 13.0 for f in long), fz
     g = fz["getstats"]
-    # getStats saw the outage's freeze too. Whether the two totals agree within 10 % (issue 20's target) is printed,
-    # not asserted: in 2 of 4 runs on this machine (2026-11-25) getStats' total was 16-32 % above the record's
-    # (3558 vs 3074 ms, 2682 vs 2033 ms) while one 2 s freeze stood at the outage in both; the cause is open.
+    # getStats saw the outage's freeze too, and the two totals over the same span agree within 10 % (issue 20's
+    # target). Until the record put back the frames the page missed while it copied a sample (freezes.py,
+    # `with_missed_frames`), getStats' total was 16-32 % above the record's in 2 of 4 runs (2026-11-25).
     print(f"freeze time over the span: getStats {g['freezes_ms']} ms, record {g['record_freezes_ms']} ms")
     assert g["freezes_ms"] >= 0.9 * outage[0]["duration_ms"], g
+    assert abs(g["freezes_ms"] - g["record_freezes_ms"]) <= 0.1 * g["freezes_ms"], g
 
     q = m["frames"]["b"]["quality"]
     assert "error" not in q, q

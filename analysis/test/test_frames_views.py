@@ -170,6 +170,14 @@ def studies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                                                                    "detail": "97% busy"}]}
                     (d / "manifest.json").write_text(json.dumps(man))
                 analyze.analyze(d, run_tshark=False)
+                # The synthetic runs show no pixels: each gets picture quality summaries of its own (quality.py
+                # computes them from real frames; here only their aggregation is under test).
+                m_path = d / "metrics.json"
+                m = json.loads(m_path.read_text())
+                m["frames"]["b"]["quality"] = {
+                    "psnr_db": {"mean": 30 + seed % 7 * 0.5, "p5": 25, "min": 20, "count": 9},
+                    "ssim": {"mean": 0.9 + seed % 5 * 0.01, "p5": 0.8, "min": 0.7, "count": 9}}
+                m_path.write_text(json.dumps(m))
     r = _study_cli("aggregate", str(a))
     assert r.returncode == 0, r.stderr
     b = tmp / "b"
@@ -203,6 +211,10 @@ def _run_values(d: Path) -> dict[str, float]:
     shown = [r["presentation_ms"] for r in recs if r["kind"] == "frame" and t0_ms <= r["expected_display_ms"] < end_ms]
     out["freeze_time_ratio"] = sum(x["duration_ms"] for x in f["freezes"]["list"]) / (shown[-1] - shown[0])
     out["never_shown_ratio"] = f["never_shown"] / f["sent_frames"]
+    q = f.get("quality") or {}
+    for name, key in (("psnr_db_mean", "psnr_db"), ("ssim_mean", "ssim")):
+        if (q.get(key) or {}).get("mean") is not None:
+            out[name] = q[key]["mean"]
     return out
 
 
@@ -226,7 +238,7 @@ def test_study_frames_metrics_equal_an_independent_computation_over_the_valid_ru
     for key, ns in (("a", {"short": 3, "long": 3}), ("b", {"short": 2, "long": 3})):
         out = studies[key]
         doc = json.loads((out / "study.json").read_text())
-        assert set(agg.FRAMES_METRICS) <= set(doc["metrics"]) and len(agg.FRAMES_METRICS) == 10
+        assert set(agg.FRAMES_METRICS) <= set(doc["metrics"]) and len(agg.FRAMES_METRICS) == 12
         for point, n in ns.items():
             entry = next(p for p in doc["points"] if p["name"] == point)
             assert set(entry["flows"]["frames:b"]) == {"all"}  # whole call only
@@ -257,7 +269,8 @@ def test_the_report_compare_and_study_dashboard_show_them(studies: dict[str, Pat
     assert r.returncode == 0, r.stderr
     table = r.stdout.split("frames shown at b")[1]
     head = table.splitlines()[1]
-    for h in ("g2g p50 ms", "g2g p95 ms", "network p95 ms", "freeze time share", "never shown share"):
+    for h in ("g2g p50 ms", "g2g p95 ms", "network p95 ms", "freeze time share", "never shown share", "PSNR dB",
+              "SSIM"):
         assert h in head
     short_a = next(p for p in doc_a["points"] if p["name"] == "short")["flows"]["frames:b"]["all"]
     line = next(x for x in table.splitlines() if x.startswith("short "))
@@ -284,6 +297,7 @@ def test_the_report_compare_and_study_dashboard_show_them(studies: dict[str, Pat
     bars = figs["bars-glass_to_glass_ms_p50"]["data"]
     assert sorted(y for t in bars for y in t["y"]) == pytest.approx(sorted(
         p["flows"]["frames:b"]["all"]["glass_to_glass_ms_p50"]["mean"] for p in doc_a["points"]))
-    assert {"bars-freeze_time_ratio", "bars-never_shown_ratio", "bars-glass_to_glass_ms_p95"} <= set(figs)
+    assert {"bars-freeze_time_ratio", "bars-never_shown_ratio", "bars-glass_to_glass_ms_p95", "bars-psnr_db_mean",
+            "bars-ssim_mean"} <= set(figs)
     html = study_dashboard.render(doc_a, a, a / "dashboard.html")
     assert "Frames shown at b (whole call)" in html and "never shown share" in html

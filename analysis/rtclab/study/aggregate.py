@@ -126,6 +126,10 @@ CATALOGUE: dict[str, Metric] = {m.name: m for m in [
            "(Chrome's rule, from the per-frame record) / the span from the first frame presented to the last"),
     Metric("never_shown_ratio", "frames", "ratio", "frames.<side>.never_shown / sent_frames: frames that left the "
            "sender between the first and the last shown frame and were never shown, of those sent in that span"),
+    Metric("psnr_db_mean", "frames", "dB", "frames.<side>.quality.psnr_db.mean: the run's mean PSNR of its sampled "
+           "shown frames against the source frame of the same number (ffmpeg's psnr, capped at 48 dB)"),
+    Metric("ssim_mean", "frames", "index", "frames.<side>.quality.ssim.mean: the run's mean SSIM of the same frames "
+           "(ffmpeg's ssim, the planes weighted 4:1:1)"),
 ]}
 RFC_FLOW = "rfc8867"  # the pseudo-flow that carries RFC 8867's metrics of the run's media flows (whole call only)
 CONTROLLER_FLOW = "controller:a"  # the pseudo-flow that carries the forward sender's controller metrics
@@ -236,11 +240,14 @@ def rfc_values(r: dict[str, Any]) -> dict[str, float | None]:
 
 
 def frames_values(side: dict[str, Any]) -> dict[str, float | None]:
-    """One receiving side's frames (metrics.json frames.<side>): its delays' percentiles, the freeze time ratio and
-    the share of frames sent but never shown (null where the run has no value: no frame joined, no sent frame)."""
+    """One receiving side's frames (metrics.json frames.<side>): its delays' percentiles, the freeze time ratio, the
+    share of frames sent but never shown and the sampled frames' mean PSNR and SSIM (null where the run has no value:
+    no frame joined, no sent frame, no frame compared)."""
     raw: dict[str, Any] = {name: _get(side, name.rsplit("_", 1)[0], name.rsplit("_", 1)[1])
                            for name in FRAMES_METRICS if name.endswith(("_p50", "_p95"))}
     raw["freeze_time_ratio"] = _get(side, "freezes", "time_ratio")
+    raw["psnr_db_mean"] = _get(side, "quality", "psnr_db", "mean")
+    raw["ssim_mean"] = _get(side, "quality", "ssim", "mean")
     sent, never = _finite(side.get("sent_frames")), _finite(side.get("never_shown"))
     raw["never_shown_ratio"] = never / sent if sent and never is not None else None
     return {k: _finite(v) for k, v in raw.items()}

@@ -31,7 +31,9 @@ BOXES = [("queuing_delay_ms", "Queuing delay of the video flow, per packet (capt
 FRAME_BARS = [(FRAMES_FLOW, "glass_to_glass_ms_p50", "Glass-to-glass delay at b, each run's median over its frames"),
               (FRAMES_FLOW, "glass_to_glass_ms_p95", "Glass-to-glass delay at b, each run's 95th percentile"),
               (FRAMES_FLOW, "freeze_time_ratio", "Freeze time at b (Chrome's rule) / the time shown"),
-              (FRAMES_FLOW, "never_shown_ratio", "Frames sent and never shown at b / frames sent")]
+              (FRAMES_FLOW, "never_shown_ratio", "Frames sent and never shown at b / frames sent"),
+              (FRAMES_FLOW, "psnr_db_mean", "Picture quality at b: mean PSNR (dB) of the sampled frames"),
+              (FRAMES_FLOW, "ssim_mean", "Picture quality at b: mean SSIM of the sampled frames")]
 METRIC_TITLES = {m: t for _, m, t in BARS + FRAME_BARS}
 SWEEP_METRICS = [(VIDEO, "queuing_delay_ms_mean"), (VIDEO, "tq_ms_mean"), (VIDEO, "utilisation"),
                  (VIDEO, "loss_ratio_bytes")]

@@ -39,7 +39,7 @@ HEADERS = {"throughput_bps": "rate kbit/s", "send_rate_bps": "sent kbit/s", "rec
            "network_ms_p50": "network p50 ms", "network_ms_p95": "network p95 ms",
            "receiver_ms_p50": "receiver p50 ms", "receiver_ms_p95": "receiver p95 ms",
            "freeze_time_ratio": "freeze time share",
-           "never_shown_ratio": "never shown share"}
+           "never_shown_ratio": "never shown share", "psnr_db_mean": "PSNR dB", "ssim_mean": "SSIM"}
 # The CPU table (whole call): the host, then each component of the run, then what the run does not account for.
 CPU_METRICS = ["cpu_host_busy_cores", "cpu_chromium_a_cores", "cpu_chromium_b_cores", "cpu_bottleneck_cores",
                "cpu_capture_cores", "cpu_iperf3_cores", "cpu_harness_cores", "cpu_outside_run_cores"]
@@ -236,7 +236,8 @@ def tables(doc: dict[str, Any], phase: str, metrics: list[str] | None = None) ->
                          note="each run's own p50/p95 over its frames, in ms: g2g = glass-to-glass (display - "
                               "capture), per frame = sender + network + receiver; freeze time share = freezes "
                               "(Chrome's rule) / the span shown; never shown share = frames sent and never shown / "
-                              "sent (docs/metrics.md, \"Frames\")"))
+                              "sent; PSNR, SSIM = the mean over the sampled frames against the source "
+                              "(docs/metrics.md, \"Frames\", \"quality\")"))
     # Where the machine's CPU went (cpu.jsonl), over the whole call only; not with --metric (catalogue metrics only).
     if phase == "all" and not metrics and any(CPU_FLOW in (p.get("flows") or {}) for p in doc["points"]):
         rows = _point_rows(doc, label, CPU_FLOW, phase, CPU_METRICS)
