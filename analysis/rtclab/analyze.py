@@ -7,7 +7,8 @@ tshark's RTP analysis are skipped with that reason.
 
 Three steps, each with one job: `read_run` (the run directory, its captures and getStats, and the call's clock they
 define), `compute_metrics` (the join, the metrics, the validity and cross-checks, assembled into metrics.json's
-document; what its fields mean is docs/metrics.md) and `write_outputs` (metrics.json and packets.parquet)."""
+document; its fields and types are metrics.schema.json, what they mean docs/metrics.md) and `write_outputs`
+(metrics.json, checked against the schema when RTCLAB_CHECK_METRICS=1, and packets.parquet)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from . import (
     frames,
     getstats,
     metrics,
+    metrics_schema,
     multiflow,
     packets,
     phases,
@@ -394,7 +396,7 @@ def _document(inputs: RunInputs, table: packets.PacketTable | None, *, validity:
               frame_join: dict[str, Any] | None, ecn_by_chrome: dict[str, Any] | None, iperf3: list[dict[str, Any]],
               bottleneck: dict[str, Any] | None, gt_summary: dict[str, Any] | None, controller: dict[str, Any] | None,
               cpu_use: dict[str, Any] | None, checks: list[dict[str, Any]]) -> dict[str, Any]:
-    """metrics.json's document, its sections in their order. `problems`, `gaps` and
+    """metrics.json's document, its sections in their order (metrics.schema.json). `problems`, `gaps` and
     `timings_s` are the lists the steps fill, not copies."""
     run, path, caps, gs = inputs.run, inputs.path, inputs.captures, inputs.getstats_summary
     scen, duration_s, capacity = inputs.scenario, inputs.duration_s, _capacity(inputs)
@@ -459,10 +461,14 @@ def _document(inputs: RunInputs, table: packets.PacketTable | None, *, validity:
 
 def write_outputs(path: Path, result: dict[str, Any], table: packets.PacketTable | None, problems: list[str],
                   progress: Progress = None, timings: dict[str, float] | None = None) -> None:
-    """metrics.json and packets.parquet; a parquet that cannot be written is named in `problems`. The report and the
-    dashboard are the command's (cli.py)."""
+    """metrics.json (first checked against metrics.schema.json when RTCLAB_CHECK_METRICS=1: MetricsSchemaError,
+    and nothing written, when it does not follow it) and packets.parquet; a parquet that cannot be written is named
+    in `problems`. The report and the dashboard are the command's (cli.py)."""
     with _step(progress, "writing outputs", {} if timings is None else timings):
-        (path / "metrics.json").write_text(json.dumps(result, indent=1, default=_json_default))
+        text = json.dumps(result, indent=1, default=_json_default)
+        if metrics_schema.check_enabled():
+            metrics_schema.validate(json.loads(text))
+        (path / "metrics.json").write_text(text)
         if table is not None:
             try:
                 write_parquet(table, path / "packets.parquet")
