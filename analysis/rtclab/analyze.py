@@ -1,15 +1,21 @@
 """`rtclab analyze`: reads a run directory, joins the captures, computes every metric, runs the cross-checks and
-writes metrics.json, report.txt and packets.parquet. Whatever cannot be read is named in `gaps`; the rest is still
-computed. Raises NothingToAnalyse only when neither capture nor getStats could be read. A run without a call
-(scenario `calls: []`) has no call sections: `getstats`, `multiflow`, `chrome_ecn` and `congestion_controller` are
-absent from metrics.json and `run.calls` is 0; the cross-checks against getStats and tshark's RTP analysis are
-skipped with that reason."""
+writes metrics.json and packets.parquet (the command adds report.txt and dashboard.html). Whatever cannot be read is
+named in `gaps`; the rest is still computed. Raises NothingToAnalyse only when neither capture nor getStats could be
+read. A run without a call (scenario `calls: []`) has no call sections: `getstats`, `multiflow`, `chrome_ecn` and
+`congestion_controller` are absent from metrics.json and `run.calls` is 0; the cross-checks against getStats and
+tshark's RTP analysis are skipped with that reason.
+
+Three steps, each with one job: `read_run` (the run directory, its captures and getStats, and the call's clock they
+define), `compute_metrics` (the join, the metrics, the validity and cross-checks, assembled into metrics.json's
+document; its fields and types are metrics.schema.json, what they mean docs/metrics.md) and `write_outputs`
+(metrics.json, checked against the schema when RTCLAB_CHECK_METRICS=1, and packets.parquet)."""
 
 from __future__ import annotations
 
 import json
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -24,6 +30,7 @@ from . import (
     frames,
     getstats,
     metrics,
+    metrics_schema,
     multiflow,
     packets,
     phases,
@@ -39,6 +46,10 @@ from .eventlog import analysis as eventlog_analysis
 # baselines are queuing_delay_vs_min_owd_ms and tq_vs_min_rtt_ms); throughput spans arrivals; fairness counts the
 # scenario's competitors; inputs name the packets left out of the join.
 METRICS_SCHEMA_VERSION = 2
+# The sections only a run with a call has: absent, not empty, in a run without one.
+CALL_SECTIONS = ("multiflow", "getstats", "frames", "chrome_ecn", "congestion_controller")
+
+Progress = Callable[[str], None] | None
 
 
 class NothingToAnalyse(Exception):
@@ -46,7 +57,7 @@ class NothingToAnalyse(Exception):
 
 
 @contextmanager
-def _step(progress: Callable[[str], None] | None, what: str, timings: dict[str, float]) -> Iterator[None]:
+def _step(progress: Progress, what: str, timings: dict[str, float]) -> Iterator[None]:
     if progress:
         progress(what)
     t = time.perf_counter()
@@ -77,9 +88,39 @@ def capacity_steps(link: scenario.Link, duration_s: float) -> list[list[float]] 
     return [*steps, [duration_s, steps[-1][1]]]
 
 
-def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
-            progress: Callable[[str], None] | None = None) -> tuple[dict[str, Any], packets.PacketTable | None]:
-    timings: dict[str, float] = {}
+# --- read: the run directory ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunInputs:
+    """What the run directory gives before any metric is computed: the run (manifest, scenario and the problems met
+    reading it), its two captures and the browsers' getStats, and the call's clock they define (t0, duration). The
+    files only one part of the analysis uses (cpu.jsonl, frames, RTC event logs, the ground-truth log, iperf3's and
+    the queue's counters) are read by that part, in compute_metrics, so that each reader stays beside its use."""
+    path: Path
+    run: rundir.RunDir
+    captures: dict[str, rundir.Capture | None]  # side -> capture; None when unreadable
+    getstats_summary: dict[str, Any] | None  # getstats.analyse without its readers' state; None without a call
+    sides: dict[str, getstats.SideStats | None]  # what getstats read per side (empty without a call)
+    t0: float  # epoch s of t = 0: the call's start, else the first captured packet, else 0
+    duration_s: float  # the call's length, cut to what the captures recorded
+    gaps: list[str]  # what cannot be computed, so far (compute_metrics adds its own)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per step, metrics.json timings_s
+
+    @property
+    def scenario(self) -> scenario.Scenario | None:
+        return self.run.scenario
+
+    @property
+    def t0_ns(self) -> int:
+        return int(round(self.t0 * 1e9))
+
+
+def read_run(path: Path, progress: Progress = None, timings: dict[str, float] | None = None) -> RunInputs:
+    """Reads the run directory (manifest and scenario), both captures and both sides' getStats, and fixes t0 and the
+    call's duration. Raises NothingToAnalyse when the directory cannot be read or holds neither a readable capture
+    nor a getStats sample."""
+    timings = {} if timings is None else timings
     if not path.is_dir():
         raise NothingToAnalyse(f"{path} is not a directory")
     try:
@@ -90,26 +131,8 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
     if run.scenario is None:
         gaps.append("no valid scenario: queuing delay against the propagation delay, Tq against RTTm, capacity, "
                     "utilisation and the scenario's fairness competitors are unknown")
-
     with _step(progress, "reading captures", timings):
-        caps: dict[str, rundir.Capture | None] = {}
-        for side in ("a", "b"):
-            try:
-                cap = rundir.read_capture(run.file(f"capture-{side}.pcap"), twcc_ext_id(run))
-                if cap.error:
-                    run.problems.append(f"capture-{side}.pcap: {cap.error}")
-                    gaps.append(f"capture-{side}.pcap ends early: delay and loss are unknown after its last packet")
-                caps[side] = cap
-            except rundir.CaptureError as e:
-                run.problems.append(str(e))
-                caps[side] = None
-    if caps["a"] is None and caps["b"] is None:
-        gaps.append("no capture readable: no per-packet metrics (delay, loss, reordering, throughput, jitter)")
-    elif caps["a"] is None or caps["b"] is None:
-        missing = "a" if caps["a"] is None else "b"
-        gaps.append(f"capture-{missing}.pcap unreadable: no one-way delay, loss or reordering; rates, jitter and "
-                    f"RTP sequence-number loss come from the other capture alone")
-
+        caps = _read_captures(run, gaps)
     first_ts = [int(c.cols["ts_ns"][0]) for c in caps.values() if c is not None and c.packets]
     last_ts = [int(c.cols["ts_ns"][-1]) for c in caps.values() if c is not None and c.packets]
     t0 = run.call_start_s or (min(first_ts) / 1e9 if first_ts else None)
@@ -127,7 +150,34 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
             raise NothingToAnalyse(f"{path}: no readable capture and no getStats sample; problems: "
                                    + "; ".join(run.problems))
         t0 = 0.0
+    return RunInputs(path, run, caps, gs, sides, t0, _duration_s(run, t0, last_ts), gaps, timings)
 
+
+def _read_captures(run: rundir.RunDir, gaps: list[str]) -> dict[str, rundir.Capture | None]:
+    """capture-a.pcap and capture-b.pcap (None for one that cannot be read), naming what each missing part costs."""
+    caps: dict[str, rundir.Capture | None] = {}
+    for side in ("a", "b"):
+        try:
+            cap = rundir.read_capture(run.file(f"capture-{side}.pcap"), twcc_ext_id(run))
+            if cap.error:
+                run.problems.append(f"capture-{side}.pcap: {cap.error}")
+                gaps.append(f"capture-{side}.pcap ends early: delay and loss are unknown after its last packet")
+            caps[side] = cap
+        except rundir.CaptureError as e:
+            run.problems.append(str(e))
+            caps[side] = None
+    if caps["a"] is None and caps["b"] is None:
+        gaps.append("no capture readable: no per-packet metrics (delay, loss, reordering, throughput, jitter)")
+    elif caps["a"] is None or caps["b"] is None:
+        missing = "a" if caps["a"] is None else "b"
+        gaps.append(f"capture-{missing}.pcap unreadable: no one-way delay, loss or reordering; rates, jitter and "
+                    f"RTP sequence-number loss come from the other capture alone")
+    return caps
+
+
+def _duration_s(run: rundir.RunDir, t0: float, last_ts: list[int]) -> float:
+    """The call's length: call_end - call_start when both were recorded, else the scenario's, cut to what the
+    captures recorded when the call never ended (interrupted, crashed)."""
     duration_s = float(run.scenario.duration_s) if run.scenario else None
     recorded_s = ((max(last_ts) / 1e9) - t0) if last_ts else None
     if run.call_end_s and run.call_start_s:
@@ -135,79 +185,150 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
     elif recorded_s is not None and (duration_s is None or recorded_s < duration_s):
         # The call never ended (interrupted, crashed): phases, rates and utilisation cover what was recorded.
         duration_s = recorded_s
-    if duration_s is None:
-        duration_s = 0.0
-    t0_ns = int(round(t0 * 1e9))
-    ssrc_kinds, pt_kinds, clocks = getstats.kinds(sides)
+    return 0.0 if duration_s is None else duration_s
+
+
+# --- compute: the join, the metrics, the validity, the document -------------------------------------------------------
+
+
+def compute_metrics(inputs: RunInputs, *, run_tshark: bool = True,
+                    progress: Progress = None) -> tuple[dict[str, Any], packets.PacketTable | None]:
+    """metrics.json's document and the per-packet table from what read_run gave: the packet join, the phases, the
+    per-flow metrics and fairness, the calls and RFC 8867's metrics, the validity, the cross-checks, the CPU, the
+    frames and the congestion controller, in that order (each may add to run.problems and the gaps)."""
+    run = inputs.run
+    ssrc_kinds, pt_kinds, clocks = getstats.kinds(inputs.sides)
     ssrc_kinds = multiflow.recorded_kinds(run) | ssrc_kinds  # every call's streams, getStats' word first
-    table = None
+    table = _join(inputs, progress)
+    timing, phase_list = _phases(inputs, table)
+    if inputs.getstats_summary is not None:  # the browsers' series summarised per phase, as the flows are
+        getstats.per_phase(inputs.getstats_summary,
+                           [(p.name, p.start_s, p.end_s) for p in phase_list if p.name != "all"])
+    flows, fair = _flows_and_fairness(inputs, table, phase_list, ssrc_kinds, pt_kinds, clocks, progress)
+    multi = _calls_and_tracks(inputs, table, flows, ssrc_kinds, progress)
+    rfc = _rfc8867(inputs, table)
+    validity = _validity(inputs)
+    checks, gt_summary = _crosschecks(inputs, table, flows, clocks, run_tshark, progress)
+    cpu_use = _cpu(inputs)
+    frame_join = _frames(inputs, table, progress)
+    controller = _congestion_controller(inputs, table, progress)
+    result = _document(inputs, table, validity=validity, phase_list=phase_list, timing=timing, flows=flows, fair=fair,
+                       rfc=rfc, multi=multi, frame_join=frame_join,
+                       ecn_by_chrome=chrome_ecn.analyse(run, table, inputs.t0) if run.has_calls else None,
+                       iperf3=rundir.iperf3_summaries(run), bottleneck=queue.analyse(run, inputs.t0),
+                       gt_summary=gt_summary, controller=controller, cpu_use=cpu_use, checks=checks)
+    return result, table
+
+
+def _capacity(inputs: RunInputs) -> metrics.CapacityFn | None:
+    """The forward link's mean capacity over an interval (bit/s), from the scenario's schedule."""
+    return inputs.scenario.forward.mean_capacity_bps if inputs.scenario else None
+
+
+def _join(inputs: RunInputs, progress: Progress) -> packets.PacketTable | None:
+    """The per-packet table: each departure joined with its arrival (packets.py); None without a readable capture."""
+    caps, run, scen = inputs.captures, inputs.run, inputs.scenario
+    if caps["a"] is None and caps["b"] is None:
+        return None
+    with _step(progress, "joining packets", inputs.timings):
+        prop = (None, None) if scen is None else \
+            (packets.propagation_of(scen.forward, inputs.t0_ns), packets.propagation_of(scen.reverse, inputs.t0_ns))
+        return packets.build(caps["a"] or rundir.empty_capture(run.file("capture-a.pcap")),
+                             caps["b"] or rundir.empty_capture(run.file("capture-b.pcap")),
+                             rundir.ip_to_int(run.addr_a), rundir.ip_to_int(run.addr_b), prop)
+
+
+def _phases(inputs: RunInputs, table: packets.PacketTable | None) -> tuple[list[phases.ItemTiming], list[phases.Phase]]:
+    """The phases follow when each cross-traffic item actually sent data (phases.py), the schedule where unknown."""
+    run = inputs.run
+    timing, timing_gaps = phases.cross_traffic_timing(table, inputs.scenario, inputs.t0_ns,
+                                                      rundir.ip_to_int(run.addr_a), rundir.ip_to_int(run.addr_b),
+                                                      {s: c is not None for s, c in inputs.captures.items()},
+                                                      run.cross_traffic_ports)
+    inputs.gaps += timing_gaps
+    return timing, phases.phases(inputs.scenario, inputs.duration_s, timing)
+
+
+def _flows_and_fairness(inputs: RunInputs, table: packets.PacketTable | None, phase_list: list[phases.Phase],
+                        ssrc_kinds: dict[int, str], pt_kinds: dict[int, str], clocks: dict[int, float],
+                        progress: Progress) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Per flow its metrics over the run and per phase (metrics.py); per phase the forward bottleneck's fairness
+    among the competitors the scenario runs (fairness.py)."""
     flows: list[dict[str, Any]] = []
     fair: dict[str, Any] = {}
-    scen = run.scenario
-    capacity = scen.forward.mean_capacity_bps if scen else None
-    if caps["a"] is not None or caps["b"] is not None:
-        with _step(progress, "joining packets", timings):
-            prop = (None, None) if scen is None else \
-                (packets.propagation_of(scen.forward, t0_ns), packets.propagation_of(scen.reverse, t0_ns))
-            table = packets.build(caps["a"] or rundir.empty_capture(run.file("capture-a.pcap")),
-                                  caps["b"] or rundir.empty_capture(run.file("capture-b.pcap")),
-                                  rundir.ip_to_int(run.addr_a), rundir.ip_to_int(run.addr_b), prop)
-    # The phases follow when each cross-traffic item actually sent data (phases.py), the schedule where unknown.
-    timing, timing_gaps = phases.cross_traffic_timing(table, scen, t0_ns, rundir.ip_to_int(run.addr_a),
-                                                      rundir.ip_to_int(run.addr_b),
-                                                      {s: c is not None for s, c in caps.items()},
-                                                      run.cross_traffic_ports)
-    gaps += timing_gaps
-    phase_list = phases.phases(scen, duration_s, timing)
+    if table is None:
+        return flows, fair
+    t0_ns, scen, capacity = inputs.t0_ns, inputs.scenario, _capacity(inputs)
     lowest, highest = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)  # "all": every packet, unfiltered
     bounds = [(p.name, (lowest if p.name == "all" else t0_ns + int(p.start_s * 1e9)),
                (highest if p.name == "all" else t0_ns + int(p.end_s * 1e9))) for p in phase_list]
-    if gs is not None:
-        getstats.per_phase(gs, [(p.name, p.start_s, p.end_s) for p in phase_list if p.name != "all"])
-    if table is not None:
-        with _step(progress, "computing metrics", timings):
-            flows = metrics.flows(table, bounds, ssrc_kinds, pt_kinds, clocks, t0_ns, capacity)
-            for p in phase_list:
-                lo = t0_ns + int(p.start_s * 1e9)
-                hi = t0_ns + int(p.end_s * 1e9)
-                cap_bps = capacity(p.start_s, p.end_s) if capacity else None
-                # The items running in a phase are the ones its schedule names (the measured phase is where they ran).
-                tcp_flows = fairness.expected_tcp_flows(scen, p.scheduled_start_s, p.scheduled_end_s)
-                fair[p.name] = dict(
-                    fairness.connections(table, lo, hi, cap_bps, tcp_flows,
-                                         forward_arrivals_seen=caps["b"] is not None,
-                                         calls=multiflow.calls_active(run, p.start_s, p.end_s, duration_s)),
-                    capacity_bps=cap_bps, start_s=p.start_s, end_s=p.end_s)
+    with _step(progress, "computing metrics", inputs.timings):
+        flows = metrics.flows(table, bounds, ssrc_kinds, pt_kinds, clocks, t0_ns, capacity)
+        for p in phase_list:
+            lo = t0_ns + int(p.start_s * 1e9)
+            hi = t0_ns + int(p.end_s * 1e9)
+            cap_bps = capacity(p.start_s, p.end_s) if capacity else None
+            # The items running in a phase are the ones its schedule names (the measured phase is where they ran).
+            tcp_flows = fairness.expected_tcp_flows(scen, p.scheduled_start_s, p.scheduled_end_s)
+            fair[p.name] = dict(
+                fairness.connections(table, lo, hi, cap_bps, tcp_flows,
+                                     forward_arrivals_seen=inputs.captures["b"] is not None,
+                                     calls=multiflow.calls_active(inputs.run, p.start_s, p.end_s, inputs.duration_s)),
+                capacity_bps=cap_bps, start_s=p.start_s, end_s=p.end_s)
+    return flows, fair
 
-    multi: dict[str, Any] | None = None
+
+def _calls_and_tracks(inputs: RunInputs, table: packets.PacketTable | None, flows: list[dict[str, Any]],
+                      ssrc_kinds: dict[int, str], progress: Progress) -> dict[str, Any] | None:
+    """Per call and track (multiflow.py); names each forward flow's call and track. None without a call or a
+    packet table."""
+    if table is None or not inputs.run.has_calls:
+        return None
+    capacity, duration_s = _capacity(inputs), inputs.duration_s
+    with _step(progress, "calls and tracks", inputs.timings):
+        multi = multiflow.analyse(inputs.run, table, inputs.t0_ns, duration_s, ssrc_kinds,
+                                  capacity(0.0, duration_s) if capacity and duration_s else None)
+        owner = multi.pop("owner")
+        for f in flows:
+            call_track = owner.get(str(f.get("ssrc"))) if f["direction"] == "forward" else None
+            f["call"], f["track"] = call_track if call_track else (None, None)
+    return multi
+
+
+def _rfc8867(inputs: RunInputs, table: packets.PacketTable | None) -> dict[str, Any] | None:
+    """RFC 8867's metrics per media flow (rfcmetrics.py), each call's connection named by its id."""
+    if table is None or not inputs.run.has_calls:
+        return None
+    scen, duration_s = inputs.scenario, inputs.duration_s
+    names = {(f"{rundir.int_to_ip(c.five_tuple[0])}:{c.five_tuple[1]}",
+              f"{rundir.int_to_ip(c.five_tuple[2])}:{c.five_tuple[3]}"): c.id
+             for c in multiflow.calls(inputs.run) if c.five_tuple is not None}
+    return rfcmetrics.from_run(table, inputs.t0_ns, duration_s, scen,
+                               capacity_steps(scen.forward, duration_s) if scen and duration_s else None, names)
+
+
+def _validity(inputs: RunInputs) -> dict[str, Any]:
+    """The manifest's validity (harness/validity.js) with the analyzer's own check added when the scenario asks for a
+    DSCP: the DSCP on the wire (multiflow.dscp_marked)."""
+    run = inputs.run
     validity = run.manifest.get("validity") or {"valid": None, "checks": [], "note": "no validity in the manifest"}
-    if table is not None and run.has_calls:
-        with _step(progress, "calls and tracks", timings):
-            multi = multiflow.analyse(run, table, t0_ns, duration_s, ssrc_kinds,
-                                      capacity(0.0, duration_s) if capacity and duration_s else None)
-            owner = multi.pop("owner")
-            for f in flows:
-                call_track = owner.get(str(f.get("ssrc"))) if f["direction"] == "forward" else None
-                f["call"], f["track"] = call_track if call_track else (None, None)
-    # RFC 8867's metrics per media flow (rfcmetrics.py), each call's connection named by its id.
-    rfc = None
-    if table is not None and run.has_calls:
-        names = {(f"{rundir.int_to_ip(c.five_tuple[0])}:{c.five_tuple[1]}",
-                  f"{rundir.int_to_ip(c.five_tuple[2])}:{c.five_tuple[3]}"): c.id
-                 for c in multiflow.calls(run) if c.five_tuple is not None}
-        rfc = rfcmetrics.from_run(table, t0_ns, duration_s, scen,
-                                  capacity_steps(scen.forward, duration_s) if scen and duration_s else None, names)
-    # The analyzer's own validity check: the DSCP the scenario asked for, on the wire.
-    marked = multiflow.dscp_marked(run, caps["a"], t0_ns)
-    if marked is not None:
-        checks_v = [c for c in validity.get("checks", []) if c.get("name") != "dscp_marked"] + [marked]
-        # A check whose ok is null was not measured (harness/validity.js): it does not make the run invalid.
-        validity = dict(validity, checks=checks_v,
-                        valid=bool(validity.get("valid", True) is not False
-                                   and all(c.get("ok") is not False for c in checks_v)))
+    marked = multiflow.dscp_marked(run, inputs.captures["a"], inputs.t0_ns)
+    if marked is None:
+        return validity
+    checks_v = [c for c in validity.get("checks", []) if c.get("name") != "dscp_marked"] + [marked]
+    # A check whose ok is null was not measured (harness/validity.js): it does not make the run invalid.
+    valid = validity.get("valid", True) is not False and all(c.get("ok") is not False for c in checks_v)
+    return dict(validity, checks=checks_v, valid=bool(valid))
 
+
+def _crosschecks(inputs: RunInputs, table: packets.PacketTable | None, flows: list[dict[str, Any]],
+                 clocks: dict[int, float], run_tshark: bool,
+                 progress: Progress) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The metrics against getStats, tshark's RTP analysis and the ground-truth log (crosscheck.py); returns the
+    checks and the ground-truth summary."""
+    gs, run = inputs.getstats_summary, inputs.run
     checks: list[dict[str, Any]] = []
-    with _step(progress, "cross-checks", timings):
+    with _step(progress, "cross-checks", inputs.timings):
         if gs is None:
             checks.append(crosscheck.skipped("getstats_and_rtp", "no call in this run: the cross-checks against "
                                              "getStats (loss) and tshark's RTP analysis (jitter) do not apply"))
@@ -215,50 +336,83 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
             checks += crosscheck.getstats_loss(flows, gs)
         if run_tshark and table is not None and gs is not None:
             pt_names = {}
-            for side_stats in sides.values():
+            for side_stats in inputs.sides.values():
                 for codec in (side_stats.codecs.values() if side_stats else []):
                     pt_names[codec["payloadType"]] = str(codec.get("mimeType", "/")).split("/")[-1]
             checks += crosscheck.tshark_jitter(run, flows, table, clocks, pt_names)
         gt_checks, gt_summary = crosscheck.gtlog_owd(run, table)
         checks += gt_checks
-    # Where the machine's CPU went during the call (the harness's cpu.jsonl; null for runs from before it).
-    host_cpus = (run.manifest.get("host") or {}).get("cpus")
-    cpu_use = cpu.analyse(rundir.read_cpu(run), t0, duration_s, host_cpus if isinstance(host_cpus, int) else None)
-    if cpu_use is not None and not cpu_use["window"]["samples"]:
-        gaps.append("cpu.jsonl holds no sample within the call: the CPU per process group is unknown")
-    frame_join = None
-    if run.has_calls:
-        with _step(progress, "frames", timings):
-            recorded = {s: ff for s in ("a", "b") if (ff := rundir.read_frames(run, s)) is not None}
-            frame_join = frames.analyse(recorded, table, t0_ns, duration_s, path, run.problems,
-                                        {s: v.inbound for s, v in sides.items() if v is not None})
-        if frame_join is not None:
-            with _step(progress, "picture quality", timings):
-                for s, ff in recorded.items():
-                    try:
-                        q = quality.analyse(path, s, ff, t0_ns, duration_s)
-                    except quality.QualityError as e:
-                        q = {"error": str(e)}
-                        run.problems.append(f"picture quality at {s}: {e}")
-                    if q is not None and s in frame_join:
-                        frame_join[s]["quality"] = q
-    controller = None
-    if run.has_calls:
-        with _step(progress, "event logs", timings):
-            controller = eventlog_analysis.analyse(path, table, run.call_start_s, run.call_end_s, run.problems)
+    return checks, gt_summary
 
+
+def _cpu(inputs: RunInputs) -> dict[str, Any] | None:
+    """Where the machine's CPU went during the call (the harness's cpu.jsonl; null for runs from before it)."""
+    run = inputs.run
+    host_cpus = (run.manifest.get("host") or {}).get("cpus")
+    cpu_use = cpu.analyse(rundir.read_cpu(run), inputs.t0, inputs.duration_s,
+                          host_cpus if isinstance(host_cpus, int) else None)
+    if cpu_use is not None and not cpu_use["window"]["samples"]:
+        inputs.gaps.append("cpu.jsonl holds no sample within the call: the CPU per process group is unknown")
+    return cpu_use
+
+
+def _frames(inputs: RunInputs, table: packets.PacketTable | None, progress: Progress) -> dict[str, Any] | None:
+    """What the viewer saw (frames.py) and the sampled pictures' quality (quality.py); None without a call or
+    without a recorded page."""
+    run, path, timings = inputs.run, inputs.path, inputs.timings
+    if not run.has_calls:
+        return None
+    with _step(progress, "frames", timings):
+        recorded = {s: ff for s in ("a", "b") if (ff := rundir.read_frames(run, s)) is not None}
+        frame_join = frames.analyse(recorded, table, inputs.t0_ns, inputs.duration_s, path, run.problems,
+                                    {s: v.inbound for s, v in inputs.sides.items() if v is not None})
+    if frame_join is not None:
+        with _step(progress, "picture quality", timings):
+            for s, ff in recorded.items():
+                try:
+                    q = quality.analyse(path, s, ff, inputs.t0_ns, inputs.duration_s)
+                except quality.QualityError as e:
+                    q = {"error": str(e)}
+                    run.problems.append(f"picture quality at {s}: {e}")
+                if q is not None and s in frame_join:
+                    frame_join[s]["quality"] = q
+    return frame_join
+
+
+def _congestion_controller(inputs: RunInputs, table: packets.PacketTable | None,
+                           progress: Progress) -> dict[str, Any] | None:
+    """GCC from the browsers' RTC event logs, joined with the captures (eventlog/analysis.py); None without a call or
+    an event log."""
+    run = inputs.run
+    if not run.has_calls:
+        return None
+    with _step(progress, "event logs", inputs.timings):
+        return eventlog_analysis.analyse(inputs.path, table, run.call_start_s, run.call_end_s, run.problems)
+
+
+def _document(inputs: RunInputs, table: packets.PacketTable | None, *, validity: dict[str, Any],
+              phase_list: list[phases.Phase], timing: list[phases.ItemTiming], flows: list[dict[str, Any]],
+              fair: dict[str, Any], rfc: dict[str, Any] | None, multi: dict[str, Any] | None,
+              frame_join: dict[str, Any] | None, ecn_by_chrome: dict[str, Any] | None, iperf3: list[dict[str, Any]],
+              bottleneck: dict[str, Any] | None, gt_summary: dict[str, Any] | None, controller: dict[str, Any] | None,
+              cpu_use: dict[str, Any] | None, checks: list[dict[str, Any]]) -> dict[str, Any]:
+    """metrics.json's document, its sections in their order (metrics.schema.json). `problems`, `gaps` and
+    `timings_s` are the lists the steps fill, not copies."""
+    run, path, caps, gs = inputs.run, inputs.path, inputs.captures, inputs.getstats_summary
+    scen, duration_s, capacity = inputs.scenario, inputs.duration_s, _capacity(inputs)
+    backend = run.manifest.get("backend") or {}
     result: dict[str, Any] = {
         "schema_version": METRICS_SCHEMA_VERSION,
         "rtclab_version": __version__,
         "run": {
             "id": run.manifest.get("id") or path.name, "path": str(path), "status": run.manifest.get("status"),
             "error": run.manifest.get("error"), "scenario": run.scenario_doc.get("name"),
-            "backend": (run.manifest.get("backend") or {}).get("used"),
+            "backend": backend.get("used"),
             # The uml backend's guest kernel, whose qdiscs the run went through (null for the other backends).
-            "backend_kernel": (run.manifest.get("backend") or {}).get("kernel"),
+            "backend_kernel": backend.get("kernel"),
             # CONFIG_HZ of the kernel whose qdiscs ran (kernel, uml): Linux's PIE updates on its ticks.
-            "backend_kernel_hz": (run.manifest.get("backend") or {}).get("kernel_hz"),
-            "call_start": t0, "duration_s": duration_s,
+            "backend_kernel_hz": backend.get("kernel_hz"),
+            "call_start": inputs.t0, "duration_s": duration_s,
             "calls": len(multiflow.calls(run)),
         },
         "validity": validity,
@@ -272,7 +426,7 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
              "qdisc_stats": run.file("qdisc-stats.jsonl").exists(),
              "cpu_accounting": run.file("cpu.jsonl").exists()},
         "problems": run.problems,
-        "gaps": gaps,
+        "gaps": inputs.gaps,
         "scenario": scenario.to_json(scen) if scen else None,
         "phases": [{"name": p.name, "start_s": p.start_s, "end_s": p.end_s, "cross_traffic": p.cross_traffic,
                     "scheduled_start_s": p.scheduled_start_s, "scheduled_end_s": p.scheduled_end_s}
@@ -286,27 +440,50 @@ def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
         "multiflow": multi,
         "getstats": gs,
         "frames": frame_join,
-        "chrome_ecn": chrome_ecn.analyse(run, table, t0) if run.has_calls else None,
-        "cross_traffic": rundir.iperf3_summaries(run),
-        "bottleneck_queue": queue.analyse(run, t0),
+        "chrome_ecn": ecn_by_chrome,
+        "cross_traffic": iperf3,
+        "bottleneck_queue": bottleneck,
         "ground_truth": gt_summary,
         "congestion_controller": controller,
         "cpu": cpu_use,
         "crosschecks": checks,
         "warnings": [c["detail"] for c in checks if c["ok"] is False],
-        "timings_s": timings,
+        "timings_s": inputs.timings,
     }
     if not run.has_calls:  # absent, not empty: nothing of a call was measured
-        for key in ("multiflow", "getstats", "frames", "chrome_ecn", "congestion_controller"):
+        for key in CALL_SECTIONS:
             del result[key]
+    return result
+
+
+# --- present: the files -----------------------------------------------------------------------------------------------
+
+
+def write_outputs(path: Path, result: dict[str, Any], table: packets.PacketTable | None, problems: list[str],
+                  progress: Progress = None, timings: dict[str, float] | None = None) -> None:
+    """metrics.json (first checked against metrics.schema.json when RTCLAB_CHECK_METRICS=1: MetricsSchemaError,
+    and nothing written, when it does not follow it) and packets.parquet; a parquet that cannot be written is named
+    in `problems`. The report and the dashboard are the command's (cli.py)."""
+    with _step(progress, "writing outputs", {} if timings is None else timings):
+        text = json.dumps(result, indent=1, default=_json_default)
+        if metrics_schema.check_enabled():
+            metrics_schema.validate(json.loads(text))
+        (path / "metrics.json").write_text(text)
+        if table is not None:
+            try:
+                write_parquet(table, path / "packets.parquet")
+            except OSError as e:
+                problems.append(f"packets.parquet not written: {e}")
+
+
+def analyze(path: Path, *, run_tshark: bool = True, write: bool = True,
+            progress: Progress = None) -> tuple[dict[str, Any], packets.PacketTable | None]:
+    """Reads the run, computes its metrics and (write) writes metrics.json and packets.parquet; returns metrics.json's
+    document and the per-packet table (None without a readable capture)."""
+    inputs = read_run(path, progress)
+    result, table = compute_metrics(inputs, run_tshark=run_tshark, progress=progress)
     if write:
-        with _step(progress, "writing outputs", timings):
-            (path / "metrics.json").write_text(json.dumps(result, indent=1, default=_json_default))
-            if table is not None:
-                try:
-                    write_parquet(table, path / "packets.parquet")
-                except OSError as e:
-                    run.problems.append(f"packets.parquet not written: {e}")
+        write_outputs(path, result, table, inputs.run.problems, progress, inputs.timings)
     return result, table
 
 

@@ -1,6 +1,6 @@
 """The tests' shared helpers (hand-built captures and run directories) live in analysis/test-support, as every part
 of rtclab keeps them beside its test/ folder. One fixture lives here: the real default call that several real-call
-tests read."""
+tests read. Every metrics.json a test's analysis writes is checked against its schema (RTCLAB_CHECK_METRICS)."""
 
 import json
 import os
@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test-support"))
+# Every metrics.json the tests' analyses write (in this process and in the commands they start) is checked against
+# analysis/rtclab/metrics.schema.json first (rtclab/metrics_schema.py): a field the schema does not list fails them.
+os.environ.setdefault("RTCLAB_CHECK_METRICS", "1")
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CALL_S = 20

@@ -2,7 +2,8 @@
 with test_frames_real.py (conftest.py's default_call_run) records both browsers' RTC event logs, the manifest names
 them, event_log_complete passes, and the analysis joins side a's logged RTP packets with capture-a (at least 99.9%,
 the issue's bar; 100% measured; b sends no media), finds every packet the transport feedback reports received
-delivered in capture-b, replays the trendline filter and draws GCC's panels. Run it under the machine-wide lock:
+delivered in capture-b, replays the trendline filter and draws GCC's panels; its metrics.json follows the schema
+(analysis/rtclab/metrics.schema.json). Run it under the machine-wide lock:
   flock -x /tmp/rtclab-quiet.lock .venv/bin/python -m pytest analysis/test/test_eventlog_real.py -p no:xdist"""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rtclab import analyze, dashboard
+from rtclab import analyze, dashboard, metrics_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,6 +37,8 @@ def test_a_real_call_records_and_joins_its_event_logs(default_call_run):
     assert not (run / ".eventlog-a").exists() and not (run / ".eventlog-b").exists()
 
     m, table = analyze.analyze(run, run_tshark=False)
+    # A real call's metrics.json follows its schema (analysis/rtclab/metrics.schema.json): every section filled.
+    assert metrics_schema.problems(json.loads((run / "metrics.json").read_text())) == []
     cc = m["congestion_controller"]
     a = cc["sides"]["a"]
     assert a["format_version"] == 2 and a["truncated_bytes"] == 0
