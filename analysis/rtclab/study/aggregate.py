@@ -17,9 +17,9 @@ import json
 import math
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -472,10 +472,42 @@ def accepted_attempt(r: studydir.Repetition, accept_invalid: frozenset[str]) -> 
 def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset[str] = frozenset()) -> dict[str, Any]:
     """Writes OUT/study.parquet and OUT/study.json from OUT/plan.json and the runs; returns study.json's content.
     accept_invalid: validity checks whose failure alone does not exclude a run (a repetition without a valid attempt
-    then uses its last attempt that failed only those); every output names them (`invalid_note`)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    then uses its last attempt that failed only those); every output names them (`invalid_note`).
 
+    Read (read_study, used_runs: the plan, and each repetition's run), compute (collect_runs: the per-run rows, phases
+    and samples; point_statistics: mean, sd, CI and n), present (write_parquet, study_doc, write_json)."""
+    study = read_study(out, accept_invalid)
+    listing = Listing(used_dirs={name: [] for name in study.point_names})
+    collected = collect_runs(study, used_runs(out, study, listing, analyse_missing))
+    statistics = point_statistics(study, collected)
+    write_parquet(out, study, collected.rows, listing)
+    doc = study_doc(study, listing, collected, statistics)
+    write_json(out, doc)
+    return doc
+
+
+# --- read ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Study:
+    """What aggregation takes from plan.json and the study directory's scan, before any run is read."""
+    plan: dict[str, Any]
+    quick_factor: float
+    points: list[dict[str, Any]]
+    point_names: list[str]
+    reps: dict[tuple[str, int], studydir.Repetition]
+    max_attempts: int
+    accept_invalid: frozenset[str]
+    selected_metrics: list[str]  # the plan's network metrics, then RFC 8867's and the frames' (always)
+    flow_patterns: list[str]  # the plan's `flows`: which flows study.json aggregates
+    param_columns: list[str]  # study.parquet's parameter columns, in order
+    params_of: dict[str, dict[str, Any]]  # point name -> its parameter columns' values
+
+
+def read_study(out: Path, accept_invalid: frozenset[str]) -> Study:
+    """The plan and the attempts on disk, read once: every later step works from these. Refuses an accept_invalid
+    naming a check no attempt failed (a typo would otherwise silently accept nothing)."""
     plan = json.loads((out / "plan.json").read_text())
     quick_factor = float(plan.get("quick_factor", 1.0))
     points = plan["points"]
@@ -493,8 +525,17 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
     selected_metrics += [m.name for m in CATALOGUE.values() if m.family in ("rfc8867", "frames")
                          and m.name not in selected_metrics]
     flow_patterns = list(plan.get("flows") or ["*"])
+    param_columns, params_of = parameter_columns(plan, points)
+    return Study(plan=plan, quick_factor=quick_factor, points=points, point_names=point_names, reps=reps,
+                 max_attempts=max_attempts, accept_invalid=accept_invalid, selected_metrics=selected_metrics,
+                 flow_patterns=flow_patterns, param_columns=param_columns, params_of=params_of)
 
-    # Parameter columns: each axis by name (its label), each varied field by its path (its value).
+
+def parameter_columns(plan: dict[str, Any],
+                      points: list[dict[str, Any]]) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """study.parquet's parameter columns, so that a row says which point it belongs to without the plan: each axis by
+    name (its label), each varied field by its path (its value); a name taken by a fixed or metric column gets
+    `param_`. Returns the columns in order and each point's values."""
     varied_paths: list[str] = []
     for ax in plan.get("axes") or []:
         for p in ax["paths"]:
@@ -514,89 +555,216 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
         values = {s["path"]: s["value"] for s in p.get("settings") or []}
         row.update({path_col[k]: values.get(k) for k in varied_paths})
         params_of[p["name"]] = row
+    return list(dict.fromkeys([*axis_col.values(), *path_col.values()])), params_of
 
-    runs_listed: list[dict[str, Any]] = []
-    excluded: list[dict[str, Any]] = []
-    missing: list[dict[str, Any]] = []
-    accepted_runs: list[str] = []
-    rows: list[dict[str, Any]] = []
-    phase_info: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in point_names}
-    used_dirs: dict[str, list[str]] = {name: [] for name in point_names}
-    # The boxes' samples are pooled one point at a time (the runs come point by point), so memory holds one point's.
-    distributions: dict[str, dict[str, Any]] = {name: {} for name in point_names}
-    point_samples: list[dict[tuple[str, str, str], np.ndarray]] = []
-    pooling: str | None = None
 
-    def pooled_flow(label: str) -> bool:
-        return (label not in ("bottleneck", CONTROLLER_FLOW, CPU_FLOW, RFC_FLOW) and not label.startswith(FRAMES_PREFIX)
-                and any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns))
-    for (point, rep), r in sorted(reps.items(), key=lambda kv: (point_names.index(kv[0][0]), kv[0][1])):
-        chosen = r.valid or (accepted_attempt(r, accept_invalid) if accept_invalid else None)
+@dataclass
+class Listing:
+    """Every attempt as study.json lists it (used or why not) and the repetitions still without a run; used_runs fills
+    it in while the runs are read, so it is complete once they all have been."""
+    used_dirs: dict[str, list[str]]  # point name -> its used runs' directories
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    excluded: list[dict[str, Any]] = field(default_factory=list)
+    missing: list[dict[str, Any]] = field(default_factory=list)
+    accepted_runs: list[str] = field(default_factory=list)  # the used INVALID attempts' directories
+
+
+@dataclass
+class UsedRun:
+    """One repetition's run, chosen and read."""
+    point: str
+    rep: int
+    attempt: studydir.Attempt
+    dir: str  # relative to the study directory, as listed
+    accepted: bool  # an INVALID attempt used under accept_invalid
+    metrics: dict[str, Any]
+
+
+def used_runs(out: Path, study: Study, listing: Listing, analyse_missing: bool) -> Iterator[UsedRun]:
+    """Each repetition's run, point by point in the plan's order: its valid attempt, or else (accept_invalid) the one
+    accepted_attempt picks, with its metrics.json (analysed now when missing and analyse_missing). A generator, so that
+    one run's metrics.json is in memory at a time; every attempt goes into `listing`."""
+    for (point, rep), r in sorted(study.reps.items(), key=lambda kv: (study.point_names.index(kv[0][0]), kv[0][1])):
+        chosen = r.valid or (accepted_attempt(r, study.accept_invalid) if study.accept_invalid else None)
         for a in r.attempts:
             entry = a.to_json(out)
             entry["used"] = False
             accepted = a is chosen and a.status == studydir.INVALID
+            m: dict[str, Any] | None = None
             if a is chosen:
-                mpath = a.path / "metrics.json"
-                why = None
-                if not mpath.exists():
-                    why = _analyse(a.path) if analyse_missing else "no metrics.json"
-                m: dict[str, Any] | None = None
-                if why is None:
-                    try:
-                        m = json.loads(mpath.read_text())
-                    except (OSError, ValueError) as e:
-                        why = f"metrics.json unreadable: {e}"
-                if m is not None and not accepted:
-                    # analysed only now (study run --no-analyze): the analyzer's own checks may fail it
-                    own = studydir.classify(a.path, a.point, a.rep, a.attempt, None)
-                    if own.status == studydir.INVALID:
-                        why, m = "invalid: " + "; ".join(own.failed_checks), None
+                m, why = read_run_metrics(a, accepted, analyse_missing)
                 if m is None:
                     entry["excluded_because"] = why
-                    excluded.append(entry)
+                    listing.excluded.append(entry)
                 else:
                     entry["used"] = True
                     if accepted:
                         entry["accepted_invalid"] = a.failed_names
-                        accepted_runs.append(entry["dir"])
-                    used_dirs[point].append(entry["dir"])
-                    if pooling != point:
-                        if pooling is not None:
-                            distributions[pooling] = boxes(point_samples)
-                        pooling, point_samples = point, []
-                    point_samples.append(run_samples(a.path, m, pooled_flow))
-                    run_id = _get(m, "run", "id")
-                    # A point's phase is named by its schedule; each run's measured bounds (the cross traffic's
-                    # first and last data) stay in its rows of study.parquet (phase_start_s, phase_end_s).
-                    for ph in m.get("phases") or []:
-                        phase_info[point].setdefault(ph["name"], {
-                            "start_s": ph.get("scheduled_start_s", ph.get("start_s")),
-                            "end_s": ph.get("scheduled_end_s", ph.get("end_s")),
-                            "cross_traffic": ph.get("cross_traffic")})
-                    for x in run_rows(m):
-                        rows.append({"study": plan["study"], "quick_factor": quick_factor, "point": point, "rep": rep,
-                                     "attempt": a.attempt, "run_dir": entry["dir"], "run_id": run_id,
-                                     "accepted_invalid": ",".join(a.failed_names) if accepted else None,
-                                     **params_of[point], **x})
+                        listing.accepted_runs.append(entry["dir"])
+                    listing.used_dirs[point].append(entry["dir"])
             else:
-                entry["excluded_because"] = {studydir.INVALID: "invalid: " + "; ".join(a.failed_checks or ["?"]),
-                                             studydir.INCOMPLETE: f"incomplete: {a.error}",
-                                             studydir.INTERRUPTED: f"interrupted: {a.error}"}.get(
-                    a.status, "a later attempt of the same repetition was used")
-                excluded.append(entry)
-            runs_listed.append(entry)
-        st = r.state(max_attempts)
+                entry["excluded_because"] = _not_chosen_because(a)
+                listing.excluded.append(entry)
+            listing.runs.append(entry)
+            if m is not None:
+                yield UsedRun(point=point, rep=rep, attempt=a, dir=entry["dir"], accepted=accepted, metrics=m)
+        st = r.state(study.max_attempts)
         if st != "done":
-            missing.append({"point": point, "rep": rep, "state": st, "attempts": len(r.attempts),
-                            "counted_attempts": r.counted()})
+            listing.missing.append({"point": point, "rep": rep, "state": st, "attempts": len(r.attempts),
+                                    "counted_attempts": r.counted()})
 
+
+def read_run_metrics(a: studydir.Attempt, accepted: bool, analyse_missing: bool) -> tuple[dict[str, Any] | None,
+                                                                                          str | None]:
+    """The chosen attempt's metrics.json, or None and why it cannot be used: missing (analysed now if asked),
+    unreadable, or failing the analyzer's own checks (a run analysed only now, study run --no-analyze)."""
+    mpath = a.path / "metrics.json"
+    why = None
+    if not mpath.exists():
+        why = _analyse(a.path) if analyse_missing else "no metrics.json"
+    m: dict[str, Any] | None = None
+    if why is None:
+        try:
+            m = json.loads(mpath.read_text())
+        except (OSError, ValueError) as e:
+            why = f"metrics.json unreadable: {e}"
+    if m is not None and not accepted:
+        # analysed only now (study run --no-analyze): the analyzer's own checks may fail it
+        own = studydir.classify(a.path, a.point, a.rep, a.attempt, None)
+        if own.status == studydir.INVALID:
+            why, m = "invalid: " + "; ".join(own.failed_checks), None
+    return m, why
+
+
+def _not_chosen_because(a: studydir.Attempt) -> str:
+    """Why study.json's `excluded` lists an attempt that was not its repetition's choice."""
+    return {studydir.INVALID: "invalid: " + "; ".join(a.failed_checks or ["?"]),
+            studydir.INCOMPLETE: f"incomplete: {a.error}",
+            studydir.INTERRUPTED: f"interrupted: {a.error}"}.get(
+        a.status, "a later attempt of the same repetition was used")
+
+
+# --- compute ------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Collected:
+    """What the runs give, read once each: study.parquet's rows and, per point, its phases and boxes."""
+    rows: list[dict[str, Any]]  # one per used run x flow or pseudo-flow x phase
+    phase_info: dict[str, dict[str, dict[str, Any]]]  # point -> phase -> its scheduled start_s, end_s, cross_traffic
+    distributions: dict[str, dict[str, Any]]  # point -> boxes()
+
+
+def pooled_flow(label: str, flow_patterns: list[str]) -> bool:
+    """Whether the boxes pool a flow's samples: a packet flow (no pseudo-flow) the plan's `flows` select."""
+    return (label not in ("bottleneck", CONTROLLER_FLOW, CPU_FLOW, RFC_FLOW) and not label.startswith(FRAMES_PREFIX)
+            and any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns))
+
+
+def collect_runs(study: Study, runs: Iterable[UsedRun]) -> Collected:
+    """The per-run step, one pass over the used runs: each one's rows (study_rows), its point's phases as scheduled
+    and its samples for the boxes. The runs come point by point, so the samples are pooled one point at a time and
+    memory holds one point's."""
+    rows: list[dict[str, Any]] = []
+    phase_info: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in study.point_names}
+    distributions: dict[str, dict[str, Any]] = {name: {} for name in study.point_names}
+    point_samples: list[dict[tuple[str, str, str], np.ndarray]] = []
+    pooling: str | None = None
+
+    def wanted(label: str) -> bool:
+        return pooled_flow(label, study.flow_patterns)
+    for run in runs:
+        if pooling != run.point:
+            if pooling is not None:
+                distributions[pooling] = boxes(point_samples)
+            pooling, point_samples = run.point, []
+        point_samples.append(run_samples(run.attempt.path, run.metrics, wanted))
+        # A point's phase is named by its schedule; each run's measured bounds (the cross traffic's first and last
+        # data) stay in its rows of study.parquet (phase_start_s, phase_end_s).
+        for ph in run.metrics.get("phases") or []:
+            phase_info[run.point].setdefault(ph["name"], {
+                "start_s": ph.get("scheduled_start_s", ph.get("start_s")),
+                "end_s": ph.get("scheduled_end_s", ph.get("end_s")),
+                "cross_traffic": ph.get("cross_traffic")})
+        rows += study_rows(study, run)
     if pooling is not None:
         distributions[pooling] = boxes(point_samples)
-    del point_samples
+    return Collected(rows=rows, phase_info=phase_info, distributions=distributions)
 
-    # study.parquet
-    param_columns = list(dict.fromkeys([*axis_col.values(), *path_col.values()]))
+
+def study_rows(study: Study, run: UsedRun) -> list[dict[str, Any]]:
+    """One run's rows of study.parquet: run_rows (its flows and pseudo-flows x phases) with the columns that say
+    which study, point, repetition and attempt they come from, and the point's parameters."""
+    run_id = _get(run.metrics, "run", "id")
+    return [{"study": study.plan["study"], "quick_factor": study.quick_factor, "point": run.point, "rep": run.rep,
+             "attempt": run.attempt.attempt, "run_dir": run.dir, "run_id": run_id,
+             "accepted_invalid": ",".join(run.attempt.failed_names) if run.accepted else None,
+             **study.params_of[run.point], **x} for x in run_rows(run.metrics)]
+
+
+def aggregated_flow(label: str, flow_patterns: list[str]) -> bool:
+    """Whether study.json carries a flow's statistics: the plan's `flows` select them, but the CPU, RFC 8867 and
+    frames pseudo-flows always (properties of the whole call)."""
+    return label in (CPU_FLOW, RFC_FLOW) or label.startswith(FRAMES_PREFIX) or \
+        any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns)
+
+
+def flow_family(label: str) -> str:
+    """The Metric.family whose metrics a flow's rows carry."""
+    return {"bottleneck": "bottleneck", CONTROLLER_FLOW: "controller", CPU_FLOW: "cpu",
+            RFC_FLOW: "rfc8867"}.get(label, "frames" if label.startswith(FRAMES_PREFIX) else "flow")
+
+
+def point_statistics(study: Study, collected: Collected) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
+    """The per-point step: {point: {flow: {phase: {metric: summarise()}}}} over the point's runs, for the aggregated
+    flows and the selected metrics (and the CPU's) of each flow's family; flows sorted by label, phases in the
+    point's order (a phase no run scheduled last)."""
+    groups: dict[str, dict[tuple[str, str], list[dict[str, Any]]]] = {}
+    wanted: dict[str, bool] = {}
+    for x in collected.rows:
+        label = x["flow"]
+        if label not in wanted:
+            wanted[label] = aggregated_flow(label, study.flow_patterns)
+        if wanted[label]:
+            groups.setdefault(x["point"], {}).setdefault((label, x["phase"]), []).append(x)
+    metrics = study.selected_metrics + list(CPU_CATALOGUE)
+    out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    for name in study.point_names:
+        phase_order = list(collected.phase_info[name])
+        flows: dict[str, dict[str, dict[str, Any]]] = {}
+        for (flow, phase), grp in groups.get(name, {}).items():
+            family = flow_family(flow)
+            stats: dict[str, Any] = {}
+            for metric in metrics:
+                if METRICS[metric].family != family:
+                    continue
+                present = [float(v) for v in (g.get(metric) for g in grp) if v is not None]
+                stats[metric] = summarise(present)
+            flows.setdefault(flow, {})[phase] = stats
+        out[name] = {f: {ph: flows[f][ph] for ph in sorted(flows[f], key=lambda ph: phase_order.index(ph)
+                                                            if ph in phase_order else 99)}
+                     for f in sorted(flows)}
+    return out
+
+
+# --- present ------------------------------------------------------------------------------------------------------
+
+
+def _invalid_note(study: Study, listing: Listing) -> str | None:
+    """The warning every output carries when INVALID runs were used (--accept-invalid)."""
+    if not listing.accepted_runs:
+        return None
+    return (f"INCLUDES {len(listing.accepted_runs)} INVALID run(s): repetitions without a valid run use an attempt "
+            f"that failed only {', '.join(sorted(study.accept_invalid))} (--accept-invalid; column accepted_invalid)")
+
+
+def write_parquet(out: Path, study: Study, rows: list[dict[str, Any]], listing: Listing) -> None:
+    """OUT/study.parquet: the rows with fixed types (metrics float, parameters by their values' kind), the study's
+    name and notes in the schema's metadata; written to a temporary file and renamed, so a reader never sees half."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    param_columns = study.param_columns
     columns: dict[str, Any] = {}
     types: dict[str, Any] = {}
     for c in FIXED_COLUMNS + param_columns + list(METRICS):
@@ -618,63 +786,41 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
         else:
             columns[c], types[c] = [_as_string(v) for v in vals], pa.string()
     table = pa.table({c: pa.array(columns[c], type=types[c]) for c in columns})
-    quick_note = plan.get("quick_note")
-    invalid_note = (f"INCLUDES {len(accepted_runs)} INVALID run(s): repetitions without a valid run use an attempt "
-                    f"that failed only {', '.join(sorted(accept_invalid))} (--accept-invalid; column accepted_invalid)"
-                    if accepted_runs else None)
-    used_runs = (f"runs used: valid, or INVALID only for {', '.join(sorted(accept_invalid))}" if accepted_runs
-                 else "valid runs")
-    table = table.replace_schema_metadata({"rtclab_study": plan["study"], "quick_factor": str(quick_factor),
-                                           "quick_note": quick_note or "", "invalid_note": invalid_note or "",
+    table = table.replace_schema_metadata({"rtclab_study": study.plan["study"], "quick_factor": str(study.quick_factor),
+                                           "quick_note": study.plan.get("quick_note") or "",
+                                           "invalid_note": _invalid_note(study, listing) or "",
                                            "phase_column": "every row is one phase"})
     tmp = out / "study.parquet.tmp"
     pq.write_table(table, tmp)
     tmp.replace(out / "study.parquet")
 
-    # study.json: per point, flow and phase.
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    wanted: dict[str, bool] = {}
-    for x in rows:
-        label = x["flow"]
-        if label not in wanted:
-            wanted[label] = label in (CPU_FLOW, RFC_FLOW) or label.startswith(FRAMES_PREFIX) or \
-                any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns)
-        if wanted[label]:
-            groups.setdefault((x["point"], label, x["phase"]), []).append(x)
+
+def study_doc(study: Study, listing: Listing, collected: Collected,
+              statistics: dict[str, dict[str, dict[str, dict[str, Any]]]]) -> dict[str, Any]:
+    """study.json's content: what the statistics and boxes are over, the metrics' definitions, the plan's size, every
+    attempt (used or why not) and per point its runs, phases, statistics and boxes."""
+    plan, points = study.plan, study.points
+    invalid_note = _invalid_note(study, listing)
+    used_runs = (f"runs used: valid, or INVALID only for {', '.join(sorted(study.accept_invalid))}"
+                 if listing.accepted_runs else "valid runs")
     out_points = []
     for p in points:
         name = p["name"]
-        flows: dict[str, dict[str, Any]] = {}
-        for (pt, flow, phase), grp in groups.items():
-            if pt != name:
-                continue
-            family = {"bottleneck": "bottleneck", CONTROLLER_FLOW: "controller", CPU_FLOW: "cpu",
-                      RFC_FLOW: "rfc8867"}.get(flow, "frames" if flow.startswith(FRAMES_PREFIX) else "flow")
-            stats: dict[str, Any] = {}
-            for metric in selected_metrics + list(CPU_CATALOGUE):
-                if METRICS[metric].family != family:
-                    continue
-                present = [float(v) for v in (g.get(metric) for g in grp) if v is not None]
-                stats[metric] = summarise(present)
-            flows.setdefault(flow, {})[phase] = stats
-        ordered = {f: {ph: flows[f][ph] for ph in sorted(flows[f], key=lambda ph: list(phase_info[name]).index(ph)
-                                                          if ph in phase_info[name] else 99)}
-                   for f in sorted(flows)}
         out_points.append({"name": name, "params": p.get("params"), "labels": p.get("labels"),
                            "settings": p.get("settings"), "scenario_file": p.get("scenario_file"),
-                           "runs_used": used_dirs[name], "n_runs": len(used_dirs[name]),
-                           "phases": [{"name": k, **v} for k, v in phase_info[name].items()],
-                           "flows": ordered, "distributions": distributions[name]})
+                           "runs_used": listing.used_dirs[name], "n_runs": len(listing.used_dirs[name]),
+                           "phases": [{"name": k, **v} for k, v in collected.phase_info[name].items()],
+                           "flows": statistics[name], "distributions": collected.distributions[name]})
     counts: dict[str, int] = {}
-    for listed in runs_listed:
+    for listed in listing.runs:
         counts[listed["status"]] = counts.get(listed["status"], 0) + 1
-    doc = {
+    return {
         "study_format_version": STUDY_JSON_FORMAT_VERSION,
         "study": plan["study"], "description": plan.get("description", ""),
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "rtclab_version": RTCLAB_VERSION,
-        "quick_factor": quick_factor, "quick_note": quick_note,
-        "accept_invalid": sorted(accept_invalid), "invalid_note": invalid_note,
+        "quick_factor": study.quick_factor, "quick_note": plan.get("quick_note"),
+        "accept_invalid": sorted(study.accept_invalid), "invalid_note": invalid_note,
         "statistics": {
             "over": f"the {used_runs} of a point (one per repetition); a run where a metric is undefined (null in "
                     "its metrics.json) is left out of that metric's n",
@@ -689,21 +835,24 @@ def aggregate(out: Path, analyse_missing: bool = True, accept_invalid: frozenset
                           "n_samples": "pooled samples", "n_runs": "runs that gave a sample",
                           "runs": f"the point's {used_runs}", **DISTRIBUTIONS},
         "metrics": {k: {"family": METRICS[k].family, "unit": METRICS[k].unit,
-                        "definition": METRICS[k].definition} for k in selected_metrics + list(CPU_CATALOGUE)},
-        "flows_aggregated": flow_patterns,
-        "plan": {"repetitions": plan["repetitions"], "max_attempts": max_attempts, "seed": plan["seed"],
+                        "definition": METRICS[k].definition} for k in study.selected_metrics + list(CPU_CATALOGUE)},
+        "flows_aggregated": study.flow_patterns,
+        "plan": {"repetitions": plan["repetitions"], "max_attempts": study.max_attempts, "seed": plan["seed"],
                  "shuffle": plan["shuffle"], "points": len(points), "runs_planned": len(plan["order"]),
                  "total_call_s": plan.get("total_call_s")},
-        "summary": {"repetitions_with_valid_run": sum(1 for r in reps.values() if r.valid is not None),
-                    "repetitions_without": len(missing), "attempts": counts, "runs_used": len(
-                        [e for e in runs_listed if e["used"]]), "runs_used_invalid": len(accepted_runs)},
-        "runs": runs_listed, "excluded": excluded, "missing": missing,
+        "summary": {"repetitions_with_valid_run": sum(1 for r in study.reps.values() if r.valid is not None),
+                    "repetitions_without": len(listing.missing), "attempts": counts, "runs_used": len(
+                        [e for e in listing.runs if e["used"]]), "runs_used_invalid": len(listing.accepted_runs)},
+        "runs": listing.runs, "excluded": listing.excluded, "missing": listing.missing,
         "points": out_points,
     }
+
+
+def write_json(out: Path, doc: dict[str, Any]) -> None:
+    """OUT/study.json, written to a temporary file and renamed, so a reader never sees half."""
     tmpj = out / "study.json.tmp"
     tmpj.write_text(json.dumps(doc, indent=1) + "\n")
     tmpj.replace(out / "study.json")
-    return doc
 
 
 def text_summary(doc: dict[str, Any], metrics: tuple[str, ...] = ("throughput_bps", "queuing_delay_ms_mean",
