@@ -3,7 +3,7 @@
 // schedule with `tc qdisc change` on time.
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { planKernel, planKernelSchedule, planDelaySchedule } from './kernel.js';
+import { planKernel, planScheduleSteps } from './kernel.js';
 import { run, runPlan } from './exec.js';
 import { INTERFACES } from './names.js';
 
@@ -95,17 +95,11 @@ export class KernelBackend {
    */
   startSchedules(t0_ms) {
     for (const direction of /** @type {const} */ (['forward', 'reverse'])) {
-      const { dev, ifb } = KERNEL_DEVICES[direction];
-      const link = this.o.links[direction];
-      const steps = [
-        ...planKernelSchedule(link, dev, this.o.nsExec).map((s) => ({ ...s, event: { event: 'capacity_change', kbit: s.kbit } })),
-        ...planDelaySchedule(link, ifb, this.o.nsExec).map((s) => ({ ...s, event: { event: 'delay_change', delay_ms: s.delay_ms } })),
-      ];
-      for (const step of steps) {
+      for (const step of planScheduleSteps(this.o.links[direction], KERNEL_DEVICES[direction], this.o.nsExec)) {
         const timer = setTimeout(async () => {
           const r = await run(step.argv);
-          this.o.onEvent(/** @type {any} */ ({ ...step.event, direction, at_s: step.at_s, ok: r.code === 0, by: 'tc',
-            ...(r.code ? { error: r.stderr.trim() } : {}) }));
+          this.o.onEvent({ ...step.event, direction, at_s: step.at_s, ok: r.code === 0, by: 'tc',
+            ...(r.code ? { error: r.stderr.trim() } : {}) });
         }, Math.max(0, t0_ms + step.at_s * 1000 - Date.now()));
         this.timers.push(timer);
       }

@@ -205,6 +205,21 @@ export function planKernelSchedule(link, dev, nsExec) {
 }
 
 /**
+ * Every scheduled change of a direction's link, in one list for a backend to play at t0 + at_s: the rate's steps
+ * (planKernelSchedule) and the delay's (planDelaySchedule), each with the event that reports it once applied.
+ * @param {import('../scenarios/link.js').Link} link @param {{ dev: string, ifb: string }} devices @param {string[]} nsExec
+ * @returns {{ at_s: number, argv: string[], event: { event: 'capacity_change', kbit: number } | { event: 'delay_change', delay_ms: number } }[]}
+ */
+export function planScheduleSteps(link, devices, nsExec) {
+  return [
+    ...planKernelSchedule(link, devices.dev, nsExec).map((s) => ({ at_s: s.at_s, argv: s.argv,
+      event: /** @type {const} */ ({ event: 'capacity_change', kbit: s.kbit }) })),
+    ...planDelaySchedule(link, devices.ifb, nsExec).map((s) => ({ at_s: s.at_s, argv: s.argv,
+      event: /** @type {const} */ ({ event: 'delay_change', delay_ms: s.delay_ms }) })),
+  ];
+}
+
+/**
  * Delay schedule steps: each a `tc qdisc change` of the delay line's netem at at_s (netem applies a delay to the
  * packets that arrive after it; those already on the line keep theirs).
  * @param {import('../scenarios/link.js').Link} link @param {string} ifb the direction's delay line @param {string[]} nsExec

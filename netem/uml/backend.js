@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { appendFileSync, rmSync } from 'node:fs';
 import { KernelBackend, KERNEL_DEVICES, planKernelNetwork } from '../kernel-backend.js';
-import { planKernelSchedule, planDelaySchedule } from '../kernel.js';
+import { planScheduleSteps } from '../kernel.js';
 import { OFFLOADS_OFF } from '../topology.js';
 import { DATA, INTERFACES } from '../names.js';
 import { runPlan, sleep } from '../exec.js';
@@ -181,18 +181,12 @@ export class UmlBackend extends KernelBackend {
   startSchedules(t0_ms) {
     const chan = channelDir(this.uml.id);
     for (const direction of /** @type {const} */ (['forward', 'reverse'])) {
-      const { dev, ifb } = KERNEL_DEVICES[direction];
-      const link = this.uml.links[direction];
-      const steps = [
-        ...planKernelSchedule(link, dev, []).map((s) => ({ ...s, event: { event: 'capacity_change', kbit: s.kbit } })),
-        ...planDelaySchedule(link, ifb, []).map((s) => ({ ...s, event: { event: 'delay_change', delay_ms: s.delay_ms } })),
-      ];
-      steps.forEach((step, i) => {
+      planScheduleSteps(this.uml.links[direction], KERNEL_DEVICES[direction], []).forEach((step, i) => {
         const due_ms = t0_ms + step.at_s * 1000;
         const timer = setTimeout(() => void this.playStep(chan, `step-${direction}-${i}`, step.argv, due_ms).then((r) => {
           if (this.stopped) return;
-          this.uml.onEvent(/** @type {any} */ ({ ...step.event, direction, at_s: step.at_s, ok: r.code === 0, by: 'tc',
-            ...(r.code ? { error: r.stderr.trim() } : {}) }));
+          this.uml.onEvent({ ...step.event, direction, at_s: step.at_s, ok: r.code === 0, by: 'tc',
+            ...(r.code ? { error: r.stderr.trim() } : {}) });
         }), Math.max(0, due_ms - STAGE_AHEAD_MS - Date.now()));
         this.timers.push(timer);
       });
