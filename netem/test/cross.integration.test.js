@@ -35,20 +35,37 @@ for (const backend of /** @type {const} */ (['kernel', 'uml'])) {
       await net.stopCaptures();
       const started = events.find((e) => e.event === 'cross_traffic_started');
       assert.ok(started, 'started event');
-      assert.ok(Math.abs(started.t_ms - t0 - 1000) < 100, `started ${started.t_ms - t0} ms after t0`);
+      const startLate_ms = started.t_ms - t0 - 1000;
+      t.diagnostic(`measure: cross.${backend}.start_late_ms=${startLate_ms}`);
+      // A Node timer: on this 2-vCPU VM under a second test's load it fired up to ... ms late (bench/reliability/RESULTS.md).
+      assert.ok(startLate_ms > -5 && startLate_ms < 250, `started ${started.t_ms - t0} ms after t0`);
       assert.ok(events.some((e) => e.event === 'cross_traffic_stopped' && e.exit_code === 0), 'client finished');
       const result = JSON.parse(readFileSync(join(runDir, 'iperf3-0.json'), 'utf8'));
       const mbps = result.end.sum_received.bits_per_second / 1e6;
       t.diagnostic(`iperf3: ${mbps.toFixed(2)} Mbit/s goodput, congestion ${result.end.sender_tcp_congestion}, ${result.start.connected.length} streams`);
       assert.equal(result.end.sender_tcp_congestion, 'cubic');
       assert.equal(result.start.connected.length, 2);
-      // Filling it: the median of iperf3's 1 s intervals, so one second lost to a stall of this VM (CI, 2026-11-24:
-      // 3.36 Mbit/s over the 3 s, against 9.3-9.5 in other runs) is not read as TCP failing to fill the link.
-      const perSecond = result.intervals.map((/** @type {any} */ i) => i.sum.bits_per_second / 1e6).sort((/** @type {number} */ a, /** @type {number} */ b) => a - b);
+      // Through the link, from the packets that reached b (not iperf3's per-second figures, which are the sender's
+      // writes into its socket and may exceed the link: 10.52 Mbit/s once). Upper bound, by TBF's own rule: over the
+      // flows' whole span at b the bytes on the wire (frame_len, as TBF counts them) are at most rate x span + burst;
+      // 2 % more allows the capture's timestamps to bunch after a stall of the VM (60 ms over the 3 s).
+      const atB = readPcap(join(runDir, 'capture-b.pcap')).filter((p) => p.proto === 6 && p.dst === '10.0.2.2');
+      const ns = atB.map((p) => Number(p.t_ns - atB[0].t_ns));
+      const span_s = ns[ns.length - 1] / 1e9;
+      const wire_mbps = atB.slice(1).reduce((sum, p) => sum + p.frame_len * 8, 0) / span_s / 1e6;
+      t.diagnostic(`measure: cross.${backend}.wire_mbps=${wire_mbps.toFixed(3)}`);
+      assert.ok(wire_mbps <= 10 * 1.02 + (3028 * 8) / span_s / 1e6, `${wire_mbps} Mbit/s on the wire at b over ${span_s} s, above the link's 10`);
+      // Filling it: the median of the whole seconds at b, so one second lost to a stall of this VM (CI, 2026-11-24:
+      // 3.36 Mbit/s over the 3 s, against 9.3-9.5 in other runs) is not read as TCP failing to fill the link. The
+      // bound from the spread of 30 runs beside a second test (bench/reliability/RESULTS.md).
+      const perSecond = [0, 1, 2].filter((i) => (i + 1) * 1e9 <= ns[ns.length - 1])
+        .map((i) => atB.filter((_, j) => ns[j] >= i * 1e9 && ns[j] < (i + 1) * 1e9).reduce((sum, p) => sum + p.frame_len * 8, 0) / 1e6)
+        .sort((a, b) => a - b);
       const median = perSecond[Math.floor(perSecond.length / 2)];
-      t.diagnostic(`iperf3 per second (Mbit/s, sorted): ${perSecond.map((x) => x.toFixed(2)).join(' ')}`);
+      t.diagnostic(`measure: cross.${backend}.median_second_mbps=${median.toFixed(3)}`);
+      t.diagnostic(`at b per second (Mbit/s, sorted): ${perSecond.map((x) => x.toFixed(2)).join(' ')}`);
       assert.ok(mbps < 10, `goodput ${mbps} Mbit/s, above the link's 10`);
-      assert.ok(median > 8.5 && median < 10.5, `median of the 1 s intervals ${median} Mbit/s`);
+      assert.ok(perSecond.length >= 2 && median > 8.5, `median of the whole seconds at b ${median} Mbit/s`);
       const data = readPcap(join(runDir, 'capture-a.pcap')).filter((p) => p.proto === 6 && p.dport === 5201 && p.ip_len > 1000);
       assert.ok(data.length > 1000 && data.every((p) => p.dscp === 10), 'data packets carry DSCP 10');
     });

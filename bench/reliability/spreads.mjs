@@ -1,0 +1,72 @@
+#!/usr/bin/env node
+// @ts-check
+// The spread of what a real-tier test measures: runs one test command many times, optionally while a second command
+// loads the machine, and prints, for each value the test reports on a line `measure: NAME=VALUE`, its distribution
+// over the runs (n, min, p5, median, p95, max), and how many runs failed. A real-tier assertion on a timing, a rate or
+// a count takes its bound from such a table (the test's comment cites the row in bench/reliability/RESULTS.md).
+//
+//   node bench/reliability/spreads.mjs --runs 30 -- node --test netem/test/cross.integration.test.js
+//   node bench/reliability/spreads.mjs --runs 30 --load '.venv/bin/python -m pytest analysis/test -q -x -m "not real_calls and not integration"' -- CMD...
+//
+// --load runs its command over and over beside every run (the "second test"), and stops it between runs, so each run
+// sees the same kind of load. Nothing else should run on the machine meanwhile.
+import { spawn, spawnSync } from 'node:child_process';
+
+const args = process.argv.slice(2);
+const sep = args.indexOf('--');
+if (sep < 0 || sep === args.length - 1) {
+  console.error('usage: spreads.mjs [--runs N] [--load CMD] -- COMMAND [ARG...]');
+  process.exit(2);
+}
+const opts = args.slice(0, sep);
+const command = args.slice(sep + 1);
+const opt = (/** @type {string} */ name) => { const i = opts.indexOf(name); return i < 0 ? undefined : opts[i + 1]; };
+const runs = Number(opt('--runs') ?? 30);
+const load = opt('--load');
+if (!Number.isInteger(runs) || runs < 1) { console.error(`--runs: a whole number of at least 1, not ${opt('--runs')}`); process.exit(2); }
+
+/** The values a run's output reports, by name. @param {string} text @returns {Map<string, number[]>} */
+function parseMeasures(text) {
+  const out = new Map();
+  for (const m of text.matchAll(/measure: ([\w.:-]+)=(-?[\d.]+(?:e-?\d+)?)/g)) {
+    const v = Number(m[2]);
+    if (!Number.isFinite(v)) continue;
+    out.set(m[1], [...(out.get(m[1]) ?? []), v]);
+  }
+  return out;
+}
+
+/** Nearest-rank quantile of sorted values. @param {number[]} xs @param {number} q */
+const quantile = (xs, q) => xs[Math.min(xs.length - 1, Math.max(0, Math.ceil(q * xs.length) - 1))];
+
+/** @type {Map<string, number[]>} */
+const all = new Map();
+let failed = 0;
+const started = Date.now();
+for (let i = 0; i < runs; i++) {
+  /** @type {import('node:child_process').ChildProcess | null} */
+  let loader = null;
+  let stopLoad = false;
+  const loop = () => {
+    if (stopLoad || !load) return;
+    loader = spawn('bash', ['-c', load], { stdio: 'ignore', detached: true });
+    loader.on('exit', () => { loader = null; loop(); });
+  };
+  loop();
+  const r = spawnSync(command[0], command.slice(1), { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  stopLoad = true;
+  if (loader) { try { process.kill(-(/** @type {any} */ (loader).pid), 'SIGKILL'); } catch { /* gone */ } }
+  const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;
+  if (r.status !== 0) failed++;
+  for (const [k, vs] of parseMeasures(out)) all.set(k, [...(all.get(k) ?? []), ...vs]);
+  process.stderr.write(`run ${i + 1}/${runs}: exit ${r.status}, ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
+}
+
+const fmt = (/** @type {number} */ x) => (Math.abs(x) >= 100 ? x.toFixed(1) : x.toPrecision(4));
+console.log(`${runs} runs of \`${command.join(' ')}\`${load ? ` beside \`${load}\`` : ''}: ${failed} failed`);
+console.log('| measure | n | min | p5 | median | p95 | max |');
+console.log('|---|---|---|---|---|---|---|');
+for (const [k, vs] of [...all].sort()) {
+  const xs = [...vs].sort((a, b) => a - b);
+  console.log(`| ${k} | ${xs.length} | ${[0, 0.05, 0.5, 0.95, 1].map((q) => fmt(q === 0 ? xs[0] : quantile(xs, q))).join(' | ')} |`);
+}
