@@ -186,7 +186,7 @@ def _windows(samples: list[CpuSample], load: Callable[[CpuSample], float],
              window_s: float) -> list[tuple[float, float, float]]:
     """(start, end, mean load) of every run of consecutive samples that spans at least window_s (each starting at a
     sample), or one for all of them when together they span less."""
-    out = []
+    out: list[tuple[float, float, float]] = []
     for i in range(len(samples)):
         spent, seconds = 0.0, 0.0
         for s in samples[i:]:
@@ -229,9 +229,9 @@ def cpu_windows_not_saturated(rec: RecordedRun) -> dict[str, Any]:
         windows = _windows(inside, lambda s: s.host["busy"] / cpus, b.cpu_window_s)
     over = [w for w in windows if w[2] > b.cpu_max_busy_fraction]
     start, end, share = max(windows, key=lambda w: w[2])
-    detail = (f"{whose}: the busiest {end - start:.0f} s window of the call ({start - rec.t0:.0f}-{end - rec.t0:.0f} s) "
-              f"{100 * share:.0f}% busy, {len(over)} of {len(windows)} windows over the bound "
-              f"({100 * b.cpu_max_busy_fraction:g}% over any {b.cpu_window_s:g} s)")
+    detail = (f"{whose}: the busiest {end - start:.0f} s window of the call "
+              f"({start - rec.t0:.0f}-{end - rec.t0:.0f} s) {100 * share:.0f}% busy, {len(over)} of {len(windows)} "
+              f"windows over the bound ({100 * b.cpu_max_busy_fraction:g}% over any {b.cpu_window_s:g} s)")
     if over:
         detail += ": the bottleneck's timing and the encoders are suspect there"
     return _check(name, not over, detail)
