@@ -528,7 +528,6 @@ class CallRun {
       cpuSet: this.cpuSet ?? undefined, cpuSetBusy: this.cpuSetBusy ?? undefined, eventLogs,
       crossTraffic: this.crossTrafficOutcome(),
       backend: net.info.backend.used, guestHealth: net.guestHealth(),
-      delaysMs: { forward: net.links.forward.delay_ms, reverse: net.links.reverse.delay_ms },
     });
     this.recorder.writeManifest({ status: 'complete', captures, host_cpu_busy_fraction: hostCpuBusy,
       cpu_set_busy_fraction: this.cpuSetBusy, validity });

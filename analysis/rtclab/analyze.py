@@ -27,6 +27,7 @@ from . import (
     cpu,
     crosscheck,
     fairness,
+    frame_gate,
     frames,
     getstats,
     metrics,
@@ -39,6 +40,7 @@ from . import (
     rfcmetrics,
     rundir,
     scenario,
+    validity,
 )
 from .eventlog import analysis as eventlog_analysis
 
@@ -207,13 +209,13 @@ def compute_metrics(inputs: RunInputs, *, run_tshark: bool = True,
     flows, fair = _flows_and_fairness(inputs, table, phase_list, ssrc_kinds, pt_kinds, clocks, progress)
     multi = _calls_and_tracks(inputs, table, flows, ssrc_kinds, progress)
     rfc = _rfc8867(inputs, table)
-    validity = _validity(inputs)
+    validity_doc = _validity(inputs, table)
     checks, gt_summary = _crosschecks(inputs, table, flows, clocks, run_tshark, progress)
     cpu_use = _cpu(inputs)
     frame_join = _frames(inputs, table, progress)
     controller = _congestion_controller(inputs, table, progress)
-    result = _document(inputs, table, validity=validity, phase_list=phase_list, timing=timing, flows=flows, fair=fair,
-                       rfc=rfc, multi=multi, frame_join=frame_join,
+    result = _document(inputs, table, validity=validity_doc, phase_list=phase_list, timing=timing, flows=flows,
+                       fair=fair, rfc=rfc, multi=multi, frame_join=frame_join,
                        ecn_by_chrome=chrome_ecn.analyse(run, table, inputs.t0) if run.has_calls else None,
                        iperf3=rundir.iperf3_summaries(run), bottleneck=queue.analyse(run, inputs.t0),
                        gt_summary=gt_summary, controller=controller, cpu_use=cpu_use, checks=checks)
@@ -307,18 +309,16 @@ def _rfc8867(inputs: RunInputs, table: packets.PacketTable | None) -> dict[str, 
                                capacity_steps(scen.forward, duration_s) if scen and duration_s else None, names)
 
 
-def _validity(inputs: RunInputs) -> dict[str, Any]:
-    """The manifest's validity (harness/validity.js) with the analyzer's own check added when the scenario asks for a
-    DSCP: the DSCP on the wire (multiflow.dscp_marked)."""
+def _validity(inputs: RunInputs, table: packets.PacketTable | None) -> dict[str, Any]:
+    """The manifest's validity (harness/validity.js) with the analyzer's own checks added: those judged from what the
+    run recorded (validity.py: the bottleneck's release lateness, the CPU per window) and, when the scenario asks for a
+    DSCP, the DSCP on the wire (multiflow.dscp_marked)."""
     run = inputs.run
-    validity = run.manifest.get("validity") or {"valid": None, "checks": [], "note": "no validity in the manifest"}
+    rec = validity.RecordedRun(run, inputs.t0, inputs.duration_s, table.cols if table is not None else None,
+                               validity.load_bounds())
+    own = validity.analyzer_checks(rec)
     marked = multiflow.dscp_marked(run, inputs.captures["a"], inputs.t0_ns)
-    if marked is None:
-        return validity
-    checks_v = [c for c in validity.get("checks", []) if c.get("name") != "dscp_marked"] + [marked]
-    # A check whose ok is null was not measured (harness/validity.js): it does not make the run invalid.
-    valid = validity.get("valid", True) is not False and all(c.get("ok") is not False for c in checks_v)
-    return dict(validity, checks=checks_v, valid=bool(valid))
+    return validity.combine(run.manifest.get("validity"), own + ([marked] if marked is not None else []))
 
 
 def _crosschecks(inputs: RunInputs, table: packets.PacketTable | None, flows: list[dict[str, Any]],
@@ -357,8 +357,8 @@ def _cpu(inputs: RunInputs) -> dict[str, Any] | None:
 
 
 def _frames(inputs: RunInputs, table: packets.PacketTable | None, progress: Progress) -> dict[str, Any] | None:
-    """What the viewer saw (frames.py) and the sampled pictures' quality (quality.py); None without a call or
-    without a recorded page."""
+    """What the viewer saw (frames.py) and the sampled pictures' quality (quality.py), the metrics a poor record cannot
+    carry withheld (frame_gate.py); None without a call or without a recorded page."""
     run, path, timings = inputs.run, inputs.path, inputs.timings
     if not run.has_calls:
         return None
@@ -376,6 +376,8 @@ def _frames(inputs: RunInputs, table: packets.PacketTable | None, progress: Prog
                     run.problems.append(f"picture quality at {s}: {e}")
                 if q is not None and s in frame_join:
                     frame_join[s]["quality"] = q
+        # A record too poor for a metric withholds it (null, with the reason): frame_gate.py.
+        frame_join = {s: frame_gate.apply(side) for s, side in frame_join.items()}
     return frame_join
 
 

@@ -1,6 +1,6 @@
-"""The `rtclab` command: analyze, dashboard, compare, show, synth; study (studies), findings; call, net and clean (the
-Node harness and netem, started from here). Exit 0 when a report was produced (even with
-warnings), 2 when nothing could be analysed, 1 on a usage error."""
+"""The `rtclab` command: analyze, dashboard, compare, show, synth, revalidate; study (studies), findings; call, net and
+clean (the Node harness and netem, started from here). Exit 0 when a report was produced (even with warnings), 2 when
+nothing could be analysed, 1 on a usage error; revalidate: 0 no verdict changed, 1 one did, 2 a bad directory."""
 
 from __future__ import annotations
 
@@ -117,6 +117,36 @@ def cmd_findings(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_revalidate(args: argparse.Namespace) -> int:
+    """Today's analyzer validity rules applied again to recorded runs (revalidate.py). Exit 0 when no run's verdict
+    changed, 1 when one did (valid <-> INVALID), 2 when a directory is neither a run nor a study."""
+    from . import validity
+    from .revalidate import RevalidateError, describe, reaggregate, revalidate_run, run_dirs
+    try:
+        bounds = validity.load_bounds()
+        targets = [(Path(d), *run_dirs(Path(d))) for d in args.dirs]
+    except (RevalidateError, validity.BoundsError) as e:
+        print(f"rtclab revalidate: {e}", file=sys.stderr)
+        return 2
+    flipped = judged = skipped = 0
+    for root, runs, is_study in targets:
+        outcomes = [revalidate_run(r, bounds, args.write) for r in runs]
+        for o in outcomes:
+            print(describe(o, root))
+        flipped += sum(o.flipped for o in outcomes)
+        skipped += sum(o.skipped is not None for o in outcomes)
+        judged += sum(o.skipped is None for o in outcomes)
+        if is_study and args.write:
+            try:
+                reaggregate(root)
+                print(f"{root}: aggregated again (study.json, study.parquet)")
+            except (ValueError, OSError) as e:
+                print(f"rtclab revalidate: {root}: not aggregated again: {e}", file=sys.stderr)
+    print(f"{flipped} of {judged} runs changed verdict ({skipped} skipped)"
+          + ("; metrics.json updated" if args.write else "; nothing written (--write updates metrics.json)"))
+    return 1 if flipped else 0
+
+
 def run_node_program(name: str, args: list[str]) -> int:
     """Runs `node <repo>/<program> args` in the current directory (relative paths stay the user's) and returns its
     exit status; its output is the terminal's. A Ctrl-C reaches it as it reaches us (the same process group)."""
@@ -189,6 +219,12 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--out", default="findings.md", help="the Markdown page (default findings.md here)")
     f.add_argument("--html", help="the dashboard (default: the page's path with .html)")
     f.set_defaults(func=cmd_findings)
+    r = sub.add_parser("revalidate", help="apply today's analyzer validity rules to recorded runs (run or study "
+                       "directories) and say which runs change verdict; exit 1 when one does (docs/analyzer.md)")
+    r.add_argument("dirs", nargs="+", metavar="DIR", help="run directories, or study directories (every run of them)")
+    r.add_argument("--write", action="store_true", help="update each run's metrics.json validity and frames, and "
+                   "aggregate a study again")
+    r.set_defaults(func=cmd_revalidate)
     y = sub.add_parser("synth", help="write a synthetic run directory (known delays, loss, reordering)")
     y.add_argument("run_dir")
     y.add_argument("--duration", type=float, default=20.0)

@@ -637,6 +637,10 @@ def _frame_panels(m: dict[str, Any]) -> tuple[list[tuple[str, str, list[dict]]],
                      "(metrics.json lists the first 100)")
     if not traces:
         return [], shapes, notes + ["frames: no shown frame was joined with its packets (no delays to draw)"]
-    title = ("Frames shown at b: glass-to-glass delay and its parts, per frame at its display time; shaded in every "
-             f"panel: {fz.get('count', 0)} freezes (Chrome's rule), {(fz.get('total_ms') or 0) / 1000:.1f} s")
+    withheld = side.get("withheld") or {}
+    notes += [f"frames: {group} withheld (the summaries are null): {why}" for group, why in withheld.items()]
+    shaded = (f"freezes withheld ({withheld['freezes']})" if "freezes" in withheld else
+              f"shaded in every panel: {fz.get('count', 0)} freezes (Chrome's rule), "
+              f"{(fz.get('total_ms') or 0) / 1000:.1f} s")
+    title = f"Frames shown at b: glass-to-glass delay and its parts, per frame at its display time; {shaded}"
     return [(title, "ms", traces)], shapes, notes

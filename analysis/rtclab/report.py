@@ -285,6 +285,11 @@ def _controller_lines(cc: dict[str, Any] | None) -> list[str]:
 CPU_GROUPS_SHOWN = 5
 
 
+# The groups of frame metrics a poor record withholds (frame_gate.py), as the report names them.
+WITHHELD_NAMES = {"delays": "delays (glass-to-glass and its parts)", "freezes": "freezes from the record",
+                  "quality": "picture quality (PSNR, SSIM)"}
+
+
 def _frames_lines(fr: dict[str, Any] | None) -> list[str]:
     """What the viewer saw (metrics.json `frames`; docs/metrics.md, "frames"): per receiving side, glass-to-glass
     delay p50/p95 and its three parts, how many frames were read and joined, and the frames lost, repeated or late."""
@@ -317,6 +322,8 @@ def _frames_lines(fr: dict[str, Any] | None) -> list[str]:
             out.append(line)
         out.append("  (glass-to-glass = display - capture; sender = capture to the frame's first packet on the "
                    "sender's capture; network = to its last packet on the receiver's; receiver = to display)")
+        for group, why in (f.get("withheld") or {}).items():
+            out.append(f"  {WITHHELD_NAMES.get(group, group)}: missing, withheld: {why}")
         out += _quality_lines(f.get("quality"))
     return out
 
@@ -327,6 +334,8 @@ def _quality_lines(q: dict[str, Any] | None) -> list[str]:
         return []
     if q.get("error"):
         return [f"  picture quality: not computed: {q['error']}"]
+    if q.get("withheld"):
+        return []  # named with the other withheld metrics
     cell = lambda key, fmt: f"{_f(q[key]['mean'], fmt)} (p5 {_f(q[key]['p5'], fmt)})"
     return [f"  picture quality of {q['compared']} sampled frames (1 in {q['sample_every']} shown, "
             f"{q['scaled']} scaled up to {q['reference']['width']}x{q['reference']['height']}): PSNR mean "
