@@ -427,10 +427,11 @@ def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Stu
             else:
                 lines.append(f"| {r.point} | {r.phase} | {mean} | {ci} | {n} | {_invalid_text(r)} | {verdict} |")
     lines += ["", "## The studies", "",
-              "Each study's provenance, from its plan.json, study.json and used runs' manifest.json (docs/studies.md, "
-              "\"Provenance\"): the dates its runs started, the machine, Chromium, the backend, the commits of the code "
-              "that ran (DIRTY when the tree had uncommitted changes), n per point, the time factor against the full "
-              "study, and the commands that make it again from the repository root." if studies
+              "Each study's provenance, from its plan.json, study.json and used runs' manifest.json "
+              "(docs/studies.md, \"Provenance\"): the dates its runs started, the machine, Chromium, the backend, the "
+              "commits of the code that ran (DIRTY when the tree had uncommitted changes), n per point, the time "
+              "factor against the full study, and the commands that make it again from the repository root."
+              if studies
               else "No study was read: every claim is not run."]
     for s in studies:
         sm = s.doc.get("summary") or {}
@@ -522,5 +523,6 @@ def write(dirs: list[Path], out_md: Path, out_html: Path, claims_file: Path = DE
     text, found = page_text(dirs, claims_file)
     out_md.parent.mkdir(parents=True, exist_ok=True)
     out_md.write_text(text)
+    out_html.parent.mkdir(parents=True, exist_ok=True)
     out_html.write_text(html_page(text, found), encoding="utf-8")
     return found

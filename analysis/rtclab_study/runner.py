@@ -31,9 +31,8 @@ from typing import IO, Any
 
 from rtclab.study import studydir
 
-from . import executors
+from . import executors, tree
 from . import plan as planmod
-from . import tree
 from .spec import REPO_ROOT
 
 DEFAULT_OVERHEAD_S = 25.0  # set-up, teardown and analysis of one run, before any was measured (bench/call)

@@ -45,6 +45,7 @@ def repo(tmp_path: Path) -> Path:
     git(r, "init", "-q")
     (r / ".gitignore").write_text("results/\n")
     (r / "code.py").write_text("x = 1\n")
+    (r / "long.txt").write_text("".join(f"line {i}\n" for i in range(100)))
     git(r, "add", ".")
     git(r, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
     return r
@@ -62,11 +63,11 @@ def test_the_tree_state_counts_changed_and_untracked_files_not_ignored_ones(repo
     (repo / "code.py").write_text("x = 2\n")
     s = tree.state(repo)
     assert s.dirty_files == ["code.py", "new file.txt"] and s.label == head + "-dirty"
-    git(repo, "add", "code.py")
-    git(repo, "mv", "code.py", "moved.py")  # a rename: its new path, once
-    assert tree.state(repo).dirty_files == ["moved.py", "new file.txt"]
+    git(repo, "checkout", "code.py")
+    git(repo, "mv", "long.txt", "moved.txt")  # a rename (git's "R  moved.txt NUL long.txt"): its new path, once
+    assert tree.state(repo).dirty_files == ["moved.txt", "new file.txt"]
     msg = tree.refusal(tree.state(repo))
-    assert "moved.py" in msg and "new file.txt" in msg and "--allow-dirty" in msg and head[:12] in msg
+    assert "moved.txt, new file.txt" in msg and "--allow-dirty" in msg and head[:12] in msg
 
 
 def test_the_tree_of_no_repository_is_an_error(tmp_path: Path) -> None:

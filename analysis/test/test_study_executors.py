@@ -255,9 +255,9 @@ def test_ray_two_nodes_gathered_like_a_serial_run_and_a_lost_node_rerun(tmp_path
     worker_id = worker_node_id(ray_cluster)
     out = tmp_path / "ray"
     f = study_file(tmp_path, "exec-ray")
-    proc = subprocess.Popen([sys.executable, "-m", "rtclab_study", "run", str(f), "--out", str(out), "--allow-dirty", "--ray",
-                             ray_cluster["address"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, "-m", "rtclab_study", "run", str(f), "--out", str(out), "--allow-dirty",
+                             "--ray", ray_cluster["address"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT)
     node_runs = ROOT / NODE_RUNS / study_key(out)
     victim: dict[str, Any] | None = None
     try:

@@ -3,8 +3,9 @@ committed to the repository, so that a fresh clone regenerates docs/findings.md 
 `rtclab study report`. It has the study directory's own layout, holding only what those two read: plan.json,
 study.json, attempts.jsonl, each point's scenario.json, every attempt's manifest.json (its verdict, versions, host and
 commit) and the used runs' metrics.json without its time series (compact_metrics); never the captures,
-packets.parquet, per-frame records, gtlogs or getStats dumps (docs/studies.md, "The results archive"). Absolute paths of the machine (the repository's root, the study
-directory's) are written relative, as the repository holds no path of a developer's machine."""
+packets.parquet, per-frame records, gtlogs or getStats dumps (docs/studies.md, "The results archive"). Absolute paths
+of the machine (the repository's root, the study directory's) are written relative, as the repository holds no path
+of a developer's machine."""
 
 from __future__ import annotations
 
