@@ -75,12 +75,25 @@ def files_of(study_dir: Path) -> list[Path]:
     return out
 
 
-def archive(study_dir: Path, into: Path = DEFAULT_ARCHIVE) -> Archived:
-    """Writes INTO/<study name>/ afresh (an earlier archive of the study is replaced whole) and says what it holds."""
+def archive_name(study_dir: Path) -> str:
+    """The study's default directory's name, results/studies/<name>[-quick<F>] (rtclab_study.runner.default_out),
+    whatever --out it ran into: a quick run and the full one are archived apart."""
     doc = load(study_dir)
     name = str(doc.get("study") or "")
     if not name or "/" in name or name.startswith("."):
         raise StudyReportError(f"{study_dir / 'study.json'}: study name {name!r} cannot name an archive directory")
+    try:
+        quick = float(json.loads((study_dir / "plan.json").read_text()).get("quick_factor") or 1.0)
+    except (OSError, ValueError) as e:
+        raise StudyReportError(f"{study_dir / 'plan.json'} unreadable: {e}") from None
+    return name + ("" if quick == 1.0 else f"-quick{quick:g}")
+
+
+def archive(study_dir: Path, into: Path = DEFAULT_ARCHIVE) -> Archived:
+    """Writes INTO/<archive_name>/ afresh (an earlier archive of the study is replaced whole) and says what it
+    holds."""
+    doc = load(study_dir)
+    name = archive_name(study_dir)
     files = files_of(study_dir)
     dest = into / name
     tmp = into / f".{name}.tmp"
