@@ -321,3 +321,11 @@ def test_no_absolute_machine_path_in_the_docs_bench_studies_or_readme() -> None:
             for n, line in enumerate((REPO / f).read_text(errors="replace").splitlines(), start=1)
             if MACHINE_PATH.search(line)]
     assert hits == [], "absolute paths of a machine (write commands from the repository's root):\n" + "\n".join(hits)
+
+
+def test_the_pages_a_report_writes_beside_an_archived_study_do_not_dirty_the_tree() -> None:
+    def ignored(path: str) -> bool:
+        return subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", path]).returncode == 0
+
+    assert ignored("results-archive/s/dashboard.html") and ignored("results-archive/s/compare-with-t.html")
+    assert not ignored("results-archive/s/study.json")
