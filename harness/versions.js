@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromiumBinary } from './browser.js';
+import { hostKernelHz } from '../netem/kernel-hz.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -25,10 +26,12 @@ export function rtclabVersion() {
   return JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8')).version;
 }
 
+/** HEAD, with "-dirty" when the tree differs from it: tracked files changed or untracked files that are not ignored
+ * (the rule of a study's refusal, analysis/rtclab_study/tree.py). */
 export function gitCommit() {
   const commit = firstLine('git', ['-C', repoRoot, 'rev-parse', 'HEAD']);
   if (!commit || !/^[0-9a-f]{40}$/.test(commit)) return null;
-  const dirty = firstLine('git', ['-C', repoRoot, 'status', '--porcelain', '--untracked-files=no']);
+  const dirty = firstLine('git', ['-C', repoRoot, 'status', '--porcelain', '--untracked-files=normal']);
   return dirty ? `${commit}-dirty` : commit;
 }
 
@@ -52,6 +55,12 @@ export async function collectVersions({ browser = true } = {}) {
   return { rtclab: rtclabVersion(), chromium: chromiumVersion, kernel: os.release(), iproute2, tcpdump, iperf3, node: process.version };
 }
 
+/** The machine a run ran on, for the findings page's provenance: its CPU model and count, memory, and the host
+ * kernel's release and tick rate (CONFIG_HZ; null when no config is readable). */
 export function hostInfo() {
-  return { hostname: os.hostname(), cpus: os.cpus().length, memory_gib: Math.round(os.totalmem() / 2 ** 30) };
+  const cpus = os.cpus();
+  return {
+    hostname: os.hostname(), cpus: cpus.length, cpu_model: cpus[0]?.model?.trim() || null,
+    memory_gib: Math.round(os.totalmem() / 2 ** 30), kernel: os.release(), kernel_hz: hostKernelHz(),
+  };
 }

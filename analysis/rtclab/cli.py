@@ -104,10 +104,20 @@ REPO = Path(__file__).resolve().parents[2]
 def cmd_findings(args: argparse.Namespace) -> int:
     """The reference studies' claims and RFC 8867's cases beside what the given study directories measured."""
     from . import findings
+    from .study import archive
     out_md = Path(args.out)
-    out_html = Path(args.html) if args.html else out_md.with_suffix(".html")
+    out_html = Path(args.html)
+    dirs = [Path(d) for d in args.study_dirs] or archive.study_dirs()
     try:
-        found = findings.write([Path(d) for d in args.study_dirs], out_md, out_html, Path(args.claims))
+        if args.check:
+            diff = findings.check(dirs, out_md, Path(args.claims))
+            if diff is not None:
+                print(f"rtclab findings --check: {out_md} is not what {len(dirs)} stud(ies) give: {diff}\n"
+                      "regenerate it (npm run findings) or archive the studies it was made from", file=sys.stderr)
+                return 1
+            print(f"{out_md} is what {len(dirs)} stud(ies) give, byte for byte")
+            return 0
+        found = findings.write(dirs, out_md, out_html, Path(args.claims))
     except findings.FindingsError as e:
         print(f"rtclab findings: {e}", file=sys.stderr)
         return 2
@@ -211,13 +221,19 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--flow", type=int, help="flow id from metrics.json: its packets, one line each")
     s.add_argument("--limit", type=int, default=20, help="packets shown for --flow")
     s.set_defaults(func=cmd_show)
-    f = sub.add_parser("findings", help="each reference claim and RFC 8867 case beside what the given study "
-                       "directories measured, with a verdict: a Markdown page and an HTML dashboard (docs/studies.md)")
-    f.add_argument("study_dirs", nargs="*", help="study directories (aggregated: study.json); a claim whose study is "
-                   "not among them is shown as not run, with its command")
+    f = sub.add_parser("findings", help="each reference claim and RFC 8867 case beside what the given studies "
+                       "measured, with a verdict and each study's provenance: a Markdown page and an HTML dashboard "
+                       "(docs/studies.md)")
+    f.add_argument("study_dirs", nargs="*", help="study directories or archived studies (aggregated: study.json; "
+                   "default: every study of results-archive/); a claim whose study is not among them is shown as not "
+                   "run, with its command")
     f.add_argument("--claims", default=str(REPO / "studies" / "findings.yaml"), help="the claims file")
-    f.add_argument("--out", default="findings.md", help="the Markdown page (default findings.md here)")
-    f.add_argument("--html", help="the dashboard (default: the page's path with .html)")
+    f.add_argument("--out", default=str(REPO / "docs" / "findings.md"),
+                   help="the Markdown page (default: the repository's docs/findings.md)")
+    f.add_argument("--html", default=str(REPO / "results" / "findings.html"),
+                   help="the dashboard (default: the repository's results/findings.html)")
+    f.add_argument("--check", action="store_true", help="write nothing: compare the page the studies give with "
+                   "--out byte for byte; exit 1 naming the first difference")
     f.set_defaults(func=cmd_findings)
     r = sub.add_parser("revalidate", help="apply today's analyzer validity rules to recorded runs (run or study "
                        "directories) and say which runs change verdict; exit 1 when one does (docs/analyzer.md)")

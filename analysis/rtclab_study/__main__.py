@@ -1,8 +1,9 @@
-"""`python -m rtclab_study run FILE [--out DIR] [--dry-run] [--quick FACTOR]`, `python -m rtclab_study aggregate OUT`,
-`report OUT [--phase P] [--metric M]` and `compare A B [--out FILE]` (also `rtclab study ...`: rtclab/cli.py
-dispatches here). aggregate, report and compare are the analyzer's (rtclab.study); this CLI only offers them beside
-run, under one `rtclab study` command. Exit status: 0 every repetition has a valid run; 3 some has none (invalid
-max_attempts times); 2 a bad study file (nothing ran) or a study directory that cannot be used; 130 interrupted
+"""`python -m rtclab_study run FILE [--out DIR] [--dry-run] [--quick FACTOR] [--allow-dirty]`, `python -m rtclab_study
+aggregate OUT`, `report OUT [--phase P] [--metric M]`, `archive OUT [--into DIR]` and `compare A B [--out FILE]` (also
+`rtclab study ...`: rtclab/cli.py dispatches here). aggregate, report, archive and compare are the analyzer's
+(rtclab.study); this CLI only offers them beside run, under one `rtclab study` command. `run` refuses a dirty git tree
+unless --allow-dirty (tree.py). Exit status: 0 every repetition has a valid run; 3 some has none (invalid max_attempts
+times); 2 a bad study file or a dirty tree (nothing ran) or a study directory that cannot be used; 130 interrupted
 (resumable); 1 anything else."""
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ from typing import Any
 from rtclab.study import aggregate as agg
 from rtclab.study import studydir
 
-from . import executors, runner, spec
+from . import executors, runner, spec, tree
 from . import plan as planmod
+
+# The repository whose tree a study runs from (the harness it starts is this one's).
+REPO = spec.REPO_ROOT
 
 
 def _plan(args: argparse.Namespace) -> planmod.Plan:
@@ -91,8 +95,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     except executors.ExecutorError as e:
         print(f"rtclab study: {e}\nnothing was run", file=sys.stderr)
         return runner.EXIT_BAD_STUDY
+    try:  # after the options' checks, which say what is wrong with the command whatever the tree
+        state = tree.state(REPO)
+        if state.dirty and not args.allow_dirty:
+            raise tree.TreeError(tree.refusal(state))
+    except tree.TreeError as e:
+        executor.close()
+        print(f"rtclab study: {e}\nnothing was run", file=sys.stderr)
+        return runner.EXIT_BAD_STUDY
     try:
-        code = runner.StudyRunner(plan, out, executor).run()
+        code = runner.StudyRunner(plan, out, executor, tree_state=state).run()
     except executors.ExecutorError as e:  # during the study (e.g. every Ray node lost): resumable
         print(f"rtclab study: {e}\n{out} is resumable: run the same command again", file=sys.stderr)
         return runner.EXIT_FAILED
@@ -148,6 +160,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     return runner.EXIT_OK
 
 
+def cmd_archive(args: argparse.Namespace) -> int:
+    from rtclab.study import archive, report
+    try:
+        done = archive.archive(Path(args.out_dir), Path(args.into))
+    except report.StudyReportError as e:
+        print(f"rtclab study: {e}", file=sys.stderr)
+        return runner.EXIT_BAD_STUDY
+    print(archive.describe(done))
+    return runner.EXIT_OK
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from rtclab.study import compare, report
     try:
@@ -170,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--dry-run", action="store_true", help="list the runs and the total call time; run nothing")
     r.add_argument("--quick", type=float, default=1.0, metavar="FACTOR",
                    help="scale durations and schedules by FACTOR (e.g. 0.1) for a first look; said in every output")
+    r.add_argument("--allow-dirty", action="store_true",
+                   help="run from a git tree with uncommitted changes or untracked files (refused otherwise); every "
+                        "run is marked dirty")
     r.add_argument("--no-analyze", action="store_true",
                    help="do not analyse each run after its call (aggregation analyses the valid ones it uses)")
     where = r.add_mutually_exclusive_group()
@@ -197,6 +223,12 @@ def main(argv: list[str] | None = None) -> int:
     rp.add_argument("--metric", action="append", help="a metric of the catalogue (repeatable; default: the key ones)")
     rp.add_argument("--no-dashboard", action="store_true", help="print the tables only")
     rp.set_defaults(func=cmd_report)
+    ar = sub.add_parser("archive", help="the study's compact copy for the repository (results-archive/<name>/): "
+                        "what findings and report read, no captures")
+    ar.add_argument("out_dir")
+    ar.add_argument("--into", default=str(spec.REPO_ROOT / "results-archive"),
+                    help="the archive (default: the repository's results-archive/)")
+    ar.set_defaults(func=cmd_archive)
     c = sub.add_parser("compare", help="two aggregated studies side by side: shared points, both CIs, difference")
     c.add_argument("a")
     c.add_argument("b")

@@ -46,6 +46,11 @@ class Plan:
     def total_call_s(self) -> float:
         return sum(self.duration_s(r.point) for r in self.order)
 
+    @property
+    def time_factor(self) -> float:
+        """The study's times against the full study's: the file's own factor (quick_of) times --quick."""
+        return (self.study.quick_of[1] if self.study.quick_of else 1.0) * self.quick_factor
+
     def quick_note(self) -> str | None:
         if not self.quick:
             return None
@@ -62,8 +67,11 @@ class Plan:
         s = self.study
         return {
             "plan_format_version": PLAN_FORMAT_VERSION,
-            "study": s.name, "description": s.description, "study_file": str(s.file.resolve()),
+            "study": s.name, "description": s.description, "study_file": repo_relative(s.file),
             "quick_factor": self.quick_factor, "quick_note": self.quick_note(),
+            "quick_of": None if s.quick_of is None else {"file": repo_relative(s.quick_of[0]),
+                                                         "time_factor": s.quick_of[1]},
+            "time_factor": self.time_factor,
             "repetitions": s.repetitions, "seed": s.seed, "shuffle": s.shuffle, "max_attempts": s.max_attempts,
             "metrics": s.metrics, "flows": s.flows, "fingerprint": self.fingerprint(),
             "axes": [{"name": a.name, "paths": a.paths, "labels": a.labels, "values": a.values} for a in s.axes],
@@ -74,6 +82,16 @@ class Plan:
             "order": [[r.point, r.rep] for r in self.order],
             "total_call_s": self.total_call_s,
         }
+
+
+def repo_relative(path: Path) -> str:
+    """A path inside the repository relative to its root (what a command run from the root on any machine names), any
+    other absolute."""
+    p = path.resolve()
+    try:
+        return str(p.relative_to(spec.REPO_ROOT))
+    except ValueError:
+        return str(p)
 
 
 def run_order(points: list[str], repetitions: int, seed: int, shuffle: bool) -> list[PlannedRun]:

@@ -31,7 +31,7 @@ from typing import IO, Any
 
 from rtclab.study import studydir
 
-from . import executors
+from . import executors, tree
 from . import plan as planmod
 from .spec import REPO_ROOT
 
@@ -87,6 +87,24 @@ def check_out(plan: planmod.Plan, out: Path) -> None:
                             f"{', '.join(changed) or 'points removed'}): resuming would mix them; choose another --out")
 
 
+def short_commit(c: str) -> str:
+    return c[:12] + ("-dirty" if c.endswith("-dirty") else "")
+
+
+def earlier_commits(reps: dict[tuple[str, int], studydir.Repetition]) -> set[str]:
+    """The manifests' git_commit of every attempt made so far (those without one left out)."""
+    found = set()
+    for r in reps.values():
+        for a in r.attempts:
+            try:
+                c = json.loads((a.path / "manifest.json").read_text()).get("git_commit")
+            except (OSError, ValueError):
+                continue
+            if isinstance(c, str) and c:
+                found.add(c)
+    return found
+
+
 @dataclass
 class Progress:
     plan: planmod.Plan
@@ -126,8 +144,9 @@ class StudyRunner:
     set by a signal and forwarded to the running attempts."""
 
     def __init__(self, plan: planmod.Plan, out: Path, executor: executors.Executor | None = None,
-                 stream: IO[str] = sys.stderr):
+                 stream: IO[str] = sys.stderr, tree_state: tree.TreeState | None = None):
         self.plan = plan
+        self.tree_state = tree_state  # the code the attempts run (None: not read, e.g. a test's runner)
         self.out = out
         self.stream = stream
         self.executor: executors.Executor = executor or executors.LocalExecutor()
@@ -155,6 +174,8 @@ class StudyRunner:
         record: dict[str, Any] = {"event": "start", "point": point, "rep": rep, "attempt": attempt,
                                   "dir": str(run_dir.relative_to(self.out)), "t": time.time(),
                                   "executor": self.executor.name}
+        if self.tree_state is not None:
+            record["git_commit"] = self.tree_state.label
         append_log(self.out, record)
         try:
             info = self.executor.start(job, lock_fd)
@@ -198,6 +219,20 @@ class StudyRunner:
                     signal.signal(s, h)
                 os.close(lock_fd)
 
+    def _say_code(self, reps: dict[tuple[str, int], studydir.Repetition]) -> None:
+        """Which code this session runs, and when the directory's earlier attempts came from other code, which."""
+        if self.tree_state is None:
+            return
+        here = self.tree_state.label
+        if self.tree_state.dirty:
+            self.progress.say(f"DIRTY tree (--allow-dirty): {len(self.tree_state.dirty_files)} file(s) differ from "
+                              f"{self.tree_state.commit[:12]}; every run of this session is marked {here[:12]}-dirty")
+        earlier = sorted(earlier_commits(reps) - {here})
+        if earlier:
+            self.progress.say(f"resuming a study whose earlier attempts came from other code: "
+                              f"{', '.join(short_commit(c) for c in earlier)} (this session: {short_commit(here)}); "
+                              f"the findings page lists every commit")
+
     def _next(self, reps: dict[tuple[str, int], studydir.Repetition],
               busy: set[tuple[str, int]]) -> planmod.PlannedRun | None:
         """Fewest counted attempts first, then plan order: a retry waits for the first attempts still to make."""
@@ -217,6 +252,7 @@ class StudyRunner:
         note = plan.quick_note()
         if note:
             self.progress.say(note)
+        self._say_code(reps)
         self.progress.say(f"{len(plan.order)} runs planned ({len(names)} points x {plan.study.repetitions} "
                           "repetitions, "
                           f"{'shuffled with seed ' + str(plan.study.seed) if plan.study.shuffle else 'in order'}"

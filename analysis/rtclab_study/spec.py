@@ -85,6 +85,7 @@ class Study:
     max_attempts: int
     metrics: list[str]
     flows: list[str]
+    quick_of: tuple[Path, float] | None = None  # the full study this file shortens by hand, and its time factor
 
     def wants_flow(self, label: str) -> bool:
         return any(fnmatch.fnmatchcase(label, pat) for pat in self.flows)
@@ -436,13 +437,19 @@ def load(file: Path | str) -> Study:
     if problems:
         raise StudyError(label, problems)
 
+    quick_of = None
+    if doc.get("quick_of"):
+        full = (file.parent / doc["quick_of"]["file"]).resolve()
+        if not full.is_file():
+            raise StudyError(label, [f"quick_of.file {doc['quick_of']['file']!r}: no such study file ({full})"])
+        quick_of = (full, float(doc["quick_of"]["time_factor"]))
     metrics = doc.get("metrics") or metric_catalogue_names()
     return Study(file=file, doc=doc, name=doc["name"], description=doc.get("description", study_default("description")),
                  axes=axes, points=points,
                  repetitions=doc.get("repetitions", study_default("repetitions")),
                  seed=doc.get("seed", study_default("seed")), shuffle=doc.get("shuffle", study_default("shuffle")),
                  max_attempts=doc.get("max_attempts", study_default("max_attempts")),
-                 metrics=list(metrics), flows=list(doc.get("flows") or study_default("flows")))
+                 metrics=list(metrics), flows=list(doc.get("flows") or study_default("flows")), quick_of=quick_of)
 
 
 # ---- quick variant -----------------------------------------------------------------------------------------------

@@ -146,7 +146,7 @@ def page(studies: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> 
     claims.write_text(json.dumps(CLAIMS))  # YAML is a superset of JSON
     md, htm = tmp / "findings.md", tmp / "findings.html"
     r = subprocess.run([sys.executable, "-m", "rtclab.cli", "findings", *map(str, studies.values()), "--claims",
-                        str(claims), "--out", str(md)], capture_output=True, text=True, cwd=tmp)
+                        str(claims), "--out", str(md), "--html", str(htm)], capture_output=True, text=True, cwd=tmp)
     assert r.returncode == 0, r.stderr
     _, found, _ = findings.findings(list(studies.values()), claims)
     return {"md": md.read_text(), "html": htm.read_text(), "found": {f.claim["id"]: f for f in found},
@@ -239,12 +239,15 @@ def test_the_markdown_page(page: dict[str, Any], studies: dict[str, Path]) -> No
     assert f"| agree | all | {mean:.4g} | [{lo:.4g}, {hi:.4g}] | 3 | 0 INVALID of 3 attempts | agrees |" in md
     assert "| one | all | 5 | - | 1 | 4 INVALID of 5 attempts, 2 rep. without a valid run | inconclusive (n = 1 < 2" \
         in md
-    # every study given, with its Chromium, commit, backend and the command that made it
+    # every study given, with its Chromium, commit, backend and the command that makes it again (provenance: the
+    # details in test_provenance.py)
     for d in studies.values():
-        row = next(ln for ln in md.splitlines() if f"`{d}`" in ln)
-        assert CHROMIUM in row and COMMIT[:12] in row and "userspace" in row and f"--out {d}" in row
-    accepted = next(ln for ln in md.splitlines() if f"`{studies['accepted']}`" in ln)
-    assert "--accept-invalid host_cpu_not_saturated" in accepted and "| 3 (1) |" in accepted
+        block = md.split(f"### `{d.name}`\n", 1)[1].split("\n### ", 1)[0]
+        assert f"read from `{d}`" in block and CHROMIUM in block and COMMIT[:12] in block and "userspace" in block
+        assert f"- command: `npm run study -- run {d.parent / d.name}.yaml && " in block
+        assert f"&& .venv/bin/rtclab study archive results/studies/{d.name}`" in block
+    accepted = md.split(f"### `{studies['accepted'].name}`\n", 1)[1].split("\n### ", 1)[0]
+    assert "--accept-invalid host_cpu_not_saturated" in accepted and "runs used 3 (1 INVALID among them)" in accepted
 
 
 def test_the_html_dashboard(page: dict[str, Any]) -> None:

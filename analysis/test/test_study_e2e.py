@@ -85,7 +85,7 @@ def test_real_study_interrupted_and_resumed(tmp_path: Path) -> None:
     study = tmp_path / "e2e.yaml"
     study.write_text(STUDY.format(root=ROOT))
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "rtclab_study", "run", str(study), "--out", str(out)]
+    cmd = [sys.executable, "-m", "rtclab_study", "run", str(study), "--out", str(out), "--allow-dirty"]
 
     # First invocation: interrupted once the first run is over and the second is in its call.
     err1 = (tmp_path / "first.stderr").open("w")

@@ -64,8 +64,9 @@ def study_file(tmp_path: Path, name: str) -> Path:
 
 
 def run_study(*args: str, timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rtclab_study", "run", *args], capture_output=True, text=True,
-                          timeout=timeout_s, cwd=ROOT)
+    # --allow-dirty: these tests are about the executors, and run from a developer's tree as it is
+    return subprocess.run([sys.executable, "-m", "rtclab_study", "run", *args, "--allow-dirty"], capture_output=True,
+                          text=True, timeout=timeout_s, cwd=ROOT)
 
 
 def log_records(out: Path) -> list[dict[str, Any]]:
@@ -254,9 +255,9 @@ def test_ray_two_nodes_gathered_like_a_serial_run_and_a_lost_node_rerun(tmp_path
     worker_id = worker_node_id(ray_cluster)
     out = tmp_path / "ray"
     f = study_file(tmp_path, "exec-ray")
-    proc = subprocess.Popen([sys.executable, "-m", "rtclab_study", "run", str(f), "--out", str(out), "--ray",
-                             ray_cluster["address"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, "-m", "rtclab_study", "run", str(f), "--out", str(out), "--allow-dirty",
+                             "--ray", ray_cluster["address"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT)
     node_runs = ROOT / NODE_RUNS / study_key(out)
     victim: dict[str, Any] | None = None
     try:

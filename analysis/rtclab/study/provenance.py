@@ -1,0 +1,161 @@
+"""Where a study's results came from, for the findings page (docs/studies.md, "Provenance"): when its runs ran, on
+what machine, with which Chromium, backend and code (the commits, dirty or not), n per point, the true time factor
+against the full study, and the command that makes it again from the repository root. Read from plan.json, study.json
+and the used runs' manifest.json only, so that an archived study (archive.py) gives the same as its directory; a value
+a manifest does not hold is printed as not recorded, never guessed."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+NOT_RECORDED = "not recorded"
+
+
+@dataclass
+class Provenance:
+    started: list[float] = field(default_factory=list)  # each used run's timings.started (epoch s)
+    machines: list[str] = field(default_factory=list)
+    chromium: list[str] = field(default_factory=list)
+    backends: list[str] = field(default_factory=list)
+    commits: list[str] = field(default_factory=list)  # manifests' git_commit, "-dirty" kept
+    runs_without_manifest: int = 0
+    n_per_point: dict[str, int] = field(default_factory=dict)
+    quick_factor: float = 1.0  # --quick as run
+    quick_of: dict[str, Any] | None = None  # plan.json's quick_of: the full study this file shortens by hand
+    study_file: str = ""
+
+    @property
+    def time_factor(self) -> float:
+        return (float(self.quick_of["time_factor"]) if self.quick_of else 1.0) * self.quick_factor
+
+    @property
+    def dirty(self) -> bool:
+        return any(c.endswith("-dirty") for c in self.commits)
+
+
+def _unique(xs: list[Any]) -> list[str]:
+    return sorted({str(x) for x in xs if x})
+
+
+def machine(m: dict[str, Any]) -> str:
+    """The host of a manifest: CPU model, cores, memory, kernel and its tick rate."""
+    h = m.get("host") or {}
+    kernel = h.get("kernel") or (m.get("versions") or {}).get("kernel")
+    hz = h.get("kernel_hz")
+    mem = h.get("memory_gib")
+    return (f"{h.get('cpu_model') or 'CPU model ' + NOT_RECORDED}, "
+            f"{h.get('cpus') if h.get('cpus') is not None else '? (' + NOT_RECORDED + ')'} cores, "
+            f"{str(mem) + ' GiB' if mem is not None else 'memory ' + NOT_RECORDED}, "
+            f"kernel {kernel or NOT_RECORDED} (HZ {hz if hz is not None else NOT_RECORDED})")
+
+
+def backend(m: dict[str, Any]) -> str | None:
+    b = m.get("backend") or {}
+    used = b.get("used")
+    if not used:
+        return None
+    if used == "uml":  # the qdiscs run in the guest's kernel: its release and tick rate matter
+        return f"uml (guest kernel {b.get('kernel') or NOT_RECORDED}, HZ {b.get('kernel_hz') or NOT_RECORDED})"
+    return str(used)
+
+
+def read(study_dir: Path, doc: dict[str, Any], plan: dict[str, Any]) -> Provenance:
+    manifests = []
+    missing = 0
+    for r in doc.get("runs") or []:
+        if not r.get("used"):
+            continue
+        try:
+            manifests.append(json.loads((study_dir / r["dir"] / "manifest.json").read_text()))
+        except (OSError, ValueError):
+            missing += 1
+    started = [float(t) for m in manifests if isinstance(t := (m.get("timings") or {}).get("started"), (int, float))]
+    return Provenance(
+        started=sorted(started), machines=_unique([machine(m) for m in manifests]),
+        chromium=_unique([(m.get("versions") or {}).get("chromium") for m in manifests]),
+        backends=_unique([backend(m) for m in manifests]), commits=_unique([m.get("git_commit") for m in manifests]),
+        runs_without_manifest=missing,
+        n_per_point={p["name"]: len(p.get("runs_used") or []) for p in doc.get("points") or []},
+        quick_factor=float(plan.get("quick_factor") or 1.0), quick_of=plan.get("quick_of"),
+        study_file=str(plan.get("study_file") or ""))
+
+
+def short_commit(c: str) -> str:
+    """A manifest's git_commit shortened, keeping "-dirty" (a run made with uncommitted changes in the tree)."""
+    return c[:12] + ("-dirty" if c.endswith("-dirty") else "")
+
+
+def _utc(t: float) -> str:
+    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def dates(p: Provenance) -> str:
+    if not p.started:
+        return NOT_RECORDED
+    first, last = _utc(p.started[0]), _utc(p.started[-1])
+    return f"{first} UTC" if first == last else f"{first} to {last} UTC (first and last run's start)"
+
+
+def code(p: Provenance) -> str:
+    if not p.commits:
+        return NOT_RECORDED
+    text = ", ".join(f"`{short_commit(c)}`" for c in p.commits)
+    notes = []
+    if len(p.commits) > 1:
+        notes.append(f"the runs came from {len(p.commits)} code states")
+    if p.dirty:
+        notes.append("DIRTY: some runs were made from a tree with uncommitted changes (--allow-dirty), the code that "
+                     "made them is not in git")
+    return text + (f" ({'; '.join(notes)})" if notes else " (clean)")
+
+
+def n_text(p: Provenance) -> str:
+    ns = list(p.n_per_point.values())
+    if not ns:
+        return "no point"
+    if min(ns) == max(ns):
+        return f"{ns[0]} on each of {len(ns)} point(s)"
+    return f"{min(ns)} to {max(ns)} over {len(ns)} points (" + ", ".join(f"{k} {v}" for k, v in
+                                                                      p.n_per_point.items()) + ")"
+
+
+def time_factor_text(p: Provenance) -> str:
+    parts = []
+    if p.quick_of:
+        parts.append(f"the file's times are x{float(p.quick_of['time_factor']):g} those of `{p.quick_of['file']}`")
+    parts.append(f"--quick {p.quick_factor:g}")
+    return f"{p.time_factor:g} (" + "; ".join(parts) + ")"
+
+
+def command(name: str, p: Provenance, accept_invalid: list[str]) -> str:
+    """The commands that make this study and its archive again from the repository root: the run into its default
+    directory (results/studies/<name>[-quick<F>]), its aggregation when INVALID runs were accepted (study.json
+    accept_invalid), then the archive."""
+    out = f"results/studies/{name}" + ("" if p.quick_factor == 1.0 else f"-quick{p.quick_factor:g}")
+    cmd = f"npm run study -- run {p.study_file}" + ("" if p.quick_factor == 1.0 else f" --quick {p.quick_factor:g}")
+    if accept_invalid:
+        cmd += f" && .venv/bin/rtclab study aggregate {out} --accept-invalid {','.join(accept_invalid)}"
+    return f"{cmd} && .venv/bin/rtclab study archive {out}"
+
+
+def markdown(name: str, where: str, p: Provenance, runs_used: int, invalid_used: int,
+             accept_invalid: list[str]) -> list[str]:
+    """The page's lines for one study."""
+    cmd = command(name, p, accept_invalid)
+    outside = Path(p.study_file).is_absolute()
+    return [
+        f"### `{name}`", "",
+        f"- read from `{where}`; runs used {runs_used} ({invalid_used} INVALID among them)"
+        + (f", {p.runs_without_manifest} without a readable manifest.json" if p.runs_without_manifest else ""),
+        f"- runs: {dates(p)}; n per point: {n_text(p)}",
+        f"- machine: {'; '.join(p.machines) or NOT_RECORDED}",
+        f"- Chromium: {', '.join(p.chromium) or NOT_RECORDED}; backend: {', '.join(p.backends) or NOT_RECORDED}",
+        f"- code: {code(p)}",
+        f"- time factor against the full study: {time_factor_text(p)}",
+        f"- command: `{cmd}`" + (" (its study file is outside the repository: it runs only where that file is)"
+                                 if outside else ""),
+    ]
