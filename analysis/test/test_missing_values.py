@@ -6,6 +6,7 @@ in the output (null, '-' or a named reason) and a count of what was left out, ne
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from rtclab import findings
 from rtclab.study import aggregate as agg
 from rtclab.study import dashboard as study_dashboard
 from rtclab.study import report, studydir
@@ -154,3 +156,28 @@ def test_the_study_dashboard_leaves_out_a_runs_packets_without_call_start(tmp_pa
     d = studydir.attempt_dir(out, "p", 1, 1)
     with pytest.raises(ValueError, match="call_start"):
         study_dashboard._run_series(d)
+
+
+# ---- the findings page: runs it could not read, a mean that is no number ---------------------------------------------
+
+def test_findings_name_the_runs_they_could_not_read(tmp_path: Path) -> None:
+    out = make_study(tmp_path, [run_metrics(1e6), run_metrics(2e6), run_metrics(4e6)])
+    (studydir.attempt_dir(out, "p", 2, 1) / "metrics.json").write_text("{not json")
+    agg.aggregate(out, analyse_missing=False)
+    # A used run whose metrics.json is damaged after aggregation: a per-run measure is over the others, and says so.
+    (studydir.attempt_dir(out, "p", 3, 1) / "metrics.json").write_text("{not json")
+    s = findings.read_study(out)
+    m = findings.measure_point(s, "p", {"where": {"kind": "video"}, "metric": "throughput_bps"})
+    assert m["stat"]["n"] == 1 and m["stat"]["mean"] == 1e6
+    assert [x.split(":")[0] for x in m["left_out"]] == ["runs/p/2-1", "runs/p/3-1"]
+    row = findings.Row("p", "all", m, None, None, findings.INCONCLUSIVE, "")
+    assert "2 run(s) left out (runs/p/2-1: metrics.json unreadable" in findings._invalid_text(row)
+
+
+def test_a_non_finite_mean_in_study_json_is_no_value(tmp_path: Path) -> None:
+    out = make_study(tmp_path, [run_metrics(1e6), run_metrics(2e6), run_metrics(4e6)])
+    doc = agg.aggregate(out, analyse_missing=False)
+    point(doc)["flows"]["forward:video"]["all"]["throughput_bps"]["mean"] = math.nan
+    (out / "study.json").write_text(json.dumps(doc))  # json writes NaN, and reads it back
+    m = findings.measure_point(findings.read_study(out), "p", {"flow": "forward:video", "metric": "throughput_bps"})
+    assert m["stat"] is None and findings._why_inconclusive(m, 2) == "no value"
