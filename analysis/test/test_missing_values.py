@@ -5,6 +5,8 @@ in the output (null, '-' or a named reason) and a count of what was left out, ne
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 from pathlib import Path
@@ -15,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rtclab import findings
+from rtclab import cli, dashboard, findings
 from rtclab.study import aggregate as agg
 from rtclab.study import dashboard as study_dashboard
 from rtclab.study import report, studydir
@@ -181,3 +183,88 @@ def test_a_non_finite_mean_in_study_json_is_no_value(tmp_path: Path) -> None:
     (out / "study.json").write_text(json.dumps(doc))  # json writes NaN, and reads it back
     m = findings.measure_point(findings.read_study(out), "p", {"flow": "forward:video", "metric": "throughput_bps"})
     assert m["stat"] is None and findings._why_inconclusive(m, 2) == "no value"
+
+
+# ---- one run: its t = 0, its dashboard, its report -------------------------------------------------------------------
+
+def analyze_in_process(run_dir: Path) -> None:
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert cli.main(["analyze", str(run_dir), "-q", "--no-tshark", "--no-dashboard"]) == 0
+
+
+def test_the_run_dashboard_leaves_out_packet_panels_without_call_start(tmp_path: Path) -> None:
+    from rtclab import synth
+    from rtclab.packets import from_parquet
+    synth.write_run(tmp_path, synth.SynthConfig(duration_s=6.0, tcp_flows=0))
+    analyze_in_process(tmp_path)
+    m = json.loads((tmp_path / "metrics.json").read_text())
+    table = from_parquet(tmp_path / "packets.parquet")
+    figs, omitted = dashboard.figures(m, table)
+    assert not any("call_start" in x for x in omitted)
+    m["run"]["call_start"] = None  # damaged: the packets' epoch times have no t = 0
+    figs_without, omitted = dashboard.figures(m, table)
+    assert any("no run.call_start" in x for x in omitted) and len(figs_without) < len(figs)
+
+
+def test_a_run_without_call_start_or_capture_takes_t0_from_getstats_not_0(tmp_path: Path) -> None:
+    from rtclab import analyze, synth
+    cfg = synth.SynthConfig(duration_s=6.0, tcp_flows=0)
+    synth.write_run(tmp_path, cfg)
+    for side in ("a", "b"):
+        (tmp_path / f"capture-{side}.pcap").unlink()
+    man = json.loads((tmp_path / "manifest.json").read_text())
+    del man["timings"]["call_start"]
+    (tmp_path / "manifest.json").write_text(json.dumps(man))
+    first = min(json.loads(line)["t"] for side in ("a", "b")
+                for line in (tmp_path / f"getstats-{side}.jsonl").read_text().splitlines() if line.strip())
+    inputs = analyze.read_run(tmp_path)
+    assert inputs.t0 == pytest.approx(first) and inputs.t0 > 1e9
+    assert any("first getStats sample" in g for g in inputs.gaps)
+    # The getStats series are on the call's clock: seconds from the first sample, not epoch seconds.
+    series = inputs.getstats_summary["directions"]["forward"]["series"]
+    times = [p[0] for pts in series.values() for p in pts]
+    assert times and 0.0 <= min(times) and max(times) < cfg.duration_s + 5
+
+
+def test_a_getstats_object_without_any_time_is_left_out_and_counted(tmp_path: Path) -> None:
+    from rtclab import getstats
+    path = tmp_path / "getstats-a.jsonl"
+    timed = {"type": "outbound-rtp", "ssrc": 1, "kind": "video", "bytesSent": 100}
+    path.write_text(json.dumps({"t": CALL_START, "report": [timed]}) + "\n"
+                    + json.dumps({"report": [dict(timed, bytesSent=200)]}) + "\n")  # no t, no timestamp
+    problems: list[str] = []
+    side = getstats.read_side(path, problems)
+    assert side is not None and side.samples == 2 and side.untimed == 1
+    assert [o["_t"] for o in side.outbound[1]] == [CALL_START]
+    assert side.first_time() == CALL_START
+    assert any("1 stats object(s) with no time" in p for p in problems)
+
+
+# ---- a run's report and dashboard: a value it does not have is printed as missing ------------------------------------
+
+def test_a_run_without_duration_or_freeze_figures_prints_them_as_missing(tmp_path: Path) -> None:
+    from rtclab import report as run_report
+    from rtclab import synth
+    synth.write_run(tmp_path, synth.SynthConfig(duration_s=6.0, tcp_flows=0, frames=True, cpu=False))
+    analyze_in_process(tmp_path)
+    m = json.loads((tmp_path / "metrics.json").read_text())
+    assert f"{m['run']['duration_s']:.1f} s, backend" in run_report.render(m).splitlines()[0]
+    m["run"]["duration_s"] = None
+    assert "duration unknown, backend" in run_report.render(m).splitlines()[0]
+    assert '<div class="k">duration</div><div class="v">-</div>' in dashboard._cards(m)
+    m["frames"]["b"]["freezes"] = {"count": None, "total_ms": None, "list": []}  # freezes not measured
+    panels, _, _ = dashboard._frame_panels(m)
+    assert "- freezes (Chrome's rule), -" in panels[0][0]
+
+
+def test_a_queue_sample_without_a_packet_count_is_not_an_empty_queue(tmp_path: Path) -> None:
+    from rtclab import queue, rundir
+    (tmp_path / "bottleneck-forward.stats.jsonl").write_text(
+        json.dumps({"t": CALL_START + 1, "queue_bytes": 3000, "queue_packets": 2, "rate_kbit": 1000}) + "\n"
+        + json.dumps({"t": CALL_START + 2, "queue_bytes": 6000, "rate_kbit": 1000}) + "\n")  # no queue_packets
+    run = rundir.RunDir(path=tmp_path)
+    _, samples = rundir.queue_samples(run)
+    assert [s.queue_packets for s in samples] == [2.0, None]
+    q = queue.analyse(run, CALL_START)
+    assert q is not None and q["queue_packets"] == {"mean": 2.0, "max": 2.0}
+    assert q["queue_bytes"] == {"mean": 4500.0, "max": 6000.0}
