@@ -104,7 +104,7 @@ class RunInputs:
     captures: dict[str, rundir.Capture | None]  # side -> capture; None when unreadable
     getstats_summary: dict[str, Any] | None  # getstats.analyse without its readers' state; None without a call
     sides: dict[str, getstats.SideStats | None]  # what getstats read per side (empty without a call)
-    t0: float  # epoch s of t = 0: the call's start, else the first captured packet, else 0
+    t0: float  # epoch s of t = 0: the call's start, else the first captured packet, else the first getStats sample
     duration_s: float  # the call's length, cut to what the captures recorded
     gaps: list[str]  # what cannot be computed, so far (compute_metrics adds its own)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per step, metrics.json timings_s
@@ -144,14 +144,19 @@ def read_run(path: Path, progress: Progress = None, timings: dict[str, float] | 
     if run.has_calls:
         with _step(progress, "reading getStats", timings):
             gs = getstats.analyse(run, t0 or 0.0)
-        sides = gs.pop("_sides")
+            sides = gs.pop("_sides")
+            if t0 is None:  # no call start, no capture: t = 0 is the first getStats sample (then read again from it)
+                t0 = min((t for s in sides.values() if s is not None if (t := s.first_time()) is not None),
+                         default=None)
+                if t0 is not None:
+                    gaps.append("no call start and no readable capture: t = 0 is the first getStats sample")
+                    gs = getstats.analyse(run, t0)
+                    sides = gs.pop("_sides")
         if not any(gs["available"].values()):
             gaps.append("no getStats: the browsers' view (bitrates, RTT, Tq, fps, freezes) is missing")
     if t0 is None:
-        if gs is None or not any(gs["available"].values()):
-            raise NothingToAnalyse(f"{path}: no readable capture and no getStats sample; problems: "
-                                   + "; ".join(run.problems))
-        t0 = 0.0
+        raise NothingToAnalyse(f"{path}: no call start, no readable capture and no timed getStats sample; problems: "
+                               + "; ".join(run.problems))
     return RunInputs(path, run, caps, gs, sides, t0, _duration_s(run, t0, last_ts), gaps, timings)
 
 

@@ -159,15 +159,19 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
     omitted: list[str] = []
     panels: list[tuple[str, str, list[dict]]] = []
     duration_s = m["run"].get("duration_s") or 0.0
-    t0_ns = int(round((m["run"].get("call_start") or 0) * 1e9))
-    have_packets = t is not None and len(t) > 0
+    call_start = m["run"].get("call_start")
+    # Packet times are epoch ns: without the call's start (t = 0) they belong nowhere on the charts' axis.
+    t0_ns = int(round(call_start * 1e9)) if isinstance(call_start, (int, float)) else None
+    have_packets = t is not None and len(t) > 0 and t0_ns is not None
     no_call = m["run"].get("calls") == 0  # its call panels are left out with one note, not one per panel
     if no_call:
         omitted.append("the call's panels (getStats, congestion controller, RTT and Tq, fps): no call in this run")
-    if t is not None and have_packets:
+    if t is not None and have_packets and t0_ns is not None:
         rates = _rate_traces(m, t, t0_ns, duration_s)
         if rates:
             panels.append(("Receive rate per flow at b, send rate at a (captures), capacity", "Mbit/s", rates))
+    elif t is not None and len(t) > 0:
+        omitted.append("rates, loss events and per-packet delay: metrics.json has no run.call_start (t = 0)")
     else:
         omitted.append("rates, loss events and per-packet delay: no capture could be read")
     cc = [_line(f"sent (getStats) {k.split(':')[1]}", v, 1e-6) for k, v in _gs_series(m, "forward", "sent_bitrate_bps")]
@@ -205,7 +209,7 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
     elif m.get("congestion_controller") is None and not no_call:
         omitted.append("GCC's state from the RTC event log: the run has no eventlog-a.log (call.event_log off, or a "
                        "run from before it was recorded)")
-    if t is not None and have_packets:
+    if t is not None and have_packets and t0_ns is not None:
         loss = _loss_traces(m, t, t0_ns, duration_s)
         if loss:
             panels.append(loss)
@@ -227,7 +231,7 @@ def figures(m: dict[str, Any], t: PacketTable | None) -> tuple[list[tuple[str, d
                        "or no sample in it")
     if panels:
         figs.append(("timeseries", _stack(m, panels, duration_s, freeze_shapes)))
-    if t is not None and have_packets:
+    if t is not None and have_packets and t0_ns is not None:
         owd = _owd_scatter(m, t, t0_ns)
         if owd:
             figs.append(owd)
@@ -321,7 +325,7 @@ def _cards(m: dict[str, Any]) -> str:
     video = next((f for f in m["flows"] if f["direction"] == "forward" and f["kind"] == "video"), None)
     v = m.get("validity") or {}
     cards = [("validity", "valid" if v.get("valid") else ("INVALID" if v.get("valid") is False else "unknown")),
-             ("duration", f"{(m['run'].get('duration_s') or 0):.1f} s"),
+             ("duration", "-" if m["run"].get("duration_s") is None else f"{m['run']['duration_s']:.1f} s"),
              ("capacity", f"{m['capacity_bps'] / 1e6:.2f} Mbit/s" if m.get("capacity_bps") else "-")]
     if m["run"].get("calls") == 0:
         cards.append(("call", "no call in this run"))
@@ -632,15 +636,16 @@ def _frame_panels(m: dict[str, Any]) -> tuple[list[tuple[str, str, list[dict]]],
                "x1": f["start_s"] + f["duration_ms"] / 1000.0, "y0": 0, "y1": 1, "fillcolor": FREEZE_FILL,
                "opacity": 0.15, "line": {"width": 0}, "layer": "below"} for f in spans]
     notes = []
-    if fz.get("count", 0) > len(spans):
+    if (fz.get("count") or 0) > len(spans):
         notes.append(f"frames: {fz['count'] - len(spans)} freezes after the first {len(spans)} are not shaded "
                      "(metrics.json lists the first 100)")
     if not traces:
         return [], shapes, notes + ["frames: no shown frame was joined with its packets (no delays to draw)"]
     withheld = side.get("withheld") or {}
     notes += [f"frames: {group} withheld (the summaries are null): {why}" for group, why in withheld.items()]
+    total = "-" if fz.get("total_ms") is None else f"{fz['total_ms'] / 1000:.1f} s"
+    count = "-" if fz.get("count") is None else fz["count"]
     shaded = (f"freezes withheld ({withheld['freezes']})" if "freezes" in withheld else
-              f"shaded in every panel: {fz.get('count', 0)} freezes (Chrome's rule), "
-              f"{(fz.get('total_ms') or 0) / 1000:.1f} s")
+              f"shaded in every panel: {count} freezes (Chrome's rule), {total}")
     title = f"Frames shown at b: glass-to-glass delay and its parts, per frame at its display time; {shaded}"
     return [(title, "ms", traces)], shapes, notes

@@ -126,6 +126,8 @@ def measure_point(s: Study, point: str, measure: dict[str, Any]) -> dict[str, An
     counts = {"attempts": len(runs), "invalid_attempts": sum(1 for r in runs if r.get("status") == "invalid"),
               "invalid_used": sum(1 for r in runs if r.get("used") and r.get("accepted_invalid")),
               "missing": sum(1 for x in s.doc.get("missing") or [] if x.get("point") == point)}
+    # Runs whose files could not be read (by aggregation, or here): n is short of them, and the page says why.
+    left_out = [f"{x.get('dir')}: {x.get('reason')}" for x in (p or {}).get("runs_left_out") or []]
     phase = measure.get("phase", "all")
     stat: dict[str, Any] | None = None
     if p is not None and ("flow" in measure):
@@ -135,15 +137,17 @@ def measure_point(s: Study, point: str, measure: dict[str, Any]) -> dict[str, An
         for d in p.get("runs_used") or []:
             try:
                 m = json.loads((s.dir / d / "metrics.json").read_text().replace("NaN", "null"))
-            except (OSError, ValueError):
+            except (OSError, ValueError) as e:
+                left_out.append(f"{d}: metrics.json unreadable: {e}")
                 continue
             v = _run_value(m, measure)
             if v is not None and math.isfinite(v):
                 values.append(v)
         stat = summarise(values)
-    if stat is not None and stat.get("mean") is None:
+    mean = stat.get("mean") if stat is not None else None
+    if not isinstance(mean, (int, float)) or not math.isfinite(mean):  # no value, or a damaged one (NaN): none
         stat = None
-    return {"point": point, "phase": phase, "stat": stat, **counts}
+    return {"point": point, "phase": phase, "stat": stat, **counts, "left_out": left_out}
 
 
 def points_of(s: Study, patterns: list[str]) -> list[str]:
@@ -247,7 +251,8 @@ def evaluate(claim: dict[str, Any], studies: dict[str, Study], min_n: int) -> Fi
             verdict = INCONCLUSIVE
             if ma["stat"] is not None and mb["stat"] is not None:
                 w = welch(ma["stat"], mb["stat"])
-                hw, diff = w["ci95_half_width"], float(w["diff"] or 0.0)
+                hw, diff = w["ci95_half_width"], w["diff"]
+                assert diff is not None  # both means are finite numbers (measure_point): never a made-up 0
                 value = {"mean": diff, "lo": None if hw is None else diff - hw,
                          "hi": None if hw is None else diff + hw, "n": None}
                 if not why:
@@ -267,7 +272,8 @@ def evaluate(claim: dict[str, Any], studies: dict[str, Study], min_n: int) -> Fi
     verdict = INCONCLUSIVE
     if len(ms) >= 2 and first["stat"] is not None and last["stat"] is not None:
         w = welch(first["stat"], last["stat"])
-        hw, diff = w["ci95_half_width"], float(w["diff"] or 0.0)
+        hw, diff = w["ci95_half_width"], w["diff"]
+        assert diff is not None  # both means are finite numbers (measure_point): never a made-up 0
         sign = 1.0 if claim["direction"] == "increasing" else -1.0
         note = (f"{last['point']} - {first['point']} = {diff:.4g}"
                 + ("" if hw is None else f" ±{hw:.3g} (Welch 95 % CI)"))
@@ -338,6 +344,8 @@ def _invalid_text(r: Row) -> str:
             t += f", {m['invalid_used']} INVALID used"
         if m["missing"]:
             t += f", {m['missing']} rep. without a valid run"
+        if m.get("left_out"):
+            t += f", {len(m['left_out'])} run(s) left out ({'; '.join(m['left_out'])})"
         parts.append(t)
     return " / ".join(parts)
 

@@ -27,6 +27,13 @@ class SideStats:
     remote_inbound: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     pair: list[dict[str, Any]] = field(default_factory=list)  # the selected candidate pair over time
     codecs: dict[str, dict[str, Any]] = field(default_factory=dict)  # codec id -> codec stats
+    untimed: int = 0  # stats objects left out: neither their line's time nor a timestamp of their own
+
+    def first_time(self) -> float | None:
+        """The earliest time (epoch s) of a stats object read, None without one."""
+        times = [o["_t"] for objs in (*self.outbound.values(), *self.inbound.values(),
+                                      *self.remote_inbound.values(), self.pair) for o in objs]
+        return min(times, default=None)
 
 
 def _selected_pair(report: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -56,7 +63,12 @@ def read_side(path: Path, problems: list[str]) -> SideStats | None:
             if not isinstance(o, dict):
                 continue
             typ = o.get("type")
-            o = dict(o, _t=t if isinstance(t, (int, float)) else (o.get("timestamp") or 0) / 1000)
+            own = o.get("timestamp")  # ms
+            when = t if isinstance(t, (int, float)) else own / 1000 if isinstance(own, (int, float)) else None
+            if when is None:
+                side.untimed += 1  # without a time it belongs nowhere in a series: left out, counted below
+                continue
+            o = dict(o, _t=when)
             if typ in ("outbound-rtp", "inbound-rtp", "remote-inbound-rtp") and isinstance(o.get("ssrc"), int):
                 target = {"outbound-rtp": side.outbound, "inbound-rtp": side.inbound,
                           "remote-inbound-rtp": side.remote_inbound}[typ]
@@ -64,10 +76,13 @@ def read_side(path: Path, problems: list[str]) -> SideStats | None:
             elif typ == "codec" and "payloadType" in o:
                 side.codecs[o.get("id", "")] = o
         pair = _selected_pair(report)
-        if pair is not None:
+        if pair is not None and isinstance(t, (int, float)):
             side.pair.append(dict(pair, _t=t))
     if side.samples == 0:
         problems.append(f"{path.name} holds no getStats sample")
+    if side.untimed:
+        problems.append(f"{path.name}: {side.untimed} stats object(s) with no time (neither the line's t nor a "
+                        "timestamp) left out")
     return side
 
 

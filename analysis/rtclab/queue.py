@@ -26,7 +26,7 @@ def analyse(run: RunDir, t0: float) -> dict[str, Any] | None:
     return {
         "source": source,
         "queue_bytes": _summary([b for _, b, _, _ in rows]),
-        "queue_packets": _summary([p for _, _, p, _ in rows]),
+        "queue_packets": _summary([p for _, _, p, _ in rows if p is not None]),  # of the samples that say
         "queue_delay_ms": _summary([d for _, d in delay]),
         "series": {"queue_bytes": [[round(t, 3), b] for t, b, _, _ in rows],
                    "queue_delay_ms": [[round(t, 3), round(d, 3)] for t, d in delay]},

@@ -69,8 +69,9 @@ def render(m: dict[str, Any]) -> str:
     out: list[str] = []
     run = m["run"]
     out.append(f"rtclab analysis of run {run['id']} ({run.get('scenario') or 'scenario unknown'}), "
-               f"status {run.get('status') or 'unknown'}, {(run.get('duration_s') or 0):.1f} s, "
-               f"backend {run.get('backend') or '-'}"
+               f"status {run.get('status') or 'unknown'}, "
+               + (f"{run['duration_s']:.1f} s" if run.get("duration_s") is not None else "duration unknown")
+               + f", backend {run.get('backend') or '-'}"
                + _backend_kernel(run))
     v = m.get("validity") or {}
     out.append(f"validity: {'valid' if v.get('valid') else ('INVALID' if v.get('valid') is False else 'unknown')}"

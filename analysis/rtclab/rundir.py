@@ -309,7 +309,7 @@ def read_gtlog(path: Path) -> GroundTruthLog:
 class QueueSample:
     t: float  # epoch seconds
     queue_bytes: float
-    queue_packets: float
+    queue_packets: float | None  # None when the sample does not say (not 0: an empty queue is a number it reports)
     rate_kbit: float | None  # the link rate the emulator reported with the sample (userspace backend)
 
 
@@ -322,7 +322,9 @@ def queue_samples(run: RunDir) -> tuple[str | None, list[QueueSample]]:
         for r in read_jsonl(path, run.problems):
             if isinstance(r.get("t"), (int, float)) and isinstance(r.get("queue_bytes"), (int, float)):
                 rate = r.get("rate_kbit")
-                out.append(QueueSample(float(r["t"]), float(r["queue_bytes"]), float(r.get("queue_packets") or 0),
+                packets = r.get("queue_packets")
+                out.append(QueueSample(float(r["t"]), float(r["queue_bytes"]),
+                                       float(packets) if isinstance(packets, (int, float)) else None,
                                        float(rate) if isinstance(rate, (int, float)) else None))
         return path.name, out
     path = run.file("qdisc-stats.jsonl")

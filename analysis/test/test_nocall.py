@@ -93,7 +93,9 @@ def test_a_study_of_runs_without_a_call_aggregates_reports_and_renders(tmp_path:
     for point in doc["points"]:
         assert point["n_runs"] == 2
         assert set(point["flows"]) == {"forward:tcp", "forward:tcp:2", "bottleneck", "cpu"}  # cpu: the runs' cpu.jsonl
-        assert point["flows"]["cpu"]["all"]["cpu_chromium_a_cores"]["mean"] == 0  # no browser in a run without a call
+        # No browser in a run without a call: no value (not 0 cores), in none of its runs.
+        assert point["flows"]["cpu"]["all"]["cpu_chromium_a_cores"] == {
+            "mean": None, "sd": None, "ci95_low": None, "ci95_high": None, "ci95_half_width": None, "n": 0}
         # Per phase: the whole run, before the cross traffic (no competitor) and during it.
         assert {"all", "before_cross_traffic", "cross_traffic"} <= set(point["flows"]["forward:tcp"])
         assert point["flows"]["bottleneck"]["cross_traffic"]["jain_index"]["n"] == 2

@@ -152,9 +152,9 @@ CPU_CATALOGUE: dict[str, Metric] = {m.name: m for m in [
            "(clamped at 0 per interval): other processes and kernel time charged to none"),
     Metric("cpu_kernel_cores", "cpu", "cores", "cpu.kernel_irq_softirq.mean_cores: the host's irq + softirq time"),
     Metric("cpu_chromium_cores", "cpu", "cores", "every chromium-* component of cpu.components (all calls' "
-           "browsers), summed"),
-    *(Metric(f"cpu_{c.replace('-', '_')}_cores", "cpu", "cores", f"cpu.components['{c}'].mean_cores (0 when the run "
-             f"had no such process)") for c in CPU_COMPONENTS),
+           "browsers), summed (null when the run accounted no browser)"),
+    *(Metric(f"cpu_{c.replace('-', '_')}_cores", "cpu", "cores", f"cpu.components['{c}'].mean_cores (null when the "
+             f"run accounted no such process: n counts the runs that had one)") for c in CPU_COMPONENTS),
 ]}
 METRICS: dict[str, Metric] = {**CATALOGUE, **CPU_CATALOGUE}  # every per-run metric, for lookups of unit and family
 
@@ -212,11 +212,13 @@ def bottleneck_values(fair: dict[str, Any]) -> dict[str, float | None]:
     tcp = [c for c in conns if c.get("role") == "tcp"]
     shares = [_finite(c.get("share_of_fair_share")) for c in tcp]
     call_shares = [_finite(c.get("share_of_fair_share")) for c in call]
+    call_rates = [_finite(c.get("throughput_bps")) for c in call]  # one unknown: the call's sum is unknown
     raw = {
         "jain_index": fair.get("jain_index"),
         "bottleneck_utilisation": fair.get("utilisation"),
         "received_bps": fair.get("received_bps"),
-        "call_throughput_bps": sum(float(c.get("throughput_bps") or 0.0) for c in call) if call else None,
+        "call_throughput_bps": sum(x for x in call_rates if x is not None)
+        if call and all(x is not None for x in call_rates) else None,
         "call_share_of_fair_share": sum(x for x in call_shares if x is not None)
         if call and all(x is not None for x in call_shares) else None,
         "tcp_share_of_fair_share": float(np.mean([x for x in shares if x is not None]))
@@ -254,17 +256,18 @@ def frames_values(side: dict[str, Any]) -> dict[str, float | None]:
 
 
 def cpu_values(c: dict[str, Any]) -> dict[str, float | None]:
-    """The run's CPU over the call (metrics.json `cpu`); a component without a process there counts 0."""
+    """The run's CPU over the call (metrics.json `cpu`). A component the run accounted no process of is null, not 0:
+    the accounting may have missed a process that ran, and a study's mean of a component is over the runs that had
+    it (its n says how many)."""
     comps = c.get("components") or {}
-
-    def cores(name: str) -> float:
-        return float(_get(comps, name, "mean_cores") or 0.0)
+    browsers = [_finite(_get(comps, n, "mean_cores")) for n in comps if n.startswith("chromium-")]
     raw = {"cpu_host_busy_cores": _get(c, "host_busy", "mean_cores"),
            "cpu_host_busy_fraction": _get(c, "host_busy", "mean_fraction"),
            "cpu_run_cores": _get(c, "run", "mean_cores"), "cpu_outside_run_cores": _get(c, "outside_run", "mean_cores"),
            "cpu_kernel_cores": _get(c, "kernel_irq_softirq", "mean_cores"),
-           "cpu_chromium_cores": sum(cores(n) for n in comps if n.startswith("chromium-")),
-           **{f"cpu_{n.replace('-', '_')}_cores": cores(n) for n in CPU_COMPONENTS}}
+           "cpu_chromium_cores": sum(x for x in browsers if x is not None)
+           if browsers and all(x is not None for x in browsers) else None,
+           **{f"cpu_{n.replace('-', '_')}_cores": _get(comps, n, "mean_cores") for n in CPU_COMPONENTS}}
     return {k: _finite(v) for k, v in raw.items()}
 
 
@@ -346,12 +349,14 @@ DISTRIBUTIONS = {
 PACKET_COLUMNS = ["flow", "status", "t_send_ns", "queuing_delay_ns"]
 
 
-def box(samples: list[np.ndarray], runs: int) -> dict[str, float | int | None]:
+def box(samples: list[np.ndarray], runs: int,
+        left_out: list[dict[str, str]] | None = None) -> dict[str, Any]:
     """The quantiles of the pooled samples (numpy's linear rule, as metrics.json's percentiles), their mean, min, max,
-    n_samples and n_runs (runs that gave at least one sample) out of `runs` (the point's valid runs)."""
+    n_samples and n_runs (runs that gave at least one sample) out of `runs` (the point's valid runs), and `left_out`:
+    the runs whose samples could not be read, each with why ({"run", "reason"})."""
     x = np.concatenate(samples) if samples else np.empty(0)
-    out: dict[str, float | int | None] = {"n_samples": int(x.size), "n_runs": sum(1 for s in samples if s.size),
-                                          "runs": runs}
+    out: dict[str, Any] = {"n_samples": int(x.size), "n_runs": sum(1 for s in samples if s.size), "runs": runs,
+                           "left_out": left_out or []}
     if not x.size:
         return {**out, "mean": None, "min": None, "max": None, **{f"p{q}": None for q in BOX_PERCENTILES}}
     qs = np.percentile(x, BOX_PERCENTILES)
@@ -359,42 +364,60 @@ def box(samples: list[np.ndarray], runs: int) -> dict[str, float | int | None]:
             **{f"p{q}": float(v) for q, v in zip(BOX_PERCENTILES, qs)}}
 
 
-def run_samples(run_dir: Path, m: dict[str, Any], wanted: Callable[[str], bool]) -> dict[tuple[str, str, str],
-                                                                                           np.ndarray]:
+SampleKey = tuple[str, str, str]  # (flow label, phase, distribution)
+
+
+@dataclass
+class RunSamples:
+    """One run's samples for the boxes, and the (flow, phase, distribution) it could not give, each with why."""
+    dir: str  # relative to the study directory, as listed
+    samples: dict[SampleKey, np.ndarray]
+    left_out: dict[SampleKey, str]
+
+
+def run_samples(run_dir: Path, m: dict[str, Any], wanted: Callable[[str], bool], listed_dir: str = "") -> RunSamples:
     """One run's samples for the boxes: {(flow label, phase, distribution): values}, for the packet flows `wanted`
-    accepts. Queuing delay needs the run's packets.parquet (left out without it), Tq its metrics.json."""
+    accepts. Queuing delay needs the run's packets.parquet, and for a phase other than the whole call the run's
+    call_start (packet times are epoch ns); Tq its metrics.json. What cannot be read is left out with its reason."""
     phases = m.get("phases") or [{"name": "all", "start_s": 0.0, "end_s": _get(m, "run", "duration_s")}]
     flows = m.get("flows") or []
     labels = {int(f.get("id", i)): lab for i, (lab, f) in enumerate(zip(flow_labels(flows), flows)) if wanted(lab)}
-    out: dict[tuple[str, str, str], np.ndarray] = {}
-    t0_ns = int(round(float(_get(m, "run", "call_start") or 0.0) * 1e9))
+    out: dict[SampleKey, np.ndarray] = {}
+    left_out: dict[SampleKey, str] = {}
+    call_start = _finite(_get(m, "run", "call_start"))
     ppath = run_dir / "packets.parquet"
+    t, why = None, "no packets.parquet"
     if labels and ppath.exists():
-        import pyarrow.compute as pc
         import pyarrow.parquet as pq
         try:
             t = pq.read_table(ppath, columns=PACKET_COLUMNS)
-        except Exception:  # a damaged table: the boxes count this run as giving no queuing-delay sample
-            t = None
-        if t is not None:
-            keep = pc.and_(pc.equal(t["status"].cast("string"), "delivered"),
-                           pc.greater_equal(t["queuing_delay_ns"], 0))
-            t = t.filter(keep)
-            flow_ids = t["flow"].to_numpy().astype(np.int64)
-            t_send = t["t_send_ns"].to_numpy()
-            qd_ms = t["queuing_delay_ns"].to_numpy() / 1e6
-            order = np.argsort(flow_ids, kind="stable")
-            sorted_ids = flow_ids[order]
-            for fid, label in labels.items():
-                rows = order[np.searchsorted(sorted_ids, fid, "left"):np.searchsorted(sorted_ids, fid, "right")]
-                for ph in phases:
-                    if ph["name"] == "all":
-                        sel = rows
-                    else:  # as the analyzer's phases: departures in [start, end)
-                        lo = t0_ns + int(float(ph["start_s"]) * 1e9)
-                        hi = t0_ns + int(float(ph["end_s"]) * 1e9)
-                        sel = rows[(t_send[rows] >= lo) & (t_send[rows] < hi)]
-                    out[(label, ph["name"], "queuing_delay_ms")] = qd_ms[sel]
+        except Exception as e:  # pyarrow raises several kinds for a damaged table
+            why = f"packets.parquet unreadable: {type(e).__name__}: {e}"
+    if labels and t is None:
+        left_out.update({(label, ph["name"], "queuing_delay_ms"): why for label in labels.values() for ph in phases})
+    if t is not None:
+        import pyarrow.compute as pc
+        keep = pc.and_(pc.equal(t["status"].cast("string"), "delivered"),
+                       pc.greater_equal(t["queuing_delay_ns"], 0))
+        t = t.filter(keep)
+        flow_ids = t["flow"].to_numpy().astype(np.int64)
+        t_send = t["t_send_ns"].to_numpy()
+        qd_ms = t["queuing_delay_ns"].to_numpy() / 1e6
+        order = np.argsort(flow_ids, kind="stable")
+        sorted_ids = flow_ids[order]
+        for fid, label in labels.items():
+            rows = order[np.searchsorted(sorted_ids, fid, "left"):np.searchsorted(sorted_ids, fid, "right")]
+            for ph in phases:
+                key = (label, ph["name"], "queuing_delay_ms")
+                if ph["name"] == "all":
+                    out[key] = qd_ms[rows]
+                elif call_start is None:  # a phase is seconds since the call's start: without it, nowhere
+                    left_out[key] = "no run.call_start in metrics.json: packets cannot be placed in the phase"
+                else:  # as the analyzer's phases: departures in [start, end)
+                    t0_ns = int(round(call_start * 1e9))
+                    lo = t0_ns + int(float(ph["start_s"]) * 1e9)
+                    hi = t0_ns + int(float(ph["end_s"]) * 1e9)
+                    out[key] = qd_ms[rows[(t_send[rows] >= lo) & (t_send[rows] < hi)]]
     for fid, label in labels.items():
         flow: dict[str, Any] = next((f for i, f in enumerate(flows) if int(f.get("id", i)) == fid), {})
         ssrc = flow.get("ssrc")
@@ -410,16 +433,18 @@ def run_samples(run_dir: Path, m: dict[str, Any], wanted: Callable[[str], bool])
             else:  # as getstats.per_phase: samples in [start, end) seconds since call start
                 sel = arr[(arr[:, 0] >= float(ph["start_s"])) & (arr[:, 0] < float(ph["end_s"])), 1]
             out[(label, ph["name"], "tq_ms")] = sel
-    return out
+    return RunSamples(dir=listed_dir, samples=out, left_out=left_out)
 
 
-def boxes(samples_per_run: list[dict[tuple[str, str, str], np.ndarray]]) -> dict[str, dict[str, dict[str, Any]]]:
+def boxes(runs: list[RunSamples]) -> dict[str, dict[str, dict[str, Any]]]:
     """{flow: {phase: {distribution: box}}} over one point's runs."""
-    keys = sorted({k for s in samples_per_run for k in s})
+    keys = sorted({k for r in runs for k in (*r.samples, *r.left_out)})
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for flow, phase, dist in keys:
-        per_run = [s[(flow, phase, dist)] for s in samples_per_run if (flow, phase, dist) in s]
-        out.setdefault(flow, {}).setdefault(phase, {})[dist] = box(per_run, len(samples_per_run))
+        key = (flow, phase, dist)
+        per_run = [r.samples[key] for r in runs if key in r.samples]
+        left_out = [{"run": r.dir, "reason": r.left_out[key]} for r in runs if key in r.left_out]
+        out.setdefault(flow, {}).setdefault(phase, {})[dist] = box(per_run, len(runs), left_out)
     return out
 
 
@@ -567,6 +592,9 @@ class Listing:
     excluded: list[dict[str, Any]] = field(default_factory=list)
     missing: list[dict[str, Any]] = field(default_factory=list)
     accepted_runs: list[str] = field(default_factory=list)  # the used INVALID attempts' directories
+    # The repetitions' chosen runs (valid, or accepted) that could not be read: {point, rep, dir, reason}. Their
+    # repetition has a run but no values, so each point's n is short of them; every output names them.
+    left_out: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -596,6 +624,7 @@ def used_runs(out: Path, study: Study, listing: Listing, analyse_missing: bool) 
                 if m is None:
                     entry["excluded_because"] = why
                     listing.excluded.append(entry)
+                    listing.left_out.append({"point": point, "rep": rep, "dir": entry["dir"], "reason": why})
                 else:
                     entry["used"] = True
                     if accepted:
@@ -668,7 +697,7 @@ def collect_runs(study: Study, runs: Iterable[UsedRun]) -> Collected:
     rows: list[dict[str, Any]] = []
     phase_info: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in study.point_names}
     distributions: dict[str, dict[str, Any]] = {name: {} for name in study.point_names}
-    point_samples: list[dict[tuple[str, str, str], np.ndarray]] = []
+    point_samples: list[RunSamples] = []
     pooling: str | None = None
 
     def wanted(label: str) -> bool:
@@ -678,7 +707,7 @@ def collect_runs(study: Study, runs: Iterable[UsedRun]) -> Collected:
             if pooling is not None:
                 distributions[pooling] = boxes(point_samples)
             pooling, point_samples = run.point, []
-        point_samples.append(run_samples(run.attempt.path, run.metrics, wanted))
+        point_samples.append(run_samples(run.attempt.path, run.metrics, wanted, run.dir))
         # A point's phase is named by its schedule; each run's measured bounds (the cross traffic's first and last
         # data) stay in its rows of study.parquet (phase_start_s, phase_end_s).
         for ph in run.metrics.get("phases") or []:
@@ -809,6 +838,8 @@ def study_doc(study: Study, listing: Listing, collected: Collected,
         out_points.append({"name": name, "params": p.get("params"), "labels": p.get("labels"),
                            "settings": p.get("settings"), "scenario_file": p.get("scenario_file"),
                            "runs_used": listing.used_dirs[name], "n_runs": len(listing.used_dirs[name]),
+                           "runs_left_out": [{"dir": x["dir"], "reason": x["reason"]} for x in listing.left_out
+                                             if x["point"] == name],
                            "phases": [{"name": k, **v} for k, v in collected.phase_info[name].items()],
                            "flows": statistics[name], "distributions": collected.distributions[name]})
     counts: dict[str, int] = {}
@@ -823,7 +854,8 @@ def study_doc(study: Study, listing: Listing, collected: Collected,
         "accept_invalid": sorted(study.accept_invalid), "invalid_note": invalid_note,
         "statistics": {
             "over": f"the {used_runs} of a point (one per repetition); a run where a metric is undefined (null in "
-                    "its metrics.json) is left out of that metric's n",
+                    "its metrics.json) is left out of that metric's n; a chosen run whose metrics.json cannot be "
+                    "read is left out of every n and listed with why (`left_out`, each point's `runs_left_out`)",
             "mean": "arithmetic mean", "sd": "sample standard deviation (n - 1); null when n < 2",
             "ci95": "mean -/+ t(0.975, n - 1) * sd / sqrt(n), Student's t; null when n < 2",
             "n": "runs with a value", "phase": "each statistic sits under its phase: 'all' is the whole call, the "
@@ -833,6 +865,8 @@ def study_doc(study: Study, listing: Listing, collected: Collected,
                           "quantiles": "p5, p25, p50, p75, p95: numpy.percentile (linear interpolation) of the pooled "
                                        "samples; the box is p25-p50-p75, the whiskers p5 and p95",
                           "n_samples": "pooled samples", "n_runs": "runs that gave a sample",
+                          "left_out": "runs whose samples could not be read (no or a damaged packets.parquet, no "
+                                      "call_start for a phase), each with why",
                           "runs": f"the point's {used_runs}", **DISTRIBUTIONS},
         "metrics": {k: {"family": METRICS[k].family, "unit": METRICS[k].unit,
                         "definition": METRICS[k].definition} for k in study.selected_metrics + list(CPU_CATALOGUE)},
@@ -842,8 +876,9 @@ def study_doc(study: Study, listing: Listing, collected: Collected,
                  "total_call_s": plan.get("total_call_s")},
         "summary": {"repetitions_with_valid_run": sum(1 for r in study.reps.values() if r.valid is not None),
                     "repetitions_without": len(listing.missing), "attempts": counts, "runs_used": len(
-                        [e for e in listing.runs if e["used"]]), "runs_used_invalid": len(listing.accepted_runs)},
-        "runs": listing.runs, "excluded": listing.excluded, "missing": listing.missing,
+                        [e for e in listing.runs if e["used"]]), "runs_used_invalid": len(listing.accepted_runs),
+                    "runs_left_out": len(listing.left_out)},
+        "runs": listing.runs, "excluded": listing.excluded, "missing": listing.missing, "left_out": listing.left_out,
         "points": out_points,
     }
 
@@ -886,4 +921,14 @@ def text_summary(doc: dict[str, Any], metrics: tuple[str, ...] = ("throughput_bp
     s = doc["summary"]
     lines.append(f"repetitions with a valid run: {s['repetitions_with_valid_run']}, without: {s['repetitions_without']}"
                  f"; attempts: {', '.join(f'{k} {v}' for k, v in sorted(s['attempts'].items())) or 'none'}")
+    lines += left_out_lines(doc)
     return "\n".join(lines) + "\n"
+
+
+def left_out_lines(doc: dict[str, Any]) -> list[str]:
+    """The chosen runs that could not be read (study.json `left_out`), one line each with why: n is short of them."""
+    left_out = doc.get("left_out") or []
+    if not left_out:
+        return []
+    return [f"{len(left_out)} run(s) left out, their repetition's n short of them:"] + \
+        [f"  {x['dir']}: {x['reason']}" for x in left_out]

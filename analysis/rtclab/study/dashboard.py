@@ -250,6 +250,9 @@ def box_figure(doc: dict[str, Any], phases: list[str], dist: str, title: str, yt
                      "lowerfence": [b["p5"] for b in boxes], "upperfence": [b["p95"] for b in boxes],
                      "mean": [b["mean"] for b in boxes], "boxmean": True, "customdata": pts, "boxpoints": False,
                      "hovertext": [f"{n}: {b['n_samples']} samples from {b['n_runs']} of {b['runs']} runs"
+                                   + (f"; {len(b['left_out'])} left out: " + "; ".join(
+                                       f"{x['run']}: {x['reason']}" for x in b["left_out"])
+                                      if b.get("left_out") else "")
                                    for n, b in zip(pts, boxes)],
                      "visible": ph == phases[0], "meta": ph, "showlegend": False})
         trace_phase.append(ph)
@@ -304,10 +307,14 @@ def _run_series(run_dir: Path, main: str = VIDEO) -> Series:
     flows = m.get("flows") or []
     video = next((f for lab, f in zip(flow_labels(flows), flows) if lab == main), None)
     spans = [(float(p["start_s"]), float(p["end_s"])) for p in m.get("phases") or [] if p.get("cross_traffic")]
-    t0_ns = int(round(float((m.get("run") or {}).get("call_start") or 0.0) * 1e9))
+    call_start = (m.get("run") or {}).get("call_start")
     steps = m.get("capacity_steps")  # the forward capacity's schedule, [[t_s, bit/s], ...]
     ppath = run_dir / "packets.parquet"
     if video is not None and ppath.exists():
+        if not isinstance(call_start, (int, float)) or isinstance(call_start, bool):
+            # packet times are epoch ns: without the call's start they belong nowhere on the call's time axis
+            raise ValueError("metrics.json has no run.call_start: its packets cannot be placed in time")
+        t0_ns = int(round(float(call_start) * 1e9))
         import pyarrow.parquet as pq
         t = pq.read_table(ppath, columns=["flow", "status", "t_send_ns", "t_recv_ns", "queuing_delay_ns", "ip_len"])
         flow = t["flow"].to_numpy()
@@ -598,6 +605,8 @@ def points_table(doc: dict[str, Any], out: Path, page: Path, phase: str) -> str:
     for p in doc["points"]:
         cells = [html.escape(p["name"]), *(html.escape(v[k][p["name"]]) for k in v),
                  " ".join(_link(out, page, d) for d in p.get("runs_used") or []) or "none"]
+        cells[-1] += "".join(f"; left out {_link(out, page, x['dir'])}: {html.escape(x['reason'])}"
+                             for x in p.get("runs_left_out") or [])
         cells += [html.escape(fmt_stat(m, stat(p, main, phase, m), with_n=True)) for m in
                   ("queuing_delay_ms_mean", "tq_ms_mean", "utilisation", "loss_ratio_bytes")]
         rows.append(f'<tr id="point-{html.escape(p["name"])}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
@@ -668,7 +677,9 @@ def render(doc: dict[str, Any], out: Path, page: Path) -> str:
                     else ", all valid")
     description = html.escape((doc.get("description") or "").rstrip("."))
     summary = (f"{description}. {len(doc['points'])} point(s); {s['runs_used']} run(s) used{used_invalid}; "
-               f"{s['repetitions_without']} repetition(s) without a valid run. Every figure has a phase "
+               f"{s['repetitions_without']} repetition(s) without a valid run"
+               + (f"; {s['runs_left_out']} chosen run(s) left out, each point's n short of them (why: below)"
+                  if s.get("runs_left_out") else "") + ". Every figure has a phase "
                "selector (top right): the cross-traffic phase first when the study has one, then the whole call. "
                "Error bars: 95% confidence interval of the mean over the point's runs (Student t; none when n &lt; "
                "2). Definitions: docs/studies.md.")

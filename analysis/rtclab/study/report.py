@@ -12,7 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .aggregate import CATALOGUE, CONTROLLER_FLOW, CPU_FLOW, FRAMES_FLOW, FRAMES_METRICS, METRICS, RFC_FLOW
+from .aggregate import (
+    CATALOGUE,
+    CONTROLLER_FLOW,
+    CPU_FLOW,
+    FRAMES_FLOW,
+    FRAMES_METRICS,
+    METRICS,
+    RFC_FLOW,
+    left_out_lines,
+)
 
 # The key metrics: of each packet flow shown, and of the forward bottleneck (the call against its competitors).
 FLOW_METRICS = ["throughput_bps", "utilisation", "loss_ratio_bytes", "queuing_delay_ms_mean", "tq_ms_mean"]
@@ -268,7 +277,7 @@ def render(doc: dict[str, Any], phase: str | None = None, metrics: list[str] | N
     s = doc["summary"]
     text += (f"repetitions with a valid run: {s['repetitions_with_valid_run']}, without: {s['repetitions_without']}; "
              f"attempts: {', '.join(f'{k} {v}' for k, v in sorted(s['attempts'].items())) or 'none'}\n")
-    return text
+    return text + "".join(line + "\n" for line in left_out_lines(doc))
 
 
 def chromium_versions(out: Path, doc: dict[str, Any]) -> list[str]:
