@@ -14,7 +14,10 @@ MIN_JOINED_RATIO = 0.95
 # callback are put back evenly over their gap (freezes.py), which is exact for the window's mean but not for where a
 # freeze fell. Above these shares too much of the timeline is put back rather than seen.
 MAX_DROPPED_SHARE = 0.01  # dropped_records / (records + dropped_records)
-MAX_MISSED_SHARE = 0.10  # callbacks_missed / presented_frames
+# Callbacks are missed in every call (the page copies a sampled frame meanwhile): 6.7 % of 581 presented frames in a
+# 20 s default call, 9.4 % of 616 when every 5th frame is sampled (the outage test), on 2026-11-28; a bound at 10 %
+# would withhold normal calls, so it sits well above what sampling costs.
+MAX_MISSED_SHARE = 0.25  # callbacks_missed / presented_frames
 # PSNR and SSIM compare each sampled frame with the source frame its stamp names: below this share of stamps read
 # the compared frames are those whose stamp survived, a selection by picture quality itself.
 MIN_NUMBERED_RATIO = 0.95

@@ -121,11 +121,16 @@ def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(t
     long = [f for f in fz["list"] if f["duration_ms"] >= 1000 and f["start_s"] < 20]
     # One freeze of about 2 s at the outage and none before it. The recovery may freeze the picture again (seen once
     # here: 1.07 s at 18.3 s, GCC coming back to 1 Mbit/s through the DropTail queue): the call's doing, not asserted.
-    outage = [f for f in long if 11.5 < f["start_s"] < 13.0]
-    # 1.5 s or more, not 2: 1 kbit/s still carries 250 bytes in the 2 s, and a small frame that got through ended one
-    # run's freeze at 1.75 s.
-    assert len(outage) == 1 and 1500 <= outage[0]["duration_ms"] <= 4000, fz
-    assert all(f in outage or f["start_s"] >= 13.0 for f in long), fz
+    outage = [f for f in long if 11.5 < f["start_s"] < 13.5]
+    # Where it starts and how long it lasts is the call's: the frames already in the 300 ms queue and in the receiver's
+    # jitter buffer are shown after 12 s (one run's freeze began at 12.81 s and lasted 1.25 s, on a new machine), and
+    # 1 kbit/s still carries 250 bytes in the 2 s (a small frame that got through ended one run's freeze at 13.75 s).
+    # What the outage must do: one freeze of a second or more that began in it and still held its second half.
+    print(f"measure: outage.freeze_start_s={outage[0]['start_s'] if outage else float('nan'):.3f}")
+    print(f"measure: outage.freeze_ms={outage[0]['duration_ms'] if outage else float('nan'):.1f}")
+    assert len(outage) == 1 and outage[0]["start_s"] + outage[0]["duration_ms"] / 1000 >= 13.5, fz
+    assert outage[0]["duration_ms"] <= 4000, fz
+    assert all(f in outage or f["start_s"] >= 13.5 for f in long), fz
     g = fz["getstats"]
     # getStats saw the outage's freeze too. Over the whole call the two totals are printed, not asserted: the freezes
     # of the 300 kbit/s phase and the delay step made them differ by 16 % once (5719 against 6615 ms, fresh-clone CI
