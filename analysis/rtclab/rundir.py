@@ -16,8 +16,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from . import _core
-from . import steps
+from . import _core, steps
 from .scenario import Scenario, ScenarioError, view
 
 DEFAULT_A = "10.0.1.2"

@@ -43,7 +43,8 @@ def schedule_applied(events: list[dict[str, Any]], scen: Scenario) -> dict[str, 
         return {"name": NAME, "ok": False,
                 "detail": f"{'; '.join(problems)}: the link did not change when the scenario says"}
     if unmeasured:
-        return {"name": NAME, "ok": None, "detail": f"not measured: {'; '.join(unmeasured)}: applied, but its event "
-                                                    f"carries no applied time (recorded before the backends measured it)"}
+        return {"name": NAME, "ok": None,
+                "detail": f"not measured: {'; '.join(unmeasured)}: applied, but its event carries no applied time "
+                          f"(recorded before the backends measured it)"}
     return {"name": NAME, "ok": True, "detail": f"{len(steps)} scheduled change(s) applied, the furthest from its time "
                                                 f"by {furthest:.1f} ms (bound {MAX_STEP_LATE_MS:g} ms)"}

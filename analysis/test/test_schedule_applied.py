@@ -24,7 +24,8 @@ LINK = {"delay_ms": 25, "delay_schedule": [{"at_s": 2, "delay_ms": 125}],
 def applied(event: str, at_s: float, value: float, late_ms: float | None, **extra: Any) -> dict[str, Any]:
     """A step's event as a backend writes it (netem/steps.js stepEvent), applied late_ms after its time."""
     scheduled = T0_NS + int(at_s * 1e9)
-    return {"event": event, "direction": "forward", "at_s": at_s, ("kbit" if event == "capacity_change" else "delay_ms"): value,
+    key = "kbit" if event == "capacity_change" else "delay_ms"
+    return {"event": event, "direction": "forward", "at_s": at_s, key: value,
             "scheduled_ns": scheduled, "applied_ns": None if late_ms is None else scheduled + int(late_ms * MS),
             "late_ms": late_ms, "ok": late_ms is not None, "by": "tc", **extra}
 
@@ -43,12 +44,14 @@ def test_a_late_failed_or_missing_step_makes_the_run_invalid_naming_it() -> None
     late = schedule_applied([applied("delay_change", 2, 125, 120.5), applied("capacity_change", 3, 500, 1)], SCEN)
     assert late is not None and late["ok"] is False
     assert "the forward delay step to 125 ms at 2 s was applied 120.5 ms late (bound 50 ms)" in late["detail"]
-    failed = schedule_applied([applied("delay_change", 2, 125, 0),
-                               applied("capacity_change", 3, 500, None, error="`tc qdisc change ...` exited with 2")], SCEN)
+    tc_failed = applied("capacity_change", 3, 500, None, error="`tc qdisc change ...` exited with 2")
+    failed = schedule_applied([applied("delay_change", 2, 125, 0), tc_failed], SCEN)
     assert failed is not None and failed["ok"] is False
-    assert "the forward capacity step to 500 kbit/s at 3 s failed: `tc qdisc change ...` exited with 2" in failed["detail"]
+    assert ("the forward capacity step to 500 kbit/s at 3 s failed: `tc qdisc change ...` exited with 2"
+            in failed["detail"])
     missing = schedule_applied([applied("delay_change", 2, 125, 0)], SCEN)
-    assert missing is not None and "capacity step to 500 kbit/s at 3 s: no event says it was applied" in missing["detail"]
+    assert missing is not None
+    assert "capacity step to 500 kbit/s at 3 s: no event says it was applied" in missing["detail"]
 
 
 def test_an_older_runs_events_are_not_measured_and_a_run_without_steps_has_no_check() -> None:

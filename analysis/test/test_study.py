@@ -267,7 +267,7 @@ def test_an_attempt_the_analyzer_failed_on_counts_as_failed_and_is_retried(tmp_p
     r = studydir.scan(out, ["p"], 1)[("p", 1)]
     assert [a.status for a in r.attempts] == [studydir.INCOMPLETE, studydir.VALID]
     assert "the analyzer failed or wrote no validity" in (r.attempts[0].error or "")
-    assert r.counted() == 2 and r.valid is not None and r.valid.attempt == 2
+    assert r.counted() == 1 and r.valid is not None and r.valid.attempt == 2  # the failed one uses up an attempt
     # classify itself, from the attempt log's end record.
     only = studydir.classify(run, "p", 1, 1, {"start": {}, "end": {"exit_code": 4}})
     assert only.status == studydir.INCOMPLETE and only.exit_code == 4

@@ -32,7 +32,7 @@ function judge(net, span) {
     cpuLimited: {}, samples: {}, bottleneckAlive: net.info.backend.used === 'userspace' ? net.bottleneckAlive() : null,
     bottleneckCounters: net.bottleneckCounters(), captures: null, captureEnabled: false,
     backend: net.info.backend.used, delaysMs: { forward: net.links.forward.delay_ms, reverse: net.links.reverse.delay_ms },
-    guestHealth: net.guestHealth(span ?? { fromS: upAt.get(net) + 1.5, toS: Date.now() / 1000 - 0.5 }),
+    guestHealth: net.guestHealth(span ?? { fromS: (upAt.get(net) ?? 0) + 1.5, toS: Date.now() / 1000 - 0.5 }),
     probeIntervalMs: net.info.backend.probe?.interval_ms });
 }
 
@@ -135,7 +135,7 @@ test('uml: a 300 ms SIGSTOP of the guest shows in its lateness probe (uml-timer.
     // The files the run directory keeps: one timer line a second, the counters of the guest's devices (r-eth0, r-eth1,
     // the IFBs, lat0).
     const lines = readFileSync(join(runDir, 'uml-timer.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    assert.deepEqual(Object.keys(lines[0]), ['t', 'samples', 'late_1ms', 'late_10ms', 'late_100ms', 'max_ms', 'gap_ms', 'last_line_t']);
+    assert.deepEqual(Object.keys(lines[0]), ['t', 'samples', 'late_1ms', 'late_10ms', 'late_100ms', 'max_ms', 'gap_ms', 'gap_from_t', 'last_line_t']);
     assert.ok(existsSync(join(runDir, 'uml-links.jsonl')));
     const last = readFileSync(join(runDir, 'uml-links.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).pop();
     assert.ok(['r-eth0', 'r-eth1', 'lat0'].every((d) => d in last.devices), `devices ${Object.keys(last.devices)}`);

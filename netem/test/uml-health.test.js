@@ -17,7 +17,7 @@ const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms)
 const lines = (/** @type {string} */ file) => readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
 
 /** Lines without ping -D's stamps (as above): no gap and no time of ping's own. */
-const NO_STAMPS = { gap_ms: null, last_line_t: null };
+const NO_STAMPS = { gap_ms: null, gap_from_t: null, last_line_t: null };
 
 test('lateness.js: RTT minus the guest\'s delay per answer; a request unanswered for 1 s counts once, as late as it waited', () => {
   const c = latenessCounter(5);
@@ -52,7 +52,7 @@ test('lateness.js: a real ping, summarised once a second; stopping it for 1.5 s 
     const from = Date.now() / 1000;
     const calm = lines(out);
     assert.ok(calm.length >= 2, `${calm.length} lines in 2.5 s`);
-    assert.deepEqual(Object.keys(calm[0]), ['t', 'samples', 'late_1ms', 'late_10ms', 'late_100ms', 'max_ms', 'gap_ms', 'last_line_t']);
+    assert.deepEqual(Object.keys(calm[0]), ['t', 'samples', 'late_1ms', 'late_10ms', 'late_100ms', 'max_ms', 'gap_ms', 'gap_from_t', 'last_line_t']);
     // One request every interval_ms: 1000 / interval_ms answers a second (the first second has ping's start; a loaded
     // machine delays the summary's timer, so a "second" may be shorter or longer).
     const perSecond = 1000 / LATENESS_LINK.interval_ms;
@@ -126,7 +126,8 @@ test('health.js probeCoverage: ping\'s longest silence in the call, between two 
   const summaries = [];
   for (let t = 100; t <= 162; t++) {
     const last = Math.min(t - interval / 2, 130.2);
-    summaries.push({ t, samples: t <= 130 ? 200 : 0, late_1ms: 0, late_10ms: 0, late_100ms: 0, max_ms: 0, gap_ms: t <= 131 ? 5.1 : null, last_line_t: last });
+    summaries.push({ t, samples: t <= 130 ? 200 : 0, late_1ms: 0, late_10ms: 0, late_100ms: 0, max_ms: 0, gap_ms: t <= 131 ? 5.1 : null,
+      gap_from_t: t <= 131 ? last - 0.0051 : null, last_line_t: last });
   }
   const text = summaries.map((l) => JSON.stringify(l)).join('\n') + '\n';
   const c = probeCoverage(text, 100, 160);
@@ -138,9 +139,9 @@ test('health.js probeCoverage: ping\'s longest silence in the call, between two 
   const calm = probeCoverage(text, 100, 125);
   assert.equal(calm?.max_gap_ms, 5.1);
   // Resumed after a silence: the gap its next line closed.
-  const resumed = text.replace('"gap_ms":5.1,"last_line_t":120.9975', '"gap_ms":842,"last_line_t":120.9975');
+  const resumed = text.replace(/"gap_ms":5.1,"gap_from_t":[\d.]+,"last_line_t":120.9975/, '"gap_ms":842,"gap_from_t":120.1,"last_line_t":120.9975');
   assert.equal(probeCoverage(resumed, 100, 125)?.max_gap_ms, 842);
-  assert.ok(Math.abs((probeCoverage(resumed, 100, 125)?.gap_from_t ?? 0) - 120.1555) < 1e-9);
+  assert.equal(probeCoverage(resumed, 100, 125)?.gap_from_t, 120.1);
   // The summaries themselves stopped (its reader stalled): the time between two.
   const stalled = summaries.filter((l) => l.t < 110 || l.t > 114).map((l) => JSON.stringify(l)).join('\n') + '\n';
   assert.equal(probeCoverage(stalled, 100, 125)?.max_summary_gap_s, 6);

@@ -98,7 +98,7 @@ export function probeCoverage(text, fromS, toS) {
   lines.forEach((l, i) => {
     if (i) maxSummaryGap = Math.max(maxSummaryGap, l.t - lines[i - 1].t);
     // A silence that ended in this second, and the one still going at its end (ping stopped, never to resume).
-    if (typeof l.gap_ms === 'number' && typeof l.last_line_t === 'number') silence(l.gap_ms, l.last_line_t - l.gap_ms / 1000);
+    if (typeof l.gap_ms === 'number' && typeof l.gap_from_t === 'number') silence(l.gap_ms, l.gap_from_t);
     if (typeof l.last_line_t === 'number') silence((Math.min(l.t, toS) - l.last_line_t) * 1000, l.last_line_t);
     else silence((Math.min(l.t, toS) - fromS) * 1000, fromS); // ping has said nothing yet
   });

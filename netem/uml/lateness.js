@@ -33,9 +33,10 @@ const NO_ANSWER_MS = 1000;
 
 /**
  * Folds ping's output into one summary a second (uml-timer.jsonl): {t, samples, late_1ms, late_10ms, late_100ms,
- * max_ms, gap_ms, last_line_t}, the answers of the second before t and their lateness (RTT - delay_ms); gap_ms the
- * longest silence of ping between two of its lines (ping -D's own times) whose second line came in that second (null:
- * no line came), last_line_t ping's time of its latest line so far (epoch s; null: none yet), the probe's coverage
+ * max_ms, gap_ms, gap_from_t, last_line_t}, the answers of the second before t and their lateness (RTT - delay_ms);
+ * gap_ms the longest silence of ping between two of its lines (ping -D's own times) whose second line came in that
+ * second, from gap_from_t (null: no line came), last_line_t ping's time of its latest line so far (epoch s; null: none
+ * yet), the probe's coverage
  * (health.js probeCoverage). Pure but for the clock it is given.
  * @param {number} delayMs the netem delay on the guest's side
  */
@@ -46,7 +47,7 @@ export function latenessCounter(delayMs) {
   const gaveUp = new Set();
   let samples = 0, late1 = 0, late10 = 0, late100 = 0, worst = 0;
   /** ping's own time of its latest line (ms, from -D), and the longest silence between two of its lines this second */
-  let lastLineMs = /** @type {number | null} */ (null), gapMs = /** @type {number | null} */ (null);
+  let lastLineMs = /** @type {number | null} */ (null), gapMs = /** @type {number | null} */ (null), gapFromMs = 0;
   /** @param {number} lateMs */
   const add = (lateMs) => {
     samples++;
@@ -62,7 +63,10 @@ export function latenessCounter(delayMs) {
       const stamp = /^\[(\d+(?:\.\d+)?)\]/.exec(line);
       if (stamp) {
         const at = Number(stamp[1]) * 1000;
-        if (lastLineMs !== null) gapMs = Math.max(gapMs ?? 0, at - lastLineMs);
+        if (lastLineMs !== null && at - lastLineMs > (gapMs ?? -1)) {
+          gapMs = at - lastLineMs;
+          gapFromMs = lastLineMs;
+        }
         lastLineMs = at;
       }
       const reply = /icmp_seq=(\d+) .*time=([\d.]+) ms/.exec(line);
@@ -95,6 +99,7 @@ export function latenessCounter(delayMs) {
       if (gaveUp.size > 1000) gaveUp.clear(); // seqs wrap at 65536; a lost answer never comes
       const out = { t: Math.round(nowMs) / 1000, samples, late_1ms: late1, late_10ms: late10, late_100ms: late100,
         max_ms: Math.round(worst * 1000) / 1000, gap_ms: gapMs === null ? null : Math.round(gapMs * 1000) / 1000,
+        gap_from_t: gapMs === null ? null : Math.round(gapFromMs * 1000) / 1e6,
         last_line_t: lastLineMs === null ? null : Math.round(lastLineMs * 1000) / 1e6 };
       samples = late1 = late10 = late100 = worst = 0;
       gapMs = null;
