@@ -103,7 +103,8 @@ export class KernelBackend {
   /**
    * Capacity and delay schedules: each step staged STAGE_AHEAD_MS before its time as step.sh in r (netem/steps.js), which
    * starts `tc -batch` at once and hands it the change at t0_ms + at_s on bash's own clock; its event says when tc was
-   * handed the change and when it returned (applied_ns: the change is in force), or why it failed. Run at its time
+   * handed the change (started_ns), when tc had applied it (applied_ns: it answered the next command) and when it
+   * returned, or why it failed. Run at its time
    * instead, a step waited for Node's timer and a tc process's start (tens of ms on a busy machine).
    * @param {number} t0_ms wall clock of schedule time 0
    */
@@ -135,11 +136,12 @@ export class KernelBackend {
         { timeout_ms: STAGE_AHEAD_MS + 20000 });
       done = readStepResult(out);
       error = !done ? `${command} did not run (exit ${r.code}): ${r.stderr.trim()}`
-        : done.code ? `${command} exited with ${done.code}: ${done.stderr.trim()}` : undefined;
+        : done.code ? `${command} exited with ${done.code}: ${done.stderr.trim()}`
+          : done.applied_ns === null ? `${command}: tc exited without answering after the change` : undefined;
     } catch (err) {
       error = `${command} could not be staged: ${/** @type {Error} */ (err).message}`;
     }
-    this.o.onEvent(stepEvent({ step, direction, t0_ms, applied_ns: done && !done.code ? done.returned_ns : null, by: 'tc',
+    this.o.onEvent(stepEvent({ step, direction, t0_ms, applied_ns: done && !done.code ? done.applied_ns : null, by: 'tc',
       extra: done ? { started_ns: done.handed_ns, returned_ns: done.returned_ns } : {}, ...(error ? { error } : {}) }));
   }
 

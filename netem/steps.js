@@ -20,19 +20,20 @@ export function stepArgs(tick, due_ms, tcArgv, out) {
 }
 
 /**
- * What step.sh left in `out` (its one line, "<tc's exit status> <handed us> <returned us>") and tc's stderr; null
- * before it has written it.
+ * What step.sh left in `out` (its one line, "<tc's exit status> <handed us> <applied us> <returned us>") and tc's
+ * stderr; null before it has written it. applied_ns: when tc had applied the change (null: it never said so).
  * @param {string} out
- * @returns {{ code: number, handed_ns: number, returned_ns: number, stderr: string } | null}
+ * @returns {{ code: number, handed_ns: number, applied_ns: number | null, returned_ns: number, stderr: string } | null}
  */
 export function readStepResult(out) {
   let line;
   try { line = readFileSync(out, 'utf8').trim(); } catch { return null; }
-  const m = /^(\d+) (\d+) (\d+)$/.exec(line);
+  const m = /^(\d+) (\d+) (\d+) (\d+)$/.exec(line);
   if (!m) return null;
   let stderr = '';
   try { stderr = readFileSync(`${out}.err`, 'utf8'); } catch { /* none */ }
-  return { code: Number(m[1]), handed_ns: Number(m[2]) * 1000, returned_ns: Number(m[3]) * 1000, stderr };
+  return { code: Number(m[1]), handed_ns: Number(m[2]) * 1000, applied_ns: m[3] === '0' ? null : Number(m[3]) * 1000,
+    returned_ns: Number(m[4]) * 1000, stderr };
 }
 
 /**

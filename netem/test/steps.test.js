@@ -53,7 +53,14 @@ test('step.sh: waits until its time on its own clock, hands tc the change, recor
     // Handed to tc at its time (not before; on a loaded machine bash may wake late, never early), tc returned after.
     assert.ok(done.handed_ns >= due_ms * 1e6, `handed ${(done.handed_ns / 1e6 - due_ms).toFixed(2)} ms after its time`);
     assert.ok(done.returned_ns >= done.handed_ns);
-    writeFileSync(out, '0 12');
+    assert.equal(done.applied_ns, null, 'tc stopped at the failed change: it never answered after it');
+    // A command tc carries out (a harmless show): applied once tc answered the next command, before it returned.
+    const ok = stepArgs(join(dir, 'tick'), Date.now() + 100, ['tc', 'qdisc', 'show', 'dev', 'lo'], out);
+    assert.equal(spawnSync(ok[0], ok.slice(1)).status, 0);
+    const shown = readStepResult(out);
+    assert.ok(shown && shown.code === 0 && shown.applied_ns !== null, JSON.stringify(shown));
+    assert.ok(shown.handed_ns <= shown.applied_ns && shown.applied_ns <= shown.returned_ns, JSON.stringify(shown));
+    writeFileSync(out, '0 12 13');
     assert.equal(readStepResult(out), null, 'a line not yet whole');
   } finally {
     rmSync(dir, { recursive: true, force: true });

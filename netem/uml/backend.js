@@ -180,7 +180,7 @@ export class UmlBackend extends KernelBackend {
    * background job there (netem/step.sh) that starts `tc -batch` at once, waits in bash until the step's time on the guest's clock
    * (the host's: UML reads it), and then hands tc the change. Sent at its time instead, a step landed 0.14-0.39 s late
    * here (a Node process for exec.js, then sh and tc started over hostfs in the guest), 0.5-0.9 s on a busy machine.
-   * The job leaves tc's exit status and its own times (handed to tc, tc returned: applied) in the channel; the
+   * The job leaves tc's exit status and its own times (handed to tc, applied, tc returned) in the channel; the
    * capacity_change or delay_change event follows with them.
    * @param {number} t0_ms wall clock of schedule time 0
    */
@@ -191,9 +191,10 @@ export class UmlBackend extends KernelBackend {
         const due_ms = t0_ms + step.at_s * 1000;
         const timer = setTimeout(() => this.settle(this.playStep(chan, `step-${direction}-${i}`, step.argv, due_ms).then((r) => {
           if (this.stopped) return;
-          this.uml.onEvent(stepEvent({ step, direction, t0_ms, applied_ns: r.code === 0 ? r.returned_ns : null, by: 'tc in the uml guest',
+          this.uml.onEvent(stepEvent({ step, direction, t0_ms, applied_ns: r.code === 0 ? r.applied_ns : null, by: 'tc in the uml guest',
             extra: r.handed_ns === null ? {} : { started_ns: r.handed_ns, returned_ns: /** @type {number} */ (r.returned_ns) },
-            ...(r.code ? { error: `\`${step.argv.join(' ')}\` in the uml guest: exit ${r.code}: ${r.stderr.trim()}` } : {}) }));
+            ...(r.code ? { error: `\`${step.argv.join(' ')}\` in the uml guest: exit ${r.code}: ${r.stderr.trim()}` }
+              : r.applied_ns === null ? { error: `\`${step.argv.join(' ')}\` in the uml guest: tc exited without answering after the change` } : {}) }));
         })), Math.max(0, due_ms - STAGE_AHEAD_MS - Date.now()));
         this.timers.push(timer);
       });
@@ -202,13 +203,14 @@ export class UmlBackend extends KernelBackend {
 
   /**
    * One staged step (startSchedules): resolves when tc has applied it, with its exit status, stderr, and the guest's
-   * times (epoch ns) of handing tc the change and of tc's return (null when the job did not run).
+   * times (epoch ns) of handing tc the change, of tc's answer after it (applied) and of tc's return (null when the job
+   * did not run).
    * @param {string} chan @param {string} name @param {string[]} argv `tc ...` @param {number} due_ms wall clock
-   * @returns {Promise<import('../exec.js').RunResult & { handed_ns: number | null, returned_ns: number | null }>}
+   * @returns {Promise<import('../exec.js').RunResult & { handed_ns: number | null, applied_ns: number | null, returned_ns: number | null }>}
    */
   async playStep(chan, name, argv, due_ms) {
     const out = join(chan, name);
-    const none = { handed_ns: null, returned_ns: null };
+    const none = { handed_ns: null, applied_ns: null, returned_ns: null };
     const quote = (/** @type {string} */ a) => `'${a}'`;
     const script = `${stepArgs(join(chan, '..', 'scratch', 'tick'), due_ms, argv, out).map(quote).join(' ')} < /dev/null > /dev/null 2>&1 &\n`;
     const sent = await guestScript(chan, script, { timeout_ms: 10000 });
@@ -216,7 +218,7 @@ export class UmlBackend extends KernelBackend {
     try {
       while (!this.stopped && Date.now() < due_ms + 10000) {
         const done = readStepResult(out); // step.sh writes it in one write, last
-        if (done) return { code: done.code, stdout: '', stderr: done.stderr, handed_ns: done.handed_ns, returned_ns: done.returned_ns };
+        if (done) return { code: done.code, stdout: '', stderr: done.stderr, handed_ns: done.handed_ns, applied_ns: done.applied_ns, returned_ns: done.returned_ns };
         await sleep(Date.now() < due_ms - 50 ? 20 : 5);
       }
       return { code: 124, stdout: '', stderr: `the uml guest did not apply \`${argv.join(' ')}\` within 10 s of its time`, ...none };
