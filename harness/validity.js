@@ -17,8 +17,9 @@ export const MAX_CPU_SET_BUSY_FRACTION = 0.9;
 export const LATENESS_FLOOR_MS = 10;
 
 /** How far from its time a scheduled change (capacity or delay step) may be applied, ms: well above what this
- * machine's backends showed (bench/bottleneck/RESULTS.md, "Scheduled changes"), so a step that far off is a fault of
- * the emulator, not its noise (the analyzer places each step where it was applied). */
+ * machine's userspace and kernel backends showed (at most 13 ms; bench/bottleneck/RESULTS.md, "Scheduled changes"),
+ * so a step that far off is a fault of the emulator, not its noise (the analyzer places each step where it was
+ * applied). The uml guest applies steps 50-500 ms late there: its runs with steps are usually invalid. */
 export const MAX_STEP_LATE_MS = 50;
 
 /**
