@@ -13,6 +13,7 @@ import { newId } from '../netem/index.js';
 import { runCall } from './run.js';
 import { makeWritableDirectory, DirectoryError } from '../netem/dirs.js';
 import { progressPrinter } from './progress.js';
+import { EXIT, analysedValidity, callExitStatus } from './exit-status.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -125,31 +126,21 @@ async function main() {
   }
   const hasCaptures = fs.existsSync(path.join(runDir, 'capture-a.pcap'));
   const diskFull = /^cannot write the run directory/.test(manifest.error ?? '');
+  /** @type {number | null | undefined} the analyzer's exit status; undefined: not run */
+  let analyzerExit;
   if (diskFull) process.stderr.write(`rtclab call: not analysed: the run directory has no room; free some, then: rtclab analyze ${runDir}\n`);
-  else if (!args['no-analyze'] && hasCaptures && !controller.signal.aborted) analyze(runDir);
+  else if (!args['no-analyze'] && hasCaptures && !controller.signal.aborted) analyzerExit = analyze(runDir);
   process.stderr.write(`rtclab call: run directory ${runDir}\n`);
   if (fs.existsSync(path.join(runDir, 'dashboard.html'))) process.stderr.write(`rtclab call: dashboard ${path.join(runDir, 'dashboard.html')}\n`);
-  if (manifest.status !== 'complete') return 1;
-  const analysed = analysedValidity(runDir);
-  if (v.valid && analysed?.valid === false) {
+  const analysed = analyzerExit === undefined ? null : analysedValidity(runDir);
+  if (v?.valid && analysed?.valid === false) {
     process.stderr.write(`rtclab call: run INVALID by the analyzer's own checks (metrics.json):\n`);
     for (const c of analysed.checks.filter((/** @type {any} */ c) => c.ok === false)) process.stderr.write(`  FAIL ${c.name}: ${c.detail}\n`);
   }
-  return v.valid && analysed?.valid !== false ? 0 : 3;
-}
-
-/**
- * The validity in metrics.json once the analyzer wrote it: the manifest's checks and the analyzer's own (dscp_marked,
- * docs/multiflow.md), or null before any analysis. @param {string} runDir
- * @returns {{ valid: boolean, checks: any[] } | null}
- */
-function analysedValidity(runDir) {
-  try {
-    const validity = JSON.parse(fs.readFileSync(path.join(runDir, 'metrics.json'), 'utf8')).validity;
-    return typeof validity?.valid === 'boolean' ? { valid: validity.valid, checks: validity.checks ?? [] } : null;
-  } catch {
-    return null;
-  }
+  const exit = callExitStatus({ status: manifest.status, valid: !!v?.valid,
+    analysis: analyzerExit === undefined ? null : { exit: analyzerExit, validity: analysed } });
+  if (exit.code === EXIT.notAnalysed) process.stderr.write(`rtclab call: not judged: ${exit.why}; run it again with: rtclab analyze ${runDir}\n`);
+  return exit.code;
 }
 
 main().then((code) => process.exit(code), (err) => {

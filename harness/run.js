@@ -19,6 +19,7 @@ import { RunRecorder, collectEventLogs } from './recorder.js';
 import { clipInfo } from '../media/stamp.js';
 import { TeardownStack } from './teardown.js';
 import { validityChecks, runNotCompleted } from './validity.js';
+import { linkSteps } from '../netem/steps.js';
 import { collectVersions, gitCommit, hostInfo, rtclabVersion } from './versions.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -121,6 +122,8 @@ class CallRun {
     this.versions = collectVersions({ browser: this.calls.length > 0 });
     /** Cross-traffic clients seen starting (their item numbers) and those that failed while the run measured. */
     this.crossTraffic = { started: /** @type {Set<number>} */ (new Set()), failed: /** @type {string[]} */ ([]) };
+    /** The capacity and delay steps' events, as the backend reported them (the check schedule_applied). @type {any[]} */
+    this.stepEvents = [];
     /** The CPUs this run is pinned to (a study's --parallel), null when it may use them all. */
     this.cpuSet = pinnedCpus();
     /** @type {number | null} share of the pinned CPUs' time that was busy during the call */
@@ -220,6 +223,7 @@ class CallRun {
     // Capacity changes, cross traffic, a bottleneck that exited: as netem's backends reported them.
     net.on('event', (/** @type {any} */ { event, ...fields }) => {
       this.recorder.event(event, fields);
+      if (event === 'capacity_change' || event === 'delay_change') this.stepEvents.push({ event, ...fields });
       this.noteCrossTraffic(event, fields);
     });
     net.on('failure', (/** @type {{component: string, message: string}} */ f) => this.failWith(f.message));
@@ -519,6 +523,7 @@ class CallRun {
     const eventLogs = this.collectEventLogs();
     const captures = await this.stopCaptures();
     await this.recordMarkCounters();
+    await net.schedulesSettled();
     const validity = validityChecks({
       dataPrefix: DATA_PREFIX, selectedPairs: this.recorder.selectedPairs,
       calls: this.calls.map((c) => ({ id: c.call.id, files: c.files, framesDecoded: c.framesDecoded, direction: c.call.direction })),
@@ -527,10 +532,24 @@ class CallRun {
       bottleneckAlive, bottleneckCounters: net.bottleneckCounters(), captures, captureEnabled: this.scenario.capture.enabled, hostCpuBusy,
       cpuSet: this.cpuSet ?? undefined, cpuSetBusy: this.cpuSetBusy ?? undefined, eventLogs,
       crossTraffic: this.crossTrafficOutcome(),
-      backend: net.info.backend.used, guestHealth: net.guestHealth(),
+      backend: net.info.backend.used,
+      guestHealth: net.guestHealth({ fromS: /** @type {number} */ (this.timings.call_start), toS: /** @type {number} */ (this.timings.call_end) }),
+      probeIntervalMs: net.info.backend.probe?.interval_ms,
+      schedule: { expected: this.stepsDue(net.links), events: this.stepEvents },
     });
     this.recorder.writeManifest({ status: 'complete', captures, host_cpu_busy_fraction: hostCpuBusy,
       cpu_set_busy_fraction: this.cpuSetBusy, validity });
+  }
+
+  /**
+   * The links' capacity and delay steps due during the run (at_s before its end).
+   * @param {{ forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link }} links
+   * @returns {import('./validity.js').ScheduledStep[]}
+   */
+  stepsDue(links) {
+    return (/** @type {const} */ (['forward', 'reverse'])).flatMap((direction) => linkSteps(links[direction])
+      .filter((s) => s.at_s < this.scenario.duration_s)
+      .map((s) => ({ direction, event: s.event.event, at_s: s.at_s, value: s.event.event === 'capacity_change' ? s.event.kbit : s.event.delay_ms })));
   }
 
   /**

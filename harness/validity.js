@@ -24,6 +24,12 @@ export const LATENESS_BOUND_MS = /** @type {number} */ (BOUNDS.release_lateness.
 /** The bound of bottleneck_lateness_bounded: a fixed one, the same for every path (docs/harness.md). */
 export const latenessBoundMs = () => LATENESS_BOUND_MS;
 
+/** How far from its time a scheduled change (capacity or delay step) may be applied, ms: well above what this
+ * machine's userspace and kernel backends showed (at most 13 ms; bench/bottleneck/RESULTS.md, "Scheduled changes"),
+ * so a step that far off is a fault of the emulator, not its noise (the analyzer places each step where it was
+ * applied). The uml guest applies steps 50-500 ms late there: its runs with steps are usually invalid. */
+export const MAX_STEP_LATE_MS = /** @type {number} */ (BOUNDS.schedule.max_late_ms);
+
 /**
  * @param {string} address
  * @param {string} dataPrefix e.g. '10.0.'
@@ -47,7 +53,8 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   eventLogs?: Record<string, {file: string, bytes: number, complete_bytes: number, begins_with_log_start: boolean}[]> | null,
  *   crossTraffic?: { expected: number[], started: number[], failed: string[] },
  *   backend?: string,
- *   guestHealth?: import('../netem/uml/health.js').GuestHealth | null,
+ *   schedule?: { expected: ScheduledStep[], events: any[] },
+ *   guestHealth?: import('../netem/uml/health.js').GuestHealth | null, probeIntervalMs?: number,
  * }} o
  *   calls: each call's id, the keys of its sides in selectedPairs, samples and cpuLimited (a, b for the first call,
  *   <id>-a, <id>-b for the others), and its decoded frames; absent: one call, sides a and b, framesDecoded.
@@ -60,7 +67,10 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   while the run measured; absent when the scenario has none
  *   backend: the backend that ran (net.info.backend.used): the check bottleneck_lateness_bounded (absent: no such
  *   check); guestHealth: the uml guest's probe
- *   (net.guestHealth())
+ *   (net.guestHealth(), its coverage over the call) with probeIntervalMs, the probe's interval (manifest
+ *   backend.probe.interval_ms): the checks uml_timer_on_time, uml_probe_covered and uml_lossless_outside_qdisc
+ *   schedule: the links' capacity and delay steps due during the run (expected) and the capacity_change and delay_change
+ *   events the backend reported: the check schedule_applied (absent when no link has a step)
  * A check's ok is null when the run's backend cannot measure what it checks ("not measured"): it does not make the
  * run invalid, and it does not vouch for it either.
  */
@@ -118,8 +128,14 @@ export function validityChecks(o) {
   if (o.bottleneckCounters) add(...bottleneckOnTime(o.bottleneckCounters));
   if (o.backend) {
     add(...latenessBounded(o.backend, o.bottleneckCounters ?? null, o.guestHealth ?? null));
-    if (o.backend === 'uml') add(...guestLossless(o.guestHealth?.drops ?? null));
+    if (o.backend === 'uml') {
+      add(...guestTimerOnTime(o.guestHealth?.timer ?? null));
+      add(...probeCovered(o.guestHealth?.coverage ?? null, o.probeIntervalMs ?? null));
+      add(...guestLossless(o.guestHealth?.drops ?? null));
+    }
   }
+
+  if (o.schedule && o.schedule.expected.length) add(...scheduleApplied(o.schedule.expected, o.schedule.events));
 
   if (o.cpuSet && o.cpuSetBusy !== undefined) {
     // Pinned (a study's --parallel): the run is judged by its own CPUs; the host's are shared with the other runs.
@@ -235,18 +251,112 @@ export function latenessBounded(backend, counters, guest) {
  * The check `uml_lossless_outside_qdisc`: the guest's devices and its input backlog dropped no packet since the
  * network was up (loss the scenario did not ask for, which the qdiscs' own counters do not show).
  * @param {import('../netem/uml/health.js').GuestDrops | null} drops
- * @returns {[string, boolean, string]}
+ * A counter the probe could not read is not measured (ok null), unless another shows a drop.
+ * @returns {[string, boolean | null, string]}
  */
 export function guestLossless(drops) {
   const name = 'uml_lossless_outside_qdisc';
   if (!drops) return [name, false, 'the uml guest\'s probe wrote no device counters (uml-links.jsonl): its losses outside the qdiscs are unknown'];
   const moved = Object.entries(drops.drops);
+  const unreadable = drops.unreadable ?? [];
+  if (!moved.length && unreadable.length) {
+    return [name, null, `not measured: the uml guest's probe could not read ${unreadable.join(', ')} (uml-links.jsonl): ` +
+      'its losses outside the qdiscs there are unknown'];
+  }
   if (!moved.length) {
     return [name, true, `in ${drops.seconds} s since the network was up no device of the guest (rx/tx dropped, errors, missed, fifo, over) ` +
       'and not its input backlog dropped a packet'];
   }
   return [name, false, `the uml guest lost packets outside its qdiscs in ${drops.seconds} s since the network was up: ` +
     `${moved.map(([k, n]) => `${k} +${n}`).join(', ')}: loss the scenario did not ask for`];
+}
+
+/**
+ * @typedef {{ direction: 'forward' | 'reverse', event: 'capacity_change' | 'delay_change', at_s: number, value: number }} ScheduledStep
+ *   value: kbit (capacity) or delay_ms (delay)
+ */
+
+/**
+ * The check `schedule_applied`: every capacity and delay step due during the run was applied (its event says ok, with
+ * a measured applied_ns) within MAX_STEP_LATE_MS of its scheduled time, either way. A step with no event, one that
+ * failed, or one late: named, and the run is invalid (the link was not the scenario's). A step whose event says it was
+ * applied but carries no measured time (an older run's): not measured (ok null).
+ * @param {ScheduledStep[]} expected @param {any[]} events the run's capacity_change and delay_change events
+ * @returns {[string, boolean | null, string]}
+ */
+export function scheduleApplied(expected, events) {
+  const name = 'schedule_applied';
+  const problems = [];
+  /** @type {string[]} applied, with no measured time: an event of an older run, re-judged */
+  const unmeasured = [];
+  let latest = -Infinity;
+  for (const step of expected) {
+    const valueKey = step.event === 'capacity_change' ? 'kbit' : 'delay_ms';
+    const label = `the ${step.direction} ${step.event === 'capacity_change' ? `capacity step to ${step.value} kbit/s`
+      : `delay step to ${step.value} ms`} at ${step.at_s} s`;
+    const e = events.find((x) => x.event === step.event && x.direction === step.direction && x.at_s === step.at_s && x[valueKey] === step.value);
+    if (!e) problems.push(`${label}: no event says it was applied`);
+    else if (!e.ok) problems.push(`${label} failed: ${e.error ?? 'no reason given'}`);
+    else if (typeof e.late_ms !== 'number') unmeasured.push(label);
+    else if (Math.abs(e.late_ms) > MAX_STEP_LATE_MS) {
+      problems.push(`${label} was applied ${Math.abs(e.late_ms).toFixed(1)} ms ${e.late_ms > 0 ? 'late' : 'early'} (bound ${MAX_STEP_LATE_MS} ms)`);
+    } else latest = Math.max(latest, Math.abs(e.late_ms));
+  }
+  if (problems.length) return [name, false, `${problems.join('; ')}: the link did not change when the scenario says`];
+  if (unmeasured.length) {
+    return [name, null, `not measured: ${unmeasured.join('; ')}: applied, but its event carries no applied time (recorded before the backends measured it)`];
+  }
+  return [name, true, `${expected.length} scheduled change(s) applied, the furthest from its time by ${latest.toFixed(1)} ms ` +
+    `(bound ${MAX_STEP_LATE_MS} ms)`];
+}
+
+/** The longest silence of the uml lateness probe (ping's own lines) in the call, in probe intervals, before the run is
+ * invalid: a probe that stopped for longer did not watch the guest's timers then. Ping sends every interval and
+ * prints a line for every answer or unanswered request, so a running probe is silent for about one interval. */
+export const MAX_PROBE_GAP_INTERVALS = 10;
+/** The longest time between two of the probe's summaries (one a second) in the call, s: its summariser stalled. */
+export const MAX_PROBE_SUMMARY_GAP_S = 3;
+
+/**
+ * The check `uml_timer_on_time`, the uml counterpart of bottleneck_on_time: the share of the lateness probe's answers
+ * more than 10 ms late (the guest kernel's timers fired that late) against MAX_LATE_RELEASE_FRACTION.
+ * @param {import('../netem/uml/health.js').GuestTimer | null} t
+ * @returns {[string, boolean, string]}
+ */
+export function guestTimerOnTime(t) {
+  const name = 'uml_timer_on_time';
+  if (!t || !t.samples) return [name, false, 'the uml guest\'s lateness probe wrote no answer since the network was up (uml-timer.jsonl)'];
+  const fraction = t.late_10ms / t.samples;
+  const ok = fraction <= MAX_LATE_RELEASE_FRACTION;
+  return [name, ok, `${t.late_10ms} of the probe's ${t.samples} answers (${(100 * fraction).toFixed(2)}%) came more than 10 ms late, ` +
+    `the latest ${t.max_ms.toFixed(1)} ms (limit ${100 * MAX_LATE_RELEASE_FRACTION}%)`];
+}
+
+/**
+ * The check `uml_probe_covered`: the lateness probe watched the guest for the whole call: its summaries span it with
+ * none more than MAX_PROBE_SUMMARY_GAP_S apart, and ping itself was never silent for more than MAX_PROBE_GAP_INTERVALS
+ * intervals (a probe stopped half way): otherwise the other uml checks vouch for part of the call only.
+ * @param {import('../netem/uml/health.js').ProbeCoverage | null} c @param {number | null} intervalMs
+ * @returns {[string, boolean | null, string]}
+ */
+export function probeCovered(c, intervalMs) {
+  const name = 'uml_probe_covered';
+  if (!c) return [name, false, 'the uml guest\'s lateness probe wrote no summary during the call (uml-timer.jsonl)'];
+  if (c.max_summary_gap_s === null || c.max_summary_gap_s > MAX_PROBE_SUMMARY_GAP_S) {
+    return [name, false, `the lateness probe's summaries left ${c.max_summary_gap_s} s of the call uncovered ` +
+      `(${c.summaries} summaries from ${c.first_t} to ${c.last_t}; limit ${MAX_PROBE_SUMMARY_GAP_S} s)`];
+  }
+  if (c.max_gap_ms === null || !intervalMs) {
+    return [name, null, `not measured: ${intervalMs ? 'the probe\'s summaries carry no time of ping\'s own (an older run)' : 'the probe\'s interval is not recorded'}`];
+  }
+  const bound = MAX_PROBE_GAP_INTERVALS * intervalMs;
+  const at = c.gap_from_t === null ? '' : ` from ${new Date(c.gap_from_t * 1000).toISOString()} (${(c.gap_from_t - c.from_s).toFixed(1)} s into the call)`;
+  if (c.max_gap_ms > bound) {
+    return [name, false, `the lateness probe (ping) was silent for ${c.max_gap_ms.toFixed(0)} ms${at}, over the bound of ${bound} ms ` +
+      `(${MAX_PROBE_GAP_INTERVALS} intervals of ${intervalMs} ms): the guest's timers were not watched then`];
+  }
+  return [name, true, `${c.summaries} summaries over the call; ping's longest silence ${c.max_gap_ms.toFixed(1)} ms (bound ${bound} ms, ` +
+    `${MAX_PROBE_GAP_INTERVALS} intervals of ${intervalMs} ms)`];
 }
 
 /** The validity of a run that did not complete: the error that stopped it. @param {string} message */

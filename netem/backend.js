@@ -12,23 +12,28 @@ import { umlUnavailable } from './uml/guest.js';
  * @typedef {{
  *   start(): Promise<void>,
  *   startSchedules(t0_ms: number): void,
+ *   schedulesSettled(): Promise<void>,
  *   alive(): boolean,
  *   processes(): { direction: string, pid: number | null, log: string }[],
  *   counters(): Record<string, Record<string, number> | null> | null,
  *   stop(): Promise<void>,
  * }} Backend
  *   start: the bottleneck is in place when it resolves; startSchedules: capacity and delay schedules count from t0_ms (wall
- *   clock); alive: false once a process the bottleneck needs has died; counters: per direction the bottleneck's
+ *   clock); schedulesSettled: resolves once every step whose time has come has its event (applied or failed); alive: false once a process the bottleneck needs has died; counters: per direction the bottleneck's
  *   latest stats line (userspace: counts since its start), null where there is no such process (kernel); stop:
  *   idempotent.
- * @typedef {{ event: 'capacity_change', direction: 'forward' | 'reverse', kbit: number, at_s: number, ok: boolean,
- *   by: string, error?: string }} CapacityChange
+ * @typedef {{ direction: 'forward' | 'reverse', at_s: number, scheduled_ns: number, applied_ns: number | null,
+ *   late_ms: number | null, ok: boolean, by: string, error?: string, started_ns?: number, returned_ns?: number,
+ *   noticed_ns?: number }} StepTimes
+ *   a scheduled change once the backend applied it (netem/steps.js stepEvent; docs/netem.md, "Scheduled changes"):
+ *   scheduled_ns the call's t0 + at_s, applied_ns when the backend measured it in force (null: not applied, with
+ *   the error), late_ms their difference; tc's start and return (kernel), the loop's notice (userspace)
+ * @typedef {{ event: 'capacity_change', kbit: number } & StepTimes} CapacityChange
  * @typedef {{ event: 'bottleneck_exit', direction: 'forward' | 'reverse', code: number | null, signal: string | null,
  *   message: string, log: string }} BottleneckExit  message: the process's own last line (may be empty)
  * @typedef {{ event: 'guest_exit', code: number | null, signal: string | null, message: string, log: string }} GuestExit
  *   the uml backend's guest ended while the network was up; log: its console
- * @typedef {{ event: 'delay_change', direction: 'forward' | 'reverse', delay_ms: number, at_s: number, ok: boolean,
- *   by: string, error?: string }} DelayChange  a step of the link's delay_schedule
+ * @typedef {{ event: 'delay_change', delay_ms: number } & StepTimes} DelayChange  a step of the link's delay_schedule
  * @typedef {CapacityChange | DelayChange | BottleneckExit | GuestExit} BackendEvent
  */
 

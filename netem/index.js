@@ -15,6 +15,7 @@ import { KernelBackend } from './kernel-backend.js';
 import { UserspaceBackend } from './userspace.js';
 import { UmlBackend } from './uml/backend.js';
 import { umlBinary } from './uml/guest.js';
+import { LATENESS_LINK } from './uml/lateness.js';
 import { hostKernelHz, umlKernelHz } from './kernel-hz.js';
 import { Capture } from './captures.js';
 import { CrossTraffic, crossTrafficEndpoints } from './cross.js';
@@ -190,7 +191,9 @@ export class Network extends EventEmitter {
     await this.backend.start();
     // The kernel that ran Linux's qdiscs, for the manifest: the uml guest's (uname -r inside it) and its tick rate.
     if (this.backend instanceof UmlBackend) {
-      this.info.backend = { ...this.info.backend, kernel: this.backend.kernel, kernel_hz: umlKernelHz(umlBinary() ?? '') };
+      // probe: how the guest's timer lateness is sampled (netem/uml/lateness.js): its checks are judged against it.
+      this.info.backend = { ...this.info.backend, kernel: this.backend.kernel, kernel_hz: umlKernelHz(umlBinary() ?? ''),
+        probe: { interval_ms: LATENESS_LINK.interval_ms, delay_ms: LATENESS_LINK.delay_ms } };
     } else if (this.info.backend.used === 'kernel') {
       this.info.backend = { ...this.info.backend, kernel_hz: hostKernelHz() };
     }
@@ -273,6 +276,11 @@ export class Network extends EventEmitter {
     return r.code === 0 ? ruleCounters(r.stdout) : [];
   }
 
+  /** Resolves once every capacity and delay step whose time has come has its event (applied or failed). */
+  async schedulesSettled() {
+    await this.backend.schedulesSettled();
+  }
+
   /** False once a process the bottleneck needs has died (traffic in its direction has stopped). */
   bottleneckAlive() {
     return this.backend.alive();
@@ -286,9 +294,13 @@ export class Network extends EventEmitter {
     return this.backend.counters();
   }
 
-  /** The uml backend's guest: its timer lateness and drops outside the qdiscs since the network was up; else null. */
-  guestHealth() {
-    return this.backend instanceof UmlBackend ? this.backend.health() : null;
+  /**
+   * The uml backend's guest: its timer lateness and drops outside the qdiscs since the network was up, and its
+   * lateness probe's coverage of `span` when given; else null.
+   * @param {{ fromS: number, toS: number }} [span] epoch s
+   */
+  guestHealth(span) {
+    return this.backend instanceof UmlBackend ? this.backend.health(span) : null;
   }
 
   /**

@@ -9,6 +9,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runChecked, run, sleep } from './exec.js';
 import { INTERFACES } from './names.js';
+import { linkSteps, stepEvent } from './steps.js';
+
+/** How long after its time a step's record may take to reach the schedule log (its writer thread drains every
+ * 2 ms and flushes every 500 ms: docs/bottleneck.md) before the step counts as not applied. */
+const STEP_RECORD_WAIT_MS = 2000;
 
 /** @typedef {import('./backend.js').Backend} Backend */
 
@@ -52,6 +57,10 @@ export class UserspaceBottleneck extends EventEmitter {
     this.gtlog = join(o.runDir, `bottleneck-${o.direction}.gtlog`);
     this.stats = join(o.runDir, `bottleneck-${o.direction}.stats.jsonl`);
     this.logFile = join(o.runDir, `bottleneck-${o.direction}.log`);
+    /** When each capacity and delay step came into force (docs/bottleneck-log.md, "Schedule log"). */
+    this.schedule = join(o.runDir, `bottleneck-${o.direction}.schedule.jsonl`);
+    /** How many times schedule time 0 was restarted (restartSchedule): the schedule log counts them too. */
+    this.restarts = 0;
     /** The meters' action log (docs/bottleneck-log.md), only when the link has meters. */
     this.actions = o.link.qdisc.kind === 'prio' && o.link.qdisc.meters?.length ? join(o.runDir, `bottleneck-${o.direction}.actions.jsonl`) : null;
     /** @type {number | null} */
@@ -72,7 +81,7 @@ export class UserspaceBottleneck extends EventEmitter {
     writeFileSync(this.config, JSON.stringify(link, null, 2) + '\n');
     const argv = [...nsExec, BOTTLENECK_BIN, '--queue-num', String(DIRECTIONS[direction].queue_num),
       '--config', this.config, '--log', this.gtlog, '--stats', this.stats,
-      '--stats-interval-ms', String(this.o.stats_interval_ms ?? 100), '--t0-ns', String(t0_ns),
+      '--stats-interval-ms', String(this.o.stats_interval_ms ?? 100), '--t0-ns', String(t0_ns), '--schedule', this.schedule,
       ...(this.actions ? ['--actions', this.actions] : [])];
     // stdout+stderr to a file: works the same when the process outlives us (CLI), and keeps its messages.
     const fd = openSync(this.logFile, 'w');
@@ -133,7 +142,27 @@ export class UserspaceBottleneck extends EventEmitter {
 
   /** Time 0 of the link's rate schedule or trace becomes now (the call's start); SIGUSR1 tells the bottleneck. */
   restartSchedule() {
-    if (this.alive()) process.kill(/** @type {number} */ (this.pid), 'SIGUSR1');
+    if (!this.alive()) return;
+    process.kill(/** @type {number} */ (this.pid), 'SIGUSR1');
+    this.restarts++;
+  }
+
+  /**
+   * The schedule log's record of a step since the given restart, or null (not yet, or the log is unreadable).
+   * @param {'capacity' | 'delay'} kind @param {number} index @param {number} restart
+   * @returns {{ in_force_ns: number, noticed_ns: number } | null}
+   */
+  stepRecord(kind, index, restart) {
+    let text;
+    try { text = readFileSync(this.schedule, 'utf8'); } catch { return null; }
+    for (const line of text.slice(0, text.lastIndexOf('\n') + 1).split('\n')) {
+      if (!line) continue;
+      try {
+        const r = JSON.parse(line);
+        if (r.kind === kind && r.index === index && r.restart === restart) return r;
+      } catch { /* a damaged line: not this step's record */ }
+    }
+    return null;
   }
 
   /**
@@ -169,6 +198,9 @@ export class UserspaceBackend {
     this.bottlenecks = [];
     /** @type {NodeJS.Timeout[]} */
     this.timers = [];
+    /** Steps waiting for their record (schedulesSettled). @type {Set<Promise<void>>} */
+    this.pending = new Set();
+    this.stopping = false;
   }
 
   async start() {
@@ -187,23 +219,57 @@ export class UserspaceBackend {
 
   /**
    * Schedule time 0 is t0_ms: each bottleneck restarts its rate and delay schedules or trace when it gets SIGUSR1, so the signal
-   * is sent at t0 itself (which may still be ahead); each later step is reported as the bottleneck plays it.
+   * is sent at t0 itself (which may still be ahead). Each step's event follows the bottleneck's own record of it
+   * (its schedule log): in force from its time 0 (the signal's arrival) + at_s.
    * @param {number} t0_ms
    */
   startSchedules(t0_ms) {
     for (const b of this.bottlenecks) {
+      const restart = b.restarts + 1;
       const untilT0 = t0_ms - Date.now();
       if (untilT0 > 0) this.timers.push(setTimeout(() => b.restartSchedule(), untilT0));
       else b.restartSchedule();
-      for (const step of b.o.link.rate?.schedule?.slice(1) ?? []) {
-        this.timers.push(setTimeout(() => this.o.onEvent({ event: 'capacity_change', direction: b.o.direction, kbit: step.kbit,
-          at_s: step.at_s, ok: b.alive(), by: 'userspace bottleneck' }), Math.max(0, t0_ms + step.at_s * 1000 - Date.now())));
-      }
-      for (const step of b.o.link.delay_schedule) {
-        this.timers.push(setTimeout(() => this.o.onEvent({ event: 'delay_change', direction: b.o.direction, delay_ms: step.delay_ms,
-          at_s: step.at_s, ok: b.alive(), by: 'userspace bottleneck' }), Math.max(0, t0_ms + step.at_s * 1000 - Date.now())));
+      for (const step of linkSteps(b.o.link)) {
+        this.timers.push(setTimeout(() => this.settle(this.awaitStep(b, step, restart, t0_ms)),
+          Math.max(0, t0_ms + step.at_s * 1000 - Date.now())));
       }
     }
+  }
+
+  /**
+   * A step's event, once the bottleneck recorded it (polled from its time on), or its failure: no record within
+   * STEP_RECORD_WAIT_MS of its time, or the bottleneck gone.
+   * @param {UserspaceBottleneck} b @param {import('./steps.js').Step} step @param {number} restart @param {number} t0_ms
+   */
+  async awaitStep(b, step, restart, t0_ms) {
+    const deadline = t0_ms + step.at_s * 1000 + STEP_RECORD_WAIT_MS;
+    for (;;) {
+      const r = b.stepRecord(step.kind, step.index, restart);
+      if (r) {
+        this.o.onEvent(stepEvent({ step, direction: b.o.direction, t0_ms, applied_ns: r.in_force_ns, by: 'userspace bottleneck',
+          extra: { noticed_ns: r.noticed_ns } }));
+        return;
+      }
+      const why = this.stopping ? 'the network stopped first' : !b.alive() ? 'the bottleneck is not running'
+        : Date.now() > deadline ? `no record of it in ${b.schedule} within ${STEP_RECORD_WAIT_MS} ms of its time` : null;
+      if (why) {
+        this.o.onEvent(stepEvent({ step, direction: b.o.direction, t0_ms, applied_ns: null, by: 'userspace bottleneck',
+          error: `${step.kind} step ${step.index} (at ${step.at_s} s) not applied: ${why}` }));
+        return;
+      }
+      await sleep(10);
+    }
+  }
+
+  /** Keeps a step under way until schedulesSettled. @param {Promise<void>} p */
+  settle(p) {
+    const tracked = p.finally(() => this.pending.delete(tracked));
+    this.pending.add(tracked);
+  }
+
+  /** Every step under way has its event (applied or failed). */
+  async schedulesSettled() {
+    await Promise.all([...this.pending]);
   }
 
   alive() {
@@ -223,5 +289,8 @@ export class UserspaceBackend {
     for (const b of this.bottlenecks) {
       if ((await b.stop()) === 'killed') this.o.log(`warning: the ${b.o.direction} bottleneck ignored SIGTERM and was killed: its ground-truth log may end early`);
     }
+    // A step still waiting for its record reads the log its bottleneck closed, once more, then fails.
+    this.stopping = true;
+    await this.schedulesSettled();
   }
 }

@@ -434,7 +434,8 @@ def _document(inputs: RunInputs, table: packets.PacketTable | None, *, validity:
              "cpu_accounting": run.file("cpu.jsonl").exists()},
         "problems": run.problems,
         "gaps": inputs.gaps,
-        "scenario": scenario.to_json(scen) if scen else None,
+        # As the scenario says it: the analysis itself uses each step where it was applied (rundir.load).
+        "scenario": scenario.to_json(run.configured_scenario or scen) if scen else None,
         "phases": [{"name": p.name, "start_s": p.start_s, "end_s": p.end_s, "cross_traffic": p.cross_traffic,
                     "scheduled_start_s": p.scheduled_start_s, "scheduled_end_s": p.scheduled_end_s}
                    for p in phase_list],

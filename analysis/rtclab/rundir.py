@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from . import _core
+from . import _core, steps
 from .scenario import Scenario, ScenarioError, view
 
 DEFAULT_A = "10.0.1.2"
@@ -38,7 +38,10 @@ class RunDir:
     manifest: dict[str, Any] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # what is missing or damaged, in words for the report
-    scenario: Scenario | None = None  # the manifest's scenario, validated; None when absent or invalid
+    # The manifest's scenario, validated, with each capacity and delay step where the run applied it (steps.as_applied:
+    # its measured time, in older runs its scheduled one); None when absent or invalid.
+    scenario: Scenario | None = None
+    configured_scenario: Scenario | None = None  # the same as the scenario says it, every step at its scheduled time
 
     @property
     def scenario_doc(self) -> dict[str, Any]:
@@ -153,6 +156,9 @@ def load(path: Path) -> RunDir:
     epath = path / "events.jsonl"
     if epath.exists():
         run.events = read_jsonl(epath, run.problems)
+    if run.scenario is not None:
+        run.configured_scenario = run.scenario
+        run.scenario = steps.as_applied(run.scenario, run.events, run.call_start_s)
     return run
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import multiflow
+from . import multiflow, schedule_check
 from .cpu import WINDOW_SLACK_S
 from .packets import FORWARD, REVERSE
 from .rundir import GTLOG_FORWARDED, CpuLog, CpuSample, GroundTruthLog, RunDir, read_cpu, read_gtlog
@@ -37,6 +37,7 @@ class Bounds:
     lateness_max_late_fraction: float
     cpu_window_s: float  # the length of the sliding windows the CPU's busy share is judged over
     cpu_max_busy_fraction: float
+    step_max_late_ms: float  # no capacity or delay step applied further than this from its scheduled time
 
 
 def load_bounds(path: Path = BOUNDS_FILE) -> Bounds:
@@ -44,7 +45,7 @@ def load_bounds(path: Path = BOUNDS_FILE) -> Bounds:
         doc = json.loads(path.read_text())
         late, cpu = doc["release_lateness"], doc["cpu_window"]
         values = (late["max_ms"], late["late_ms"], late["max_late_fraction"], cpu["window_s"],
-                  cpu["max_busy_fraction"])
+                  cpu["max_busy_fraction"], doc["schedule"]["max_late_ms"])
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise BoundsError(f"{path}: the validity bounds cannot be read ({type(e).__name__}: {e})") from None
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in values):
@@ -237,13 +238,22 @@ def cpu_windows_not_saturated(rec: RecordedRun) -> dict[str, Any]:
     return _check(name, not over, detail)
 
 
-CHECKS: list[Callable[[RecordedRun], dict[str, Any]]] = [
-    release_lateness_call_packets, release_lateness_all_packets, cpu_windows_not_saturated]
+def schedule_applied(rec: RecordedRun) -> dict[str, Any] | None:
+    """The harness's schedule_applied again, from events.jsonl and the scenario as configured (schedule_check.py);
+    None when no step was due."""
+    scen = rec.run.configured_scenario
+    return None if scen is None else schedule_check.schedule_applied(rec.run.events, scen,
+                                                                     rec.bounds.step_max_late_ms)
+
+
+CHECKS: list[Callable[[RecordedRun], dict[str, Any] | None]] = [
+    release_lateness_call_packets, release_lateness_all_packets, cpu_windows_not_saturated, schedule_applied]
 NAMES = tuple(check.__name__ for check in CHECKS)  # a check is named as its function
 
 
 def analyzer_checks(rec: RecordedRun) -> list[dict[str, Any]]:
-    return [check(rec) for check in CHECKS]
+    """Each check's verdict; a check with nothing to judge (no step due) makes none."""
+    return [c for c in (check(rec) for check in CHECKS) if c is not None]
 
 
 def combine(manifest_validity: dict[str, Any] | None, own: list[dict[str, Any]]) -> dict[str, Any]:

@@ -252,6 +252,26 @@ def test_an_analysed_attempt_is_judged_by_the_analyzers_validity_too(tmp_path: P
     assert studydir.classify(run, "p", 1, 1, None).status == studydir.INVALID
 
 
+
+def test_an_attempt_the_analyzer_failed_on_counts_as_failed_and_is_retried(tmp_path: Path) -> None:
+    # The harness exits 4 (harness/exit-status.js) when a complete run's analysis failed or wrote no validity: the
+    # attempt is incomplete, whatever the manifest's checks said, and counts towards max_attempts.
+    out = tmp_path
+    run = studydir.attempt_dir(out, "p", 1, 1)
+    _manifest(run, "complete", True)
+    append_log(out, {"event": "start", "point": "p", "rep": 1, "attempt": 1})
+    append_log(out, {"event": "end", "point": "p", "rep": 1, "attempt": 1, "interrupted": False, "exit_code": 4})
+    _manifest(studydir.attempt_dir(out, "p", 1, 2), "complete", True)
+    append_log(out, {"event": "start", "point": "p", "rep": 1, "attempt": 2})
+    append_log(out, {"event": "end", "point": "p", "rep": 1, "attempt": 2, "interrupted": False, "exit_code": 0})
+    r = studydir.scan(out, ["p"], 1)[("p", 1)]
+    assert [a.status for a in r.attempts] == [studydir.INCOMPLETE, studydir.VALID]
+    assert "the analyzer failed or wrote no validity" in (r.attempts[0].error or "")
+    assert r.counted() == 1 and r.valid is not None and r.valid.attempt == 2  # the failed one uses up an attempt
+    # classify itself, from the attempt log's end record.
+    only = studydir.classify(run, "p", 1, 1, {"start": {}, "end": {"exit_code": 4}})
+    assert only.status == studydir.INCOMPLETE and only.exit_code == 4
+
 # ---- aggregation = an independent computation from metrics.json ----------------------------------------------------
 
 # point -> (SynthConfig overrides, per repetition: the attempts' outcomes)

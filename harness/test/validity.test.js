@@ -149,12 +149,14 @@ test('bottleneck_lateness_bounded (userspace): one release later than the bound,
 
 test('bottleneck_lateness_bounded (uml): the guest\'s timer lateness against the shorter one-way delay; drops outside the qdisc', () => {
   const timer = (/** @type {number} */ max) => ({ seconds: 60, samples: 5990, late_1ms: 30, late_10ms: max > 10 ? 1 : 0, late_100ms: max > 100 ? 1 : 0, max_ms: max });
-  const drops = (/** @type {Record<string, number>} */ d = {}) => ({ seconds: 61, drops: d });
-  const run = (/** @type {any} */ guestHealth) => validityChecks({ ...good, bottleneckAlive: null, backend: 'uml', guestHealth });
+  const drops = (/** @type {Record<string, number>} */ d = {}) => ({ seconds: 61, drops: d, unreadable: [] });
+  const run = (/** @type {any} */ health) => validityChecks({ ...good, bottleneckAlive: null, backend: 'uml',
+    guestHealth: health && { coverage: COVERED, ...health }, probeIntervalMs: 5 });
   const ok = run({ timer: timer(3.5), drops: drops() });
   assert.equal(ok.valid, true);
-  assert.deepEqual(ok.checks.slice(6).map((x) => x.name), ['bottleneck_lateness_bounded', 'uml_lossless_outside_qdisc', 'host_cpu_not_saturated', 'captures_complete']);
-  assert.ok(ok.checks.some((x) => x.name === 'bottleneck_lateness_bounded' && x.ok === true && /fired 3\.5 ms late \(bound 20 ms\)/.test(x.detail)));
+  assert.deepEqual(ok.checks.slice(6).map((x) => x.name), ['bottleneck_lateness_bounded', 'uml_timer_on_time', 'uml_probe_covered',
+    'uml_lossless_outside_qdisc', 'host_cpu_not_saturated', 'captures_complete']);
+  assert.ok(ok.checks.some((x) => x.name === 'bottleneck_lateness_bounded' && x.ok === true && /fired 3\.5 ms late \(bound 25 ms\)/.test(x.detail)));
   assert.ok(ok.checks.some((x) => x.name === 'uml_lossless_outside_qdisc' && x.ok === true));
   const stalled = run({ timer: timer(301.2), drops: drops() });
   assert.deepEqual(stalled.checks.filter((x) => x.ok === false).map((x) => x.name), ['bottleneck_lateness_bounded']);
@@ -163,8 +165,92 @@ test('bottleneck_lateness_bounded (uml): the guest\'s timer lateness against the
   assert.deepEqual(lossy.checks.filter((x) => x.ok === false).map((x) => x.name), ['uml_lossless_outside_qdisc']);
   assert.match(lossy.checks.find((x) => x.name === 'uml_lossless_outside_qdisc')?.detail ?? '', /r-eth0\.rx_dropped \+12, softnet_dropped \+3/);
   // A probe that wrote nothing cannot vouch for the guest.
-  assert.deepEqual(run({ timer: null, drops: null }).checks.filter((x) => x.ok === false).map((x) => x.name), ['bottleneck_lateness_bounded', 'uml_lossless_outside_qdisc']);
-  assert.deepEqual(run(null).checks.filter((x) => x.ok === false).map((x) => x.name), ['bottleneck_lateness_bounded', 'uml_lossless_outside_qdisc']);
+  assert.deepEqual(run({ timer: null, drops: null }).checks.filter((x) => x.ok === false).map((x) => x.name),
+    ['bottleneck_lateness_bounded', 'uml_timer_on_time', 'uml_lossless_outside_qdisc']);
+  assert.deepEqual(run(null).checks.filter((x) => x.ok === false).map((x) => x.name),
+    ['bottleneck_lateness_bounded', 'uml_timer_on_time', 'uml_probe_covered', 'uml_lossless_outside_qdisc']);
+});
+
+/** A lateness probe that covered a 60 s call (netem/uml/health.js probeCoverage). */
+const COVERED = { from_s: 1000, to_s: 1060, summaries: 61, first_t: 1000.4, last_t: 1060.4, max_summary_gap_s: 1.02,
+  max_gap_ms: 6.1, gap_from_t: 1033.2 };
+
+test('uml_timer_on_time: more than 1% of the probe\'s answers over 10 ms late makes the run invalid, as for userspace', () => {
+  const run = (/** @type {number} */ late10) => validityChecks({ ...good, bottleneckAlive: null, backend: 'uml',
+    probeIntervalMs: 5, guestHealth: { coverage: COVERED, drops: { seconds: 61, drops: {}, unreadable: [] },
+      timer: { seconds: 60, samples: 12000, late_1ms: 400, late_10ms: late10, late_100ms: 0, max_ms: 14 } } });
+  const check = (/** @type {number} */ late10) => run(late10).checks.find((c) => c.name === 'uml_timer_on_time');
+  assert.equal(check(120)?.ok, true, 'exactly 1%');
+  assert.equal(check(121)?.ok, false);
+  assert.match(check(121)?.detail ?? '', /121 of the probe's 12000 answers \(1\.01%\) came more than 10 ms late, the latest 14\.0 ms \(limit 1%\)/);
+  // The latest answer, 14 ms, is within the path's bound: the fraction alone makes this run invalid.
+  assert.deepEqual(run(121).checks.filter((c) => c.ok === false).map((c) => c.name), ['uml_timer_on_time']);
+});
+
+test('uml_probe_covered: a probe silent for more than 10 intervals in the call, or whose summaries stop, makes the run invalid, naming when', () => {
+  const run = (/** @type {any} */ coverage, interval = 5) => validityChecks({ ...good, bottleneckAlive: null, backend: 'uml',
+    probeIntervalMs: interval, guestHealth: { coverage, drops: { seconds: 61, drops: {}, unreadable: [] },
+      timer: { seconds: 60, samples: 12000, late_1ms: 0, late_10ms: 0, late_100ms: 0, max_ms: 2 } } });
+  const check = (/** @type {any} */ coverage, interval = 5) => run(coverage, interval).checks.find((c) => c.name === 'uml_probe_covered');
+  assert.equal(check(COVERED)?.ok, true);
+  assert.equal(check({ ...COVERED, max_gap_ms: 50 })?.ok, true, '10 intervals');
+  const stopped = check({ ...COVERED, max_gap_ms: 29800, gap_from_t: 1030.2 });
+  assert.equal(stopped?.ok, false);
+  assert.match(stopped?.detail ?? '', /silent for 29800 ms from .* \(30\.2 s into the call\), over the bound of 50 ms \(10 intervals of 5 ms\)/);
+  assert.equal(run({ ...COVERED, max_gap_ms: 29800, gap_from_t: 1030.2 }).valid, false);
+  // The bound is in intervals: 20 ms probes may be silent for 200 ms.
+  assert.equal(check({ ...COVERED, max_gap_ms: 150 }, 20)?.ok, true);
+  // The summariser stalled (its lines 3.5 s apart): not covered.
+  assert.equal(check({ ...COVERED, max_summary_gap_s: 3.5 })?.ok, false);
+  assert.equal(check(null)?.ok, false);
+  // An older run's summaries carry no time of ping's own: not measured, which does not fail the run.
+  assert.equal(check({ ...COVERED, max_gap_ms: null, gap_from_t: null })?.ok, null);
+});
+
+test('uml_lossless_outside_qdisc: a counter the probe could not read is not measured, never 0; a drop elsewhere still fails', () => {
+  const run = (/** @type {any} */ drops) => validityChecks({ ...good, bottleneckAlive: null, backend: 'uml',
+    probeIntervalMs: 5, guestHealth: { coverage: COVERED, drops, timer: { seconds: 60, samples: 12000, late_1ms: 0, late_10ms: 0, late_100ms: 0, max_ms: 2 } } });
+  const check = (/** @type {any} */ drops) => run(drops).checks.find((c) => c.name === 'uml_lossless_outside_qdisc');
+  const unread = check({ seconds: 61, drops: {}, unreadable: ['softnet_dropped'] });
+  assert.equal(unread?.ok, null);
+  assert.match(unread?.detail ?? '', /^not measured: the uml guest's probe could not read softnet_dropped/);
+  assert.equal(check({ seconds: 61, drops: { 'r-eth0.rx_dropped': 2 }, unreadable: ['softnet_dropped'] })?.ok, false);
+});
+
+/** The steps of a scenario with a capacity step and a delay step forward (ScheduledStep, harness/run.js stepsDue). */
+const STEPS = /** @type {const} */ ([{ direction: 'forward', event: 'capacity_change', at_s: 20, value: 500 },
+  { direction: 'forward', event: 'delay_change', at_s: 30, value: 80 }]);
+const T0_NS = 1_800_000_000_000_000_000;
+/** An event as a backend reports a step applied late_ms after its time (netem/steps.js stepEvent). */
+const applied = (/** @type {any} */ step, /** @type {number} */ late_ms, /** @type {any} */ extra = {}) => ({
+  event: step.event, direction: step.direction, at_s: step.at_s, [step.event === 'capacity_change' ? 'kbit' : 'delay_ms']: step.value,
+  scheduled_ns: T0_NS + step.at_s * 1e9, applied_ns: T0_NS + step.at_s * 1e9 + late_ms * 1e6, late_ms, ok: true, by: 'tc', ...extra });
+
+test('schedule_applied: every step due in the run applied within 50 ms of its time, else invalid naming the step', () => {
+  const check = (/** @type {any[]} */ events) => validityChecks({ ...good, schedule: { expected: [...STEPS], events } }).checks
+    .find((c) => c.name === 'schedule_applied');
+  const onTime = check([applied(STEPS[0], 3.2), applied(STEPS[1], 0.4)]);
+  assert.equal(onTime?.ok, true);
+  assert.match(onTime?.detail ?? '', /2 scheduled change\(s\) applied, the furthest from its time by 3\.2 ms \(bound 50 ms\)/);
+  // A step recorded late.
+  const late = check([applied(STEPS[0], 120.5), applied(STEPS[1], 0.4)]);
+  assert.equal(late?.ok, false);
+  assert.match(late?.detail ?? '', /the forward capacity step to 500 kbit\/s at 20 s was applied 120\.5 ms late \(bound 50 ms\)/);
+  assert.equal(check([applied(STEPS[0], 50), applied(STEPS[1], -50)])?.ok, true, 'the bound itself, either way');
+  assert.match(check([applied(STEPS[0], 1), applied(STEPS[1], -60)])?.detail ?? '', /delay step to 80 ms at 30 s was applied 60\.0 ms early/);
+  // A failed tc change.
+  const failed = check([applied(STEPS[0], 1), { ...applied(STEPS[1], 0), applied_ns: null, late_ms: null, ok: false,
+    error: '`tc qdisc change dev ifb-fwd root handle 1: netem delay 80000us` in r exited with 2: Error: Invalid handle.' }]);
+  assert.equal(failed?.ok, false);
+  assert.match(failed?.detail ?? '', /the forward delay step to 80 ms at 30 s failed: `tc qdisc change .* exited with 2: Error: Invalid handle\./);
+  // A step no event reports, or another step's event (a different value).
+  assert.match(check([applied(STEPS[0], 1)])?.detail ?? '', /delay step to 80 ms at 30 s: no event says it was applied/);
+  assert.equal(check([applied(STEPS[0], 1), applied({ ...STEPS[1], value: 81 }, 0)])?.ok, false);
+  // An older run's events (no applied time): not measured.
+  assert.equal(check([{ ...applied(STEPS[0], 0), applied_ns: undefined, late_ms: undefined }, applied(STEPS[1], 0)])?.ok, null);
+  // The run is invalid with a late step; without steps there is no such check.
+  assert.equal(validityChecks({ ...good, schedule: { expected: [...STEPS], events: [applied(STEPS[0], 99), applied(STEPS[1], 0)] } }).valid, false);
+  assert.ok(!validityChecks({ ...good, schedule: { expected: [], events: [] } }).checks.some((c) => c.name === 'schedule_applied'));
 });
 
 test('bottleneck_lateness_bounded (kernel): not measured, which neither fails the run nor vouches for it', () => {

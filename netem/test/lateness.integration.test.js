@@ -23,14 +23,25 @@ const scenario = { network: {
 } };
 
 /**
- * A run without a call, as the harness judges it: the network's checks alone, on what the network reported.
- * @param {import('../index.js').Network} net
+ * A run without a call, as the harness judges it: the network's checks alone, on what the network reported, the uml
+ * probe's coverage over `span` (the run's measured period; default: from 1.5 s after the network was up to 0.5 s ago).
+ * @param {import('../index.js').Network} net @param {{ fromS: number, toS: number }} [span] epoch s
  */
-function judge(net) {
+function judge(net, span) {
   return validityChecks({ dataPrefix: '10.0.', selectedPairs: [], calls: [], connectTimeoutS: 0, connectSeconds: null,
     cpuLimited: {}, samples: {}, bottleneckAlive: net.info.backend.used === 'userspace' ? net.bottleneckAlive() : null,
-    bottleneckCounters: net.bottleneckCounters(), captures: null, captureEnabled: false,
-    backend: net.info.backend.used, guestHealth: net.guestHealth() });
+    bottleneckCounters: net.bottleneckCounters(), captures: null, captureEnabled: false, backend: net.info.backend.used,
+    guestHealth: net.guestHealth(span ?? { fromS: (upAt.get(net) ?? 0) + 1.5, toS: Date.now() / 1000 - 0.5 }),
+    probeIntervalMs: net.info.backend.probe?.interval_ms });
+}
+
+/** When each network of this file was up (epoch s). @type {Map<any, number>} */
+const upAt = new Map();
+/** @param {any} o createNetwork's options */
+async function network(o) {
+  const net = await createNetwork(o);
+  upAt.set(net, Date.now() / 1000);
+  return net;
 }
 
 /**
@@ -47,7 +58,7 @@ async function flowWithStall(net, pids) {
 }
 
 test('userspace: a 300 ms SIGSTOP of the forward bottleneck shows in its release lateness and fails the run', { skip: SKIP_NO_BOTTLENECK, timeout: 60000 }, async (t) => {
-  const net = await createNetwork({ id: newId(), scenario, runDir: newRunDir('lateness-userspace'), backend: 'userspace' });
+  const net = await network({ id: newId(), scenario, runDir: newRunDir('lateness-userspace'), backend: 'userspace' });
   try {
     // Before the stall: on time, and the check passes.
     await udpFlow(net, { kbit: 2000, seconds: 1, len: 1000 });
@@ -88,7 +99,7 @@ test('userspace: a 300 ms SIGSTOP of the forward bottleneck shows in its release
 
 test('uml: a 300 ms SIGSTOP of the guest shows in its lateness probe (uml-timer.jsonl) and fails the run', { skip: umlUnavailable() ?? false, timeout: 120000 }, async (t) => {
   const runDir = newRunDir('lateness-uml');
-  const net = await createNetwork({ id: newId(), scenario, runDir, backend: 'uml' });
+  const net = await network({ id: newId(), scenario, runDir, backend: 'uml' });
   try {
     await udpFlow(net, { kbit: 2000, seconds: 2, len: 1000 });
     await sleep(1200); // the probe's next line
@@ -123,12 +134,55 @@ test('uml: a 300 ms SIGSTOP of the guest shows in its lateness probe (uml-timer.
     // The files the run directory keeps: one timer line a second, the counters of the guest's devices (r-eth0, r-eth1,
     // the IFBs, lat0).
     const lines = readFileSync(join(runDir, 'uml-timer.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    assert.deepEqual(Object.keys(lines[0]), ['t', 'samples', 'late_1ms', 'late_10ms', 'late_100ms', 'max_ms']);
+    assert.deepEqual(Object.keys(lines[0]), ['t', 'samples', 'late_1ms', 'late_10ms', 'late_100ms', 'max_ms', 'gap_ms', 'gap_from_t', 'last_line_t']);
     assert.ok(existsSync(join(runDir, 'uml-links.jsonl')));
     const last = readFileSync(join(runDir, 'uml-links.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).pop();
     assert.ok(['r-eth0', 'r-eth1', 'lat0'].every((d) => d in last.devices), `devices ${Object.keys(last.devices)}`);
     // 2 s and 4 s at 250 packets/s left through r-eth1 (1500 packets), besides ARP.
     assert.ok(last.devices['r-eth1'].tx_packets >= 1400, `r-eth1 sent ${last.devices['r-eth1'].tx_packets} packets`);
+  } finally {
+    await net.down();
+  }
+});
+
+test('uml: the lateness probe stopped half way (SIGSTOP of its ping) is a run that is not valid, naming the gap', { skip: umlUnavailable() ?? false, timeout: 120000 }, async (t) => {
+  const net = await network({ id: newId(), scenario, runDir: newRunDir('probe-gap-uml'), backend: 'uml' });
+  try {
+    const fromS = Date.now() / 1000 + 1;
+    await udpFlow(net, { kbit: 1000, seconds: 3, len: 1000 });
+    const calm = judge(net, { fromS, toS: Date.now() / 1000 - 0.2 }).checks.find((c) => c.name === 'uml_probe_covered');
+    t.diagnostic(`before: ${calm?.ok}: ${calm?.detail}`);
+    assert.equal(calm?.ok, true, calm?.detail);
+    // The probe's ping, which this process started (netem/uml/lateness.js), stopped for 2 s while the flow goes on.
+    const ping = /** @type {any} */ (net.backend).lateness?.pid;
+    assert.ok(ping, 'no probe process');
+    const flow = udpFlow(net, { kbit: 1000, seconds: 5, len: 1000 });
+    await sleep(1500);
+    const stoppedAt = Date.now() / 1000;
+    process.kill(ping, 'SIGSTOP');
+    await sleep(2000);
+    process.kill(ping, 'SIGCONT');
+    await flow;
+    await sleep(1200); // the probe's next summary
+    const v = judge(net, { fromS, toS: Date.now() / 1000 - 0.2 });
+    const check = v.checks.find((c) => c.name === 'uml_probe_covered');
+    t.diagnostic(`after: ${check?.detail}`);
+    assert.equal(v.valid, false);
+    assert.equal(check?.ok, false);
+    const m = /silent for (\d+) ms from .* \((\d+\.\d) s into the call\), over the bound of 50 ms/.exec(check?.detail ?? '');
+    assert.ok(m, check?.detail);
+    assert.ok(Number(m[1]) >= 1900 && Number(m[1]) < 3000, `silent ${m[1]} ms for a 2 s stop`);
+    assert.ok(Math.abs(Number(m[2]) - (stoppedAt - fromS)) < 0.3, `the gap from ${m[2]} s, stopped at ${(stoppedAt - fromS).toFixed(1)} s`);
+    // Stopped until the end: the silence still going when the call ends.
+    process.kill(ping, 'SIGSTOP');
+    try {
+      await sleep(1500);
+      const end = judge(net, { fromS, toS: Date.now() / 1000 }).checks.find((c) => c.name === 'uml_probe_covered');
+      t.diagnostic(`stopped at the end: ${end?.detail}`);
+      assert.equal(end?.ok, false);
+    } finally {
+      process.kill(ping, 'SIGCONT');
+    }
   } finally {
     await net.down();
   }

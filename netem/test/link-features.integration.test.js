@@ -11,6 +11,7 @@ import { udpFlow, udpPaced, newRunDir, withNetwork, SKIP_NO_BOTTLENECK } from '.
 import { readPcap, readGtlog, joinCaptures, percentiles, badIpChecksums } from '../test-support/pcap.js';
 import { forwardCounts } from '../test-support/counts.js';
 import { umlUnavailable } from '../uml/guest.js';
+import { MAX_STEP_LATE_MS, scheduleApplied } from '../../harness/validity.js';
 
 const SKIP_UML = umlUnavailable() ?? false;
 /** Each backend that emulates the whole link (delay, jitter, loss, rate, discipline) and why it is skipped here. */
@@ -57,10 +58,10 @@ for (const backend of /** @type {const} */ (['kernel', 'userspace', 'uml'])) {
     const net = await createNetwork({ scenario, runDir, backend, t0_ms });
     /** @type {any[]} */
     const events = [];
-    let changedAt_s = NaN; // when the backend reported the step to 2 Mbit/s played (after t0)
+    let changedAt_s = NaN; // when the backend measured the step to 2 Mbit/s applied (after t0)
     net.on('event', (e) => {
       events.push(e);
-      if (e.event === 'capacity_change' && e.kbit === 2000) changedAt_s = (Date.now() - t0_ms) / 1000;
+      if (e.event === 'capacity_change' && e.kbit === 2000 && typeof e.applied_ns === 'number') changedAt_s = (e.applied_ns / 1e6 - t0_ms) / 1000;
     });
     let flowStart_s = 0; // after t0 when setup on a busy machine overran it
     try {
@@ -69,6 +70,7 @@ for (const backend of /** @type {const} */ (['kernel', 'userspace', 'uml'])) {
       await new Promise((r) => setTimeout(r, Math.max(0, t0_ms - Date.now())));
       flowStart_s = (Date.now() - t0_ms) / 1000;
       await udpFlow(net, { kbit: 3000, seconds: 8, len: 1000 });
+      await net.schedulesSettled();
       await net.stopCaptures();
     } finally {
       await net.down();
@@ -78,10 +80,9 @@ for (const backend of /** @type {const} */ (['kernel', 'userspace', 'uml'])) {
     // t0 on a busy machine shortens the window instead of counting time before the flow as no traffic.
     const from_s = Math.max(1, flowStart_s + 1);
     assert.ok(from_s <= 3, `set-up overran the schedule's start by ${flowStart_s.toFixed(1)} s: no window before 4 s`);
-    // The step is played when the backend has applied it (kernel: when tc returned; uml: when its staged tc applied
-    // it; the userspace bottleneck plays its schedule itself from t0): on a busy machine (the real tier's three lanes) the rate after 4.5 s was
-    // 1856-1928 kbit/s, the step 0.2-0.9 s late. So the rate after it is measured from a second after 4 s, or half a
-    // second after the step was reported when that is later; how late it was reported is shown and bounded.
+    // The step is in force when the backend measured it applied (kernel and uml: when its staged tc had applied it; the
+    // userspace bottleneck: from its time 0 + 4 s, its own record): the rate after it is measured from a second
+    // after 4 s, or half a second after the step was applied when that is later.
     const late_s = changedAt_s - 4;
     const after_from = Math.max(5, changedAt_s + 0.5);
     // 1042-byte frames: 8.3 ms apart at 1 Mbit/s, 4.2 at 2; a gap over 3 of them is the link idle.
@@ -94,15 +95,31 @@ for (const backend of /** @type {const} */ (['kernel', 'userspace', 'uml'])) {
     // (the queue is full, so the rate at b is the link's).
     let wire_s = 3;
     while (wire_s < 7.5 && rateKbit(b, t0_ms, wire_s, wire_s + 0.1) <= 1500) wire_s += 0.05;
-    t.diagnostic(`${backend}: ${before.toFixed(0)} kbit/s in ${from_s.toFixed(1)}-3.8 s; the step reported ${late_s.toFixed(2)} s after 4 s, ` +
+    t.diagnostic(`${backend}: ${before.toFixed(0)} kbit/s in ${from_s.toFixed(1)}-3.8 s; the step applied ${late_s.toFixed(3)} s after 4 s, ` +
       `on the wire at ${wire_s.toFixed(2)} s; ${after.toFixed(0)} kbit/s in ${after_from.toFixed(1)}-7.5 s`);
-    assert.ok(late_s > -0.05 && late_s < 1, `the step to 2 Mbit/s reported ${late_s} s after its time`);
     // On the wire within a quarter second of its time, for every backend (uml: staged ahead, UmlBackend.startSchedules;
     // before that it landed 0.14-0.9 s late). wire_s is the start of a 100 ms window, so 3.95 is a step at 4.0.
     assert.ok(wire_s >= 3.85 && wire_s <= 4.25, `the step on the wire at ${wire_s.toFixed(2)} s`);
     assert.ok(Math.abs(before - 1000) < 30, `before: ${before}`);
     assert.ok(Math.abs(after - 2000) < 60, `after: ${after}`);
     assert.ok(events.some((e) => e.event === 'capacity_change' && e.kbit === 2000 && e.ok), 'capacity_change event');
+    // The step's applied time, measured by the backend (tc's answer after the change; the bottleneck's own record), within the bound
+    // that makes a run invalid (harness/validity.js schedule_applied), and on the same clock as the wire's step.
+    const step = events.find((e) => e.event === 'capacity_change' && e.kbit === 2000);
+    t.diagnostic(`${backend}: applied ${step.late_ms} ms after its time (scheduled_ns ${step.scheduled_ns}, applied_ns ${step.applied_ns})`);
+    assert.equal(typeof step.applied_ns, 'number', 'applied_ns measured');
+    assert.equal(step.scheduled_ns, Math.round((t0_ms + 4000) * 1e6));
+    assert.ok(Math.abs(wire_s - (4 + step.late_ms / 1000)) <= 0.15, `on the wire at ${wire_s.toFixed(2)} s, applied at ${4 + step.late_ms / 1000} s`);
+    if (backend !== 'uml') {
+      assert.ok(step.late_ms >= 0 && step.late_ms <= MAX_STEP_LATE_MS, `late_ms ${step.late_ms}, bound ${MAX_STEP_LATE_MS}`);
+    } else {
+      // The guest applies a step 50-500 ms late on this machine (bench/bottleneck/RESULTS.md, "Scheduled changes"; the
+      // wire agrees): the bound is not met reliably, so what is asserted is that the validity check judges the
+      // measured lateness, naming the step when it is over.
+      const [, ok, detail] = scheduleApplied([{ direction: 'forward', event: 'capacity_change', at_s: 4, value: 2000 }], events);
+      assert.equal(ok, step.late_ms >= 0 && step.late_ms <= MAX_STEP_LATE_MS, detail);
+      if (!ok) assert.match(detail, /the forward capacity step to 2000 kbit\/s at 4 s was applied \d+\.\d ms late/);
+    }
     if (backend !== 'userspace') {
       const stats = readFileSync(join(runDir, 'qdisc-stats.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
       const last = stats[stats.length - 1].qdiscs;
@@ -245,6 +262,7 @@ for (const [backend, skip] of BACKENDS) {
       await new Promise((r) => setTimeout(r, Math.max(0, t0_ms - Date.now())));
       await udpFlow(net, { kbit: 400, seconds: 6, len: 500 }); // 100 packets a second
       await new Promise((r) => setTimeout(r, 300));
+      await net.schedulesSettled();
       await net.stopCaptures();
     } finally {
       await net.down();
@@ -267,6 +285,12 @@ for (const [backend, skip] of BACKENDS) {
     // After the step down, no packet overtakes the one ahead of it: arrivals at b in send order.
     const recv = delivered.map((r) => BigInt(/** @type {bigint} */ (r.t_recv_ns)));
     assert.ok(recv.every((x, i) => i === 0 || x >= recv[i - 1]), 'reordered after the lower step');
-    for (const ms of [75, 10]) assert.ok(events.some((e) => e.event === 'delay_change' && e.delay_ms === ms && e.ok), `delay_change to ${ms} ms`);
+    for (const ms of [75, 10]) {
+      const e = events.find((x) => x.event === 'delay_change' && x.delay_ms === ms);
+      assert.ok(e?.ok, `delay_change to ${ms} ms`);
+      assert.ok(typeof e.applied_ns === 'number' && e.late_ms >= 0, `delay_change to ${ms} ms applied ${e.late_ms} ms late`);
+      // uml: see the capacity schedule's test.
+      if (backend !== 'uml') assert.ok(e.late_ms <= MAX_STEP_LATE_MS, `delay_change to ${ms} ms applied ${e.late_ms} ms late`);
+    }
   });
 }

@@ -12,8 +12,9 @@ import { OFFLOADS_OFF } from '../topology.js';
 import { DATA, INTERFACES } from '../names.js';
 import { runPlan, sleep } from '../exec.js';
 import { startGuest, stopGuest, guestExecPrefix, channelDir, guestRun, guestRunPlan, guestScript, readOr } from './guest.js';
-import { timerSummary, linkDrops } from './health.js';
+import { timerSummary, linkDrops, probeCoverage } from './health.js';
 import { LATENESS_LINK, startLatenessProbe } from './lateness.js';
+import { readStepResult, stepArgs, stepEvent } from '../steps.js';
 
 const L = LATENESS_LINK;
 
@@ -134,11 +135,15 @@ export class UmlBackend extends KernelBackend {
   }
 
   /**
-   * The guest's timer lateness and drops outside the qdiscs since the network was up (netem/uml/health.js).
+   * The guest's timer lateness and drops outside the qdiscs since the network was up, and, over `span` (the call), the
+   * lateness probe's coverage (netem/uml/health.js).
+   * @param {{ fromS: number, toS: number }} [span] epoch s
    * @returns {import('./health.js').GuestHealth}
    */
-  health() {
-    return { timer: timerSummary(readOr(this.probe.timer), this.upAt), drops: linkDrops(readOr(this.probe.links), this.upAt) };
+  health(span) {
+    const timer = readOr(this.probe.timer);
+    return { timer: timerSummary(timer, this.upAt), drops: linkDrops(readOr(this.probe.links), this.upAt),
+      ...(span ? { coverage: probeCoverage(timer, span.fromS, span.toS) } : {}) };
   }
 
   /** False once the guest has exited (nothing crosses r without it). */
@@ -172,10 +177,11 @@ export class UmlBackend extends KernelBackend {
 
   /**
    * Capacity and delay schedules through the guest, staged: each step goes to the guest STAGE_AHEAD_MS before its time as a
-   * background job there that starts `tc -batch` at once, waits in bash until the step's time on the guest's clock
-   * (the host's: UML reads it; playStep), and then hands tc the change. Sent at its time instead, a step landed 0.14-0.39 s late
+   * background job there (netem/step.sh) that starts `tc -batch` at once, waits in bash until the step's time on the guest's clock
+   * (the host's: UML reads it), and then hands tc the change. Sent at its time instead, a step landed 0.14-0.39 s late
    * here (a Node process for exec.js, then sh and tc started over hostfs in the guest), 0.5-0.9 s on a busy machine.
-   * The job leaves its exit status and stderr in the channel; the capacity_change or delay_change event follows once it has.
+   * The job leaves tc's exit status and its own times (handed to tc, applied, tc returned) in the channel; the
+   * capacity_change or delay_change event follows with them.
    * @param {number} t0_ms wall clock of schedule time 0
    */
   startSchedules(t0_ms) {
@@ -183,41 +189,41 @@ export class UmlBackend extends KernelBackend {
     for (const direction of /** @type {const} */ (['forward', 'reverse'])) {
       planScheduleSteps(this.uml.links[direction], KERNEL_DEVICES[direction], []).forEach((step, i) => {
         const due_ms = t0_ms + step.at_s * 1000;
-        const timer = setTimeout(() => void this.playStep(chan, `step-${direction}-${i}`, step.argv, due_ms).then((r) => {
+        const timer = setTimeout(() => this.settle(this.playStep(chan, `step-${direction}-${i}`, step.argv, due_ms).then((r) => {
           if (this.stopped) return;
-          this.uml.onEvent({ ...step.event, direction, at_s: step.at_s, ok: r.code === 0, by: 'tc',
-            ...(r.code ? { error: r.stderr.trim() } : {}) });
-        }), Math.max(0, due_ms - STAGE_AHEAD_MS - Date.now()));
+          this.uml.onEvent(stepEvent({ step, direction, t0_ms, applied_ns: r.code === 0 ? r.applied_ns : null, by: 'tc in the uml guest',
+            extra: r.handed_ns === null ? {} : { started_ns: r.handed_ns, returned_ns: /** @type {number} */ (r.returned_ns) },
+            ...(r.code ? { error: `\`${step.argv.join(' ')}\` in the uml guest: exit ${r.code}: ${r.stderr.trim()}` }
+              : r.applied_ns === null ? { error: `\`${step.argv.join(' ')}\` in the uml guest: tc exited without answering after the change` } : {}) }));
+        })), Math.max(0, due_ms - STAGE_AHEAD_MS - Date.now()));
         this.timers.push(timer);
       });
     }
   }
 
   /**
-   * One staged step (startSchedules): resolves when tc has applied it, with its exit status and stderr.
+   * One staged step (startSchedules): resolves when tc has applied it, with its exit status, stderr, and the guest's
+   * times (epoch ns) of handing tc the change, of tc's answer after it (applied) and of tc's return (null when the job
+   * did not run).
    * @param {string} chan @param {string} name @param {string[]} argv `tc ...` @param {number} due_ms wall clock
-   * @returns {Promise<import('../exec.js').RunResult>}
+   * @returns {Promise<import('../exec.js').RunResult & { handed_ns: number | null, applied_ns: number | null, returned_ns: number | null }>}
    */
   async playStep(chan, name, argv, due_ms) {
     const out = join(chan, name);
-    // The wait is bash's own (EPOCHREALTIME, `read -t` on init.sh's FIFO, which nobody writes): a process started
-    // between reading the clock and the step's time (date, sleep) would make it late by its start, about 0.15 s here.
-    const wait = 'exec 3<> "$1"; d=$(($2 - ${EPOCHREALTIME/./})); ' +
-      'if [ "$d" -gt 0 ]; then printf -v f %06d $((d % 1000000)); read -t "$((d / 1000000)).$f" -u 3; fi; echo "$3"';
-    const tick = join(chan, '..', 'scratch', 'tick');
-    const script = `( bash -c '${wait}' wait '${tick}' ${Math.round(due_ms * 1000)} '${argv.slice(1).join(' ')}' | ` +
-      `tc -batch - > /dev/null 2> '${out}.err'; echo $? > '${out}.rc' ) < /dev/null > /dev/null 2>&1 &\n`;
+    const none = { handed_ns: null, applied_ns: null, returned_ns: null };
+    const quote = (/** @type {string} */ a) => `'${a}'`;
+    const script = `${stepArgs(join(chan, '..', 'scratch', 'tick'), due_ms, argv, out).map(quote).join(' ')} < /dev/null > /dev/null 2>&1 &\n`;
     const sent = await guestScript(chan, script, { timeout_ms: 10000 });
-    if (sent.code !== 0) return sent;
+    if (sent.code !== 0) return { ...sent, ...none };
     try {
       while (!this.stopped && Date.now() < due_ms + 10000) {
-        const rc = readOr(`${out}.rc`).trim(); // written by the shell's own redirection: empty until its one write
-        if (rc) return { code: Number(rc), stdout: '', stderr: readOr(`${out}.err`) };
+        const done = readStepResult(out); // step.sh writes it in one write, last
+        if (done) return { code: done.code, stdout: '', stderr: done.stderr, handed_ns: done.handed_ns, applied_ns: done.applied_ns, returned_ns: done.returned_ns };
         await sleep(Date.now() < due_ms - 50 ? 20 : 5);
       }
-      return { code: 124, stdout: '', stderr: `the uml guest did not apply \`${argv.join(' ')}\` within 10 s of its time` };
+      return { code: 124, stdout: '', stderr: `the uml guest did not apply \`${argv.join(' ')}\` within 10 s of its time`, ...none };
     } finally {
-      for (const ext of ['rc', 'err']) rmSync(`${out}.${ext}`, { force: true });
+      for (const f of [out, `${out}.err`]) rmSync(f, { force: true });
     }
   }
 

@@ -33,7 +33,11 @@ const NO_ANSWER_MS = 1000;
 
 /**
  * Folds ping's output into one summary a second (uml-timer.jsonl): {t, samples, late_1ms, late_10ms, late_100ms,
- * max_ms}, the answers of the second before t and their lateness (RTT - delay_ms). Pure but for the clock it is given.
+ * max_ms, gap_ms, gap_from_t, last_line_t}, the answers of the second before t and their lateness (RTT - delay_ms);
+ * gap_ms the longest silence of ping between two of its lines (ping -D's own times) whose second line came in that
+ * second, from gap_from_t (null: no line came), last_line_t ping's time of its latest line so far (epoch s; null: none
+ * yet), the probe's coverage
+ * (health.js probeCoverage). Pure but for the clock it is given.
  * @param {number} delayMs the netem delay on the guest's side
  */
 export function latenessCounter(delayMs) {
@@ -42,6 +46,8 @@ export function latenessCounter(delayMs) {
   /** seqs already counted as unanswered: their late answers are not counted again */
   const gaveUp = new Set();
   let samples = 0, late1 = 0, late10 = 0, late100 = 0, worst = 0;
+  /** ping's own time of its latest line (ms, from -D), and the longest silence between two of its lines this second */
+  let lastLineMs = /** @type {number | null} */ (null), gapMs = /** @type {number | null} */ (null), gapFromMs = 0;
   /** @param {number} lateMs */
   const add = (lateMs) => {
     samples++;
@@ -53,6 +59,16 @@ export function latenessCounter(delayMs) {
   return {
     /** One line of `ping -n -O` output, read at nowMs. @param {string} line @param {number} nowMs */
     line(line, nowMs) {
+      // ping -D stamps each line with its own clock: the probe's gaps are ping's, not this reader's.
+      const stamp = /^\[(\d+(?:\.\d+)?)\]/.exec(line);
+      if (stamp) {
+        const at = Number(stamp[1]) * 1000;
+        if (lastLineMs !== null && at - lastLineMs > (gapMs ?? -1)) {
+          gapMs = at - lastLineMs;
+          gapFromMs = lastLineMs;
+        }
+        lastLineMs = at;
+      }
       const reply = /icmp_seq=(\d+) .*time=([\d.]+) ms/.exec(line);
       if (reply) {
         const seq = Number(reply[1]);
@@ -82,8 +98,11 @@ export function latenessCounter(delayMs) {
       }
       if (gaveUp.size > 1000) gaveUp.clear(); // seqs wrap at 65536; a lost answer never comes
       const out = { t: Math.round(nowMs) / 1000, samples, late_1ms: late1, late_10ms: late10, late_100ms: late100,
-        max_ms: Math.round(worst * 1000) / 1000 };
+        max_ms: Math.round(worst * 1000) / 1000, gap_ms: gapMs === null ? null : Math.round(gapMs * 1000) / 1000,
+        gap_from_t: gapMs === null ? null : Math.round(gapFromMs * 1000) / 1e6,
+        last_line_t: lastLineMs === null ? null : Math.round(lastLineMs * 1000) / 1e6 };
       samples = late1 = late10 = late100 = worst = 0;
+      gapMs = null;
       return out;
     },
   };
@@ -110,7 +129,8 @@ export function startLatenessProbe(o) {
   // -O: a request unanswered when the next goes out is reported; -s 16: room for ping's send time stamp.
   // At the guest's SCHED_FIFO priority: ping stamps its send time in user space before it sends, and a ping
   // preempted in between on a busy host would read as a late guest.
-  const argv = [...o.hostNsExec, 'chrt', '-f', String(GUEST_FIFO_PRIORITY), 'ping', '-n', '-O', '-i', String(L.interval_ms / 1000),
+  // -D: each line stamped with ping's own clock (the probe's coverage).
+  const argv = [...o.hostNsExec, 'chrt', '-f', String(GUEST_FIFO_PRIORITY), 'ping', '-n', '-D', '-O', '-i', String(L.interval_ms / 1000),
     '-s', '16', o.target ?? L.guest];
   // A group of its own, as the guest's: a Ctrl-C to the owner's group must not end the measurement before the teardown.
   const ping = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], detached: true });

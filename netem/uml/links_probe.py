@@ -6,7 +6,7 @@ At once and then once a second it appends to LINKS_JSONL the guest's device coun
 (/sys/class/net/DEV/statistics), and the packets the guest's input backlog dropped (/proc/net/softnet_stat, 2nd
 column):
   {"t": <epoch s>, "devices": {"r-eth0": {"rx_packets": n, "rx_dropped": n, ...}, ...}, "softnet_dropped": n}
-(counts since the guest booted).
+(counts since the guest booted; null for a counter that could not be read: not measured, never 0).
 
 One process that sleeps a second between reads of the guest's sysfs and procfs: no process is started per sample
 (an exec over hostfs costs the guest far more). Standard library only, no site packages (-S -I): the guest runs the
@@ -23,25 +23,26 @@ COUNTERS = ("rx_packets", "tx_packets", "rx_dropped", "tx_dropped", "rx_errors",
             "rx_over_errors", "rx_fifo_errors", "tx_fifo_errors", "tx_aborted_errors", "tx_carrier_errors")
 
 
-def read_int(path: str) -> int:
+def read_int(path: str) -> int | None:
+    """A counter's value; None when it cannot be read (not 0: an unreadable counter is not measured)."""
     try:
         with open(path) as f:
-            return int(f.read().strip() or "0", 0)
+            return int(f.read().strip(), 0)
     except (OSError, ValueError):
-        return 0
+        return None
 
 
 def link_counters() -> dict[str, object]:
-    devices: dict[str, dict[str, int]] = {}
+    devices: dict[str, dict[str, int | None]] = {}
     for dev in sorted(os.listdir("/sys/class/net")):
         if dev == "lo":
             continue
         devices[dev] = {c: read_int(f"/sys/class/net/{dev}/statistics/{c}") for c in COUNTERS}
-    dropped = 0
+    dropped: int | None = None
     try:
         with open("/proc/net/softnet_stat") as f:
             dropped = sum(int(line.split()[1], 16) for line in f if line.strip())
-    except OSError:
+    except (OSError, ValueError, IndexError):
         pass
     return {"t": round(time.time(), 3), "devices": devices, "softnet_dropped": dropped}
 

@@ -31,6 +31,8 @@ from ..rundir import RunDirError, manifest_format_version
 
 ATTEMPT_DIR = re.compile(r"^([0-9]+)-([0-9]+)$")
 VALID, INVALID, INCOMPLETE, INTERRUPTED = "valid", "invalid", "incomplete", "interrupted"
+# harness/exit-status.js: a complete run the analyzer could not judge (it failed, or wrote no validity).
+NOT_ANALYSED_EXIT = 4
 
 
 @dataclass
@@ -135,7 +137,13 @@ def classify(path: Path, point: str, rep: int, attempt: int, log: dict[str, Any]
     failed = [f"{c.get('name')}: {c.get('detail')}" for c in failed_c]
     end = (log or {}).get("end")
     started_by_study = log is not None and "start" in log
-    if run_status == "complete" and validity.get("valid") is True:
+    exit_code = (end or {}).get("exit_code")
+    if run_status == "complete" and exit_code == NOT_ANALYSED_EXIT:
+        # The run completed but nothing judged it whole: the analyzer failed or wrote no validity.
+        status = INCOMPLETE
+        error = error or (f"the analyzer failed or wrote no validity into metrics.json (harness exit status "
+                          f"{NOT_ANALYSED_EXIT}; its log says why)")
+    elif run_status == "complete" and validity.get("valid") is True:
         status = VALID
     elif run_status == "complete":
         status = INVALID

@@ -17,6 +17,7 @@ mod realtime;
 mod ring;
 mod runtime;
 mod stats;
+mod steps;
 mod writer;
 
 #[cfg(test)]
@@ -50,6 +51,9 @@ struct Args {
     /// The meters' action log (JSON lines, docs/bottleneck-log.md); required when the link has meters.
     #[arg(long)]
     actions: Option<PathBuf>,
+    /// The schedule log (JSON lines, docs/bottleneck-log.md): when each capacity and delay step came into force.
+    #[arg(long)]
+    schedule: Option<PathBuf>,
     #[arg(long, default_value_t = 100)]
     stats_interval_ms: u64,
     /// t = 0 of rate schedules and traces (CLOCK_REALTIME ns); default: when the program starts.
@@ -160,7 +164,14 @@ fn run(
         })?),
         None => None,
     };
+    let schedule = match &args.schedule {
+        Some(p) => Some(steps::ScheduleLog::create(p).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot create the schedule log {}: {e}", p.display()))
+        })?),
+        None => None,
+    };
     let link = link::Link::new(cfg, t0_ns, now, rng);
+    let schedule_steps = steps::ScheduleSteps::new(cfg, t0_ns);
 
     // Room in the kernel queue for the discipline's limit plus what sits in the delay line (a bandwidth-delay
     // product counted in 64-byte packets; 100k packets/s when the rate is unlimited).
@@ -178,5 +189,6 @@ fn run(
     out.flush()?;
 
     let mut rt = runtime::Runtime::new(queue, link, log, stats, args.stats_interval_ms * 1_000_000, actions);
+    rt.schedule = schedule.map(|log| (schedule_steps, log));
     rt.run()
 }

@@ -11,6 +11,7 @@ use crate::link::{Link, Outcome};
 use crate::nfq::{Queue, RawPacket};
 use crate::packet::{Event, Packet};
 use crate::stats::{Sample, StatsWriter};
+use crate::steps::{ScheduleLog, ScheduleSteps};
 use std::collections::BTreeSet;
 use std::io;
 
@@ -33,6 +34,9 @@ pub struct Runtime {
     /// The meters' action log (only when the link has meters).
     pub actions: Option<crate::actions::ActionLog>,
     actions_lost_reported: u64,
+    /// The link's capacity and delay steps and their log (only with --schedule): each recorded as it comes into force.
+    pub schedule: Option<(ScheduleSteps, ScheduleLog)>,
+    schedule_lost_reported: u64,
     /// Packet ids the kernel holds for us, for batch verdicts.
     held: BTreeSet<u32>,
     kernel_overruns: u64,
@@ -64,6 +68,8 @@ impl Runtime {
             stats_interval_ns,
             actions,
             actions_lost_reported: 0,
+            schedule: None,
+            schedule_lost_reported: 0,
             held: BTreeSet::new(),
             kernel_overruns: 0,
             overruns_reported: 0,
@@ -107,6 +113,7 @@ impl Runtime {
             self.give_drop_verdicts()?;
             self.release_due(now)?;
             self.write_actions();
+            self.record_steps(now);
 
             if now >= next_report {
                 next_report = now + REPORT_NS;
@@ -126,6 +133,10 @@ impl Runtime {
                 next = next.min(next_stats);
             }
             if let Some(t) = self.link.next_event_ns() {
+                next = next.min(t);
+            }
+            // A step's time wakes the loop, so that it is recorded when it comes into force, not at the next packet.
+            if let Some(t) = self.schedule.as_ref().and_then(|(s, _)| s.next_ns()) {
                 next = next.min(t);
             }
             let now = clock::now_ns();
@@ -158,7 +169,11 @@ impl Runtime {
                 waiter.wait(-1)?
             };
             if woken.restart_schedule {
-                self.link.restart_schedule(clock::now_ns());
+                let t0 = clock::now_ns();
+                self.link.restart_schedule(t0);
+                if let Some((steps, _)) = self.schedule.as_mut() {
+                    steps.restart(t0);
+                }
             }
             if woken.signalled {
                 return self.shutdown();
@@ -239,6 +254,13 @@ impl Runtime {
         }
     }
 
+    /// Records the steps that came into force by `now` (the schedule log).
+    fn record_steps(&mut self, now: u64) {
+        if let Some((steps, log)) = self.schedule.as_mut() {
+            steps.take_in_force(now, |r| log.write(r));
+        }
+    }
+
     fn write_stats(&mut self, now: u64) {
         let sample = Sample {
             t_ns: now,
@@ -279,6 +301,13 @@ impl Runtime {
             }
             a.check()?;
         }
+        if let Some((_, log)) = self.schedule.as_mut() {
+            if log.lost() > self.schedule_lost_reported {
+                eprintln!("rtclab-bottleneck: the schedule log lost {} records so far: its writer thread fell a whole ring behind.", log.lost());
+                self.schedule_lost_reported = log.lost();
+            }
+            log.check()?;
+        }
         Ok(())
     }
 
@@ -301,6 +330,9 @@ impl Runtime {
         self.report()?;
         if let Some(a) = self.actions.as_mut() {
             a.close()?;
+        }
+        if let Some((_, log)) = self.schedule.as_mut() {
+            log.close()?;
         }
         if let Some(s) = self.stats.as_mut() {
             s.close()?;
