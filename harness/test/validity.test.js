@@ -156,7 +156,7 @@ test('bottleneck_lateness_bounded (uml): the guest\'s timer lateness against the
   assert.equal(ok.valid, true);
   assert.deepEqual(ok.checks.slice(6).map((x) => x.name), ['bottleneck_lateness_bounded', 'uml_timer_on_time', 'uml_probe_covered',
     'uml_lossless_outside_qdisc', 'host_cpu_not_saturated', 'captures_complete']);
-  assert.ok(ok.checks.some((x) => x.name === 'bottleneck_lateness_bounded' && x.ok === true && /fired 3\.5 ms late \(bound 25 ms\)/.test(x.detail)));
+  assert.ok(ok.checks.some((x) => x.name === 'bottleneck_lateness_bounded' && x.ok === true && /fired 3\.5 ms late \(bound 20 ms\)/.test(x.detail)));
   assert.ok(ok.checks.some((x) => x.name === 'uml_lossless_outside_qdisc' && x.ok === true));
   const stalled = run({ timer: timer(301.2), drops: drops() });
   assert.deepEqual(stalled.checks.filter((x) => x.ok === false).map((x) => x.name), ['bottleneck_lateness_bounded']);
