@@ -8,9 +8,10 @@
 //   node bench/reliability/spreads.mjs --runs 30 -- node --test netem/test/cross.integration.test.js
 //   node bench/reliability/spreads.mjs --runs 30 --load '.venv/bin/python -m pytest analysis/test -q -x -m "not real_calls and not integration"' -- CMD...
 //
-// --load runs its command over and over beside every run (the "second test"), and stops it between runs, so each run
-// sees the same kind of load. Nothing else should run on the machine meanwhile.
-import { spawn, spawnSync } from 'node:child_process';
+// --load runs its command over and over beside every run (the "second test"), each round to its end (a test killed half
+// way would leave its networks behind), so each run sees the same kind of load. Nothing else should run meanwhile;
+// `npm run clean` after an interrupted campaign.
+import { spawn } from 'node:child_process';
 
 const args = process.argv.slice(2);
 const sep = args.indexOf('--');
@@ -39,26 +40,34 @@ function parseMeasures(text) {
 /** Nearest-rank quantile of sorted values. @param {number[]} xs @param {number} q */
 const quantile = (xs, q) => xs[Math.min(xs.length - 1, Math.max(0, Math.ceil(q * xs.length) - 1))];
 
+/** Runs a command to its end, its output collected. @param {string[]} argv @param {boolean} quiet
+ * @returns {Promise<{ status: number | null, out: string }>} */
+function run(argv, quiet) {
+  return new Promise((resolve) => {
+    const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    if (!quiet) for (const s of [child.stdout, child.stderr]) s.on('data', (d) => { out += d; });
+    else for (const s of [child.stdout, child.stderr]) s.resume();
+    child.on('close', (status) => resolve({ status, out }));
+  });
+}
+
 /** @type {Map<string, number[]>} */
 const all = new Map();
 let failed = 0;
 const started = Date.now();
 for (let i = 0; i < runs; i++) {
-  /** @type {import('node:child_process').ChildProcess | null} */
-  let loader = null;
-  let stopLoad = false;
-  const loop = () => {
-    if (stopLoad || !load) return;
-    loader = spawn('bash', ['-c', load], { stdio: 'ignore', detached: true });
-    loader.on('exit', () => { loader = null; loop(); });
-  };
-  loop();
-  const r = spawnSync(command[0], command.slice(1), { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
-  stopLoad = true;
-  if (loader) { try { process.kill(-(/** @type {any} */ (loader).pid), 'SIGKILL'); } catch { /* gone */ } }
-  const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;
+  // The load runs over and over until the measured run ends, then its last round is let finish: a test killed half
+  // way would leave its networks, bottlenecks and captures behind (they would load every later run).
+  let measuring = true;
+  const loader = (async () => {
+    while (load && measuring) await run(['bash', '-c', load], true);
+  })();
+  const r = await run(command, false);
+  measuring = false;
+  await loader;
   if (r.status !== 0) failed++;
-  for (const [k, vs] of parseMeasures(out)) all.set(k, [...(all.get(k) ?? []), ...vs]);
+  for (const [k, vs] of parseMeasures(r.out)) all.set(k, [...(all.get(k) ?? []), ...vs]);
   process.stderr.write(`run ${i + 1}/${runs}: exit ${r.status}, ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
 }
 
