@@ -3,7 +3,7 @@
 # one line, "N passed, N failed", totalled from each runner's own report (JUnit XML from node --test and pytest, read
 # by scripts/junit-totals.py; cargo test's "test result:" lines).
 #   bash scripts/test.sh          both tiers (npm test)
-#   bash scripts/test.sh --fast   the fast tier only, for the edit loop (npm run test:fast; about a minute here)
+#   bash scripts/test.sh --fast   the fast tier only, for the edit loop (npm run test:fast; about two minutes here)
 #   bash scripts/test.sh --real   the real tier only
 #
 # Which tier a test is in, by one rule:
