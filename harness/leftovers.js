@@ -6,7 +6,8 @@
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { alive, cleanAll, leftoverIds } from '../netem/cleanup.js';
+import { cleanAll, leftoverIds } from '../netem/cleanup.js';
+import { alive } from '../netem/exec.js';
 import { loadState } from '../netem/state.js';
 
 /** Chromium profiles in the temporary directory: rtclab-chromium-<id>-<host>-XXXXXX for a browser in a run's host. */

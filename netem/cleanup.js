@@ -4,20 +4,11 @@
 // root veths, the nft table, state and the uml guest's directory. The network only: what a call leaves beside it
 // (browser profiles, the manifest of a killed run) is the harness's to clean (harness/leftovers.js).
 import { rmSync } from 'node:fs';
-import { run, sleep } from './exec.js';
+import { alive, run, sleep } from './exec.js';
 import { NS_RE, ROOT_VETH_RE, NFT_TABLE_RE, checkId, nsName, names } from './names.js';
 import { releaseMgmtSubnet, removeState, stateIds, reservationIds, cliRunDir, loadState } from './state.js';
 import { removeGuestDir, guestDirIds } from './uml/guest.js';
 
-/** Whether process pid exists. @param {number} pid */
-export function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** @param {string} ns @returns {Promise<number[]>} */
 async function pidsIn(ns) {

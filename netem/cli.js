@@ -10,7 +10,7 @@ import { loadScenario } from '../scenarios/model.js';
 import { cleanAll, teardown } from './cleanup.js';
 import { newId, names } from './names.js';
 import { saveState, loadState, cliRunDir } from './state.js';
-import { run } from './exec.js';
+import { alive, run } from './exec.js';
 import { planTopology } from './topology.js';
 import { planKernelNetwork } from './kernel-backend.js';
 import { guestRun, channelDir } from './uml/guest.js';
@@ -95,9 +95,7 @@ async function show(id) {
     out.push(`  backend: ${state.info.backend.used} (requested ${state.info.backend.requested}: ${state.info.backend.reason})`);
     out.push(`  data: a ${state.info.data.a}, b ${state.info.data.b}; management: a ${state.info.mgmt.a.host} -> root ${state.info.mgmt.a.root}, b ${state.info.mgmt.b.host} -> root ${state.info.mgmt.b.root}`);
     for (const b of state.bottlenecks) {
-      let alive = false;
-      try { process.kill(b.pid, 0); alive = true; } catch { /* gone */ }
-      out.push(`  bottleneck ${b.direction}: pid ${b.pid} ${alive ? 'running' : 'NOT RUNNING (traffic in this direction is stopped)'}; log ${b.log}`);
+      out.push(`  bottleneck ${b.direction}: pid ${b.pid} ${alive(b.pid) ? 'running' : 'NOT RUNNING (traffic in this direction is stopped)'}; log ${b.log}`);
       const stats = lastLine(b.log.replace(/\.log$/, '.stats.jsonl'));
       if (stats) out.push(`    last stats: ${stats}`);
     }

@@ -1,6 +1,7 @@
 // @ts-check
 // Running external commands (ip, tc, ethtool, nft, iptables) and checking them.
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 
 /**
  * @typedef {{ code: number, stdout: string, stderr: string }} RunResult
@@ -52,3 +53,19 @@ export async function runPlan(plan, log) {
 
 /** @param {number} ms */
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Whether process pid is still running: it exists and has not exited. An exited process stays a zombie until its
+ * parent reaps it; a detached one's parent is init, which on some machines reaps only about once a second (the
+ * firecracker VM's init here), so a teardown that waited on kill(pid, 0) alone waited a second per process.
+ * @param {number} pid
+ */
+export function alive(pid) {
+  try { process.kill(pid, 0); } catch { return false; }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat[stat.lastIndexOf(')') + 2] !== 'Z'; // the state follows the command name: "pid (comm) S ..."
+  } catch {
+    return false; // gone between the two looks
+  }
+}

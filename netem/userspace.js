@@ -7,7 +7,7 @@ import { EventEmitter } from 'node:events';
 import { existsSync, openSync, closeSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runChecked, run, sleep } from './exec.js';
+import { alive, runChecked, run, sleep } from './exec.js';
 import { INTERFACES } from './names.js';
 import { linkSteps, stepEvent } from './steps.js';
 
@@ -40,9 +40,6 @@ export function checkBottleneckBuilt() {
     throw new Error(`userspace bottleneck not built: ${BOTTLENECK_BIN} is missing (cargo build --release in netem/bottleneck)`);
   }
 }
-
-/** @param {number} pid */
-const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
 
 export class UserspaceBottleneck extends EventEmitter {
   /**

@@ -151,6 +151,10 @@ if [ "$tier" != fast ]; then
     wait
     for ((k = 1; k <= lanes; k++)); do count_suite "netem-real-$k"; done
   fi
+  # One real call serves two runners: the Node end-to-end test's default call stays here for the analyzer's real-call
+  # tests that only read a default call (analysis/test/conftest.py, default_call_run), one call fewer.
+  export RTCLAB_TEST_SHARED_RUNS="$log/shared-runs"
+  mkdir -p "$RTCLAB_TEST_SHARED_RUNS"
   if [ ${#other_real[@]} -gt 0 ]; then
     run_suite node-real junit "$log/node-real.xml" live node_test "$log/node-real.xml" 1 "${other_real[@]}"
     count_suite node-real

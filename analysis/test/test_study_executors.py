@@ -1,11 +1,11 @@
 """The study executors (docs/studies.md, Executors): the CPU split of --parallel and its refusals, the Ray nodes'
 set-up check; then, with real calls (marker real_calls, root, about 3 minutes):
 
-- `--parallel 2`: two 8 s calls at once, each pinned to its own CPU, their CPU sets recorded in the manifests and
+- `--parallel 2`: two 6 s calls at once, each pinned to its own CPU, their CPU sets recorded in the manifests and
   the cpu_set_not_saturated check present;
 - `--ray`: a local two-node Ray cluster started here with two `ray start` commands (a head and a worker on this
   machine, their own ports and temp dir: the commands a user runs on two machines, so the driver, the custom
-  resource and the nodes' raylets are all real), a study of 2 points x 1 repetition of 8 s calls; the worker node
+  resource and the nodes' raylets are all real), a study of 2 points x 1 repetition of 6 s calls; the worker node
   is killed (its raylet, SIGKILL) while its run is in its call, and that attempt must be logged as lost and made
   again elsewhere under a new attempt number; the gathered study must have a serial run's structure (the same
   study.json keys and points, the same run files, metrics.json keys and video flows), and the manifests name their
@@ -39,14 +39,14 @@ RAY = Path(sys.executable).parent / "ray"
 
 STUDY = """\
 name: {name}
-description: two 8 s calls, fifo and codel
+description: two 6 s calls, fifo and codel
 base: {root}/scenarios/examples/fifo.yaml
 points:
   - name: fifo
-    set: {{duration_s: 8}}
+    set: {{duration_s: 6}}
   - name: codel
     base: {root}/scenarios/examples/codel.yaml
-    set: {{duration_s: 8}}
+    set: {{duration_s: 6}}
 repetitions: 1
 max_attempts: 1
 shuffle: false

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, openSync, closeSync, readFileSync, renameSync, r
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { UML_DIR } from '../names.js';
-import { sleep } from '../exec.js';
+import { alive, sleep } from '../exec.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 export const INIT_SCRIPT = join(HERE, 'init.sh');
@@ -67,11 +67,6 @@ export const guestExecPrefix = (id) => [process.execPath, EXEC_SCRIPT, channelDi
 
 /** @param {string} s */
 const shQuote = (s) => `'${s.replaceAll("'", "'\\''")}'`;
-
-/** @param {number} pid */
-function alive(pid) {
-  try { process.kill(pid, 0); return true; } catch { return false; }
-}
 
 /** A file's text, or fallback when it cannot be read. @param {string} file */
 export function readOr(file, fallback = '') {
