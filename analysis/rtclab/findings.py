@@ -2,10 +2,14 @@
 expectations) beside what the given study directories measured: mean, 95 % CI, n and phase per point, a verdict by a
 rule written on the page, the INVALID attempts counted, and each study's provenance (study/provenance.py: dates,
 machine, Chromium, backend, commits, n, time factor, command). One Markdown page and one HTML dashboard. It reads
-study.json, plan.json and the used runs' manifest.json and metrics.json, never the captures: a study directory or its
-archive in the repository (study/archive.py; by default every study of results-archive/), and `--check` compares the
-page it makes with the committed one. The claims are data; this module only evaluates them (docs/studies.md,
-"Findings")."""
+study.json, plan.json, the points' scenario.json and the used runs' manifest.json and metrics.json, never the
+captures: a study directory or its archive in the repository (study/archive.py; by default every study of
+results-archive/), and `--check` compares the page it makes with the committed one. The claims are data; this module
+only evaluates them (docs/studies.md, "Findings").
+
+The decision rules are one function per kind (`decide_range`, `decide_difference`, `decide_trend`, and `decide` for
+a claim), so that other tools (a sample-size planner) judge an interval exactly as the page does; `measure_point`,
+`points_of` and `evaluate` give a claim's per-point values."""
 
 from __future__ import annotations
 
@@ -23,11 +27,34 @@ from .study import archive, provenance
 from .study.aggregate import flow_values, summarise
 from .study.compare import welch
 from .study.report import StudyReportError, load
+from .study.tdist import t_quantile
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_CLAIMS = REPO / "studies" / "findings.yaml"
 AGREES, DEVIATES, INCONCLUSIVE, NOT_RUN = "agrees", "deviates", "inconclusive", "not run"
 KINDS = ("range", "trend", "difference")
+MEASURES = ("flow", "where", "cross_traffic", "share", "rfc8867")
+IPERF3_BASE_PORT = 5201  # cross-traffic item n's iperf3 server port in runs whose manifest predates topology
+
+Bounds = tuple[float | None, float | None]
+UNIT_INTERVAL: Bounds = (0.0, 1.0)
+NON_NEGATIVE: Bounds = (0.0, None)
+UNBOUNDED: Bounds = (None, None)
+# What a metric cannot be outside of, whatever was measured: a ratio of a part to its whole lies in [0, 1] (Jain's
+# index too), a delay, a rate or a ratio of rates is at least 0. A confidence interval reaching past a bound is clipped
+# to it (decide_range), so a point is not inconclusive only because a t-interval left the possible values.
+NATURAL_BOUNDS: dict[str, Bounds] = {
+    **{m: UNIT_INTERVAL for m in ("jain_index", "media_jain_index", "loss_ratio_bytes", "loss_ratio_packets",
+                                  "utilisation", "bottleneck_utilisation", "converged_fraction", "overusing_fraction",
+                                  "freeze_time_ratio", "never_shown_ratio", "replay_update_agreement")},
+    **{m: NON_NEGATIVE for m in ("queuing_delay_ms_mean", "queuing_delay_ms_p50", "queuing_delay_ms_p95",
+                                 "owd_ms_mean", "jitter_ms", "throughput_bps", "send_rate_bps", "received_bps",
+                                 "call_throughput_bps", "call_share_of_fair_share", "tcp_share_of_fair_share",
+                                 "rate_to_target_ratio", "convergence_time_s", "reaction_time_down_s",
+                                 "reaction_time_up_s", "ramp_up_s", "n_dd", "overuse_events")},
+}
+# The per-run RFC 8867 figure computed here (`measure: {rfc8867: ...}`), beside study.json's raw one.
+RFC8867_MEASURES = ("rate_to_reachable_target",)
 
 
 class FindingsError(Exception):
@@ -50,6 +77,9 @@ class Study:
         return list(self.doc["accept_invalid"]) if self.doc.get("accept_invalid") and self.doc.get("invalid_note") \
             else []
 
+    def point_plan(self, point: str) -> dict[str, Any]:
+        return next((p for p in self.plan.get("points") or [] if p.get("name") == point), {})
+
 
 def _rel(p: Any) -> str:
     """A path as a command from the repository root names it: relative to the root when inside it."""
@@ -67,13 +97,21 @@ def read_study(d: Path) -> Study:
         doc = load(d)
     except StudyReportError as e:
         raise FindingsError(str(e)) from None
-    plan = json.loads((d / "plan.json").read_text())
+    try:
+        plan = json.loads((d / "plan.json").read_text())
+    except (OSError, ValueError) as e:
+        raise FindingsError(f"{d}: plan.json unreadable: {e}") from None
     return Study(d, doc, plan, prov=provenance.read(d, doc, plan))
 
 
+def _band(c: dict[str, Any]) -> tuple[float | None, float | None]:
+    lo, hi = c["range"]
+    return (None if lo is None else float(lo), None if hi is None else float(hi))
+
+
 def load_claims(path: Path) -> dict[str, Any]:
-    """The claims file, checked: every claim has an id, a known kind, studies, points, a measure and its rule's
-    parameters."""
+    """The claims file, checked: every claim has an id, a known kind, studies, points, a measure, its rule's
+    parameters and, for a band, why it is that wide."""
     try:
         doc = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as e:
@@ -81,17 +119,45 @@ def load_claims(path: Path) -> dict[str, Any]:
     problems = []
     for i, c in enumerate((doc or {}).get("claims") or []):
         cid = c.get("id", f"claims[{i}]")
-        for key in ("id", "source", "says", "studies", "study_file", "kind", "points", "measure"):
+        for key in ("id", "source", "says", "studies", "study_file", "kind", "measure"):
             if key not in c:
                 problems.append(f"{cid}: no {key}")
-        if c.get("kind") not in KINDS:
+        if "points" not in c and "pairs" not in c:
+            problems.append(f"{cid}: no points (or pairs)")
+        measure = c.get("measure") or {}
+        if sum(1 for k in MEASURES if k in measure) != 1:
+            problems.append(f"{cid}: the measure needs exactly one of {', '.join(MEASURES)}")
+        if "rfc8867" in measure and measure["rfc8867"] not in RFC8867_MEASURES:
+            problems.append(f"{cid}: measure rfc8867 must be one of {', '.join(RFC8867_MEASURES)}")
+        if any(k in measure for k in ("flow", "where", "cross_traffic")) and "metric" not in measure:
+            problems.append(f"{cid}: the measure needs a metric")
+        kind = c.get("kind")
+        if kind not in KINDS:
             problems.append(f"{cid}: kind must be one of {', '.join(KINDS)}")
-        if c.get("kind") in ("range", "difference") and not (isinstance(c.get("range"), list) and len(c["range"]) == 2):
-            problems.append(f"{cid}: a {c.get('kind')} claim needs range: [lo, hi]")
-        if c.get("kind") == "trend" and c.get("direction") not in ("increasing", "decreasing"):
-            problems.append(f"{cid}: a trend claim needs direction: increasing or decreasing")
-        if c.get("kind") == "difference" and not c.get("against"):
-            problems.append(f"{cid}: a difference claim needs against: [study names]")
+        if kind in ("range", "difference"):
+            r = c.get("range")
+            if not (isinstance(r, list) and len(r) == 2 and any(x is not None for x in r)
+                    and all(x is None or isinstance(x, (int, float)) for x in r)
+                    and (None in r or r[0] <= r[1])):
+                problems.append(f"{cid}: a {kind} claim needs range: [lo, hi] (null for an open end, lo <= hi)")
+            if not c.get("band_why"):
+                problems.append(f"{cid}: no band_why (why the band is as wide as it is, against the reference's "
+                                "precision)")
+        if kind == "range" and "pairs" in c:
+            problems.append(f"{cid}: pairs belong to a difference claim")
+        if kind == "trend":
+            if c.get("direction") not in ("increasing", "decreasing"):
+                problems.append(f"{cid}: a trend claim needs direction: increasing or decreasing")
+            x = c.get("x") or {}
+            if not x.get("param") or x.get("scale", "linear") not in ("linear", "log"):
+                problems.append(f"{cid}: a trend claim needs x: {{param: NAME, scale: linear|log}}")
+        if kind == "difference" and not (c.get("against") or c.get("pairs")):
+            problems.append(f"{cid}: a difference claim needs against: [study names] or pairs: [[A, B], ...]")
+        if kind == "difference" and c.get("against") and c.get("pairs"):
+            problems.append(f"{cid}: a difference claim has against (two studies) or pairs (two points), not both")
+        if c.get("pairs") is not None and not (isinstance(c["pairs"], list) and c["pairs"] and all(
+                isinstance(p, list) and len(p) == 2 for p in c["pairs"])):
+            problems.append(f"{cid}: pairs must be a list of [A point, B point]")
     if not (doc or {}).get("claims"):
         problems.append("no claims")
     if problems:
@@ -101,26 +167,115 @@ def load_claims(path: Path) -> dict[str, Any]:
 
 # ---- measuring -----------------------------------------------------------------------------------------------------
 
+def natural_bounds(measure: dict[str, Any]) -> Bounds:
+    """The values the measure can take at all (NATURAL_BOUNDS): shares in [0, 1], the reachable-target ratio >= 0."""
+    if "share" in measure:
+        return UNIT_INTERVAL
+    if "rfc8867" in measure:
+        return NON_NEGATIVE
+    return NATURAL_BOUNDS.get(str(measure.get("metric")), UNBOUNDED)
+
+
 def _flow_where(m: dict[str, Any], where: dict[str, Any]) -> dict[str, Any] | None:
     """The busiest flow (packets sent) of the run that matches every field of `where`."""
     found = [f for f in m.get("flows") or [] if all(f.get(k) == v for k, v in where.items())]
     return max(found, key=lambda f: f.get("packets_sent") or 0) if found else None
 
 
-def _run_value(m: dict[str, Any], measure: dict[str, Any]) -> float | None:
+def _cross_traffic_ports(manifest: dict[str, Any], items: list[dict[str, Any]]) -> dict[int, int]:
+    """Each cross-traffic item's iperf3 server port: the manifest's topology.cross_traffic (netem/cross.js), else
+    5201 + n (runs recorded before the manifest held it)."""
+    recorded = (manifest.get("topology") or {}).get("cross_traffic")
+    if isinstance(recorded, list) and recorded:
+        return {int(i["n"]): int(i["port"]) for i in recorded}
+    return {n: IPERF3_BASE_PORT + n for n in range(len(items))}
+
+
+def cross_traffic_flow(m: dict[str, Any], manifest: dict[str, Any], select: dict[str, Any]) -> dict[str, Any] | None:
+    """The busiest forward TCP flow of the scenario's cross-traffic items that match every field of `select` (e.g.
+    dscp 46), found by the items' iperf3 server ports: a flow's own `dscp` in metrics.json is its first packet's,
+    and iperf3 sets the DSCP after its SYN, so a TCP flow's `dscp` field is 0 whatever it carried."""
+    items = (m.get("scenario") or {}).get("cross_traffic") or []
+    ports = _cross_traffic_ports(manifest, items)
+    wanted = {str(ports[n]) for n, item in enumerate(items)
+              if n in ports and all(item.get(k) == v for k, v in select.items())}
+    found = [f for f in m.get("flows") or [] if f.get("direction") == "forward" and f.get("protocol") == "tcp"
+             and str(f.get("dst", "")).rsplit(":", 1)[-1] in wanted]
+    return max(found, key=lambda f: f.get("packets_sent") or 0) if found else None
+
+
+def encoder_caps(scenario: dict[str, Any]) -> dict[str, float | None]:
+    """Each call's encoder maximum in bit/s (by call id): the sum over its video tracks of the track's
+    max_bitrate_kbps, else its call's; None when one of them sets none (Chrome's own maximum applies, which the
+    scenario does not state)."""
+    out: dict[str, float | None] = {}
+    for c in scenario.get("calls") or []:
+        kbps = [t.get("max_bitrate_kbps") if t.get("max_bitrate_kbps") is not None else c.get("max_bitrate_kbps")
+                for t in c.get("tracks") or [{}]]
+        out[str(c.get("id"))] = None if any(k is None for k in kbps) else 1000.0 * sum(float(k) for k in kbps)
+    return out
+
+
+def rate_to_reachable_target(rfc: dict[str, Any], caps: dict[str, float | None]) -> float | None:
+    """RFC 8867's rate / target with each window's target lowered to what the flow's encoder may send: per media flow
+    (metrics.json rfc8867.flows), its bits over the windows that have a target / the sum over them of min(target, its
+    call's encoder maximum); the flows' mean, as summary.rate_to_target_ratio is of the raw ratios. A flow held at
+    its encoder's cap is then at its target (its link-layer rate also carries audio, RTX and headers, so it reads a
+    few per cent above 1 there), not under-using the link. None when a flow's call or cap is unknown."""
+    ratios = []
+    for f in rfc.get("flows") or []:
+        name = str(f.get("name"))
+        cap = caps.get(name) if name in caps else next(iter(caps.values())) if len(caps) == 1 else None
+        if cap is None:
+            return None
+        rate = target = 0.0
+        for r, t in zip(f.get("rate_bps") or [], f.get("target_bps") or []):
+            if r is not None and t is not None:
+                rate, target = rate + float(r), target + min(float(t), cap)
+        if target > 0:
+            ratios.append(rate / target)
+    return sum(ratios) / len(ratios) if ratios else None
+
+
+def _point_scenario(s: Study, point: str) -> tuple[dict[str, Any] | None, str]:
+    """The point's scenario as the study ran it (plan.json scenario_file), or why it cannot be read."""
+    f = s.point_plan(point).get("scenario_file")
+    if not f:
+        return None, f"plan.json names no scenario_file for {point}"
+    try:
+        return json.loads((s.dir / f).read_text()), ""
+    except (OSError, ValueError) as e:
+        return None, f"{f} unreadable: {e}"
+
+
+def _run_value(m: dict[str, Any], measure: dict[str, Any], manifest: dict[str, Any],
+               scenario: dict[str, Any]) -> float | None:
     if "share" in measure:
         flows = (((m.get("multiflow") or {}).get("shares") or {}).get("flows")) or []
         f = next((x for x in flows if f"{x.get('call')}/{x.get('track')}" == measure["share"]), None)
         return None if f is None or f.get("achieved_share") is None else float(f["achieved_share"])
-    flow = _flow_where(m, measure["where"])
+    if "rfc8867" in measure:
+        rfc = m.get("rfc8867")
+        return None if not isinstance(rfc, dict) else rate_to_reachable_target(rfc, encoder_caps(scenario))
+    flow = cross_traffic_flow(m, manifest, measure["cross_traffic"]) if "cross_traffic" in measure \
+        else _flow_where(m, measure["where"])
     if flow is None:
         return None
     return flow_values(m, flow, measure.get("phase", "all")).get(measure["metric"])
 
 
+def _read_json(path: Path) -> dict[str, Any]:
+    doc = json.loads(path.read_text().replace("NaN", "null"))
+    if not isinstance(doc, dict):
+        raise ValueError("not a JSON object")
+    return doc
+
+
 def measure_point(s: Study, point: str, measure: dict[str, Any]) -> dict[str, Any]:
-    """The point's statistic (mean, sd, ci95_*, n) of the measure, its phase, and its attempts counted: used runs,
-    INVALID attempts, INVALID runs used (aggregate --accept-invalid)."""
+    """The point's statistic (mean, sd, ci95_*, n) of the measure, its phase, the per-run values (per-run measures;
+    None for a statistic of study.json), and its attempts counted: used runs, INVALID attempts, INVALID runs used
+    (aggregate --accept-invalid). `unmatched` says why the measure found nothing in runs that were read (its flow,
+    phase or selector matches nothing there), else None."""
     p = next((x for x in s.doc["points"] if x["name"] == point), None)
     runs = [r for r in s.doc.get("runs") or [] if r.get("point") == point]
     counts = {"attempts": len(runs), "invalid_attempts": sum(1 for r in runs if r.get("status") == "invalid"),
@@ -129,25 +284,51 @@ def measure_point(s: Study, point: str, measure: dict[str, Any]) -> dict[str, An
     # Runs whose files could not be read (by aggregation, or here): n is short of them, and the page says why.
     left_out = [f"{x.get('dir')}: {x.get('reason')}" for x in (p or {}).get("runs_left_out") or []]
     phase = measure.get("phase", "all")
+    used = list((p or {}).get("runs_used") or [])
     stat: dict[str, Any] | None = None
-    if p is not None and ("flow" in measure):
-        stat = (((p.get("flows") or {}).get(measure["flow"]) or {}).get(phase) or {}).get(measure["metric"])
-    elif p is not None:  # per run, from the used runs' metrics.json
-        values = []
-        for d in p.get("runs_used") or []:
+    values: list[float] | None = None
+    unmatched: str | None = None
+    if p is not None and "flow" in measure:
+        by_phase = (p.get("flows") or {}).get(measure["flow"])
+        if by_phase is None:
+            unmatched = f"no flow {measure['flow']} in study.json"
+        elif phase not in by_phase:
+            unmatched = f"{measure['flow']} has no phase {phase}"
+        else:
+            stat = (by_phase.get(phase) or {}).get(measure["metric"])
+    elif p is not None:  # per run, from the used runs' metrics.json (and manifest.json, the point's scenario)
+        scenario, why_not = _point_scenario(s, point) if "rfc8867" in measure else ({}, "")
+        values, empty = [], 0
+        for d in used if scenario is not None else []:
             try:
-                m = json.loads((s.dir / d / "metrics.json").read_text().replace("NaN", "null"))
+                m = _read_json(s.dir / d / "metrics.json")
             except (OSError, ValueError) as e:
                 left_out.append(f"{d}: metrics.json unreadable: {e}")
                 continue
-            v = _run_value(m, measure)
+            manifest: dict[str, Any] = {}
+            if "cross_traffic" in measure:
+                try:
+                    manifest = _read_json(s.dir / d / "manifest.json")
+                except (OSError, ValueError) as e:
+                    left_out.append(f"{d}: manifest.json unreadable (its cross-traffic ports): {e}")
+                    continue
+            v = _run_value(m, measure, manifest, scenario or {})
             if v is not None and math.isfinite(v):
-                values.append(v)
+                values.append(float(v))
+            else:
+                empty += 1
+        if scenario is None:
+            unmatched = why_not
+        elif not values and empty:
+            unmatched = f"the measure found no value in any of the {empty} run(s) read"
         stat = summarise(values)
+    if not used:
+        unmatched = None  # nothing was read: no value for that reason, not a selector that misses
     mean = stat.get("mean") if stat is not None else None
     if not isinstance(mean, (int, float)) or not math.isfinite(mean):  # no value, or a damaged one (NaN): none
         stat = None
-    return {"point": point, "phase": phase, "stat": stat, **counts, "left_out": left_out}
+    return {"point": point, "phase": phase, "stat": stat, "values": values, **counts, "left_out": left_out,
+            "unmatched": unmatched}
 
 
 def points_of(s: Study, patterns: list[str]) -> list[str]:
@@ -155,41 +336,151 @@ def points_of(s: Study, patterns: list[str]) -> list[str]:
     return [n for n in names if any(fnmatch.fnmatchcase(n, pat) for pat in patterns)]
 
 
-# ---- verdicts ------------------------------------------------------------------------------------------------------
+def pairs_of(s: Study, pairs: list[list[str]]) -> list[tuple[str, str]]:
+    """The claim's (A, B) point pairs whose two points the study has (a quick variant may hold only some)."""
+    names = {p["name"] for p in s.plan.get("points") or []}
+    return [(a, b) for a, b in pairs if a in names and b in names]
+
+
+def x_of(s: Study, point: str, param: str) -> float | None:
+    """The point's value of a sweep's parameter: its axis label when that is a number (an axis of lists, e.g. cross
+    traffic labelled '3'), else the axis value, else the value a named point sets at that field path."""
+    pp = s.point_plan(point)
+    settings = [x.get("value") for x in pp.get("settings") or [] if x.get("path") == param]
+    for v in ((pp.get("labels") or {}).get(param), (pp.get("params") or {}).get(param), *settings):
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(x):
+            return x
+    return None
+
+
+# ---- the decision rules (one function per kind: the page and a sample-size planner judge alike) ---------------------
 
 RULES = {
-    "range": "each point's 95 % confidence interval of the mean (Student t over its runs) against the reference "
-             "interval [lo, hi]: agrees when the interval lies inside it, deviates when it lies wholly outside, "
-             "inconclusive when it straddles an edge",
-    "trend": "the difference last point - first point of the sweep and its Welch 95 % confidence interval: agrees "
-             "when the interval lies wholly on the claimed side of 0, deviates when it lies wholly on the other "
-             "side, inconclusive when it contains 0",
-    "difference": "per point, study B - study A and its Welch 95 % confidence interval against the interval [lo, hi] "
-                  "the claim allows: agrees inside, deviates wholly outside, inconclusive when it straddles an edge",
-    "common": "always inconclusive when a point has fewer than min_n runs (no interval), no value, or uses INVALID "
-              "runs (aggregate --accept-invalid): INVALID runs are counted and shown, never taken as evidence",
+    "range": "each point's 95 % confidence interval of the mean (Student t over its runs), clipped to the measure's "
+             "natural bounds, against the band [lo, hi]: agrees when the interval lies inside it, deviates when it "
+             "lies wholly outside, inconclusive when it straddles an edge",
+    "trend": "a least-squares line through every run's value against the sweep's parameter x (every point, each run "
+             "one observation: the points' means weighted by their n, the residual pooled over the runs' scatter "
+             "and the means' distance from the line) and the Student t 95 % confidence interval of its slope (N - 2 "
+             "degrees of freedom): agrees when the interval lies wholly on the claimed side of 0, deviates when it "
+             "lies wholly on the other side, inconclusive when it contains 0; it needs two x values and N >= 3 runs",
+    "difference": "B - A, the same point in two studies or two points of one study, and its Welch 95 % confidence "
+                  "interval against the band [lo, hi] the claim allows (an open end: only a lower or an upper "
+                  "bound): agrees inside, deviates wholly outside, inconclusive when it straddles an edge",
+    "bounds": "natural bounds: a measure that cannot leave [0, 1] (a loss ratio, a utilisation, a share, Jain's "
+              "index) or cannot be negative (a delay, a rate, a ratio of rates) has its range interval clipped to "
+              "them before it is judged, so that a t-interval crossing a bound no measurement can cross does not "
+              "make a point inconclusive by itself; the page marks a clipped interval",
+    "common": "always inconclusive when a point has no value, when its measure matches nothing in the runs read (no "
+              "such flow, phase or selected flow), or when it uses INVALID runs (aggregate --accept-invalid): "
+              "INVALID runs are counted and shown, never taken as evidence; range and difference claims also when "
+              "a point has fewer than min_n runs (no interval)",
 }
 
 
-def interval_verdict(lo: float | None, hi: float | None, ref: list[float]) -> str:
-    """An interval [lo, hi] against the reference [a, b]: inside agrees, disjoint deviates, else inconclusive."""
-    if lo is None or hi is None:
-        return INCONCLUSIVE
-    a, b = float(ref[0]), float(ref[1])
-    if a <= lo and hi <= b:
+def clip(lo: float, hi: float, bounds: Bounds) -> tuple[float, float, bool]:
+    """The interval clipped to the natural bounds, and whether that changed it."""
+    a, b = bounds
+    lo2, hi2 = lo, hi
+    if a is not None:
+        lo2, hi2 = max(lo2, a), max(hi2, a)
+    if b is not None:  # an interval wholly past a bound (a damaged value) collapses onto it
+        lo2, hi2 = min(lo2, b), min(hi2, b)
+    return lo2, hi2, (lo2, hi2) != (lo, hi)
+
+
+def _against_band(lo: float, hi: float, band: tuple[float | None, float | None]) -> str:
+    a, b = band
+    above_a = a is None or a <= lo
+    below_b = b is None or hi <= b
+    if above_a and below_b:
         return AGREES
-    if hi < a or lo > b:
+    if (b is not None and lo > b) or (a is not None and hi < a):
         return DEVIATES
     return INCONCLUSIVE
 
 
-def _why_inconclusive(m: dict[str, Any], min_n: int) -> str | None:
+def decide_range(lo: float | None, hi: float | None, band: tuple[float | None, float | None],
+                 bounds: Bounds = UNBOUNDED) -> str:
+    """A point's interval, clipped to the measure's natural bounds, against the band [a, b] (None: an open end):
+    inside agrees, disjoint deviates, else inconclusive; no interval is inconclusive."""
+    if lo is None or hi is None:
+        return INCONCLUSIVE
+    lo, hi, _ = clip(lo, hi, bounds)
+    return _against_band(lo, hi, band)
+
+
+def decide_difference(lo: float | None, hi: float | None, band: tuple[float | None, float | None]) -> str:
+    """The interval of B - A against the band the claim allows (None: an open end): as decide_range, unclipped (a
+    difference of two bounded values is bounded only by their whole span, which no band here reaches)."""
+    if lo is None or hi is None:
+        return INCONCLUSIVE
+    return _against_band(lo, hi, band)
+
+
+def decide_trend(lo: float | None, hi: float | None, direction: str) -> str:
+    """The slope's interval against the claimed direction: wholly on its side of 0 agrees, wholly on the other
+    deviates, containing 0 (or none) is inconclusive."""
+    if lo is None or hi is None:
+        return INCONCLUSIVE
+    sign = 1.0 if direction == "increasing" else -1.0
+    lo, hi = sorted((sign * lo, sign * hi))
+    return AGREES if lo > 0 else DEVIATES if hi < 0 else INCONCLUSIVE
+
+
+def decide(claim: dict[str, Any], lo: float | None, hi: float | None) -> str:
+    """A claim's rule on one interval (a point's CI, a difference's, or a trend's slope)."""
+    if claim["kind"] == "range":
+        return decide_range(lo, hi, _band(claim), natural_bounds(claim["measure"]))
+    if claim["kind"] == "difference":
+        return decide_difference(lo, hi, _band(claim))
+    return decide_trend(lo, hi, claim["direction"])
+
+
+def interval_verdict(lo: float | None, hi: float | None, ref: list[float | None]) -> str:
+    """An interval [lo, hi] against [a, b], neither clipped: inside agrees, disjoint deviates, else inconclusive."""
+    return decide_difference(lo, hi, (ref[0], ref[1]))
+
+
+def trend_fit(xs: list[float], stats: list[dict[str, Any]]) -> dict[str, Any]:
+    """The least-squares slope of every run's value on x, from each point's x, mean, sd and n (a point of n runs
+    with the same x): slope = sum n (x - xbar)(mean - ybar) / sum n (x - xbar)^2; residual sum of squares = sum
+    (n - 1) sd^2 + sum n (mean - line)^2 over N - 2 degrees of freedom; the slope's 95 % CI with Student's t. The
+    interval is None with fewer than two x values or N < 3."""
+    pts = [(x, st) for x, st in zip(xs, stats) if st.get("n")]
+    n_runs = sum(int(st["n"]) for _, st in pts)
+    out: dict[str, Any] = {"slope": None, "ci95_low": None, "ci95_high": None, "ci95_half_width": None,
+                           "df": n_runs - 2, "n_runs": n_runs, "n_points": len(pts)}
+    if len({x for x, _ in pts}) < 2:
+        return out
+    xbar = sum(st["n"] * x for x, st in pts) / n_runs
+    ybar = sum(st["n"] * st["mean"] for _, st in pts) / n_runs
+    sxx = sum(st["n"] * (x - xbar) ** 2 for x, st in pts)
+    slope = sum(st["n"] * (x - xbar) * (st["mean"] - ybar) for x, st in pts) / sxx
+    out["slope"] = slope
+    if n_runs < 3:
+        return out
+    sse = sum((st["n"] - 1) * (st["sd"] or 0.0) ** 2 for _, st in pts) + \
+        sum(st["n"] * (st["mean"] - ybar - slope * (x - xbar)) ** 2 for x, st in pts)
+    hw = t_quantile(0.975, n_runs - 2) * math.sqrt(sse / (n_runs - 2) / sxx)
+    out.update(ci95_low=slope - hw, ci95_high=slope + hw, ci95_half_width=hw)
+    return out
+
+
+def _why_inconclusive(m: dict[str, Any], min_n: int | None) -> str | None:
+    """Why a point cannot be judged (None: it can); min_n None for a trend, whose interval pools every point."""
     st = m["stat"]
+    if m.get("unmatched"):
+        return f"the measure matches nothing: {m['unmatched']}"
     if st is None:
         return "no value" + (f" ({m['missing']} repetition(s) without a valid run)" if m["missing"] else "")
     if m["invalid_used"]:
         return f"uses {m['invalid_used']} INVALID run(s)"
-    if st["n"] < min_n:
+    if min_n is not None and st["n"] < min_n:
         return f"n = {st['n']} < {min_n}: no confidence interval"
     return None
 
@@ -198,11 +489,14 @@ def _why_inconclusive(m: dict[str, Any], min_n: int) -> str | None:
 class Row:
     point: str
     phase: str
-    a: dict[str, Any]  # measure_point of study A (the claim's study)
-    b: dict[str, Any] | None  # of study B (difference claims)
-    value: dict[str, Any] | None  # what the verdict judged: {mean, lo, hi, n}
+    a: dict[str, Any]  # measure_point of study A (the claim's study), or of pair's point A
+    b: dict[str, Any] | None  # of study B, or of the pair's point B (difference claims)
+    value: dict[str, Any] | None  # what the verdict judged: {mean, lo, hi, n} (lo, hi clipped for a range)
     verdict: str
     why: str
+    clipped: bool = False  # the interval was clipped to the measure's natural bounds
+    x: float | None = None  # the sweep's parameter (trend claims)
+    beside: dict[str, Any] | None = None  # {a, b}: measure_point of the claim's `beside` measure, shown not judged
 
 
 @dataclass
@@ -213,76 +507,126 @@ class Finding:
     rows: list[Row]
     verdict: str
     note: str = ""
+    fit: dict[str, Any] | None = None  # trend claims: trend_fit's slope and interval
 
 
 def _ci(st: dict[str, Any] | None) -> tuple[float | None, float | None]:
     return (None, None) if st is None else (st.get("ci95_low"), st.get("ci95_high"))
 
 
+def _beside(s: Study, claim: dict[str, Any], point: str) -> dict[str, Any] | None:
+    b = claim.get("beside")
+    return None if not b else measure_point(s, point, b["measure"])
+
+
+def _range_row(s: Study, claim: dict[str, Any], p: str, min_n: int) -> Row:
+    m = measure_point(s, p, claim["measure"])
+    why = _why_inconclusive(m, min_n)
+    lo, hi = _ci(m["stat"])
+    clipped = False
+    if lo is not None and hi is not None:
+        lo, hi, clipped = clip(lo, hi, natural_bounds(claim["measure"]))
+    verdict = INCONCLUSIVE if why else decide(claim, lo, hi)
+    value = None if m["stat"] is None else {"mean": m["stat"]["mean"], "lo": lo, "hi": hi, "n": m["stat"]["n"]}
+    bes = _beside(s, claim, p)
+    return Row(p, m["phase"], m, None, value, verdict, why or "", clipped,
+               beside=None if bes is None else {"a": bes, "b": None})
+
+
+def _difference_row(label: str, ma: dict[str, Any], mb: dict[str, Any], claim: dict[str, Any], min_n: int,
+                    beside: dict[str, Any] | None) -> Row:
+    why = _why_inconclusive(ma, min_n) or _why_inconclusive(mb, min_n)
+    value = None
+    verdict = INCONCLUSIVE
+    if ma["stat"] is not None and mb["stat"] is not None:
+        w = welch(ma["stat"], mb["stat"])
+        hw, diff = w["ci95_half_width"], w["diff"]
+        assert diff is not None  # both means are finite numbers (measure_point): never a made-up 0
+        value = {"mean": diff, "lo": None if hw is None else diff - hw, "hi": None if hw is None else diff + hw,
+                 "n": None}
+        if not why:
+            verdict = decide(claim, value["lo"], value["hi"])
+    return Row(label, ma["phase"], ma, mb, value, verdict, why or "", beside=beside)
+
+
 def evaluate(claim: dict[str, Any], studies: dict[str, Study], min_n: int) -> Finding:
+    """The claim against the studies given (by name): its rows, one per point (or pair), and its verdict."""
     s = next((studies[n] for n in claim["studies"] if n in studies), None)
-    b = next((studies[n] for n in claim.get("against") or [] if n in studies), None) \
-        if claim["kind"] == "difference" else None
-    if s is None or (claim["kind"] == "difference" and b is None):
+    b = next((studies[n] for n in claim.get("against") or [] if n in studies), None) if claim.get("against") \
+        else None
+    if s is None or (claim.get("against") and b is None):
         return Finding(claim, s, b, [], NOT_RUN)
+    kind = claim["kind"]
+    if kind == "difference" and claim.get("pairs"):
+        pairs = pairs_of(s, claim["pairs"])
+        if not pairs:
+            return Finding(claim, s, None, [], INCONCLUSIVE, note="the study has no pair of points of "
+                           + ", ".join(f"{x} / {y}" for x, y in claim["pairs"]))
+        rows = []
+        for pa, pb in pairs:
+            ba, bb = _beside(s, claim, pa), _beside(s, claim, pb)
+            rows.append(_difference_row(f"{pb} - {pa}", measure_point(s, pa, claim["measure"]),
+                                        measure_point(s, pb, claim["measure"]), claim, min_n,
+                                        None if ba is None else {"a": ba, "b": bb}))
+        return Finding(claim, s, None, rows, overall([r.verdict for r in rows]))
     pts = points_of(s, claim["points"])
-    if claim["kind"] == "difference":
-        assert b is not None
+    if b is not None:
         pts = [p for p in pts if p in points_of(b, claim["points"])]
     if not pts:
         return Finding(claim, s, b, [], INCONCLUSIVE,
                        note="no point of the study matches " + ", ".join(claim["points"]))
-    rows: list[Row] = []
-    if claim["kind"] == "range":
-        for p in pts:
-            m = measure_point(s, p, claim["measure"])
-            why = _why_inconclusive(m, min_n)
-            lo, hi = _ci(m["stat"])
-            verdict = INCONCLUSIVE if why else interval_verdict(lo, hi, claim["range"])
-            rows.append(Row(p, m["phase"], m, None, None if m["stat"] is None else
-                            {"mean": m["stat"]["mean"], "lo": lo, "hi": hi, "n": m["stat"]["n"]}, verdict, why or ""))
+    if kind == "range":
+        rows = [_range_row(s, claim, p, min_n) for p in pts]
         return Finding(claim, s, None, rows, overall([r.verdict for r in rows]))
-    if claim["kind"] == "difference":
+    if kind == "difference":
         assert b is not None
-        for p in pts:
-            ma, mb = measure_point(s, p, claim["measure"]), measure_point(b, p, claim["measure"])
-            why = _why_inconclusive(ma, min_n) or _why_inconclusive(mb, min_n)
-            value = None
-            verdict = INCONCLUSIVE
-            if ma["stat"] is not None and mb["stat"] is not None:
-                w = welch(ma["stat"], mb["stat"])
-                hw, diff = w["ci95_half_width"], w["diff"]
-                assert diff is not None  # both means are finite numbers (measure_point): never a made-up 0
-                value = {"mean": diff, "lo": None if hw is None else diff - hw,
-                         "hi": None if hw is None else diff + hw, "n": None}
-                if not why:
-                    verdict = interval_verdict(value["lo"], value["hi"], claim["range"])
-            rows.append(Row(p, ma["phase"], ma, mb, value, verdict, why or ""))
+        rows = [_difference_row(p, measure_point(s, p, claim["measure"]), measure_point(b, p, claim["measure"]),
+                                claim, min_n, None) for p in pts]
         return Finding(claim, s, b, rows, overall([r.verdict for r in rows]))
-    # trend: every point shown; the verdict from the first and the last
-    ms = [measure_point(s, p, claim["measure"]) for p in pts]
-    for m in ms:
+    return _evaluate_trend(claim, s, pts)
+
+
+def _evaluate_trend(claim: dict[str, Any], s: Study, pts: list[str]) -> Finding:
+    """Every point's value shown; the verdict from the slope over all of them (trend_fit)."""
+    xspec = claim["x"]
+    log = xspec.get("scale", "linear") == "log"
+    rows: list[Row] = []
+    problems: list[str] = []
+    xs: list[float] = []
+    stats: list[dict[str, Any]] = []
+    for p in pts:
+        m = measure_point(s, p, claim["measure"])
+        x = x_of(s, p, xspec["param"])
+        why = _why_inconclusive(m, None) or ""
+        if x is None or (log and x <= 0):
+            why = why or f"no {'positive ' if log else ''}number for x = {xspec['param']}"
         lo, hi = _ci(m["stat"])
-        rows.append(Row(m["point"], m["phase"], m, None, None if m["stat"] is None else
-                        {"mean": m["stat"]["mean"], "lo": lo, "hi": hi, "n": m["stat"]["n"]}, "", ""))
-    first, last = ms[0], ms[-1]
-    why = "one point: no trend" if len(ms) < 2 else \
-        (_why_inconclusive(first, min_n) or _why_inconclusive(last, min_n))
-    note = ""
-    verdict = INCONCLUSIVE
-    if len(ms) >= 2 and first["stat"] is not None and last["stat"] is not None:
-        w = welch(first["stat"], last["stat"])
-        hw, diff = w["ci95_half_width"], w["diff"]
-        assert diff is not None  # both means are finite numbers (measure_point): never a made-up 0
-        sign = 1.0 if claim["direction"] == "increasing" else -1.0
-        note = (f"{last['point']} - {first['point']} = {diff:.4g}"
-                + ("" if hw is None else f" ±{hw:.3g} (Welch 95 % CI)"))
-        if not why and hw is not None:
-            lo, hi = sign * diff - hw, sign * diff + hw
-            verdict = AGREES if lo > 0 else DEVIATES if hi < 0 else INCONCLUSIVE
-    if why:
-        note = (note + "; " if note else "") + f"inconclusive: {why}"
-    return Finding(claim, s, None, rows, verdict, note=note)
+        rows.append(Row(p, m["phase"], m, None, None if m["stat"] is None else
+                        {"mean": m["stat"]["mean"], "lo": lo, "hi": hi, "n": m["stat"]["n"]}, "", why, x=x))
+        if why:
+            problems.append(f"{p}: {why}")
+        else:
+            assert x is not None and m["stat"] is not None
+            xs.append(math.log10(x) if log else x)
+            stats.append(m["stat"])
+    fit = trend_fit(xs, stats)
+    per = f"per decade of {xspec['param']}" if log else f"per unit of {xspec['param']}"
+    note = "" if fit["slope"] is None else f"slope {fit['slope']:.4g} {per}" + (
+        "" if fit["ci95_half_width"] is None else
+        f", 95 % CI [{fit['ci95_low']:.4g}, {fit['ci95_high']:.4g}] over {fit['n_runs']} runs at "
+        f"{fit['n_points']} points ({fit['df']} df)")
+    # INVALID runs or a measure matching nothing anywhere make the whole trend inconclusive; a point without a value
+    # is left out of the fit and named.
+    blocking = [x for x in problems if "INVALID" in x or "matches nothing" in x]
+    verdict = INCONCLUSIVE if blocking else decide_trend(fit["ci95_low"], fit["ci95_high"], claim["direction"])
+    if fit["slope"] is not None and fit["ci95_half_width"] is None:
+        problems.append(f"N = {fit['n_runs']} runs: no interval for the slope")
+    elif fit["slope"] is None:
+        problems.append("fewer than two x values: no slope")
+    if problems:
+        note = (note + "; " if note else "") + ("inconclusive: " if verdict == INCONCLUSIVE else "left out: ") \
+            + "; ".join(problems)
+    return Finding(claim, s, None, rows, verdict, note=note, fit=fit)
 
 
 def overall(verdicts: list[str]) -> str:
@@ -292,6 +636,39 @@ def overall(verdicts: list[str]) -> str:
     if any(v == DEVIATES for v in verdicts):
         return DEVIATES
     return INCONCLUSIVE
+
+
+def unmatched_selectors(claim: dict[str, Any], studies: dict[str, Study]) -> list[str]:
+    """What of the claim matches nothing in the studies given that it reads: a point pattern or pair no point of the
+    study has (the quick variant may lack a pair: at least one pair must be there), or a measure that found no value
+    in the runs it read at a point (a flow label, phase or flow selector that is not there). Empty when all match
+    or the claim's study is not given."""
+    s = next((studies[n] for n in claim["studies"] if n in studies), None)
+    if s is None:
+        return []
+    # The full study (the first name listed) has every point and pair the claim names; a quick variant may hold
+    # only some, but at least one.
+    full = s.name == claim["studies"][0]
+    out: list[str] = []
+    if claim.get("pairs"):
+        pairs = pairs_of(s, claim["pairs"])
+        missing = [f"{a} / {b}" for a, b in claim["pairs"] if (a, b) not in pairs]
+        if not pairs or (full and missing):
+            out.append(f"{s.name}: no pair of points " + ", ".join(missing))
+        points = sorted({p for pair in pairs for p in pair})
+    else:
+        missing = [pat for pat in claim["points"] if not points_of(s, [pat])]
+        if len(missing) == len(claim["points"]) or (full and missing):
+            out.append(f"{s.name}: no point matches " + ", ".join(missing))
+        points = points_of(s, claim["points"])
+    b = next((studies[n] for n in claim.get("against") or [] if n in studies), None)
+    for st in [s] + ([b] if b is not None else []):
+        for p in points:
+            for measure in [claim["measure"]] + ([claim["beside"]["measure"]] if claim.get("beside") else []):
+                m = measure_point(st, p, measure)
+                if m["unmatched"]:
+                    out.append(f"{st.name} {p}: {m['unmatched']}")
+    return out
 
 
 def run_commands(claim: dict[str, Any]) -> list[str]:
@@ -324,14 +701,32 @@ def fmt(x: float | None) -> str:
     return f"{x:.4g}"
 
 
+def _ci_text(lo: float | None, hi: float | None) -> str:
+    return "-" if lo is None or hi is None else f"[{fmt(lo)}, {fmt(hi)}]"
+
+
 def _value_text(r: Row) -> tuple[str, str, str]:
     """(mean, 95 % CI, n) of a row's judged value."""
     v = r.value
     if v is None:
         return "-", "-", "0" if r.a["stat"] is None else str(r.a["stat"]["n"])
-    ci = "-" if v["lo"] is None else f"[{fmt(v['lo'])}, {fmt(v['hi'])}]"
-    n = str(v["n"]) if v["n"] is not None else f"{r.a['stat']['n']} / {r.b['stat']['n']}" if r.b else "-"
+    ci = _ci_text(v["lo"], v["hi"]) + (" (clipped)" if r.clipped else "")
+    n = str(v["n"]) if v["n"] is not None else \
+        f"{r.a['stat']['n']} / {r.b['stat']['n']}" if r.b and r.b["stat"] and r.a["stat"] else "-"
     return fmt(v["mean"]), ci, n
+
+
+def _beside_text(r: Row) -> str:
+    if r.beside is None:
+        return "-"
+    parts = []
+    for m in (r.beside["a"], r.beside["b"]):
+        if m is None:
+            continue
+        st = m["stat"]
+        parts.append("-" if st is None else fmt(st["mean"]) + (
+            "" if st.get("ci95_low") is None else f" {_ci_text(st['ci95_low'], st['ci95_high'])}"))
+    return " / ".join(parts)
 
 
 def _invalid_text(r: Row) -> str:
@@ -350,22 +745,46 @@ def _invalid_text(r: Row) -> str:
     return " / ".join(parts)
 
 
-def _reference(c: dict[str, Any]) -> str:
+def _band_text(c: dict[str, Any]) -> str:
+    lo, hi = _band(c)
     unit = f" {c['unit']}" if c.get("unit") else ""
+    if lo is None:
+        return f"<= {fmt(hi)}{unit}"
+    if hi is None:
+        return f">= {fmt(lo)}{unit}"
+    return f"[{fmt(lo)}, {fmt(hi)}]{unit}"
+
+
+def _reference(c: dict[str, Any]) -> str:
     if c["kind"] == "trend":
-        return f"{c['direction']} over the sweep"
-    what = "B - A in" if c["kind"] == "difference" else "in"
-    return f"{what} [{fmt(c['range'][0])}, {fmt(c['range'][1])}]{unit}"
+        x = c["x"]
+        return f"{c['direction']} in {x['param']}" + (" (log scale)" if x.get("scale") == "log" else "") + \
+            " over the sweep (slope of a fit over every run)"
+    if c["kind"] == "difference":
+        return f"B - A {_band_text(c)}"
+    return _band_text(c) if None in _band(c) else f"in {_band_text(c)}"
 
 
 def _measure_text(c: dict[str, Any]) -> str:
     m = c["measure"]
+    phase = f", phase {m.get('phase', 'all')}"
     if "share" in m:
         return f"achieved share of {m['share']} (metrics.json multiflow.shares, per run)"
+    if "rfc8867" in m:
+        return ("rate / reachable target: RFC 8867's rate / target with each window's target lowered to the "
+                "call's encoder maximum (metrics.json rfc8867.flows and the point's scenario, per run)")
     if "where" in m:
-        return (f"{m['metric']} of the forward flow with " + ", ".join(f"{k} {v}" for k, v in m["where"].items())
-                + " (metrics.json flows[], per run)")
-    return f"{m['metric']} of {m['flow']} (study.json)"
+        return (f"{m['metric']} of the flow with " + ", ".join(f"{k} {v}" for k, v in m["where"].items())
+                + f" (metrics.json flows[], per run{phase})")
+    if "cross_traffic" in m:
+        return (f"{m['metric']} of the cross-traffic flow with " + ", ".join(
+            f"{k} {v}" for k, v in m["cross_traffic"].items())
+                + f" (by its iperf3 port; metrics.json flows[], per run{phase})")
+    return f"{m['metric']} of {m['flow']} (study.json{phase})"
+
+
+def _pairs_text(c: dict[str, Any]) -> str:
+    return "; ".join(f"B {b} against A {a}" for a, b in c["pairs"])
 
 
 def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Study], claims_file: Path,
@@ -375,10 +794,11 @@ def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Stu
     lines = [
         "# Findings: the reference studies and RFC 8867 beside what rtclab measured",
         "",
-        f"Generated by {_generated_by(dirs)} from the studies' study.json, plan.json and their used runs' "
-        f"manifest.json and metrics.json; the claims are `{_rel(claims_file)}` (each claim's reference in words, the "
-        "rule's bounds chosen there, not printed by the papers). Do not edit: run the command again; "
-        "`rtclab findings --check` says whether this page is what the archive gives.",
+        f"Generated by {_generated_by(dirs)} from the studies' study.json, plan.json, the points' scenario.json and "
+        f"their used runs' manifest.json and metrics.json; the claims are `{_rel(claims_file)}` (each claim's "
+        "reference in words, its band and why the band is that wide: the bands are that file's, not numbers the "
+        "papers printed). Do not edit: run the command again; `rtclab findings --check` says whether this page is "
+        "what the archive gives.",
         "",
         f"{len(found)} claims: {counts[AGREES]} agree, {counts[DEVIATES]} deviate, {counts[INCONCLUSIVE]} "
         f"inconclusive, {counts[NOT_RUN]} not run.",
@@ -390,7 +810,8 @@ def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Stu
         "- A claim over several points agrees when every point agrees, deviates when any point deviates, and is "
         "inconclusive otherwise. A claim whose study was not given is **not run**, with the commands that run it.",
         "- Means and intervals are study.json's (docs/studies.md, \"Statistics\"), or for per-run measures the same "
-        "statistics over the point's used runs; metric definitions: docs/studies.md (catalogue) and docs/metrics.md.",
+        "statistics over the point's used runs; metric definitions: docs/studies.md (catalogue and \"Findings\") and "
+        "docs/metrics.md.",
         "",
         "## Claims",
         "",
@@ -403,37 +824,7 @@ def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Stu
         lines.append(f"| [{c['id']}](#{c['id']}) | {c['source']} | {c['says']} | {_measure_text(c)} "
                      f"{_reference(c)} | {study} | **{f.verdict}** |")
     for f in found:
-        c = f.claim
-        lines += ["", f"### {c['id']}", "", f"{c['source']}: {c['says']}.", "",
-                  f"Checked as: {_measure_text(c)}, {_reference(c)} ({c['kind']} rule). Verdict: **{f.verdict}**"
-                  + (f" ({f.note})" if f.note else "") + "."]
-        if f.verdict == NOT_RUN:
-            lines += ["", "Not run: no study read holds "
-                      + " or ".join(f"`{n}`" for n in c["studies"] + (c.get("against") or []))
-                      + ". To run it, then archive it (`.venv/bin/rtclab study archive results/studies/<its name>`) "
-                        "and regenerate this page (`npm run findings`):", ""]
-            lines += [f"    {cmd}" for cmd in run_commands(c)]
-            if c.get("ray"):
-                lines += ["", "(Its points need more than this 2-core machine to come out valid: the Ray command "
-                          "runs them on a cluster, docs/studies.md \"Executors\".)"]
-            continue
-        head = "| point | phase | mean | 95 % CI | n | INVALID attempts | verdict |"
-        if c["kind"] == "difference":
-            head = ("| point | phase | A mean | B mean | B - A | 95 % CI (Welch) | n (A / B) "
-                    "| INVALID attempts (A / B) | verdict |")
-        lines += ["", head, "|" + "---|" * (head.count("|") - 1)]
-        for r in f.rows:
-            mean, ci, n = _value_text(r)
-            verdict = r.verdict or "(sweep)"
-            if r.why and r.verdict:
-                verdict += f" ({r.why})"
-            if c["kind"] == "difference":
-                am = fmt(r.a["stat"]["mean"]) if r.a["stat"] else "-"
-                bm = fmt(r.b["stat"]["mean"]) if r.b and r.b["stat"] else "-"
-                lines.append(f"| {r.point} | {r.phase} | {am} | {bm} | {mean} | {ci} | {n} | {_invalid_text(r)} | "
-                             f"{verdict} |")
-            else:
-                lines.append(f"| {r.point} | {r.phase} | {mean} | {ci} | {n} | {_invalid_text(r)} | {verdict} |")
+        lines += _claim_section(f)
     lines += ["", "## The studies", "",
               "Each study's provenance, from its plan.json, study.json and used runs' manifest.json "
               "(docs/studies.md, \"Provenance\"): the dates its runs started, the machine, Chromium, the backend, the "
@@ -448,6 +839,59 @@ def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Stu
     return "\n".join(lines) + "\n"
 
 
+def _claim_section(f: Finding) -> list[str]:
+    c = f.claim
+    lines = ["", f"### {c['id']}", "", f"{c['source']}: {c['says']}.", "",
+             f"Checked as: {_measure_text(c)}, {_reference(c)} ({c['kind']} rule"
+             + (f"; pairs: {_pairs_text(c)}" if c.get("pairs") else "") + f"). Verdict: **{f.verdict}**"
+             + (f" ({f.note})" if f.note else "") + "."]
+    if c.get("statistic"):
+        lines += ["", f"The statistic: {c['statistic'].strip()}."]
+    if c.get("band_why"):
+        lines += ["", f"The band: {c['band_why'].strip()}"]
+    bounds = natural_bounds(c["measure"])
+    if c["kind"] == "range" and bounds != UNBOUNDED:
+        lines += ["", f"Natural bounds of the measure: {_ci_text(*bounds) if None not in bounds else '>= 0'}."]
+    if c.get("beside"):
+        lines += ["", f"Shown beside, not judged: {c['beside']['label']}."]
+    if f.verdict == NOT_RUN:
+        lines += ["", "Not run: no study read holds "
+                  + " or ".join(f"`{n}`" for n in c["studies"] + (c.get("against") or []))
+                  + ". To run it, then archive it (`.venv/bin/rtclab study archive results/studies/<its name>`) "
+                    "and regenerate this page (`npm run findings`):", ""]
+        lines += [f"    {cmd}" for cmd in run_commands(c)]
+        if c.get("ray"):
+            lines += ["", "(Its points need more than this 2-core machine to come out valid: the Ray command "
+                      "runs them on a cluster, docs/studies.md \"Executors\".)"]
+        return lines
+    beside = " | beside (not judged)" if c.get("beside") else ""
+    if c["kind"] == "difference":
+        head = (f"| {'pair (B - A)' if c.get('pairs') else 'point'} | phase | A mean | B mean | B - A | 95 % CI "
+                f"(Welch) | n (A / B) | INVALID attempts (A / B){beside} | verdict |")
+    elif c["kind"] == "trend":
+        head = f"| point | {c['x']['param']} | phase | mean | 95 % CI | n | INVALID attempts | verdict |"
+    else:
+        head = f"| point | phase | mean | 95 % CI | n | INVALID attempts{beside} | verdict |"
+    lines += ["", head, "|" + "---|" * (head.count("|") - 1)]
+    for r in f.rows:
+        mean, ci, n = _value_text(r)
+        verdict = r.verdict or "(sweep)"
+        if r.why:
+            verdict += f" ({r.why})"
+        extra = f" | {_beside_text(r)}" if c.get("beside") else ""
+        if c["kind"] == "difference":
+            am = fmt(r.a["stat"]["mean"]) if r.a["stat"] else "-"
+            bm = fmt(r.b["stat"]["mean"]) if r.b and r.b["stat"] else "-"
+            lines.append(f"| {r.point} | {r.phase} | {am} | {bm} | {mean} | {ci} | {n} | {_invalid_text(r)}{extra} "
+                         f"| {verdict} |")
+        elif c["kind"] == "trend":
+            lines.append(f"| {r.point} | {fmt(r.x)} | {r.phase} | {mean} | {ci} | {n} | {_invalid_text(r)} | "
+                         f"{verdict} |")
+        else:
+            lines.append(f"| {r.point} | {r.phase} | {mean} | {ci} | {n} | {_invalid_text(r)}{extra} | {verdict} |")
+    return lines
+
+
 def _generated_by(dirs: list[Path]) -> str:
     """The command that makes the page again: plain `rtclab findings` when it read every archived study."""
     if [d.resolve() for d in dirs] == [d.resolve() for d in archive.study_dirs()]:
@@ -458,8 +902,20 @@ def _generated_by(dirs: list[Path]) -> str:
 VERDICT_COLOURS = {AGREES: "#2ca02c", DEVIATES: "#d62728", INCONCLUSIVE: "#7f7f7f", NOT_RUN: "#bbbbbb"}
 
 
+def _band_shape(c: dict[str, Any], rows: list[Row]) -> dict[str, Any] | None:
+    """The band shaded; an open end drawn past the values shown."""
+    lo, hi = _band(c)
+    seen = [x for r in rows if r.value for x in (r.value["lo"], r.value["hi"], r.value["mean"]) if x is not None]
+    seen += [x for x in (lo, hi) if x is not None]
+    span = (max(seen) - min(seen)) or 1.0
+    y0 = lo if lo is not None else min(seen) - span
+    y1 = hi if hi is not None else max(seen) + span
+    return {"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": y0, "y1": y1,
+            "fillcolor": "#2ca02c", "opacity": 0.12, "line": {"width": 0}}
+
+
 def _figure(f: Finding) -> dict[str, Any] | None:
-    """Each point's judged value with its 95 % CI as bars, the reference interval shaded."""
+    """Each point's judged value with its 95 % CI as bars, the band shaded."""
     rows = [r for r in f.rows if r.value is not None]
     if not rows:
         return None
@@ -472,14 +928,11 @@ def _figure(f: Finding) -> dict[str, Any] | None:
                          "arrayminus": [None if r.value["lo"] is None else r.value["mean"] - r.value["lo"]
                                         for r in rows if r.value]},
              "hovertext": [f"{r.point}: {r.verdict or 'sweep'} {r.why}" for r in rows], "name": c["id"]}]
-    shapes = []
-    if c["kind"] in ("range", "difference"):
-        shapes.append({"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": c["range"][0],
-                       "y1": c["range"][1], "fillcolor": "#2ca02c", "opacity": 0.12, "line": {"width": 0}})
+    shapes = [_band_shape(c, rows)] if c["kind"] in ("range", "difference") else []
     what = "B - A, Welch 95 % CI" if c["kind"] == "difference" else "mean, 95 % CI"
     return {"data": data, "layout": {
         "title": {"text": f"{html.escape(c['id'])}: {html.escape(_measure_text(c))}<br><sub>{what}; shaded: the "
-                          f"reference {html.escape(_reference(c))}; verdict {f.verdict}</sub>", "x": 0.01,
+                          f"band {html.escape(_reference(c))}; verdict {f.verdict}</sub>", "x": 0.01,
                   "xanchor": "left"},
         "height": 360, "shapes": shapes, "margin": {"l": 70, "r": 20, "t": 80, "b": 80}}}
 

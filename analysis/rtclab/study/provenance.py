@@ -22,7 +22,7 @@ class Provenance:
     chromium: list[str] = field(default_factory=list)
     backends: list[str] = field(default_factory=list)
     commits: list[str] = field(default_factory=list)  # manifests' git_commit, "-dirty" kept
-    runs_without_manifest: int = 0
+    manifests_unread: list[str] = field(default_factory=list)  # "<run dir>: <why>" for each used run's manifest
     n_per_point: dict[str, int] = field(default_factory=dict)
     quick_factor: float = 1.0  # --quick as run
     quick_of: dict[str, Any] | None = None  # plan.json's quick_of: the full study this file shortens by hand
@@ -31,6 +31,10 @@ class Provenance:
     @property
     def time_factor(self) -> float:
         return (float(self.quick_of["time_factor"]) if self.quick_of else 1.0) * self.quick_factor
+
+    @property
+    def runs_without_manifest(self) -> int:
+        return len(self.manifests_unread)
 
     @property
     def dirty(self) -> bool:
@@ -65,20 +69,23 @@ def backend(m: dict[str, Any]) -> str | None:
 
 def read(study_dir: Path, doc: dict[str, Any], plan: dict[str, Any]) -> Provenance:
     manifests = []
-    missing = 0
+    unread = []
     for r in doc.get("runs") or []:
         if not r.get("used"):
             continue
         try:
-            manifests.append(json.loads((study_dir / r["dir"] / "manifest.json").read_text()))
-        except (OSError, ValueError):
-            missing += 1
+            m = json.loads((study_dir / r["dir"] / "manifest.json").read_text())
+            if not isinstance(m, dict):
+                raise ValueError("not a JSON object")
+            manifests.append(m)
+        except (OSError, ValueError) as e:  # counted and named on the page: its run's provenance is not known
+            unread.append(f"{r['dir']}: " + (e.strerror or type(e).__name__ if isinstance(e, OSError) else str(e)))
     started = [float(t) for m in manifests if isinstance(t := (m.get("timings") or {}).get("started"), (int, float))]
     return Provenance(
         started=sorted(started), machines=_unique([machine(m) for m in manifests]),
         chromium=_unique([(m.get("versions") or {}).get("chromium") for m in manifests]),
         backends=_unique([backend(m) for m in manifests]), commits=_unique([m.get("git_commit") for m in manifests]),
-        runs_without_manifest=missing,
+        manifests_unread=unread,
         n_per_point={p["name"]: len(p.get("runs_used") or []) for p in doc.get("points") or []},
         quick_factor=float(plan.get("quick_factor") or 1.0), quick_of=plan.get("quick_of"),
         study_file=str(plan.get("study_file") or ""))
@@ -150,7 +157,8 @@ def markdown(name: str, where: str, p: Provenance, runs_used: int, invalid_used:
     return [
         f"### `{name}`", "",
         f"- read from `{where}`; runs used {runs_used} ({invalid_used} INVALID among them)"
-        + (f", {p.runs_without_manifest} without a readable manifest.json" if p.runs_without_manifest else ""),
+        + (f", {p.runs_without_manifest} without a readable manifest.json ({'; '.join(p.manifests_unread)}): "
+           "the lines below leave them out" if p.manifests_unread else ""),
         f"- runs: {dates(p)}; n per point: {n_text(p)}",
         f"- machine: {'; '.join(p.machines) or NOT_RECORDED}",
         f"- Chromium: {', '.join(p.chromium) or NOT_RECORDED}; backend: {', '.join(p.backends) or NOT_RECORDED}",
