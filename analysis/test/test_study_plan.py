@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from rtclab.study import aggregate as agg
-from rtclab.study import chi2dist, studydir
+from rtclab.study import chi2dist, provenance, studydir
 from rtclab.study import plan as repplan
 from rtclab_study import __main__ as cli
 from rtclab_study import plan as planmod
@@ -380,6 +380,13 @@ def test_run_takes_per_point_repetitions_from_a_plan(pilots: dict[str, Path], tm
     # The aggregation reads the same counts: a point's missing repetitions are its own count's.
     doc = agg.aggregate(out, analyse_missing=False)
     assert len(doc["missing"]) == 10 and doc["plan"]["repetitions_per_point"] == plan_doc["repetitions"]
+    # The findings page's provenance names the plan, and its command runs it again.
+    prov = provenance.read(out, doc, written)
+    cmd = provenance.command("p-a", prov, [])
+    assert f"--repetitions-from {path}" in cmd
+    (line,) = [x for x in provenance.markdown("p-a", str(out), prov, 0, 0, []) if x.startswith("- repetitions:")]
+    assert f"`{path}`" in line and written["repetitions_from"]["sha256"][:12] in line and "power 0.8" in line
+    assert "in place of the study file's 3 per point" in line
     # The pilot's directory is refused: its runs would count in the study's intervals.
     with pytest.raises(runner.StudyDirError, match="pilot's directory"):
         runner.check_not_pilot(study, pilots["a"])
