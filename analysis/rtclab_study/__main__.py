@@ -9,12 +9,14 @@ times); 2 a bad study file or a dirty tree (nothing ran) or a study directory th
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from rtclab.study import aggregate as agg
+from rtclab.study import plan as repplan
 from rtclab.study import studydir
 
 from . import executors, runner, spec, tree
@@ -26,7 +28,65 @@ REPO = spec.REPO_ROOT
 
 def _plan(args: argparse.Namespace) -> planmod.Plan:
     study = spec.load(args.file)
+    if args.repetitions_from:
+        apply_repetitions_plan(study, Path(args.repetitions_from))
     return planmod.make(study, quick_factor=args.quick)
+
+
+def apply_repetitions_plan(study: spec.Study, path: Path) -> None:
+    """Each point's repetitions from a PLAN.json (`rtclab study plan --write`), checked against the study; the plan's
+    file, hash, pilots and method go into plan.json (`repetitions_from`)."""
+    try:
+        doc = repplan.read_repetitions(path, study.name, [p.name for p in study.points])
+    except repplan.PlanError as e:
+        raise spec.StudyError(str(study.file), [str(e)]) from None
+    study.repetitions_per_point = {str(k): int(v) for k, v in doc["repetitions"].items()}
+    study.repetitions_from = {"file": planmod.repo_relative(path),
+                              "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                              "pilots": doc.get("pilots"), "claims_file": doc.get("claims_file"),
+                              "method": doc.get("method"), "study_file_repetitions": study.repetitions}
+
+
+def target_study(pilot: Path, study_file: str | None) -> tuple[spec.Study, Path]:
+    """The study a pilot plans: --study, else the full study its quick file shortens (plan.json quick_of), else the
+    pilot's own study file (a pilot made of a full study's first runs)."""
+    if study_file:
+        path = Path(study_file)
+    else:
+        try:
+            doc = json.loads((pilot / "plan.json").read_text())
+        except (OSError, ValueError) as e:
+            raise spec.StudyError(str(pilot), [f"no readable plan.json ({e}): not a study directory"]) from None
+        rel = (doc.get("quick_of") or {}).get("file") or doc.get("study_file")
+        if not rel:
+            raise spec.StudyError(str(pilot), ["plan.json names no study file: give --study FILE"])
+        path = Path(rel) if Path(rel).is_absolute() else REPO / rel
+    return spec.load(path), path
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    pilots = [Path(d) for d in args.pilot]
+    try:
+        study, path = target_study(pilots[0], args.study)
+        default = spec.scenario_schema()["properties"]["duration_s"]["default"]
+        target = repplan.TargetStudy(
+            name=study.name, file=planmod.repo_relative(path), points=[p.name for p in study.points],
+            duration_s={p.name: float(p.doc.get("duration_s", default)) for p in study.points},
+            repetitions=study.repetitions)
+        plan = repplan.make(pilots, target, Path(args.claims), power=args.power, cap=args.cap, ucl=args.ucl)
+    except spec.StudyError as e:
+        print(f"rtclab study: {e}", file=sys.stderr)
+        return runner.EXIT_BAD_STUDY
+    except repplan.PlanError as e:
+        print(f"rtclab study plan: {e}", file=sys.stderr)
+        return runner.EXIT_BAD_STUDY
+    print(repplan.text(plan), end="")
+    if args.write:
+        out = Path(args.write)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(repplan.to_json(plan), indent=1) + "\n")
+        print(f"wrote {out}: run it with `rtclab study run {target.file} --repetitions-from {out} --out DIR`")
+    return runner.EXIT_OK
 
 
 def dry_run(plan: planmod.Plan, out: Path) -> str:
@@ -36,13 +96,14 @@ def dry_run(plan: planmod.Plan, out: Path) -> str:
     if note:
         lines.append(f"[{note}]")
     s = plan.study
-    lines.append(f"study {s.name}: {len(s.points)} point(s) x {s.repetitions} repetition(s) = {len(plan.order)} runs, "
+    lines.append(f"study {s.name}: {len(s.points)} point(s) x {runner.repetitions_text(s)} = {len(plan.order)} runs, "
                  f"{'shuffled with seed ' + str(s.seed) if s.shuffle else 'in plan order'}, up to {s.max_attempts} "
                  f"attempt(s) each; output {out}")
     for p in s.points:
         what = ", ".join(f"{x.path}={json.dumps(x.value)}" for x in p.settings) or "the base as it is"
-        lines.append(f"  point {p.name}: {plan.duration_s(p.name):g} s; base {p.base_label}; {what}")
-    reps = studydir.scan(out, [p.name for p in s.points], s.repetitions) if (out / "plan.json").exists() else {}
+        n = f"; {s.repetitions_of()[p.name]} repetition(s)" if s.repetitions_per_point is not None else ""
+        lines.append(f"  point {p.name}: {plan.duration_s(p.name):g} s{n}; base {p.base_label}; {what}")
+    reps = studydir.scan(out, [p.name for p in s.points], s.repetitions_of()) if (out / "plan.json").exists() else {}
     pending_s = 0.0
     pending = 0
     for i, r in enumerate(plan.order, start=1):
@@ -209,7 +270,30 @@ def main(argv: list[str] | None = None) -> int:
                    help="the rtclab repository on every Ray node (default: this one's path)")
     r.add_argument("--gather-captures", action="store_true",
                    help="with --ray: bring every file of each run here, captures and packets.parquet included")
+    r.add_argument("--repetitions-from", metavar="PLAN.json",
+                   help="each point's repetitions from a plan written by `rtclab study plan --write` (instead of the "
+                        "study file's count; recorded in plan.json); not into the pilot's directory")
     r.set_defaults(func=cmd_run)
+    pl = sub.add_parser("plan", help="the repetitions per point each claim reading the study needs to be decided, "
+                        "from a pilot's measured variance (docs/studies.md, Planning repetitions from a pilot)")
+    pl.add_argument("pilot", nargs="+", metavar="DIR",
+                    help="the pilot: an aggregated study directory (a quick study, or a full study's first runs); "
+                         "then the pilots of the studies its difference claims compare it with")
+    pl.add_argument("--claims", default=str(spec.REPO_ROOT / "studies" / "findings.yaml"), metavar="FILE",
+                    help="the claims file (default: studies/findings.yaml)")
+    pl.add_argument("--study", metavar="FILE",
+                    help="the study file to plan (default: the full study the pilot's quick file shortens, else the "
+                         "pilot's own)")
+    pl.add_argument("--cap", type=int, default=repplan.DEFAULT_CAP, metavar="N",
+                    help=f"at most N runs per point (default {repplan.DEFAULT_CAP})")
+    pl.add_argument("--power", type=float, default=repplan.DEFAULT_POWER, metavar="P",
+                    help="the probability of a decided interval when the true value is the pilot's (default "
+                         f"{repplan.DEFAULT_POWER})")
+    pl.add_argument("--ucl", type=float, default=repplan.DEFAULT_UCL, metavar="C",
+                    help="plan with the pilot SD's one-sided C upper confidence limit (default 0.8, Browne 1995; 0: "
+                         "the SD as measured)")
+    pl.add_argument("--write", metavar="PLAN.json", help="write the plan for `run --repetitions-from`")
+    pl.set_defaults(func=cmd_plan)
     a = sub.add_parser("aggregate", help="study.parquet and study.json from a study directory's runs")
     a.add_argument("out_dir")
     a.add_argument("--no-analyze", action="store_true", help="leave out valid runs without metrics.json")

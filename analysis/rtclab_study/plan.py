@@ -72,7 +72,10 @@ class Plan:
             "quick_of": None if s.quick_of is None else {"file": repo_relative(s.quick_of[0]),
                                                          "time_factor": s.quick_of[1]},
             "time_factor": self.time_factor,
-            "repetitions": s.repetitions, "seed": s.seed, "shuffle": s.shuffle, "max_attempts": s.max_attempts,
+            "repetitions": s.repetitions,
+            **({"repetitions_per_point": s.repetitions_per_point, "repetitions_from": s.repetitions_from}
+               if s.repetitions_per_point is not None else {}),
+            "seed": s.seed, "shuffle": s.shuffle, "max_attempts": s.max_attempts,
             "metrics": s.metrics, "flows": s.flows, "fingerprint": self.fingerprint(),
             "axes": [{"name": a.name, "paths": a.paths, "labels": a.labels, "values": a.values} for a in s.axes],
             "points": [{"name": p.name, "base": p.base_label, "params": p.params, "labels": p.labels,
@@ -94,10 +97,12 @@ def repo_relative(path: Path) -> str:
         return str(p)
 
 
-def run_order(points: list[str], repetitions: int, seed: int, shuffle: bool) -> list[PlannedRun]:
-    """Every point x repetition: repetition-major (all points once, then again) and shuffled with `seed` unless
-    `shuffle` is false."""
-    order = [PlannedRun(point=p, rep=r) for r in range(1, repetitions + 1) for p in points]
+def run_order(points: list[str], repetitions: int | dict[str, int], seed: int, shuffle: bool) -> list[PlannedRun]:
+    """Every point x repetition (`repetitions`: one count, or each point's): repetition-major (all points once, then
+    again; a point with fewer repetitions drops out) and shuffled with `seed` unless `shuffle` is false."""
+    counts = repetitions if isinstance(repetitions, dict) else {p: repetitions for p in points}
+    order = [PlannedRun(point=p, rep=r) for r in range(1, max(counts.values(), default=0) + 1) for p in points
+             if r <= counts[p]]
     if shuffle:
         random.Random(seed).shuffle(order)
     return order
@@ -113,7 +118,7 @@ def make(study: spec.Study, quick_factor: float = 1.0, node: str = "node") -> Pl
             p.doc = spec.scale_doc(p.doc, quick_factor)
     spec.check_points(study, node=node)
     return Plan(study=study, quick_factor=quick_factor,
-                order=run_order([p.name for p in study.points], study.repetitions, study.seed, study.shuffle))
+                order=run_order([p.name for p in study.points], study.repetitions_of(), study.seed, study.shuffle))
 
 
 def write(plan: Plan, out: Path) -> None:

@@ -31,7 +31,7 @@ from typing import IO, Any
 
 from rtclab.study import studydir
 
-from . import executors, tree
+from . import executors, spec, tree
 from . import plan as planmod
 from .spec import REPO_ROOT
 
@@ -85,6 +85,27 @@ def check_out(plan: planmod.Plan, out: Path) -> None:
                    or json.loads((out / "points" / p.name / "scenario.json").read_text()) != p.scenario]
         raise StudyDirError(f"{out} holds this study with other scenarios (points changed or added: "
                             f"{', '.join(changed) or 'points removed'}): resuming would mix them; choose another --out")
+
+
+def repetitions_text(study: spec.Study) -> str:
+    """`3 repetitions`, or for a repetitions plan the counts and the plan's file."""
+    if study.repetitions_per_point is None:
+        return f"{study.repetitions} repetition(s)"
+    counts = sorted(set(study.repetitions_of().values()))
+    src = (study.repetitions_from or {}).get("file", "a repetitions plan")
+    return (f"{counts[0]}-{counts[-1]} repetition(s) per point from {src}" if len(counts) > 1 else
+            f"{counts[0]} repetition(s) from {src}")
+
+
+def check_not_pilot(study: spec.Study, out: Path) -> None:
+    """A repetitions plan's study runs into a directory of its own: its pilot only estimated the SD, and the study's
+    runs alone make the intervals (docs/studies.md, "Planning repetitions from a pilot")."""
+    for p in (study.repetitions_from or {}).get("pilots") or []:
+        d = Path(str(p.get("dir")))
+        d = d if d.is_absolute() else REPO_ROOT / d
+        if d.resolve() == out.resolve():
+            raise StudyDirError(f"{out} is the pilot's directory of this repetitions plan: its runs would count in "
+                                "the study's intervals; run the planned study into a directory of its own (--out)")
 
 
 def short_commit(c: str) -> str:
@@ -244,17 +265,17 @@ class StudyRunner:
     def _loop(self, lock_fd: int) -> int:
         plan, out = self.plan, self.out
         check_out(plan, out)
+        check_not_pilot(plan.study, out)
         planmod.write(plan, out)
         max_attempts = plan.study.max_attempts
         names = [p.name for p in plan.study.points]
-        reps = studydir.scan(out, names, plan.study.repetitions)
+        reps = studydir.scan(out, names, plan.study.repetitions_of())
         already = sum(1 for r in reps.values() if r.state(max_attempts) != "pending")
         note = plan.quick_note()
         if note:
             self.progress.say(note)
         self._say_code(reps)
-        self.progress.say(f"{len(plan.order)} runs planned ({len(names)} points x {plan.study.repetitions} "
-                          "repetitions, "
+        self.progress.say(f"{len(plan.order)} runs planned ({len(names)} points x {repetitions_text(plan.study)}, "
                           f"{'shuffled with seed ' + str(plan.study.seed) if plan.study.shuffle else 'in order'}"
                           f"), {already} already done in {out}; executor: {self.executor.name}")
         running: dict[tuple[str, int], executors.Job] = {}

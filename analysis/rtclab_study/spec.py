@@ -86,6 +86,15 @@ class Study:
     metrics: list[str]
     flows: list[str]
     quick_of: tuple[Path, float] | None = None  # the full study this file shortens by hand, and its time factor
+    # A repetitions plan (`run --repetitions-from PLAN.json`, rtclab.study.plan): each point's count, and where it came
+    # from (plan.json records both); None: `repetitions` at every point.
+    repetitions_per_point: dict[str, int] | None = None
+    repetitions_from: dict[str, Any] | None = None
+
+    def repetitions_of(self) -> dict[str, int]:
+        """Each point's repetitions."""
+        per = self.repetitions_per_point or {}
+        return {p.name: per.get(p.name, self.repetitions) for p in self.points}
 
     def wants_flow(self, label: str) -> bool:
         return any(fnmatch.fnmatchcase(label, pat) for pat in self.flows)

@@ -537,7 +537,7 @@ def read_study(out: Path, accept_invalid: frozenset[str]) -> Study:
     quick_factor = float(plan.get("quick_factor", 1.0))
     points = plan["points"]
     point_names = [p["name"] for p in points]
-    reps = studydir.scan(out, point_names, int(plan["repetitions"]))
+    reps = studydir.scan(out, point_names, studydir.planned_repetitions(plan))
     failed_anywhere = {n for r in reps.values() for a in r.attempts for n in a.failed_names}
     unknown = sorted(accept_invalid - failed_anywhere)
     if unknown:
@@ -871,7 +871,10 @@ def study_doc(study: Study, listing: Listing, collected: Collected,
         "metrics": {k: {"family": METRICS[k].family, "unit": METRICS[k].unit,
                         "definition": METRICS[k].definition} for k in study.selected_metrics + list(CPU_CATALOGUE)},
         "flows_aggregated": study.flow_patterns,
-        "plan": {"repetitions": plan["repetitions"], "max_attempts": study.max_attempts, "seed": plan["seed"],
+        "plan": {"repetitions": plan["repetitions"],
+                 **({"repetitions_per_point": plan["repetitions_per_point"],
+                     "repetitions_from": plan.get("repetitions_from")} if plan.get("repetitions_per_point") else {}),
+                 "max_attempts": study.max_attempts, "seed": plan["seed"],
                  "shuffle": plan["shuffle"], "points": len(points), "runs_planned": len(plan["order"]),
                  "total_call_s": plan.get("total_call_s")},
         "summary": {"repetitions_with_valid_run": sum(1 for r in study.reps.values() if r.valid is not None),

@@ -27,6 +27,7 @@ class Provenance:
     quick_factor: float = 1.0  # --quick as run
     quick_of: dict[str, Any] | None = None  # plan.json's quick_of: the full study this file shortens by hand
     study_file: str = ""
+    repetitions_from: dict[str, Any] | None = None  # plan.json's: the repetitions plan it ran (--repetitions-from)
 
     @property
     def time_factor(self) -> float:
@@ -88,7 +89,7 @@ def read(study_dir: Path, doc: dict[str, Any], plan: dict[str, Any]) -> Provenan
         manifests_unread=unread,
         n_per_point={p["name"]: len(p.get("runs_used") or []) for p in doc.get("points") or []},
         quick_factor=float(plan.get("quick_factor") or 1.0), quick_of=plan.get("quick_of"),
-        study_file=str(plan.get("study_file") or ""))
+        study_file=str(plan.get("study_file") or ""), repetitions_from=plan.get("repetitions_from"))
 
 
 def short_commit(c: str) -> str:
@@ -138,12 +139,25 @@ def time_factor_text(p: Provenance) -> str:
     return f"{p.time_factor:g} (" + "; ".join(parts) + ")"
 
 
+def planned_text(p: Provenance) -> str:
+    """Where a study's repetitions per point came from, when a repetitions plan set them: its file and hash, the pilots
+    and the method (docs/studies.md, "Planning repetitions from a pilot")."""
+    r = p.repetitions_from or {}
+    m = r.get("method") or {}
+    pilots = ", ".join(f"`{x.get('study')}` ({x.get('dir')})" for x in r.get("pilots") or []) or NOT_RECORDED
+    return (f"planned from a pilot: `{r.get('file')}` (sha256 {str(r.get('sha256'))[:12]}), pilot(s) {pilots}, power "
+            f"{m.get('power', NOT_RECORDED)}, cap {m.get('cap', NOT_RECORDED)}, in place of the study file's "
+            f"{r.get('study_file_repetitions', NOT_RECORDED)} per point")
+
+
 def command(name: str, p: Provenance, accept_invalid: list[str]) -> str:
     """The commands that make this study and its archive again from the repository root: the run into its default
     directory (results/studies/<name>[-quick<F>]), its aggregation when INVALID runs were accepted (study.json
     accept_invalid), then the archive."""
     out = f"results/studies/{name}" + ("" if p.quick_factor == 1.0 else f"-quick{p.quick_factor:g}")
     cmd = f"npm run study -- run {p.study_file}" + ("" if p.quick_factor == 1.0 else f" --quick {p.quick_factor:g}")
+    if p.repetitions_from:
+        cmd += f" --repetitions-from {p.repetitions_from.get('file')}"
     if accept_invalid:
         cmd += f" && .venv/bin/rtclab study aggregate {out} --accept-invalid {','.join(accept_invalid)}"
     return f"{cmd} && .venv/bin/rtclab study archive {out}"
@@ -160,6 +174,7 @@ def markdown(name: str, where: str, p: Provenance, runs_used: int, invalid_used:
         + (f", {p.runs_without_manifest} without a readable manifest.json ({'; '.join(p.manifests_unread)}): "
            "the lines below leave them out" if p.manifests_unread else ""),
         f"- runs: {dates(p)}; n per point: {n_text(p)}",
+        *([f"- repetitions: {planned_text(p)}"] if p.repetitions_from else []),
         f"- machine: {'; '.join(p.machines) or NOT_RECORDED}",
         f"- Chromium: {', '.join(p.chromium) or NOT_RECORDED}; backend: {', '.join(p.backends) or NOT_RECORDED}",
         f"- code: {code(p)}",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,11 +172,20 @@ def analyzer_checks(path: Path, harness_names: set[str]) -> list[dict[str, Any]]
     return [c for c in checks if isinstance(c, dict) and str(c.get("name")) not in harness_names]
 
 
-def scan(out: Path, points: list[str], repetitions: int) -> dict[tuple[str, int], Repetition]:
-    """Every planned repetition with the attempts its directory holds (attempts of repetitions outside the plan, e.g.
-    after lowering `repetitions`, are left alone and not listed)."""
+def planned_repetitions(plan: dict[str, Any]) -> dict[str, int]:
+    """Each point's repetitions in a plan.json: `repetitions_per_point` when the study ran a repetitions plan
+    (`run --repetitions-from`), else the study file's `repetitions` at every point."""
+    per_point = plan.get("repetitions_per_point") or {}
+    return {p["name"]: int(per_point.get(p["name"], plan["repetitions"])) for p in plan["points"]}
+
+
+def scan(out: Path, points: list[str], repetitions: int | Mapping[str, int]) -> dict[tuple[str, int], Repetition]:
+    """Every planned repetition (`repetitions`: one count for every point, or each point's) with the attempts its
+    directory holds (attempts of repetitions outside the plan, e.g. after lowering `repetitions`, are left alone and
+    not listed)."""
     log = read_log(out)
-    reps = {(p, r): Repetition(point=p, rep=r, attempts=[]) for p in points for r in range(1, repetitions + 1)}
+    counts = dict(repetitions) if isinstance(repetitions, Mapping) else {p: repetitions for p in points}
+    reps = {(p, r): Repetition(point=p, rep=r, attempts=[]) for p in points for r in range(1, counts[p] + 1)}
     for p in points:
         d = out / "runs" / p
         if not d.is_dir():
