@@ -84,10 +84,10 @@ export async function chooseBackend(requested, links, id) {
     const shortcomings = kernelShortcomings(links, UML_FEATURES).map((s) => s.replace('this kernel lacks them', 'the guest lacks them'));
     if (shortcomings.length) throw new Error(`uml backend: ${shortcomings.join('; ')}`);
     const stepped = Object.values(links).some((l) => (l.rate?.schedule?.length ?? 0) > 1 || l.delay_schedule.length > 0);
-    // Said up front: the run will most likely fail schedule_applied (the guest's tc takes 20-30 ms when idle, 50-500
-    // beside the call's packets, which its single CPU serves first; docs/netem.md, "Scheduled changes").
-    return { requested, used: 'uml', reason: stepped ? 'requested; its capacity or delay steps are usually applied 50-500 ms '
-      + 'late in the guest, over the 50 ms schedule_applied allows: such a run is INVALID (the userspace backend plays them on time)' : 'requested' };
+    // Said up front: the run will most likely fail schedule_applied (bench/bottleneck/RESULTS.md, "Scheduled changes":
+    // 38-140 ms late on a quiet machine, up to 500 ms beside other jobs).
+    return { requested, used: 'uml', reason: stepped ? 'requested; its capacity or delay steps are usually applied 40-140 ms '
+      + 'late in the guest (500 on a busy machine), over the 50 ms schedule_applied allows: such a run is INVALID (the userspace backend plays them on time)' : 'requested' };
   }
   const shortcomings = kernelShortcomings(links, await probeKernel(id));
   if (requested === 'kernel') {

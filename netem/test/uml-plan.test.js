@@ -43,7 +43,7 @@ test('uml: --backend uml parses; what no tc plan can do is refused before anythi
   assert.deepEqual(await chooseBackend('uml', ok), { requested: 'uml', used: 'uml', reason: 'requested' });
   // A link with steps is taken, and the reason says up front that the run will most likely not be valid.
   const stepped = normalizeScenario({ network: { forward: { delay_ms: 25, rate: { schedule: [{ at_s: 0, kbit: 1000 }, { at_s: 4, kbit: 2000 }] } } } }).network;
-  assert.match((await chooseBackend('uml', stepped)).reason, /^requested; its capacity or delay steps are usually applied 50-500 ms late .* INVALID/);
+  assert.match((await chooseBackend('uml', stepped)).reason, /^requested; its capacity or delay steps are usually applied 40-140 ms late .* INVALID/);
   const delayed = normalizeScenario({ network: { reverse: { delay_ms: 25, delay_schedule: [{ at_s: 3, delay_ms: 50 }] } } }).network;
   assert.match((await chooseBackend('uml', delayed)).reason, /INVALID/);
   const metered = normalizeScenario({ network: { forward: { delay_ms: 25, rate: { kbit: 10000 }, qdisc: { kind: 'prio',
