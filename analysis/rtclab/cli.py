@@ -103,21 +103,21 @@ REPO = Path(__file__).resolve().parents[2]
 
 def cmd_findings(args: argparse.Namespace) -> int:
     """The reference studies' claims and RFC 8867's cases beside what the given study directories measured."""
-    from . import findings
+    from . import findings, findings_page
     from .study import archive
     out_md = Path(args.out)
     out_html = Path(args.html)
     dirs = [Path(d) for d in args.study_dirs] or archive.study_dirs()
     try:
         if args.check:
-            diff = findings.check(dirs, out_md, Path(args.claims))
+            diff = findings_page.check(dirs, out_md, Path(args.claims))
             if diff is not None:
                 print(f"rtclab findings --check: {out_md} is not what {len(dirs)} stud(ies) give: {diff}\n"
                       "regenerate it (npm run findings) or archive the studies it was made from", file=sys.stderr)
                 return 1
             print(f"{out_md} is what {len(dirs)} stud(ies) give, byte for byte")
             return 0
-        found = findings.write(dirs, out_md, out_html, Path(args.claims))
+        found = findings_page.write(dirs, out_md, out_html, Path(args.claims))
     except findings.FindingsError as e:
         print(f"rtclab findings: {e}", file=sys.stderr)
         return 2

@@ -14,7 +14,6 @@ a claim), so that other tools (a sample-size planner) judge an interval exactly 
 from __future__ import annotations
 
 import fnmatch
-import html
 import json
 import math
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from .study import archive, provenance
+from .study import provenance
 from .study.aggregate import flow_values, summarise
 from .study.compare import welch
 from .study.report import StudyReportError, load
@@ -81,7 +80,7 @@ class Study:
         return next((p for p in self.plan.get("points") or [] if p.get("name") == point), {})
 
 
-def _rel(p: Any) -> str:
+def repo_relative(p: Any) -> str:
     """A path as a command from the repository root names it: relative to the root when inside it."""
     path = Path(str(p))
     if not path.is_absolute():
@@ -104,7 +103,7 @@ def read_study(d: Path) -> Study:
     return Study(d, doc, plan, prov=provenance.read(d, doc, plan))
 
 
-def _band(c: dict[str, Any]) -> tuple[float | None, float | None]:
+def claim_band(c: dict[str, Any]) -> tuple[float | None, float | None]:
     lo, hi = c["range"]
     return (None if lo is None else float(lo), None if hi is None else float(hi))
 
@@ -435,9 +434,9 @@ def decide_trend(lo: float | None, hi: float | None, direction: str) -> str:
 def decide(claim: dict[str, Any], lo: float | None, hi: float | None) -> str:
     """A claim's rule on one interval (a point's CI, a difference's, or a trend's slope)."""
     if claim["kind"] == "range":
-        return decide_range(lo, hi, _band(claim), natural_bounds(claim["measure"]))
+        return decide_range(lo, hi, claim_band(claim), natural_bounds(claim["measure"]))
     if claim["kind"] == "difference":
-        return decide_difference(lo, hi, _band(claim))
+        return decide_difference(lo, hi, claim_band(claim))
     return decide_trend(lo, hi, claim["direction"])
 
 
@@ -691,299 +690,3 @@ def findings(dirs: list[Path], claims_file: Path = DEFAULT_CLAIMS) -> tuple[dict
         studies[s.name] = s
     min_n = int((doc.get("rule") or {}).get("min_n", 2))
     return doc, [evaluate(c, studies, min_n) for c in doc["claims"]], list(studies.values())
-
-
-# ---- output --------------------------------------------------------------------------------------------------------
-
-def fmt(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return f"{x:.4g}"
-
-
-def _ci_text(lo: float | None, hi: float | None) -> str:
-    return "-" if lo is None or hi is None else f"[{fmt(lo)}, {fmt(hi)}]"
-
-
-def _value_text(r: Row) -> tuple[str, str, str]:
-    """(mean, 95 % CI, n) of a row's judged value."""
-    v = r.value
-    if v is None:
-        return "-", "-", "0" if r.a["stat"] is None else str(r.a["stat"]["n"])
-    ci = _ci_text(v["lo"], v["hi"]) + (" (clipped)" if r.clipped else "")
-    n = str(v["n"]) if v["n"] is not None else \
-        f"{r.a['stat']['n']} / {r.b['stat']['n']}" if r.b and r.b["stat"] and r.a["stat"] else "-"
-    return fmt(v["mean"]), ci, n
-
-
-def _beside_text(r: Row) -> str:
-    if r.beside is None:
-        return "-"
-    parts = []
-    for m in (r.beside["a"], r.beside["b"]):
-        if m is None:
-            continue
-        st = m["stat"]
-        parts.append("-" if st is None else fmt(st["mean"]) + (
-            "" if st.get("ci95_low") is None else f" {_ci_text(st['ci95_low'], st['ci95_high'])}"))
-    return " / ".join(parts)
-
-
-def _invalid_text(r: Row) -> str:
-    parts = []
-    for m in (r.a, r.b):
-        if m is None:
-            continue
-        t = f"{m['invalid_attempts']} INVALID of {m['attempts']} attempts"
-        if m["invalid_used"]:
-            t += f", {m['invalid_used']} INVALID used"
-        if m["missing"]:
-            t += f", {m['missing']} rep. without a valid run"
-        if m.get("left_out"):
-            t += f", {len(m['left_out'])} run(s) left out ({'; '.join(m['left_out'])})"
-        parts.append(t)
-    return " / ".join(parts)
-
-
-def _band_text(c: dict[str, Any]) -> str:
-    lo, hi = _band(c)
-    unit = f" {c['unit']}" if c.get("unit") else ""
-    if lo is None:
-        return f"<= {fmt(hi)}{unit}"
-    if hi is None:
-        return f">= {fmt(lo)}{unit}"
-    return f"[{fmt(lo)}, {fmt(hi)}]{unit}"
-
-
-def _reference(c: dict[str, Any]) -> str:
-    if c["kind"] == "trend":
-        x = c["x"]
-        return f"{c['direction']} in {x['param']}" + (" (log scale)" if x.get("scale") == "log" else "") + \
-            " over the sweep (slope of a fit over every run)"
-    if c["kind"] == "difference":
-        return f"B - A {_band_text(c)}"
-    return _band_text(c) if None in _band(c) else f"in {_band_text(c)}"
-
-
-def _measure_text(c: dict[str, Any]) -> str:
-    m = c["measure"]
-    phase = f", phase {m.get('phase', 'all')}"
-    if "share" in m:
-        return f"achieved share of {m['share']} (metrics.json multiflow.shares, per run)"
-    if "rfc8867" in m:
-        return ("rate / reachable target: RFC 8867's rate / target with each window's target lowered to the "
-                "call's encoder maximum (metrics.json rfc8867.flows and the point's scenario, per run)")
-    if "where" in m:
-        return (f"{m['metric']} of the flow with " + ", ".join(f"{k} {v}" for k, v in m["where"].items())
-                + f" (metrics.json flows[], per run{phase})")
-    if "cross_traffic" in m:
-        return (f"{m['metric']} of the cross-traffic flow with " + ", ".join(
-            f"{k} {v}" for k, v in m["cross_traffic"].items())
-                + f" (by its iperf3 port; metrics.json flows[], per run{phase})")
-    return f"{m['metric']} of {m['flow']} (study.json{phase})"
-
-
-def _pairs_text(c: dict[str, Any]) -> str:
-    return "; ".join(f"B {b} against A {a}" for a, b in c["pairs"])
-
-
-def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Study], claims_file: Path,
-             dirs: list[Path]) -> str:
-    min_n = int((claims_doc.get("rule") or {}).get("min_n", 2))
-    counts = {v: sum(1 for f in found if f.verdict == v) for v in (AGREES, DEVIATES, INCONCLUSIVE, NOT_RUN)}
-    lines = [
-        "# Findings: the reference studies and RFC 8867 beside what rtclab measured",
-        "",
-        f"Generated by {_generated_by(dirs)} from the studies' study.json, plan.json, the points' scenario.json and "
-        f"their used runs' manifest.json and metrics.json; the claims are `{_rel(claims_file)}` (each claim's "
-        "reference in words, its band and why the band is that wide: the bands are that file's, not numbers the "
-        "papers printed). Do not edit: run the command again; `rtclab findings --check` says whether this page is "
-        "what the archive gives.",
-        "",
-        f"{len(found)} claims: {counts[AGREES]} agree, {counts[DEVIATES]} deviate, {counts[INCONCLUSIVE]} "
-        f"inconclusive, {counts[NOT_RUN]} not run.",
-        "",
-        "## The verdict rule",
-        "",
-        *[f"- **{k}**: {v}." for k, v in RULES.items() if k != "common"],
-        f"- **every kind**: {RULES['common']} (min_n = {min_n}).",
-        "- A claim over several points agrees when every point agrees, deviates when any point deviates, and is "
-        "inconclusive otherwise. A claim whose study was not given is **not run**, with the commands that run it.",
-        "- Means and intervals are study.json's (docs/studies.md, \"Statistics\"), or for per-run measures the same "
-        "statistics over the point's used runs; metric definitions: docs/studies.md (catalogue and \"Findings\") and "
-        "docs/metrics.md.",
-        "",
-        "## Claims",
-        "",
-        "| claim | source | reference says | checked as | study | verdict |",
-        "|---|---|---|---|---|---|",
-    ]
-    for f in found:
-        c = f.claim
-        study = "-" if f.study is None else f"`{f.study.name}`" + (f" vs `{f.against.name}`" if f.against else "")
-        lines.append(f"| [{c['id']}](#{c['id']}) | {c['source']} | {c['says']} | {_measure_text(c)} "
-                     f"{_reference(c)} | {study} | **{f.verdict}** |")
-    for f in found:
-        lines += _claim_section(f)
-    lines += ["", "## The studies", "",
-              "Each study's provenance, from its plan.json, study.json and used runs' manifest.json "
-              "(docs/studies.md, \"Provenance\"): the dates its runs started, the machine, Chromium, the backend, the "
-              "commits of the code that ran (DIRTY when the tree had uncommitted changes), n per point, the time "
-              "factor against the full study, and the commands that make it again from the repository root."
-              if studies
-              else "No study was read: every claim is not run."]
-    for s in studies:
-        sm = s.doc.get("summary") or {}
-        lines += [""] + provenance.markdown(s.name, _rel(s.dir), s.prov, sm.get("runs_used", 0),
-                                            sm.get("runs_used_invalid", 0), s.accepted_invalid())
-    return "\n".join(lines) + "\n"
-
-
-def _claim_section(f: Finding) -> list[str]:
-    c = f.claim
-    lines = ["", f"### {c['id']}", "", f"{c['source']}: {c['says']}.", "",
-             f"Checked as: {_measure_text(c)}, {_reference(c)} ({c['kind']} rule"
-             + (f"; pairs: {_pairs_text(c)}" if c.get("pairs") else "") + f"). Verdict: **{f.verdict}**"
-             + (f" ({f.note})" if f.note else "") + "."]
-    if c.get("statistic"):
-        lines += ["", f"The statistic: {c['statistic'].strip()}."]
-    if c.get("band_why"):
-        lines += ["", f"The band: {c['band_why'].strip()}"]
-    bounds = natural_bounds(c["measure"])
-    if c["kind"] == "range" and bounds != UNBOUNDED:
-        lines += ["", f"Natural bounds of the measure: {_ci_text(*bounds) if None not in bounds else '>= 0'}."]
-    if c.get("beside"):
-        lines += ["", f"Shown beside, not judged: {c['beside']['label']}."]
-    if f.verdict == NOT_RUN:
-        lines += ["", "Not run: no study read holds "
-                  + " or ".join(f"`{n}`" for n in c["studies"] + (c.get("against") or []))
-                  + ". To run it, then archive it (`.venv/bin/rtclab study archive results/studies/<its name>`) "
-                    "and regenerate this page (`npm run findings`):", ""]
-        lines += [f"    {cmd}" for cmd in run_commands(c)]
-        if c.get("ray"):
-            lines += ["", "(Its points need more than this 2-core machine to come out valid: the Ray command "
-                      "runs them on a cluster, docs/studies.md \"Executors\".)"]
-        return lines
-    beside = " | beside (not judged)" if c.get("beside") else ""
-    if c["kind"] == "difference":
-        head = (f"| {'pair (B - A)' if c.get('pairs') else 'point'} | phase | A mean | B mean | B - A | 95 % CI "
-                f"(Welch) | n (A / B) | INVALID attempts (A / B){beside} | verdict |")
-    elif c["kind"] == "trend":
-        head = f"| point | {c['x']['param']} | phase | mean | 95 % CI | n | INVALID attempts | verdict |"
-    else:
-        head = f"| point | phase | mean | 95 % CI | n | INVALID attempts{beside} | verdict |"
-    lines += ["", head, "|" + "---|" * (head.count("|") - 1)]
-    for r in f.rows:
-        mean, ci, n = _value_text(r)
-        verdict = r.verdict or "(sweep)"
-        if r.why:
-            verdict += f" ({r.why})"
-        extra = f" | {_beside_text(r)}" if c.get("beside") else ""
-        if c["kind"] == "difference":
-            am = fmt(r.a["stat"]["mean"]) if r.a["stat"] else "-"
-            bm = fmt(r.b["stat"]["mean"]) if r.b and r.b["stat"] else "-"
-            lines.append(f"| {r.point} | {r.phase} | {am} | {bm} | {mean} | {ci} | {n} | {_invalid_text(r)}{extra} "
-                         f"| {verdict} |")
-        elif c["kind"] == "trend":
-            lines.append(f"| {r.point} | {fmt(r.x)} | {r.phase} | {mean} | {ci} | {n} | {_invalid_text(r)} | "
-                         f"{verdict} |")
-        else:
-            lines.append(f"| {r.point} | {r.phase} | {mean} | {ci} | {n} | {_invalid_text(r)}{extra} | {verdict} |")
-    return lines
-
-
-def _generated_by(dirs: list[Path]) -> str:
-    """The command that makes the page again: plain `rtclab findings` when it read every archived study."""
-    if [d.resolve() for d in dirs] == [d.resolve() for d in archive.study_dirs()]:
-        return f"`rtclab findings` (every study of `{_rel(archive.DEFAULT_ARCHIVE)}/`)"
-    return f"`rtclab findings {' '.join(_rel(d) for d in dirs)}`"
-
-
-VERDICT_COLOURS = {AGREES: "#2ca02c", DEVIATES: "#d62728", INCONCLUSIVE: "#7f7f7f", NOT_RUN: "#bbbbbb"}
-
-
-def _band_shape(c: dict[str, Any], rows: list[Row]) -> dict[str, Any] | None:
-    """The band shaded; an open end drawn past the values shown."""
-    lo, hi = _band(c)
-    seen = [x for r in rows if r.value for x in (r.value["lo"], r.value["hi"], r.value["mean"]) if x is not None]
-    seen += [x for x in (lo, hi) if x is not None]
-    span = (max(seen) - min(seen)) or 1.0
-    y0 = lo if lo is not None else min(seen) - span
-    y1 = hi if hi is not None else max(seen) + span
-    return {"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": y0, "y1": y1,
-            "fillcolor": "#2ca02c", "opacity": 0.12, "line": {"width": 0}}
-
-
-def _figure(f: Finding) -> dict[str, Any] | None:
-    """Each point's judged value with its 95 % CI as bars, the band shaded."""
-    rows = [r for r in f.rows if r.value is not None]
-    if not rows:
-        return None
-    c = f.claim
-    data = [{"type": "bar", "x": [r.point for r in rows], "y": [r.value["mean"] for r in rows if r.value],
-             "marker": {"color": [VERDICT_COLOURS.get(r.verdict, "#1f77b4") for r in rows]},
-             "error_y": {"type": "data", "symmetric": False, "visible": True,
-                         "array": [None if r.value["hi"] is None else r.value["hi"] - r.value["mean"]
-                                   for r in rows if r.value],
-                         "arrayminus": [None if r.value["lo"] is None else r.value["mean"] - r.value["lo"]
-                                        for r in rows if r.value]},
-             "hovertext": [f"{r.point}: {r.verdict or 'sweep'} {r.why}" for r in rows], "name": c["id"]}]
-    shapes = [_band_shape(c, rows)] if c["kind"] in ("range", "difference") else []
-    what = "B - A, Welch 95 % CI" if c["kind"] == "difference" else "mean, 95 % CI"
-    return {"data": data, "layout": {
-        "title": {"text": f"{html.escape(c['id'])}: {html.escape(_measure_text(c))}<br><sub>{what}; shaded: the "
-                          f"band {html.escape(_reference(c))}; verdict {f.verdict}</sub>", "x": 0.01,
-                  "xanchor": "left"},
-        "height": 360, "shapes": shapes, "margin": {"l": 70, "r": 20, "t": 80, "b": 80}}}
-
-
-def html_page(markdown_text: str, found: list[Finding]) -> str:
-    """The dashboard: the page's text as preformatted Markdown (tables readable as they are) and a figure per claim
-    with values, plotly.js embedded (offline)."""
-    from . import page
-    figs = [(f"claim-{i}", fig) for i, f in enumerate(found) if (fig := _figure(f)) is not None]
-    badges = "".join(f'<span class="v" style="background:{VERDICT_COLOURS[f.verdict]}">{html.escape(f.claim["id"])}: '
-                     f"{html.escape(f.verdict)}</span> " for f in found)
-    body = f"<p>{badges}</p>\n{page.chart_divs(figs)}\n<h2>The page</h2><pre>{html.escape(markdown_text)}</pre>"
-    style = (".v{color:#fff;padding:2px 6px;border-radius:4px;display:inline-block;margin:2px;font-size:12px}\n"
-             "pre{font-size:12px;white-space:pre-wrap}")
-    return page.render("rtclab findings", body, figs, style=style)
-
-
-def page_text(dirs: list[Path], claims_file: Path = DEFAULT_CLAIMS) -> tuple[str, list[Finding]]:
-    doc, found, studies = findings(dirs, claims_file)
-    return markdown(doc, found, studies, claims_file, dirs), found
-
-
-def first_difference(expected: str, got: str) -> str | None:
-    """Where two pages first differ (line, column and both lines), or None when they are the same byte for byte."""
-    if expected == got:
-        return None
-    a, b = expected.splitlines(keepends=True), got.splitlines(keepends=True)
-    for i, (x, y) in enumerate(zip(a, b), start=1):
-        if x != y:
-            col = next((j for j, (p, q) in enumerate(zip(x, y), start=1) if p != q), min(len(x), len(y)) + 1)
-            return f"line {i}, column {col}: the page has {x.rstrip(chr(10))!r}; regenerated: {y.rstrip(chr(10))!r}"
-    i = min(len(a), len(b)) + 1
-    if len(a) > len(b):
-        return f"line {i}: the page has {a[i - 1].rstrip(chr(10))!r}; the regenerated page ends before it"
-    return f"line {i}: the regenerated page has {b[i - 1].rstrip(chr(10))!r}; the page ends before it"
-
-
-def check(dirs: list[Path], page: Path, claims_file: Path = DEFAULT_CLAIMS) -> str | None:
-    """None when `page` is byte for byte what the studies give, else the first difference."""
-    text, _ = page_text(dirs, claims_file)
-    try:
-        committed = page.read_text()
-    except OSError as e:
-        return f"{page} unreadable: {e}"
-    return first_difference(committed, text)
-
-
-def write(dirs: list[Path], out_md: Path, out_html: Path, claims_file: Path = DEFAULT_CLAIMS) -> list[Finding]:
-    text, found = page_text(dirs, claims_file)
-    out_md.parent.mkdir(parents=True, exist_ok=True)
-    out_md.write_text(text)
-    out_html.parent.mkdir(parents=True, exist_ok=True)
-    out_html.write_text(html_page(text, found), encoding="utf-8")
-    return found

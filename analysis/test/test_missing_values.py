@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rtclab import cli, dashboard, findings
+from rtclab import cli, dashboard, findings, findings_page
 from rtclab.study import aggregate as agg
 from rtclab.study import dashboard as study_dashboard
 from rtclab.study import report, studydir
@@ -173,7 +173,7 @@ def test_findings_name_the_runs_they_could_not_read(tmp_path: Path) -> None:
     assert m["stat"]["n"] == 1 and m["stat"]["mean"] == 1e6
     assert [x.split(":")[0] for x in m["left_out"]] == ["runs/p/2-1", "runs/p/3-1"]
     row = findings.Row("p", "all", m, None, None, findings.INCONCLUSIVE, "")
-    assert "2 run(s) left out (runs/p/2-1: metrics.json unreadable" in findings._invalid_text(row)
+    assert "2 run(s) left out (runs/p/2-1: metrics.json unreadable" in findings_page._invalid_text(row)
 
 
 def test_a_non_finite_mean_in_study_json_is_no_value(tmp_path: Path) -> None:

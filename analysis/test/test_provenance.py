@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from test_findings import CHROMIUM, CLAIMS, COMMIT, bad, make_study, ok
 
-from rtclab import findings
+from rtclab import findings, findings_page
 from rtclab.study import archive, provenance, report, studydir
 from rtclab_study import __main__ as study_cli
 from rtclab_study import plan as planmod
@@ -193,8 +193,8 @@ def test_findings_and_report_read_the_archive_as_the_directory(archived: dict[st
         {**CLAIMS["claims"][0], "studies": ["t-arch"]},
         {**CLAIMS["claims"][6], "studies": ["t-arch"], "points": ["b"]}]}
     claims.write_text(json.dumps(doc))
-    from_dir, found_dir = findings.page_text([out], claims)
-    from_arch, found_arch = findings.page_text([arch], claims)
+    from_dir, found_dir = findings_page.page_text([out], claims)
+    from_arch, found_arch = findings_page.page_text([arch], claims)
     assert [f.verdict for f in found_dir] == [f.verdict for f in found_arch] == ["inconclusive", "agrees"]
     assert [[r.value for r in f.rows] for f in found_dir] == [[r.value for r in f.rows] for f in found_arch]
     assert from_arch != from_dir and from_arch == from_dir.replace(f"{out}`", f"{arch}`")
@@ -216,7 +216,7 @@ def test_archive_of_what_is_no_aggregated_study_exits_2(tmp_path: Path) -> None:
 
 def test_the_page_prints_each_studys_provenance(archived: dict[str, Any]) -> None:
     arch = archived["archive"]
-    text, _ = findings.page_text([arch], findings.DEFAULT_CLAIMS)
+    text, _ = findings_page.page_text([arch], findings.DEFAULT_CLAIMS)
     block = text.split("### `t-arch`\n", 1)[1]
     used = sorted(r["dir"] for r in json.loads((arch / "study.json").read_text())["runs"] if r["used"])
     # the runs' start times: one hour apart in manifest order; the used ones' first and last
@@ -306,7 +306,7 @@ def test_check_names_the_first_changed_byte(archived: dict[str, Any], tmp_path: 
     r = subprocess.run([*base, "--check"], capture_output=True, text=True)
     assert r.returncode == 1 and f"line {len(lines) + 1}:" in r.stderr
     page.write_text(text)
-    assert findings.first_difference(text, text) is None
+    assert findings_page.first_difference(text, text) is None
 
 
 # ---- no machine path -----------------------------------------------------------------------------------------------
