@@ -319,4 +319,5 @@ def test_a_userspace_queue_sample_without_queue_bytes_is_counted(tmp_path: Path)
     run = rundir.RunDir(path=tmp_path)
     _, samples = rundir.queue_samples(run)
     assert [s.queue_bytes for s in samples] == [3000.0]
-    assert run.problems == ["bottleneck-forward.stats.jsonl: 1 sample(s) without t or queue_bytes left out of the queue"]
+    assert run.problems == ["bottleneck-forward.stats.jsonl: 1 sample(s) without t or queue_bytes left out of the "
+                            "queue"]
