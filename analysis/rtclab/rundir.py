@@ -207,8 +207,8 @@ CAPTURE_DTYPES = {"frame": np.uint32, "ts_ns": np.int64, "ip_src": np.uint32, "i
                   "ip_len": np.uint16, "ip_id": np.uint16, "tos": np.uint8, "sport": np.uint16, "dport": np.uint16,
                   "key": np.uint64, "join_key": np.uint64, "key_complete": np.bool_, "cls": np.uint8,
                   "ssrc": np.uint32, "rtp_seq": np.uint16, "rtp_ts": np.uint32, "rtp_pt": np.uint8,
-                  "rtp_marker": np.bool_, "twcc_seq": np.int32, "tcp_seq": np.uint32, "tcp_flags": np.uint8,
-                  "payload_len": np.uint32}
+                  "rtp_marker": np.bool_, "twcc_seq": np.int32, "rtp_payload_len": np.int32, "tcp_seq": np.uint32,
+                  "tcp_flags": np.uint8, "payload_len": np.uint32}
 
 
 def read_capture(path: Path, twcc_ext_id: int = 3) -> Capture:
