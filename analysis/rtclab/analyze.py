@@ -369,8 +369,11 @@ def _frames(inputs: RunInputs, table: packets.PacketTable | None, progress: Prog
         return None
     with _step(progress, "frames", timings):
         recorded = {s: ff for s in ("a", "b") if (ff := rundir.read_frames(run, s)) is not None}
+        # Each media stream's RTX stream: the tracks the harness recorded (media, then RTX), getStats' word first.
+        rtx = {tr.ssrcs[0]: tr.ssrcs[1] for call in multiflow.calls(run) for tr in call.tracks if len(tr.ssrcs) > 1}
         frame_join = frames.analyse(recorded, table, inputs.t0_ns, inputs.duration_s, path, run.problems,
-                                    {s: v.inbound for s, v in inputs.sides.items() if v is not None})
+                                    {s: v.inbound for s, v in inputs.sides.items() if v is not None},
+                                    rtx | getstats.rtx_ssrcs(inputs.sides))
     if frame_join is not None:
         with _step(progress, "picture quality", timings):
             for s, ff in recorded.items():
@@ -525,7 +528,7 @@ def write_parquet(table: packets.PacketTable, path: Path) -> None:
                                                 [packets.CLS_NAMES[i] for i in range(8)]),
     }
     for name in ("ip_src", "ip_dst", "sport", "dport", "proto", "ip_len", "ip_id", "dscp", "ecn_send", "ecn_recv",
-                 "ssrc", "rtp_seq", "rtp_ts", "rtp_pt", "rtp_marker", "twcc_seq", "tcp_seq", "key",
+                 "ssrc", "rtp_seq", "rtp_ts", "rtp_pt", "rtp_marker", "twcc_seq", "rtp_payload_len", "tcp_seq", "key",
                  "frame_send", "frame_recv"):
         arrays[name] = pa.array(c[name])
     if "chrome_send_ns" in c:  # from the RTC event logs (rtclab/eventlog/analysis.py)

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import freezes
 from .eventlog import parser as eventlog_parser
-from .packets import CLS_RTP, FORWARD, REVERSE, PacketTable
+from .packets import CLS_RTP, FORWARD, LOST, REVERSE, PacketTable
 from .rundir import FramesFile
 from .stats import distribution
 
@@ -67,39 +67,91 @@ class SentFrames:
     first_send_ns: np.ndarray
     last_send_ns: np.ndarray
     first_recv_ns: np.ndarray
-    last_recv_ns: np.ndarray
+    last_recv_ns: np.ndarray  # when the frame was complete at the receiver: -1 while a lost packet has no repair
     last_owd_ns: np.ndarray  # one-way delay of the packet that arrived last (-1: none arrived)
     packets: np.ndarray
-    lost: np.ndarray  # packets that left and never arrived
+    lost: np.ndarray  # original packets that left and never arrived
+    repaired: np.ndarray  # of them, those an RTX packet seen arriving repaired
+    missing: np.ndarray  # of them, those no RTX packet seen arriving repaired: the frame's completion is unknown
 
 
-def sent_frames(table: PacketTable, direction: int, ssrc: int) -> SentFrames:
-    """The frames of one RTP stream, grouped by RTP timestamp (original transmissions only: retransmissions travel
-    on the RTX stream, docs/metrics.md "frames")."""
+# RFC 4588: an RTX packet's payload is the original sequence number (2 bytes) and the original payload.
+RTX_OSN_BYTES = 2
+
+
+def rtx_repairs(table: PacketTable, direction: int, ssrc: int, rtx_ssrc: int | None) -> dict[int, tuple[int, int]]:
+    """Each lost original packet of stream `ssrc` that an RTX packet repaired: its row -> (the repair's arrival,
+    epoch ns; the repair's one-way delay, ns or -1). SRTP encrypts the RTX payload and with it the original sequence
+    number (OSN), so a repair is tied to its original by what stays in the clear: the RTX packet carries the
+    original's RTP timestamp (libwebrtc copies the header) and its payload is the original's + the 2-byte OSN. In
+    arrival order, each RTX packet repairs the earliest-sent lost original of its frame of that payload length that
+    left before it; one that matches none (a padding packet, a second copy, a probe of a packet that arrived) repairs
+    nothing."""
+    c = table.cols
+    rtp = (c["direction"] == direction) & (c["cls"] == CLS_RTP)
+    lost = np.flatnonzero(rtp & (c["ssrc"] == ssrc) & (c["status"] == LOST))
+    if rtx_ssrc is None or not lost.size:
+        return {}
+    waiting: dict[tuple[int, int], list[int]] = {}  # (RTP timestamp, payload length) -> lost rows in send order
+    for r in lost[np.argsort(c["t_send_ns"][lost], kind="stable")].tolist():
+        waiting.setdefault((int(c["rtp_ts"][r]), int(c["rtp_payload_len"][r])), []).append(r)
+    rtx = np.flatnonzero(rtp & (c["ssrc"] == rtx_ssrc) & (c["t_recv_ns"] >= 0))
+    out: dict[int, tuple[int, int]] = {}
+    for r in rtx[np.argsort(c["t_recv_ns"][rtx], kind="stable")].tolist():
+        length = int(c["rtp_payload_len"][r])
+        originals = waiting.get((int(c["rtp_ts"][r]), length - RTX_OSN_BYTES)) if length >= RTX_OSN_BYTES else None
+        if not originals:
+            continue
+        sent = int(c["t_send_ns"][r])
+        i = next((i for i, o in enumerate(originals) if sent < 0 or int(c["t_send_ns"][o]) <= sent), None)
+        if i is not None:
+            out[originals.pop(i)] = (int(c["t_recv_ns"][r]), int(c["owd_ns"][r]))
+    return out
+
+
+def sent_frames(table: PacketTable, direction: int, ssrc: int, rtx_ssrc: int | None = None) -> SentFrames:
+    """The frames of one RTP stream, grouped by RTP timestamp: the original transmissions, each lost one replaced
+    by its repair on the RTX stream `rtx_ssrc` (rtx_repairs) where one arrived. A frame is complete when its last
+    missing packet arrives; with a lost packet no repair was seen for, it has no completion time (docs/metrics.md
+    "frames")."""
     c = table.cols
     rows = np.flatnonzero((c["direction"] == direction) & (c["cls"] == CLS_RTP) & (c["ssrc"] == ssrc))
     ts = c["rtp_ts"][rows].astype(np.int64)
     send = c["t_send_ns"][rows]
-    recv = c["t_recv_ns"][rows]
+    recv = c["t_recv_ns"][rows].copy()
+    owd = c["owd_ns"][rows].copy()
+    lost = c["status"][rows] == LOST
+    repaired = np.zeros(rows.size, bool)
+    repairs = rtx_repairs(table, direction, ssrc, rtx_ssrc)
+    for i in np.flatnonzero(lost).tolist():
+        got = repairs.get(int(rows[i]))
+        if got is not None:
+            recv[i], owd[i] = got
+            repaired[i] = True
     order = np.lexsort((recv, ts))  # by timestamp, then arrival: a group's last row arrived last
-    ts, send, recv, owd = ts[order], send[order], recv[order], c["owd_ns"][rows][order]
+    ts, send, recv, owd = ts[order], send[order], recv[order], owd[order]
+    lost, repaired = lost[order], repaired[order]
     if not ts.size:
         empty = np.zeros(0, np.int64)
-        return SentFrames(empty, empty, empty, empty, empty, empty, empty, empty)
+        return SentFrames(empty, empty, empty, empty, empty, empty, empty, empty, empty, empty)
     start = np.flatnonzero(np.r_[True, ts[1:] != ts[:-1]])
     end = np.r_[start[1:], ts.size] - 1
     big = np.iinfo(np.int64).max
     first_send = np.minimum.reduceat(np.where(send >= 0, send, big), start)
     first_recv = np.minimum.reduceat(np.where(recv >= 0, recv, big), start)
+    missing = np.add.reduceat((lost & ~repaired).astype(np.int64), start)
+    last_recv = np.where(missing > 0, -1, recv[end])
     return SentFrames(
         rtp_ts=ts[start],
         first_send_ns=np.where(first_send == big, -1, first_send),
         last_send_ns=np.maximum.reduceat(send, start),
         first_recv_ns=np.where(first_recv == big, -1, first_recv),
-        last_recv_ns=recv[end],
-        last_owd_ns=np.where(recv[end] >= 0, owd[end], -1),
+        last_recv_ns=last_recv,
+        last_owd_ns=np.where(last_recv >= 0, owd[end], -1),
         packets=np.diff(np.r_[start, ts.size]),
-        lost=np.add.reduceat(((send >= 0) & (recv < 0)).astype(np.int64), start),
+        lost=np.add.reduceat(lost.astype(np.int64), start),
+        repaired=np.add.reduceat(repaired.astype(np.int64), start),
+        missing=missing,
     )
 
 
@@ -158,11 +210,12 @@ def _ms(v: Any) -> float:
 
 def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, duration_s: float,
                  reports: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
-                 inbound: dict[int, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+                 inbound: dict[int, list[dict[str, Any]]] | None = None,
+                 rtx: dict[int, int] | None = None) -> dict[str, Any]:
     """The frames side `side` presented during the call, joined with the packets of the stream it received.
     `reports`: the sender's RTCP sender reports (sender_reports), the capture clock; without them (or without one
     for the stream) the page's captureTime, Chrome's estimate, is the capture time. `inbound`: the receiver's
-    getStats inbound-rtp samples per SSRC, for the freeze cross-check."""
+    getStats inbound-rtp samples per SSRC, for the freeze cross-check. `rtx`: media SSRC -> its RTX SSRC."""
     direction = FORWARD if side == "b" else REVERSE
     clip = frames.header.get("clip") or {}
     clip_frames = clip.get("frames") if isinstance(clip.get("frames"), int) else None
@@ -241,7 +294,9 @@ def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, 
                                      [r.get("presented_frames") for r in shown])
     if ssrc is None:
         return out | {"joined": 0, "joined_ratio": 0.0}
-    sf = sent_frames(table, direction, ssrc)
+    rtx_ssrc = (rtx or {}).get(ssrc)
+    out["rtx_ssrc"] = rtx_ssrc
+    sf = sent_frames(table, direction, ssrc, rtx_ssrc)
     pos = np.searchsorted(sf.rtp_ts, rtp)
     pos = np.minimum(pos, max(len(sf.rtp_ts) - 1, 0))
     matched = (sf.rtp_ts[pos] == rtp) if sf.rtp_ts.size else np.zeros(len(rtp), bool)
@@ -250,6 +305,8 @@ def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, 
     joined = matched & (first_send >= 0) & (last_recv >= 0)
     out["joined"] = int(joined.sum())
     out["joined_ratio"] = out["joined"] / len(recs)
+    out["completed_by_rtx"] = int((joined & (np.where(matched, sf.repaired[pos], 0) > 0)).sum())
+    out["unrepaired"] = int((matched & (np.where(matched, sf.missing[pos], 0) > 0)).sum())
 
     # Times in ms since t0, so float64 keeps sub-microsecond precision (epoch ns in a float do not).
     t0_ms = t0_ns / _NS
@@ -278,12 +335,12 @@ def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, 
     got = joined & ~np.isnan(receive)
     out["receive_time_vs_capture_ms"] = distribution((receive - last_recv_ms)[got])
 
-    # Frames that left the sender between the first and the last frame shown and were never shown.
-    shown_ts = set(int(t) for t in rtp[joined])
-    if shown_ts:
+    # Frames that left the sender between the first and the last frame shown and were never shown (a frame shown
+    # but not joined, e.g. one whose repair no capture saw, was shown).
+    if joined.any():
         fs_shown = first_send[joined]
         window = (sf.first_send_ns >= fs_shown.min()) & (sf.first_send_ns <= fs_shown.max())
-        never = window & ~np.isin(sf.rtp_ts, np.fromiter(shown_ts, np.int64))
+        never = window & ~np.isin(sf.rtp_ts, rtp)
         out["sent_frames"] = int(window.sum())
         out["never_shown"] = int(never.sum())
         out["never_shown_numbers"] = []
@@ -323,10 +380,11 @@ def frame_series(display: np.ndarray, capture: np.ndarray, first_send_ms: np.nda
 
 def analyse(frames_by_side: dict[str, FramesFile], table: PacketTable | None, t0_ns: int, duration_s: float,
             run_path: Path | None = None, problems: list[str] | None = None,
-            inbound: dict[str, dict[int, list[dict[str, Any]]]] | None = None) -> dict[str, Any] | None:
+            inbound: dict[str, dict[int, list[dict[str, Any]]]] | None = None,
+            rtx: dict[int, int] | None = None) -> dict[str, Any] | None:
     """metrics.json `frames`: per receiving side ('b': the forward stream, 'a': the reverse), or None when no page
     recorded frames. `run_path`: where the sending side's RTC event log is (eventlog-<sender>.log); `inbound`: per
-    receiving side, its getStats inbound-rtp samples per SSRC."""
+    receiving side, its getStats inbound-rtp samples per SSRC; `rtx`: media SSRC -> its RTX SSRC."""
     if not frames_by_side:
         return None
     if table is None:
@@ -337,5 +395,5 @@ def analyse(frames_by_side: dict[str, FramesFile], table: PacketTable | None, t0
         sender = "a" if side == "b" else "b"
         reports = sender_reports(run_path / f"eventlog-{sender}.log", problems if problems is not None else []) \
             if run_path is not None else {}
-        out[side] = analyse_side(f, table, side, t0_ns, duration_s, reports, (inbound or {}).get(side))
+        out[side] = analyse_side(f, table, side, t0_ns, duration_s, reports, (inbound or {}).get(side), rtx)
     return out

@@ -146,6 +146,21 @@ def kinds(sides: dict[str, SideStats | None]) -> tuple[dict[int, str], dict[int,
     return ssrc_kinds, pt_kinds, clocks
 
 
+def rtx_ssrcs(sides: dict[str, SideStats | None]) -> dict[int, int]:
+    """Media SSRC -> the SSRC of its RTX stream (RFC 4588), as the sender's outbound-rtp and the receiver's
+    inbound-rtp `rtxSsrc` name it."""
+    out: dict[int, int] = {}
+    for side in sides.values():
+        if side is None:
+            continue
+        for group in (side.outbound, side.inbound):
+            for ssrc, objs in group.items():
+                rtx = _last(objs, "rtxSsrc")
+                if isinstance(rtx, int):
+                    out[ssrc] = rtx
+    return out
+
+
 def analyse(run: RunDir, t0: float) -> dict[str, Any]:
     """getStats summary and time series per direction ('forward': a sends, b receives)."""
     sides = {s: read_side(run.file(f"getstats-{s}.jsonl"), run.problems) for s in ("a", "b")}

@@ -339,14 +339,20 @@ def dscp_marked(run: RunDir, cap_a: Capture | None, t0_ns: int) -> dict[str, Any
             + f" (at least {MARKED_FRACTION_MIN * 100:g}% needed, at capture-a after call start)"}
 
 
-def run_shares(metrics_file: Path) -> tuple[bool, dict[str, Any]] | None:
-    """(valid, multiflow.shares) of one analysed run, None when it has no shares or cannot be read."""
+def run_shares(metrics_file: Path) -> tuple[bool, dict[str, Any]] | str:
+    """(valid, multiflow.shares) of one analysed run, or why it has none: no metrics.json, unreadable, no shares."""
     try:
         m = json.loads(metrics_file.read_text().replace("NaN", "null"))
-    except (OSError, ValueError):
-        return None
+    except FileNotFoundError:
+        return "no metrics.json (not analysed)"
+    except (OSError, ValueError) as e:
+        return f"metrics.json unreadable: {type(e).__name__}: {e}"
+    if not isinstance(m, dict):
+        return "metrics.json is no JSON object"
     sh = (m.get("multiflow") or {}).get("shares") or {}
-    return ((m.get("validity") or {}).get("valid") is True, sh) if sh.get("flows") else None
+    if not sh.get("flows"):
+        return "no priority shares in metrics.json" + (f" ({sh['note']})" if sh.get("note") else "")
+    return (m.get("validity") or {}).get("valid") is True, sh
 
 
 def pooled_shares(shares: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -365,10 +371,17 @@ def pooled_shares(shares: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def study_shares(out: Path) -> list[dict[str, Any]]:
     """Each study point's priority shares (a study directory: runs/<point>/<rep>-<attempt>/metrics.json): per flow
     (call/track) its asked share and its achieved share averaged over the point's valid runs (all its analysed runs
-    when none is valid, said so)."""
+    when none is valid, said so). A run without shares is left out and named with why (`left_out`)."""
     points = []
     for point_dir in sorted(p for p in (out / "runs").glob("*") if p.is_dir()):
-        runs = [r for r in map(run_shares, sorted(point_dir.glob("*/metrics.json"))) if r is not None]
+        runs: list[tuple[bool, dict[str, Any]]] = []
+        left_out: list[dict[str, str]] = []
+        for run_dir in sorted(d for d in point_dir.iterdir() if d.is_dir()):
+            got = run_shares(run_dir / "metrics.json")
+            if isinstance(got, str):
+                left_out.append({"dir": f"runs/{point_dir.name}/{run_dir.name}", "reason": got})
+            else:
+                runs.append(got)
         chosen = [sh for valid, sh in runs if valid] or [sh for _, sh in runs]
         flows = pooled_shares(chosen)
         jains = [sh["jain_index"] for sh in chosen if sh.get("jain_index") is not None]
@@ -376,8 +389,17 @@ def study_shares(out: Path) -> list[dict[str, Any]]:
                        "jain_index": float(np.mean(jains)) if jains else None,
                        "flows": [{"flow": k, "priority": v["priority"], "asked_share": v["asked_share"],
                                   "achieved_share": float(np.mean(v["achieved"])) if v["achieved"] else None}
-                                 for k, v in flows.items()]})
+                                 for k, v in flows.items()],
+                       "left_out": left_out})
     return points
+
+
+def left_out_lines(points: list[dict[str, Any]]) -> list[str]:
+    """The runs no point's shares include, one line each with why."""
+    left_out = [x for p in points for x in p["left_out"]]
+    if not left_out:
+        return []
+    return [f"{len(left_out)} run(s) left out of the shares:"] + [f"  {x['dir']}: {x['reason']}" for x in left_out]
 
 
 def shares_page(points: list[dict[str, Any]], title: str) -> str:
@@ -403,6 +425,9 @@ def shares_page(points: list[dict[str, Any]], title: str) -> str:
             "RTCRtpEncodingParameters.priority asks for (docs/multiflow.md), averaged over each point's valid runs.</p>"
             '<div class="chart" id="shares"></div><table><tr><th>point</th><th>flow</th><th>priority</th>'
             f"<th>asked</th><th>achieved</th><th>valid runs</th><th>Jain's index</th></tr>{rows}</table>")
+    lines = left_out_lines(points)
+    if lines:
+        body += f"<p>{escape(lines[0])}</p><ul>" + "".join(f"<li>{escape(x.strip())}</li>" for x in lines[1:]) + "</ul>"
     return page.render(title, body, [("shares", fig)])
 
 
@@ -423,6 +448,8 @@ def main(argv: list[str] | None = None) -> int:
             got = "-" if f["achieved_share"] is None else f"{f['achieved_share']:.2f}"
             print(f"{p['point']:32s} {f['flow']:10s} {f['priority']:9s} asked {f['asked_share']:.2f} "
                   f"achieved {got}  ({p['valid_runs']}/{p['runs']} valid)")
+    for line in left_out_lines(points):
+        print(line)
     (out / "shares.html").write_text(shares_page(points, f"priority shares: {out.name}"), encoding="utf-8")
     print(f"wrote {out / 'shares.html'}")
     return 0

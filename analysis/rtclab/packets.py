@@ -26,7 +26,8 @@ CLS_RTP, CLS_RTCP, CLS_TCP = 1, 2, 5
 
 # Per-packet fields copied from the capture that saw the packet leave (or, for an arrival with no departure, arrive).
 _PACKET_FIELDS = ("ip_src", "ip_dst", "proto", "ip_len", "ip_id", "sport", "dport", "key", "cls", "ssrc", "rtp_seq",
-                  "rtp_ts", "rtp_pt", "rtp_marker", "twcc_seq", "tcp_seq", "tcp_flags", "payload_len")
+                  "rtp_ts", "rtp_pt", "rtp_marker", "twcc_seq", "rtp_payload_len", "tcp_seq", "tcp_flags",
+                  "payload_len")
 
 
 @dataclass

@@ -207,8 +207,8 @@ CAPTURE_DTYPES = {"frame": np.uint32, "ts_ns": np.int64, "ip_src": np.uint32, "i
                   "ip_len": np.uint16, "ip_id": np.uint16, "tos": np.uint8, "sport": np.uint16, "dport": np.uint16,
                   "key": np.uint64, "join_key": np.uint64, "key_complete": np.bool_, "cls": np.uint8,
                   "ssrc": np.uint32, "rtp_seq": np.uint16, "rtp_ts": np.uint32, "rtp_pt": np.uint8,
-                  "rtp_marker": np.bool_, "twcc_seq": np.int32, "tcp_seq": np.uint32, "tcp_flags": np.uint8,
-                  "payload_len": np.uint32}
+                  "rtp_marker": np.bool_, "twcc_seq": np.int32, "rtp_payload_len": np.int32, "tcp_seq": np.uint32,
+                  "tcp_flags": np.uint8, "payload_len": np.uint32}
 
 
 def read_capture(path: Path, twcc_ext_id: int = 3) -> Capture:
@@ -319,29 +319,44 @@ class QueueSample:
     rate_kbit: float | None  # the link rate the emulator reported with the sample (userspace backend)
 
 
+def _count_left_out(run: RunDir, name: str, left_out: int, needed: str) -> None:
+    if left_out:
+        run.problems.append(f"{name}: {left_out} sample(s) without {needed} left out of the queue")
+
+
 def queue_samples(run: RunDir) -> tuple[str | None, list[QueueSample]]:
     """The forward bottleneck's queue over time: (source file, samples). `bottleneck-forward.stats.jsonl`
     (userspace backend) or the root qdisc of r-eth1 in `qdisc-stats.jsonl` (kernel backend, `tc -s -j qdisc`)."""
     path = run.file("bottleneck-forward.stats.jsonl")
     out: list[QueueSample] = []
     if path.exists():
-        for r in read_jsonl(path, run.problems):
+        lines = read_jsonl(path, run.problems)
+        for r in lines:
             if isinstance(r.get("t"), (int, float)) and isinstance(r.get("queue_bytes"), (int, float)):
                 rate = r.get("rate_kbit")
                 packets = r.get("queue_packets")
                 out.append(QueueSample(float(r["t"]), float(r["queue_bytes"]),
                                        float(packets) if isinstance(packets, (int, float)) else None,
                                        float(rate) if isinstance(rate, (int, float)) else None))
+        _count_left_out(run, path.name, len(lines) - len(out), "t or queue_bytes")
         return path.name, out
     path = run.file("qdisc-stats.jsonl")
     if path.exists():
-        for r in read_jsonl(path, run.problems):
-            qdiscs = [q for q in (r.get("qdiscs") or []) if isinstance(q, dict) and q.get("dev") == FORWARD_DEV]
-            if not isinstance(r.get("t"), (int, float)) or not qdiscs:
+        lines = [r for r in read_jsonl(path, run.problems)
+                 if any(isinstance(q, dict) and q.get("dev") == FORWARD_DEV for q in r.get("qdiscs") or [])]
+        for r in lines:
+            qdiscs = [q for q in r["qdiscs"] if isinstance(q, dict) and q.get("dev") == FORWARD_DEV]
+            if not isinstance(r.get("t"), (int, float)):
                 continue
             # The root qdisc's backlog counts its children's; fall back to the largest one when no root is marked.
-            root = next((q for q in qdiscs if q.get("root")), None) or max(qdiscs, key=lambda q: q.get("backlog") or 0)
-            out.append(QueueSample(float(r["t"]), float(root.get("backlog") or 0), float(root.get("qlen") or 0), None))
+            root = next((q for q in qdiscs if q.get("root")), None) or \
+                max(qdiscs, key=lambda q: q["backlog"] if isinstance(q.get("backlog"), (int, float)) else -1)
+            backlog, qlen = root.get("backlog"), root.get("qlen")
+            if not isinstance(backlog, (int, float)):
+                continue  # a queue of unknown size, not an empty one
+            out.append(QueueSample(float(r["t"]), float(backlog),
+                                   float(qlen) if isinstance(qlen, (int, float)) else None, None))
+        _count_left_out(run, path.name, len(lines) - len(out), f"t or {FORWARD_DEV}'s backlog")
         return path.name, out
     return None, out
 

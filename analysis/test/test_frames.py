@@ -168,3 +168,79 @@ def test_sampled_reads_count_only_the_frames_tried():
     side = frames.analyse({"b": f}, build_table(), E_MS * 1_000_000 - 10**9, 60.0)["b"]
     assert (side["read_every"], side["read"], side["numbered"]) == (2, 4, 3)
     assert side["numbered_ratio"] == 3 / 4 and side["joined"] == 7
+
+
+# ---- frames completed by a retransmission (RTX, RFC 4588) -----------------------------------------------------------
+
+def rtx_table() -> tuple[PacketTable, dict[str, int]]:
+    """Five frames of MEDIA (frame k: RTP timestamp ts(k), captured at 40k ms) and the RTX stream's packets, each with
+    its RTP payload length (an RTX packet's = its original's + 2, the encrypted OSN). Times in ms since E_MS:
+    frame 0: 5 -> 35 (1000 bytes), 8 lost (1000), 9 -> 41 (990); RTX 1002 bytes 60 -> 90 repairs the lost one;
+    frame 1: both packets lost, 45 (800) and 46 (801); RTX 803 bytes 70 -> 101 repairs the second, 802 bytes
+      72 -> 103 the first; then a padding packet (253 bytes, 74 -> 104) and a second copy of the first (802 bytes,
+      120 -> 150) repair nothing;
+    frame 2: 85 -> 115 (700), 86 lost (600); its one RTX packet (702 bytes, 95 -> 125) is a copy of the packet that
+      arrived: the lost one has no repair;
+    frame 3: 125 lost (500), 126 -> 156 (500, the same size); RTX 502 bytes 160 -> 190 repairs the lost one;
+    frame 4: 165 -> 195 (900), nothing lost."""
+    rows = [(MEDIA, 0, DELIVERED, 5, 35, 1000), (MEDIA, 0, LOST, 8, -1, 1000), (MEDIA, 0, DELIVERED, 9, 41, 990),
+            (RTX, 0, DELIVERED, 60, 90, 1002),
+            (MEDIA, 1, LOST, 45, -1, 800), (MEDIA, 1, LOST, 46, -1, 801), (RTX, 1, DELIVERED, 70, 101, 803),
+            (RTX, 1, DELIVERED, 72, 103, 802), (RTX, 1, DELIVERED, 74, 104, 253), (RTX, 1, DELIVERED, 120, 150, 802),
+            (MEDIA, 2, DELIVERED, 85, 115, 700), (MEDIA, 2, LOST, 86, -1, 600), (RTX, 2, DELIVERED, 95, 125, 702),
+            (MEDIA, 3, LOST, 125, -1, 500), (MEDIA, 3, DELIVERED, 126, 156, 500), (RTX, 3, DELIVERED, 160, 190, 502),
+            (MEDIA, 4, DELIVERED, 165, 195, 900)]
+    n = len(rows)
+    ns = lambda ms: np.array([-1 if v < 0 else int((E_MS + v) * 1_000_000) for v in ms], dtype=np.int64)
+    send, recv = ns([r[3] for r in rows]), ns([r[4] for r in rows])
+    cols = {
+        "direction": np.full(n, FORWARD, np.uint8), "cls": np.full(n, CLS_RTP, np.uint8),
+        "ssrc": np.array([r[0] for r in rows], np.uint32), "rtp_ts": np.array([ts(r[1]) for r in rows], np.uint32),
+        "status": np.array([r[2] for r in rows], np.uint8), "t_send_ns": send, "t_recv_ns": recv,
+        "owd_ns": np.where(recv >= 0, recv - send, -1), "rtp_payload_len": np.array([r[5] for r in rows], np.int32),
+    }
+    row_of = {"f0_lost": 1, "f1_first": 4, "f1_second": 5, "f2_lost": 11, "f3_lost": 13}
+    return PacketTable(cols=cols, flow_first=np.zeros(0, np.int64), order=np.arange(n),
+                       bounds=np.array([0, n])), row_of
+
+
+def rtx_frames_file() -> FramesFile:
+    """Each of the five frames shown once, at 100, 110, 130, 200 and 215 ms."""
+    recs = [record(k, d, k + 1, None) for k, d in enumerate([100, 110, 130, 200, 215])]
+    return FramesFile(header={"kind": "header", "read_every": 1, "clip": {"fps": 30}}, frames=recs, dropped=0)
+
+
+def test_each_lost_packet_is_tied_to_the_retransmission_that_repaired_it():
+    table, row = rtx_table()
+    got = frames.rtx_repairs(table, FORWARD, MEDIA, RTX)
+    at = lambda ms: int((E_MS + ms) * 1_000_000)
+    assert got == {row["f0_lost"]: (at(90), 30 * 1_000_000), row["f1_second"]: (at(101), 31 * 1_000_000),
+                   row["f1_first"]: (at(103), 31 * 1_000_000), row["f3_lost"]: (at(190), 30 * 1_000_000)}
+    assert frames.rtx_repairs(table, FORWARD, MEDIA, None) == {}
+    sf = frames.sent_frames(table, FORWARD, MEDIA, RTX)
+    k = [[ts(k) for k in range(5)].index(t) for t in sf.rtp_ts.tolist()]  # rows in RTP order: frames 2, 3, 4, 0, 1
+    by_frame = lambda v: [x for _, x in sorted(zip(k, v.tolist()))]
+    assert by_frame(sf.lost) == [1, 2, 1, 1, 0] and by_frame(sf.repaired) == [1, 2, 0, 1, 0]
+    assert by_frame(sf.missing) == [0, 0, 1, 0, 0]
+    assert by_frame(sf.last_recv_ns) == [at(90), at(103), -1, at(190), at(195)]
+
+
+def test_a_frame_completed_by_a_retransmission_is_joined_and_timed_by_its_arrival():
+    table, _ = rtx_table()
+    side = frames.analyse({"b": rtx_frames_file()}, table, E_MS * 1_000_000 - 10**9, 60.0, rtx={MEDIA: RTX})["b"]
+    assert side["ssrc"] == MEDIA and side["rtx_ssrc"] == RTX
+    # Frames 0, 1, 3 complete when their last repair arrives, 4 by its own packet; 2's lost packet has no repair.
+    assert (side["joined"], side["joined_ratio"], side["completed_by_rtx"], side["unrepaired"]) == (4, 4 / 5, 3, 1)
+    t0 = 1000  # the call starts 1 s before E_MS: every time below is + 1000 ms from t0
+    network = sorted([90 - 5, 103 - 45, 190 - 125, 195 - 165])
+    receiver = sorted([100 - 90, 110 - 103, 200 - 190, 215 - 195])
+    assert side["network_ms"]["min"] == pytest.approx(network[0]) and side["network_ms"]["max"] == network[-1]
+    assert side["network_ms"]["mean"] == pytest.approx(sum(network) / 4)
+    assert side["receiver_ms"]["mean"] == pytest.approx(sum(receiver) / 4)
+    assert side["last_packet_owd_ms"]["mean"] == pytest.approx((30 + 31 + 30 + 30) / 4)
+    assert side["series"]["network_ms"] == [85.0, 58.0, None, 65.0, 30.0]
+    assert side["series"]["t_s"][0] == pytest.approx((t0 + 100) / 1000)
+    assert (side["sent_frames"], side["never_shown"]) == (5, 0)  # frame 2 was shown, though not joined
+    # Without the RTX stream (no getStats, no recorded tracks) a frame that lost a packet has no completion time.
+    blind = frames.analyse({"b": rtx_frames_file()}, table, E_MS * 1_000_000 - 10**9, 60.0)["b"]
+    assert (blind["rtx_ssrc"], blind["joined"], blind["completed_by_rtx"], blind["unrepaired"]) == (None, 1, 0, 4)

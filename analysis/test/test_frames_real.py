@@ -54,29 +54,48 @@ def test_a_real_call_numbers_and_joins_the_frames_it_shows(default_call_run):
     g2g = b["glass_to_glass_ms"]
     assert 25 < g2g["p50"] < 2000, g2g  # at least the 25 ms propagation delay, and not absurd
 
-    # The same join by hand: per shown frame, the first departure and last arrival of its RTP timestamp's packets.
+    # The same join by hand: per shown frame, the first departure and last arrival of its RTP timestamp's packets, a
+    # lost one's repair on the RTX stream in its place (docs/metrics.md "frames": in arrival order, each RTX packet
+    # repairs the earliest-sent lost original of its frame whose payload is 2 bytes shorter and that left before it).
     t0_ms = round(m["run"]["call_start"] * 1000)  # the call's span in whole ms, as docs/metrics.md "frames" says
     end_ms = t0_ms + round(m["run"]["duration_s"] * 1000)
     # RTP rows only: the stream's RTCP sender reports carry its SSRC too, with rtp_ts 0 in the table (a frame record
     # with RTP timestamp 0 once matched them here and not in the analyzer's join, which is of RTP packets).
     cols = pq.read_table(run / "packets.parquet",
-                         columns=["direction", "class", "ssrc", "rtp_ts", "t_send_ns", "t_recv_ns"]).to_pydict()
+                         columns=["direction", "class", "ssrc", "status", "rtp_ts", "rtp_payload_len", "t_send_ns",
+                                  "t_recv_ns"]).to_pydict()
     first_send: dict[int, int] = {}
     last_recv: dict[int, int] = {}
-    for d, cls, ssrc, ts, s, r in zip(cols["direction"], cols["class"], cols["ssrc"], cols["rtp_ts"], cols["t_send_ns"],
-                                      cols["t_recv_ns"]):
-        if d != "forward" or cls != "rtp" or ssrc != b["ssrc"]:
+    lost: dict[tuple[int, int], list[int]] = {}  # (RTP timestamp, payload length) -> the lost originals' departures
+    rtx: list[tuple[int, int | None, int, int]] = []
+    for d, cls, ssrc, status, ts, length, s, r in zip(
+            cols["direction"], cols["class"], cols["ssrc"], cols["status"], cols["rtp_ts"], cols["rtp_payload_len"],
+            cols["t_send_ns"], cols["t_recv_ns"]):
+        if d != "forward" or cls != "rtp":
             continue
-        if s is not None:
-            first_send[ts] = min(first_send.get(ts, s), s)
-        if r is not None:
+        if ssrc == b["ssrc"]:
+            if s is not None:
+                first_send[ts] = min(first_send.get(ts, s), s)
+            if status == "lost":
+                lost.setdefault((ts, length), []).append(s)
+            elif r is not None:
+                last_recv[ts] = max(last_recv.get(ts, r), r)
+        elif ssrc == b["rtx_ssrc"] and r is not None:
+            rtx.append((r, s, ts, length))
+    for r, s, ts, length in sorted(rtx, key=lambda x: x[0]):
+        waiting = sorted(lost.get((ts, length - 2), []))
+        i = next((i for i, sent in enumerate(waiting) if s is None or sent <= s), None)
+        if i is not None:
+            waiting.pop(i)
+            lost[(ts, length - 2)] = waiting
             last_recv[ts] = max(last_recv.get(ts, r), r)
+    unrepaired = {ts for (ts, _), left in lost.items() if left}
     network, receiver = [], []
     for f in lines[1:]:
         if f.get("kind") != "frame" or not t0_ms <= f["expected_display_ms"] < end_ms:
             continue
         ts = f["rtp_timestamp"]
-        if ts in first_send and ts in last_recv:
+        if ts in first_send and ts in last_recv and ts not in unrepaired:
             network.append((last_recv[ts] - first_send[ts]) / 1e6)
             receiver.append(f["expected_display_ms"] - last_recv[ts] / 1e6)
     assert len(network) == b["joined"]

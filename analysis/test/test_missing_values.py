@@ -160,6 +160,27 @@ def test_the_study_dashboard_leaves_out_a_runs_packets_without_call_start(tmp_pa
         study_dashboard._run_series(d)
 
 
+def test_a_runs_chromium_version_that_cannot_be_read_is_named_not_skipped(tmp_path: Path) -> None:
+    from rtclab.study import compare
+    out = make_study(tmp_path, [run_metrics(1e6), run_metrics(2e6), run_metrics(4e6)])
+    doc = agg.aggregate(out, analyse_missing=False)
+    first = studydir.attempt_dir(out, "p", 1, 1) / "manifest.json"
+    first.write_text(json.dumps({**json.loads(first.read_text()), "versions": {"chromium": "Chromium 144.0.7559.59"}}))
+    assert report.chromium_versions(out, doc).found == ["144.0.7559.59"]
+    assert [x["reason"] for x in report.chromium_versions(out, doc).left_out] == \
+        ["manifest.json records no versions.chromium"] * 2
+    (studydir.attempt_dir(out, "p", 2, 1) / "manifest.json").write_text('{"status": "compl')  # cut short
+    (studydir.attempt_dir(out, "p", 3, 1) / "manifest.json").unlink()
+    got = report.chromium_versions(out, doc)
+    assert got.found == ["144.0.7559.59"]
+    assert [x["dir"] for x in got.left_out] == ["runs/p/2-1", "runs/p/3-1"]
+    assert got.left_out[0]["reason"].startswith("manifest.json unreadable: JSONDecodeError")
+    assert got.left_out[1]["reason"] == "no manifest.json"
+    name = compare.study_name(out, doc)
+    assert "Chromium 144.0.7559.59; version unknown for 2 run(s): manifest.json unreadable" in name
+    assert "(runs/p/2-1); no manifest.json (runs/p/3-1)" in name
+
+
 # ---- the findings page: runs it could not read, a mean that is no number ---------------------------------------------
 
 def test_findings_name_the_runs_they_could_not_read(tmp_path: Path) -> None:
@@ -268,3 +289,35 @@ def test_a_queue_sample_without_a_packet_count_is_not_an_empty_queue(tmp_path: P
     q = queue.analyse(run, CALL_START)
     assert q is not None and q["queue_packets"] == {"mean": 2.0, "max": 2.0}
     assert q["queue_bytes"] == {"mean": 4500.0, "max": 6000.0}
+
+
+def test_a_kernel_queue_sample_without_a_backlog_is_left_out_and_counted_not_empty(tmp_path: Path) -> None:
+    from rtclab import queue, rundir
+
+    def line(t: float, **root: Any) -> str:
+        other = {"dev": "r-eth0", "root": True, "backlog": 0, "qlen": 0}  # the reverse direction's: not the queue
+        return json.dumps({"t": t, "ns": "r", "qdiscs": [other, {"dev": "r-eth1", "root": True, **root}]}) + "\n"
+    (tmp_path / "qdisc-stats.jsonl").write_text(
+        line(CALL_START + 1, backlog=3000, qlen=2) + line(CALL_START + 2, qlen=0)  # no backlog: size unknown
+        + line(CALL_START + 3, backlog=9000)  # no qlen: the packets unknown, the bytes known
+        + json.dumps({"ns": "r", "qdiscs": [{"dev": "r-eth1", "root": True, "backlog": 0, "qlen": 0}]}) + "\n")
+    run = rundir.RunDir(path=tmp_path)
+    source, samples = rundir.queue_samples(run)
+    assert source == "qdisc-stats.jsonl"
+    assert [(s.t - CALL_START, s.queue_bytes, s.queue_packets) for s in samples] == [(1, 3000, 2), (3, 9000, None)]
+    assert run.problems == ["qdisc-stats.jsonl: 2 sample(s) without t or r-eth1's backlog left out of the queue"]
+    q = queue.analyse(rundir.RunDir(path=tmp_path), CALL_START)
+    assert q is not None and q["queue_bytes"] == {"mean": 6000.0, "max": 9000.0}
+    assert q["queue_packets"] == {"mean": 2.0, "max": 2.0}
+
+
+def test_a_userspace_queue_sample_without_queue_bytes_is_counted(tmp_path: Path) -> None:
+    from rtclab import rundir
+    (tmp_path / "bottleneck-forward.stats.jsonl").write_text(
+        json.dumps({"t": CALL_START + 1, "queue_bytes": 3000, "queue_packets": 2}) + "\n"
+        + json.dumps({"t": CALL_START + 2, "queue_packets": 2}) + "\n")
+    run = rundir.RunDir(path=tmp_path)
+    _, samples = rundir.queue_samples(run)
+    assert [s.queue_bytes for s in samples] == [3000.0]
+    assert run.problems == ["bottleneck-forward.stats.jsonl: 1 sample(s) without t or queue_bytes left out of the "
+                            "queue"]

@@ -200,6 +200,47 @@ def test_study_shares_average_the_valid_runs_of_each_point_and_write_a_page(tmp_
     assert multiflow.main(["shares", str(tmp_path / "runs")]) == 2
 
 
+def test_study_shares_name_each_run_they_leave_out_with_why(tmp_path, capsys):
+    flows = [{"call": "c1", "track": "v1", "priority": "low", "rate_bps": 1.0, "asked_share": 0.5,
+              "achieved_share": 0.4, "achieved_over_asked": 0.8}]
+    for run, text in (("1-1", json.dumps({"validity": {"valid": True}, "multiflow": {"shares": {"flows": flows}}})),
+                      ("2-1", '{"validity": {"valid": tr'),  # cut short
+                      ("3-1", None),  # an attempt that never got analysed
+                      ("4-1", json.dumps({"validity": {"valid": True}, "multiflow": {"shares": {
+                          "flows": [], "note": "the video flows overlap for less than 2 s"}}}))):
+        d = tmp_path / "runs" / "p" / run
+        d.mkdir(parents=True)
+        if text is not None:
+            (d / "metrics.json").write_text(text)
+    (point,) = multiflow.study_shares(tmp_path)
+    assert (point["runs"], point["valid_runs"]) == (1, 1) and point["flows"][0]["achieved_share"] == 0.4
+    assert [x["dir"] for x in point["left_out"]] == ["runs/p/2-1", "runs/p/3-1", "runs/p/4-1"]
+    why = [x["reason"] for x in point["left_out"]]
+    assert why[0].startswith("metrics.json unreadable: JSONDecodeError")
+    assert why[1] == "no metrics.json (not analysed)"
+    assert why[2] == "no priority shares in metrics.json (the video flows overlap for less than 2 s)"
+    assert multiflow.main(["shares", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "3 run(s) left out of the shares:" in printed and "  runs/p/3-1: no metrics.json (not analysed)" in printed
+    page = (tmp_path / "shares.html").read_text()
+    assert "3 run(s) left out of the shares:" in page and "runs/p/2-1: metrics.json unreadable" in page
+
+
+def test_the_study_dashboards_shares_name_a_used_run_they_could_not_read(tmp_path):
+    from rtclab.study import dashboard as study_dashboard
+    flows = [{"call": "c1", "track": t, "priority": "low", "rate_bps": 1.0, "asked_share": 0.5, "achieved_share": g,
+              "achieved_over_asked": 2 * g} for t, g in (("v1", 0.4), ("v2", 0.6))]
+    for run, text in (("1-1", json.dumps({"multiflow": {"shares": {"flows": flows}}})), ("2-1", "{cut")):
+        d = tmp_path / "runs" / "p" / run
+        d.mkdir(parents=True)
+        (d / "metrics.json").write_text(text)
+    fig = study_dashboard.shares_figure({"points": [{"name": "p", "runs_used": ["runs/p/1-1", "runs/p/2-1"]}]},
+                                        tmp_path)
+    assert fig is not None and fig["data"][1]["y"] == [0.4, 0.6]
+    hover = fig["data"][0]["hovertext"][0]
+    assert "over n=1 run(s); 1 run(s) left out: runs/p/2-1: metrics.json unreadable: JSONDecodeError" in hover
+
+
 def test_the_report_and_dashboard_print_the_shares_as_computed(tmp_path):
     sent = two_call_run(tmp_path)
     m, table = analyze.analyze(tmp_path, run_tshark=False, write=False)

@@ -200,7 +200,9 @@ def test_findings_and_report_read_the_archive_as_the_directory(archived: dict[st
     assert from_arch != from_dir and from_arch == from_dir.replace(f"{out}`", f"{arch}`")
     loaded_dir, loaded_arch = report.load(out), report.load(arch)
     assert report.render(loaded_arch, None, None) == report.render(loaded_dir, None, None)
-    assert report.chromium_versions(arch, loaded_arch) == report.chromium_versions(out, loaded_dir) == ["999.0.1"]
+    versions_arch, versions_dir = report.chromium_versions(arch, loaded_arch), report.chromium_versions(out, loaded_dir)
+    assert versions_arch.found == versions_dir.found == ["999.0.1"]
+    assert versions_arch.left_out == versions_dir.left_out == []
     r = subprocess.run([sys.executable, "-m", "rtclab.cli", "study", "report", str(arch), "--no-dashboard"],
                        capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout == report.render(loaded_dir, None, None)

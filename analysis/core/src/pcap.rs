@@ -81,6 +81,10 @@ pub struct Columns {
     pub rtp_pt: Vec<u8>, // RTP payload type, or the first RTCP packet type
     pub rtp_marker: Vec<bool>,
     pub twcc_seq: Vec<i32>, // transport-wide sequence number, -1 when absent
+    /// RTP payload bytes after the header and its extensions (SRTP's tag and any padding included), from the UDP
+    /// length: an RTX packet carries its original's payload + the 2-byte OSN (RFC 4588), which SRTP encrypts, so
+    /// this length is what ties it to the packet it repairs. -1: not RTP, or the capture cut the header short.
+    pub rtp_payload_len: Vec<i32>,
     pub tcp_seq: Vec<u32>,
     pub tcp_flags: Vec<u8>,
     pub payload_len: Vec<u32>, // transport payload bytes (UDP/TCP), from the IP header's lengths
@@ -111,6 +115,7 @@ macro_rules! for_each_column {
             rtp_pt,
             rtp_marker,
             twcc_seq,
+            rtp_payload_len,
             tcp_seq,
             tcp_flags,
             payload_len
@@ -146,6 +151,7 @@ struct Decoded {
     rtp_pt: u8,
     rtp_marker: bool,
     twcc_seq: i32,
+    rtp_payload_len: i32,
     tcp_seq: u32,
     tcp_flags: u8,
     sport: u16,
@@ -234,12 +240,21 @@ fn decode_udp_payload(p: &[u8], len: usize, twcc_id: u8, d: &mut Decoded) {
         d.ssrc = be32(p, 8);
         let cc = (b0 & 0x0f) as usize;
         let ext_at = 12 + 4 * cc;
-        if b0 & 0x10 != 0 && p.len() >= ext_at + 4 {
-            let profile = be16(p, ext_at);
-            let words = be16(p, ext_at + 2) as usize;
-            let end = (ext_at + 4 + 4 * words).min(p.len());
-            d.twcc_seq = find_twcc(&p[ext_at + 4..end], profile, twcc_id);
+        let mut header = Some(ext_at);
+        if b0 & 0x10 != 0 {
+            header = None; // the extension's length is in the header: unknown when the capture cut it off
+            if p.len() >= ext_at + 4 {
+                let profile = be16(p, ext_at);
+                let words = be16(p, ext_at + 2) as usize;
+                let end = (ext_at + 4 + 4 * words).min(p.len());
+                d.twcc_seq = find_twcc(&p[ext_at + 4..end], profile, twcc_id);
+                header = Some(ext_at + 4 + 4 * words);
+            }
         }
+        d.rtp_payload_len = match header {
+            Some(h) if h <= len => (len - h) as i32,
+            _ => -1,
+        };
     }
 }
 
@@ -274,6 +289,7 @@ fn decode_ipv4(ip: &[u8], twcc_id: u8) -> Option<(u32, u32, u8, u16, u16, u8, De
         rtp_pt: 0,
         rtp_marker: false,
         twcc_seq: -1,
+        rtp_payload_len: -1,
         tcp_seq: 0,
         tcp_flags: 0,
         sport: 0,
@@ -441,6 +457,7 @@ pub fn parse_bytes(data: &[u8], twcc_id: u8) -> Result<Capture, String> {
         c.rtp_pt.push(d.rtp_pt);
         c.rtp_marker.push(d.rtp_marker);
         c.twcc_seq.push(d.twcc_seq);
+        c.rtp_payload_len.push(d.rtp_payload_len);
         c.tcp_seq.push(d.tcp_seq);
         c.tcp_flags.push(d.tcp_flags);
         c.payload_len.push(d.payload_len);
@@ -530,9 +547,29 @@ mod tests {
         assert_eq!(c.ts_ns, vec![1_000_000_005]);
         assert_eq!((c.rtp_seq[0], c.rtp_ts[0], c.ssrc[0], c.rtp_pt[0]), (77, 1234, 0xdead_beef, 96));
         assert_eq!(c.twcc_seq[0], 4242);
+        assert_eq!(c.rtp_payload_len[0], 100); // 120 bytes of RTP: a 12-byte header, 8 of extensions
         assert_eq!(c.tos[0] & 3, 2);
         let payload = &udp_frame(&rtp_with_twcc(77, 4242))[34..34 + 64];
         assert_eq!(c.key[0], fnv1a64(payload));
+    }
+
+    #[test]
+    fn rtp_payload_length_counts_from_the_udp_length_past_csrcs_and_extensions() {
+        let mut plain = vec![0x80, 97, 0, 1, 0, 0, 0, 9, 0, 0, 0, 7];
+        plain.extend_from_slice(&[0xcd; 52]);
+        let mut csrc = vec![0x82, 96, 0, 1, 0, 0, 0, 9, 0, 0, 0, 7, 0, 0, 0, 1, 0, 0, 0, 2];
+        csrc.extend_from_slice(&[0xcd; 30]);
+        let mut file = pcap_header();
+        file.extend(record(1, 0, &udp_frame(&plain)));
+        file.extend(record(1, 1, &udp_frame(&csrc)));
+        file.extend(record(1, 2, &udp_frame(&rtp_with_twcc(3, 3))[..42 + 14])); // cut before the extension's length
+        file.extend(record(1, 3, &udp_frame(&[0x80, 200, 0, 6, 0, 0, 0, 9, 0, 0, 0, 0]))); // RTCP
+        let cap = parse_bytes(&file, 3).unwrap();
+        assert_eq!(cap.cols.rtp_payload_len, vec![52, 30, -1, -1]);
+        // Cut after the extension's length: still known, from the UDP header's length.
+        let mut file = pcap_header();
+        file.extend(record(1, 0, &udp_frame(&rtp_with_twcc(3, 3))[..42 + 16]));
+        assert_eq!(parse_bytes(&file, 3).unwrap().cols.rtp_payload_len, vec![100]);
     }
 
     #[test]

@@ -83,8 +83,7 @@ class Comparison:
 
 
 def study_name(out: Path, doc: dict[str, Any]) -> str:
-    versions = chromium_versions(out, doc)
-    chrome = f"Chromium {', '.join(versions)}" if versions else "Chromium version not recorded"
+    chrome = chromium_versions(out, doc).text()
     quick = f", quick x{doc['quick_factor']:g}" if doc.get("quick_note") else ""
     if doc.get("invalid_note"):
         quick += f", {doc['summary'].get('runs_used_invalid')} INVALID run(s) included"

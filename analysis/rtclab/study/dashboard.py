@@ -560,10 +560,13 @@ def shares_figure(doc: dict[str, Any], out: Path) -> Figure | None:
     half: list[float | None] = []
     hover: list[str] = []
     for p in doc["points"]:
-        runs = [multiflow.run_shares(out / run_dir / "metrics.json") for run_dir in p.get("runs_used") or []]
-        per_flow = multiflow.pooled_shares([r[1] for r in runs if r is not None])
+        used = p.get("runs_used") or []
+        runs = [multiflow.run_shares(out / run_dir / "metrics.json") for run_dir in used]
+        per_flow = multiflow.pooled_shares([r[1] for r in runs if not isinstance(r, str)])
         if len(per_flow) < 2:
             continue
+        left = [f"{d}: {why}" for d, why in zip(used, runs) if isinstance(why, str)]
+        left_text = f"; {len(left)} run(s) left out: {'; '.join(left)}" if left else ""
         for flow, e in per_flow.items():
             st = summarise(e["achieved"])
             x.append(f"{p['name']} {flow}")
@@ -571,7 +574,8 @@ def shares_figure(doc: dict[str, Any], out: Path) -> Figure | None:
             achieved.append(st["mean"])
             half.append(st["ci95_half_width"])
             hover.append(f"{p['name']} {flow} (priority {e['priority']}): asked {e['asked_share']:.3f}, achieved "
-                         + ("-" if st["mean"] is None else f"{st['mean']:.3f}") + f" over n={st['n']} run(s)")
+                         + ("-" if st["mean"] is None else f"{st['mean']:.3f}") + f" over n={st['n']} run(s)"
+                         + left_text)
     if not x:
         return None
     return {"data": [{"type": "bar", "name": "asked (priority)", "x": x, "y": asked, "hovertext": hover,

@@ -280,18 +280,47 @@ def render(doc: dict[str, Any], phase: str | None = None, metrics: list[str] | N
     return text + "".join(line + "\n" for line in left_out_lines(doc))
 
 
-def chromium_versions(out: Path, doc: dict[str, Any]) -> list[str]:
-    """The Chromium versions of the runs used (manifest.json `versions.chromium`, the version number only)."""
+@dataclass
+class ChromiumVersions:
+    """The Chromium versions of a study's runs used, and the runs whose version is unknown, each with why."""
+    found: list[str]
+    left_out: list[dict[str, str]]  # {"dir": the run's directory in the study, "reason": why its version is unknown}
+
+    def text(self) -> str:
+        """'Chromium 144.0.7559.59', with the runs left out named under their reason: 'version unknown for 2
+        run(s): no manifest.json (runs/p/2-1, runs/p/3-1)'."""
+        head = f"Chromium {', '.join(self.found)}" if self.found else "Chromium version not recorded"
+        if not self.left_out:
+            return head
+        by_reason: dict[str, list[str]] = {}
+        for x in self.left_out:
+            by_reason.setdefault(x["reason"], []).append(x["dir"])
+        return (f"{head}; version unknown for {len(self.left_out)} run(s): "
+                + "; ".join(f"{why} ({', '.join(dirs)})" for why, dirs in by_reason.items()))
+
+
+def chromium_versions(out: Path, doc: dict[str, Any]) -> ChromiumVersions:
+    """The Chromium versions of the runs used (manifest.json `versions.chromium`, the version number only); a run
+    whose manifest cannot be read or records no version is left out and named, not skipped."""
     found: dict[str, None] = {}
+    left_out: list[dict[str, str]] = []
     for r in doc.get("runs") or []:
         if not r.get("used"):
             continue
+        path = out / r["dir"] / "manifest.json"
         try:
-            v = json.loads((out / r["dir"] / "manifest.json").read_text()).get("versions") or {}
-        except (OSError, ValueError):
+            manifest = json.loads(path.read_text())
+        except FileNotFoundError:
+            left_out.append({"dir": r["dir"], "reason": "no manifest.json"})
             continue
-        text = str(v.get("chromium") or "")
-        if text:
-            m = re.search(r"\d+(\.\d+){2,3}", text)
-            found.setdefault(m.group(0) if m else text, None)
-    return list(found)
+        except (OSError, ValueError) as e:
+            left_out.append({"dir": r["dir"], "reason": f"manifest.json unreadable: {type(e).__name__}: {e}"})
+            continue
+        v = (manifest.get("versions") if isinstance(manifest, dict) else None) or {}
+        text = str(v.get("chromium") or "") if isinstance(v, dict) else ""
+        if not text:
+            left_out.append({"dir": r["dir"], "reason": "manifest.json records no versions.chromium"})
+            continue
+        m = re.search(r"\d+(\.\d+){2,3}", text)
+        found.setdefault(m.group(0) if m else text, None)
+    return ChromiumVersions(list(found), left_out)

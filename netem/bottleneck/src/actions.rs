@@ -2,9 +2,7 @@
 //! line per record of meter.rs, written by a background thread like the ground-truth log.
 
 use crate::meter::{FlowKey, MeterRecord, RecordKind};
-use crate::writer::BackgroundWriter;
-use std::io;
-use std::path::Path;
+use crate::writer::{Log, LogRecord};
 
 /// Records waiting for the writer thread (a record per metered flow and window: 1 s of 1000 flows at 100 ms windows).
 const RING_RECORDS: usize = 1 << 14;
@@ -47,28 +45,12 @@ pub fn encode(r: &MeterRecord, out: &mut Vec<u8>) {
     out.push(b'\n');
 }
 
-pub struct ActionLog {
-    out: BackgroundWriter<MeterRecord>,
-}
+/// The action log: one JSON line per record.
+pub type ActionLog = Log<MeterRecord>;
 
-impl ActionLog {
-    pub fn create(path: &Path) -> io::Result<ActionLog> {
-        Ok(ActionLog { out: BackgroundWriter::create(path, b"", RING_RECORDS, MeterRecord::default(), encode)? })
-    }
-
-    pub fn write(&mut self, r: MeterRecord) {
-        self.out.push(r);
-    }
-
-    pub fn lost(&self) -> u64 {
-        self.out.lost()
-    }
-
-    pub fn check(&mut self) -> io::Result<()> {
-        self.out.check()
-    }
-
-    pub fn close(&mut self) -> io::Result<()> {
-        self.out.close()
+impl LogRecord for MeterRecord {
+    const RING: usize = RING_RECORDS;
+    fn encode(&self, out: &mut Vec<u8>) {
+        encode(self, out)
     }
 }

@@ -2,7 +2,7 @@
 //! packet, written by a background thread (writer.rs).
 
 use crate::packet::{Event, Packet};
-use crate::writer::BackgroundWriter;
+use crate::writer::{Log, LogRecord};
 use std::io;
 use std::path::Path;
 
@@ -45,46 +45,33 @@ pub fn encode_header(direction: &str, config: &serde_json::Value) -> Vec<u8> {
 /// Room for this many records between the real-time loop and the writer thread: 8 MiB, 2.6 s at 50k packets/s.
 const RING_RECORDS: usize = 1 << 17;
 
-/// Each record is encoded on the real-time loop (64 bytes, no allocation) and written by the writer thread.
-pub struct GroundTruthLog {
-    out: BackgroundWriter<[u8; RECORD_BYTES]>,
-    pub records: u64,
+/// One encoded record: encoded on the real-time loop (64 bytes, no allocation), copied out by the writer thread.
+#[derive(Clone, Copy)]
+pub struct Record(pub [u8; RECORD_BYTES]);
+
+impl Default for Record {
+    fn default() -> Record {
+        Record([0; RECORD_BYTES])
+    }
 }
 
-fn copy_record(r: &[u8; RECORD_BYTES], out: &mut Vec<u8>) {
-    out.extend_from_slice(r);
+impl LogRecord for Record {
+    const RING: usize = RING_RECORDS;
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.0);
+    }
 }
 
-impl GroundTruthLog {
-    pub fn create(path: &Path, direction: &str, config: &serde_json::Value) -> io::Result<GroundTruthLog> {
-        let out = BackgroundWriter::create(
-            path,
-            &encode_header(direction, config),
-            RING_RECORDS,
-            [0; RECORD_BYTES],
-            copy_record,
-        )?;
-        Ok(GroundTruthLog { out, records: 0 })
-    }
+pub type GroundTruthLog = Log<Record>;
 
-    pub fn write(&mut self, p: &Packet, event: Event, release_ns: u64) {
-        self.records += 1;
-        self.out.push(encode_record(p, event, release_ns));
-    }
+/// The log file of one direction, its header written at once.
+pub fn create(path: &Path, direction: &str, config: &serde_json::Value) -> io::Result<GroundTruthLog> {
+    Log::with_header(path, &encode_header(direction, config))
+}
 
-    /// Records that could not be written (the writer thread fell a whole ring behind).
-    pub fn lost(&self) -> u64 {
-        self.out.lost()
-    }
-
-    /// Err if the writer thread stopped on a write error.
-    pub fn check(&mut self) -> io::Result<()> {
-        self.out.check()
-    }
-
-    /// Writes out every record and closes the file, waiting for the writer thread.
-    pub fn close(&mut self) -> io::Result<()> {
-        self.out.close()
+impl Log<Record> {
+    pub fn write_packet(&mut self, p: &Packet, event: Event, release_ns: u64) {
+        self.write(Record(encode_record(p, event, release_ns)));
     }
 }
 
@@ -149,14 +136,14 @@ mod tests {
     fn the_file_holds_the_header_then_every_record_in_order() {
         let path = std::env::temp_dir().join(format!("rtclab-gtlog-test-{}.gtlog", std::process::id()));
         let config = serde_json::json!({"delay_ms": 25});
-        let mut log = GroundTruthLog::create(&path, "forward", &config).unwrap();
+        let mut log = create(&path, "forward", &config).unwrap();
         let d = build_udp_packet([10, 0, 1, 2], [10, 0, 2, 2], 4000, 5000, 0, 200, 1);
         let p = Packet::parse(1, 0, d).unwrap();
         for i in 0..100_000u64 {
-            log.write(&p, Event::Forwarded, i);
+            log.write_packet(&p, Event::Forwarded, i);
         }
         log.close().unwrap();
-        assert_eq!((log.records, log.lost()), (100_000, 0));
+        assert_eq!(log.lost(), 0);
         let bytes = std::fs::read(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
         let header = encode_header("forward", &config);

@@ -150,7 +150,7 @@ fn run(
         Some(s) => SmallRng::seed_from_u64(s),
         None => SmallRng::from_entropy(),
     };
-    let log = gtlog::GroundTruthLog::create(log_path, direction, json)
+    let log = gtlog::create(log_path, direction, json)
         .map_err(|e| std::io::Error::new(e.kind(), format!("cannot create the log {}: {e}", log_path.display())))?;
     let stats = match &args.stats {
         Some(p) => Some(stats::StatsWriter::create(p).map_err(|e| {

@@ -188,7 +188,7 @@ impl Runtime {
             let release_ns = clock::now_ns();
             self.queue.drop_packet(o.packet.id)?;
             self.held.remove(&o.packet.id);
-            self.log.write(&o.packet, o.event, release_ns);
+            self.log.write_packet(&o.packet, o.event, release_ns);
             Ok(())
         });
         drops.clear();
@@ -241,7 +241,7 @@ impl Runtime {
             self.held.remove(id);
         }
         for o in due.iter() {
-            self.log.write(&o.packet, o.event, release_ns);
+            self.log.write_packet(&o.packet, o.event, release_ns);
             self.lateness.count(release_ns, o.packet.due_ns);
         }
         Ok(())
@@ -323,7 +323,7 @@ impl Runtime {
             let release_ns = clock::now_ns();
             self.queue.drop_packet(o.packet.id)?;
             self.held.remove(&o.packet.id);
-            self.log.write(&o.packet, o.event, release_ns);
+            self.log.write_packet(&o.packet, o.event, release_ns);
         }
         self.write_actions();
         self.write_stats(clock::now_ns());

@@ -3,9 +3,7 @@
 
 use crate::lateness::Lateness;
 use crate::link::Counters;
-use crate::writer::BackgroundWriter;
-use std::io;
-use std::path::Path;
+use crate::writer::{Log, LogRecord};
 
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct Sample {
@@ -27,10 +25,6 @@ pub struct Sample {
 /// Samples waiting for the writer thread: 100 s of them at the default interval.
 const RING_SAMPLES: usize = 1024;
 
-pub struct StatsWriter {
-    out: BackgroundWriter<Sample>,
-}
-
 pub fn encode(s: &Sample, out: &mut Vec<u8>) {
     let c = &s.counters;
     let line = serde_json::json!({
@@ -48,26 +42,13 @@ pub fn encode(s: &Sample, out: &mut Vec<u8>) {
     out.push(b'\n');
 }
 
-impl StatsWriter {
-    pub fn create(path: &Path) -> io::Result<StatsWriter> {
-        Ok(StatsWriter { out: BackgroundWriter::create(path, b"", RING_SAMPLES, Sample::default(), encode)? })
-    }
+/// The stats file: one JSON line per sample.
+pub type StatsWriter = Log<Sample>;
 
-    pub fn write(&mut self, s: Sample) {
-        self.out.push(s);
-    }
-
-    /// Samples that could not be written (the writer thread fell a whole ring behind).
-    pub fn lost(&self) -> u64 {
-        self.out.lost()
-    }
-
-    pub fn check(&mut self) -> io::Result<()> {
-        self.out.check()
-    }
-
-    pub fn close(&mut self) -> io::Result<()> {
-        self.out.close()
+impl LogRecord for Sample {
+    const RING: usize = RING_SAMPLES;
+    fn encode(&self, out: &mut Vec<u8>) {
+        encode(self, out)
     }
 }
 

@@ -6,9 +6,7 @@
 //! (`noticed_ns`), so that the harness can say when each step was applied against when the call's clock asked.
 
 use crate::config::{LinkConfig, RateConfig};
-use crate::writer::BackgroundWriter;
-use std::io;
-use std::path::Path;
+use crate::writer::{Log, LogRecord};
 
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub enum StepKind {
@@ -112,29 +110,13 @@ pub fn encode(r: &StepRecord, out: &mut Vec<u8>) {
     out.push(b'\n');
 }
 
-pub struct ScheduleLog {
-    out: BackgroundWriter<StepRecord>,
-}
+/// The schedule log: one JSON line per step put in force.
+pub type ScheduleLog = Log<StepRecord>;
 
-impl ScheduleLog {
-    pub fn create(path: &Path) -> io::Result<ScheduleLog> {
-        Ok(ScheduleLog { out: BackgroundWriter::create(path, b"", RING_RECORDS, StepRecord::default(), encode)? })
-    }
-
-    pub fn write(&mut self, r: StepRecord) {
-        self.out.push(r);
-    }
-
-    pub fn lost(&self) -> u64 {
-        self.out.lost()
-    }
-
-    pub fn check(&mut self) -> io::Result<()> {
-        self.out.check()
-    }
-
-    pub fn close(&mut self) -> io::Result<()> {
-        self.out.close()
+impl LogRecord for StepRecord {
+    const RING: usize = RING_RECORDS;
+    fn encode(&self, out: &mut Vec<u8>) {
+        encode(self, out)
     }
 }
 

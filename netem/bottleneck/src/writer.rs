@@ -104,6 +104,50 @@ impl<T: Copy + Send + 'static> BackgroundWriter<T> {
     }
 }
 
+/// A record of one of the bottleneck's logs: how many wait for the writer thread, and how one becomes bytes.
+pub trait LogRecord: Copy + Default + Send + 'static {
+    /// Records the ring holds between the real-time loop and the writer thread.
+    const RING: usize;
+    /// Appends the record's bytes (run on the writer thread).
+    fn encode(&self, out: &mut Vec<u8>);
+}
+
+/// One of the bottleneck's logs (the ground-truth log, the stats, the meters' actions, the schedule's steps): a file
+/// of `R` records, an optional header first, written by a background thread.
+pub struct Log<R: LogRecord> {
+    out: BackgroundWriter<R>,
+}
+
+impl<R: LogRecord> Log<R> {
+    /// A log without a header (the JSON-lines logs).
+    pub fn create(path: &Path) -> io::Result<Log<R>> {
+        Self::with_header(path, b"")
+    }
+
+    pub fn with_header(path: &Path, header: &[u8]) -> io::Result<Log<R>> {
+        Ok(Log { out: BackgroundWriter::create(path, header, R::RING, R::default(), R::encode)? })
+    }
+
+    /// Hands the record to the writer thread (never blocks; counted in `lost()` if its ring is full).
+    pub fn write(&mut self, r: R) {
+        self.out.push(r);
+    }
+
+    /// Records that could not be written (the writer thread fell a whole ring behind).
+    pub fn lost(&self) -> u64 {
+        self.out.lost()
+    }
+
+    /// Err if the writer thread stopped on a write error.
+    pub fn check(&mut self) -> io::Result<()> {
+        self.out.check()
+    }
+
+    pub fn close(&mut self) -> io::Result<()> {
+        self.out.close()
+    }
+}
+
 impl<T> Drop for BackgroundWriter<T> {
     fn drop(&mut self) {
         self.ring.take();
