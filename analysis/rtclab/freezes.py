@@ -88,7 +88,9 @@ def with_unpresented_frames(times_ms: list[float], samples: list[Sample]) -> tup
     spread evenly over them (an interval with none passes them to the next): the compositor skips a frame when a newer
     one is there at its rendering step, so the skipped frame was decoded shortly before a presented one. A frame put
     back there makes a gap of 0 ms: it leaves every gap of the record whole, freezes included, and adds to the
-    window what libwebrtc's has, one more frame."""
+    window what libwebrtc's has, one more frame. Where the compositor itself stalled while frames were decoded, they
+    were inside the gap instead, and put back beside it they can make it a freeze getStats did not count (seen once
+    under load, bench/freezes/RESULTS.md)."""
     marks = _counter(samples, "framesDecoded")
     if len(marks) < 2:
         return times_ms, 0
