@@ -349,8 +349,11 @@ def _cards(m: dict[str, Any]) -> str:
         cards.append(("glass-to-glass at b (frames)", f"{g2g['p50']:.0f} ms p50, {g2g['p95']:.0f} p95"))
     fz = shown.get("freezes") or {}
     if fz.get("time_ratio") is not None:
-        cards.append(("freezes at b (Chrome's rule)", f"{fz['count']}, {fz['total_ms'] / 1000:.1f} s "
-                                                      f"({100 * fz['time_ratio']:.1f} % of the time shown)"))
+        ac = fz.get("as_chrome")
+        chrome = (f"; as Chrome counts {ac['count']}, {ac['total_ms'] / 1000:.1f} s" if ac else
+                  "; as Chrome counts: missing")
+        cards.append(("freezes at b (Chrome's rule)", f"as shown {fz['count']}, {fz['total_ms'] / 1000:.1f} s "
+                                                      f"({100 * fz['time_ratio']:.1f} % of the time shown){chrome}"))
     phase, fair = headline_fairness(m)
     if fair.get("jain_index") is not None:
         cards.append((f"Jain's index ({phase.replace('_', ' ')})", f"{fair['jain_index']:.3f}"))

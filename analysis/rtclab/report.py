@@ -287,6 +287,30 @@ CPU_GROUPS_SHOWN = 5
 
 
 # The groups of frame metrics a poor record withholds (frame_gate.py), as the report names them.
+def _freeze_lines(fz: dict[str, Any]) -> list[str]:
+    """The freezes as shown and as Chrome counts them, and both beside getStats' own counters (docs/metrics.md,
+    "Freezes")."""
+    pz = fz.get("pauses") or {}
+    rule = "getStats pauseCount" if pz.get("rule") == "getstats_pause_count" else "gaps over 5 s"
+    line = (f"  freezes (Chrome's rule) as shown: {fz['count']}, {_f(fz['total_ms'], '.0f')} ms in all; "
+            f"pauses {pz.get('count')} ({rule})")
+    ac = fz.get("as_chrome")
+    if ac:
+        line += (f"; as Chrome counts ({ac['put_back_frames']} frames decoded but not presented put back): "
+                 f"{ac['count']}, {_f(ac['total_ms'], '.0f')} ms")
+    else:
+        line += f"; as Chrome counts: missing ({fz.get('as_chrome_missing')})"
+    out = [line]
+    g = fz.get("getstats")
+    if g:
+        out.append(f"    {_f(g['start_s'])}-{_f(g['end_s'])} s, as shown / as Chrome counts / getStats: freezes "
+                   f"{g['record_freeze_count']} / {_f(g.get('as_chrome_freeze_count'), '.0f')} / "
+                   f"{_f(g['freeze_count'], '.0f')}, {_f(g['record_freezes_ms'], '.0f')} / "
+                   f"{_f(g.get('as_chrome_freezes_ms'), '.0f')} / {_f(g['freezes_ms'], '.0f')} ms; frames presented / "
+                   f"decoded {g.get('presented')} / {_f(g['frames_decoded'], '.0f')}")
+    return out
+
+
 WITHHELD_NAMES = {"delays": "delays (glass-to-glass and its parts)", "freezes": "freezes from the record",
                   "quality": "picture quality (PSNR, SSIM)"}
 
@@ -313,14 +337,7 @@ def _frames_lines(fr: dict[str, Any] | None) -> list[str]:
                        f"{f.get('shown_twice')}, out of order {f.get('out_of_order')}")
         fz = f.get("freezes")
         if fz:
-            line = f"  freezes (Chrome's rule, from the record): {fz['count']}, {_f(fz['total_ms'], '.0f')} ms in all"
-            g = fz.get("getstats")
-            if g:
-                line += (f"; {_f(g['start_s'])}-{_f(g['end_s'])} s, record / getStats: freezes "
-                         f"{g['record_freeze_count']} / {_f(g['freeze_count'], '.0f')}, "
-                         f"{_f(g['record_freezes_ms'], '.0f')} / {_f(g['freezes_ms'], '.0f')} ms, "
-                         f"frames presented / decoded {g['records']} / {_f(g['frames_decoded'], '.0f')}")
-            out.append(line)
+            out += _freeze_lines(fz)
         out.append("  (glass-to-glass = display - capture; sender = capture to the frame's first packet on the "
                    "sender's capture; network = to its last packet on the receiver's; receiver = to display)")
         for group, why in (f.get("withheld") or {}).items():

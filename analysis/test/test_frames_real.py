@@ -151,12 +151,28 @@ def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(t
     assert outage[0]["duration_ms"] <= 4000, fz
     assert all(f in outage or f["start_s"] >= 13.5 for f in long), fz
     g = fz["getstats"]
-    # getStats saw the outage's freeze too. Over the whole call the two totals are printed, not asserted: the freezes
-    # of the 300 kbit/s phase and the delay step made them differ by 16 % once (5719 against 6615 ms, fresh-clone CI
-    # of 2026-11-26). Around the outage (10-17 s) they must agree within 10 % (issue 20's target): the record of
-    # those seconds and the getStats samples taken in them, by the analyzer's own rule (freezes.analyse).
-    print(f"freeze time over the span: getStats {g['freezes_ms']} ms, record {g['record_freezes_ms']} ms")
+    # getStats saw the outage's freeze too. Over the whole call, the freezes as Chrome counts them (the record with the
+    # frames decoded but not presented put back, docs/metrics.md "Freezes") against getStats' own counters over the
+    # same span: the same count within 1 (a freeze on the threshold's edge: the record times a frame up to tens of
+    # ms after Chrome does, at the compositor) and the same total within 5 %, plus the freeze only one side counted
+    # when the counts differ (a gap on the threshold's edge at 15-30 fps: at most 500 ms). Measured
+    # (bench/freezes/RESULTS.md, 22 runs, 19 of them beside a looping real-tier test): the same count or one more
+    # (+5.7 to +13 %, 3 of the 13 runs with their output kept); with equal counts the totals -1.2 to +2.3 % apart.
+    # As shown (the frames presented) they differ by definition (the compositor skips frames libwebrtc counts): one
+    # freeze fewer in 4 of those 13, printed, not asserted.
+    ac = (g["as_chrome_freeze_count"], g["as_chrome_freezes_ms"])
+    print(f"freezes over the span {g['start_s']:.1f}-{g['end_s']:.1f} s: getStats {g['freeze_count']:.0f}, "
+          f"{g['freezes_ms']:.0f} ms; as Chrome counts {ac[0]}, {ac[1]:.0f} ms "
+          f"({fz['as_chrome']['put_back_frames']} frames put back); as shown {g['record_freeze_count']}, "
+          f"{g['record_freezes_ms']:.0f} ms; frames presented {g['presented']}, decoded {g['frames_decoded']:.0f}")
+    print(f"measure: outage.as_chrome_count_diff={ac[0] - g['freeze_count']:.0f}")
+    print(f"measure: outage.as_chrome_ms_diff_pct={100 * (ac[1] - g['freezes_ms']) / g['freezes_ms']:.2f}")
     assert g["freezes_ms"] >= 0.9 * outage[0]["duration_ms"], g
+    assert abs(ac[0] - g["freeze_count"]) <= 1, g
+    edge_ms = 500 if ac[0] != g["freeze_count"] else 0
+    assert abs(ac[1] - g["freezes_ms"]) <= 0.05 * g["freezes_ms"] + edge_ms, g
+    # The frames put back are exactly those getStats decoded and the page did not present, over the span.
+    assert fz["as_chrome"]["put_back_frames"] == max(0, g["frames_decoded"] - g["presented"]), g
     around = outage_window_freezes(run, m, 10.0, 17.0)
     print(f"freeze time in 10-17 s: getStats {around['freezes_ms']} ms, record {around['record_freezes_ms']} ms")
     assert abs(around["freezes_ms"] - around["record_freezes_ms"]) <= 0.1 * around["freezes_ms"], around
