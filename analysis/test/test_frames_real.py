@@ -108,9 +108,9 @@ def test_a_real_call_numbers_and_joins_the_frames_it_shows(default_call_run):
 
 def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(tmp_path):
     """The forward link drops to 1 kbit/s (nothing of the call fits: DT/300 holds less than a packet) from 12 to
-    14 s of a 37 s call: the record shows one freeze of about 2 s (the picture resumes when a frame decodable
-    after the outage arrives; 1 kbit/s can still carry a small one before), and getStats' own
-    totalFreezesDuration over the same span holds it.
+    14 s of a 37 s call: the record's freezes cover most of it (the picture resumes when a frame decodable after the
+    outage arrives; 1 kbit/s can still carry a small one before, which may split the freeze), and getStats' own
+    totalFreezesDuration over the same span holds them.
     At 31 s the forward propagation delay steps from 25 to 125 ms: the network part of glass-to-glass (first packet
     of a frame sent to its last received) steps with it, by 100 ms once the queuing delay its packets saw is taken
     out (issue 20's "the network part of glass-to-glass tracks a configured delay step").
@@ -137,19 +137,22 @@ def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(t
     assert manifest["status"] == "complete", proc.stdout + proc.stderr
     m, _ = analyze.analyze(run, run_tshark=False)
     fz = m["frames"]["b"]["freezes"]
-    long = [f for f in fz["list"] if f["duration_ms"] >= 1000 and f["start_s"] < 20]
-    # One freeze of about 2 s at the outage and none before it. The recovery may freeze the picture again (seen once
-    # here: 1.07 s at 18.3 s, GCC coming back to 1 Mbit/s through the DropTail queue): the call's doing, not asserted.
-    outage = [f for f in long if 11.5 < f["start_s"] < 13.5]
-    # Where it starts and how long it lasts is the call's: the frames already in the 300 ms queue and in the receiver's
-    # jitter buffer are shown after 12 s (one run's freeze began at 12.81 s and lasted 1.25 s, on a new machine), and
-    # 1 kbit/s still carries 250 bytes in the 2 s (a small frame that got through ended one run's freeze at 13.75 s).
-    # What the outage must do: one freeze of a second or more that began in it and still held its second half.
+    # The outage freezes the picture for most of it, and nothing froze it for a second or more before. Where the
+    # freeze starts and how it ends is the call's: the frames already in the 300 ms queue and in the receiver's jitter
+    # buffer are shown after 12 s (one run's freeze began at 12.81 s and lasted 1.25 s, on a new machine), and 1 kbit/s
+    # still carries 250 bytes in the 2 s: a small frame that got through ended one run's freeze at 13.75 s, and split
+    # another's in two (1051 + 951 ms, under load). So what is asserted is the freeze time inside the outage: at least
+    # half of its 2 s (the run whose freeze began at 12.81 s: 1.19 s; the split one: about 2 s), each freeze begun in it at most 4 s long. The recovery may
+    # freeze the picture again (seen once: 1.07 s at 18.3 s, GCC coming back through the DropTail queue): not asserted.
+    inside = [f for f in fz["list"] if f["start_s"] < 14.0 and f["start_s"] + f["duration_ms"] / 1000 > 12.0]
+    covered_s = sum(min(14.0, f["start_s"] + f["duration_ms"] / 1000) - max(12.0, f["start_s"]) for f in inside)
+    outage = [f for f in inside if f["duration_ms"] >= 1000]
     print(f"measure: outage.freeze_start_s={outage[0]['start_s'] if outage else float('nan'):.3f}")
     print(f"measure: outage.freeze_ms={outage[0]['duration_ms'] if outage else float('nan'):.1f}")
-    assert len(outage) == 1 and outage[0]["start_s"] + outage[0]["duration_ms"] / 1000 >= 13.5, fz
-    assert outage[0]["duration_ms"] <= 4000, fz
-    assert all(f in outage or f["start_s"] >= 13.5 for f in long), fz
+    print(f"measure: outage.covered_s={covered_s:.3f}")
+    assert covered_s >= 1.0, fz
+    assert all(f["duration_ms"] <= 4000 for f in inside), fz
+    assert not [f for f in fz["list"] if f["duration_ms"] >= 1000 and f["start_s"] < 11.5], fz
     g = fz["getstats"]
     # getStats saw the outage's freeze too. Over the whole call, the freezes as Chrome counts them (the record with the
     # frames decoded but not presented put back, docs/metrics.md "Freezes") against getStats' own counters over the
@@ -167,7 +170,7 @@ def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(t
           f"{g['record_freezes_ms']:.0f} ms; frames presented {g['presented']}, decoded {g['frames_decoded']:.0f}")
     print(f"measure: outage.as_chrome_count_diff={ac[0] - g['freeze_count']:.0f}")
     print(f"measure: outage.as_chrome_ms_diff_pct={100 * (ac[1] - g['freezes_ms']) / g['freezes_ms']:.2f}")
-    assert g["freezes_ms"] >= 0.9 * outage[0]["duration_ms"], g
+    assert g["freezes_ms"] >= 0.9 * covered_s * 1000, g
     assert abs(ac[0] - g["freeze_count"]) <= 1, g
     edge_ms = 500 if ac[0] != g["freeze_count"] else 0
     assert abs(ac[1] - g["freezes_ms"]) <= 0.05 * g["freezes_ms"] + edge_ms, g

@@ -10,13 +10,17 @@
 //
 // --load runs its command over and over beside every run (the "second test"), each round to its end (a test killed half
 // way would leave its networks behind), so each run sees the same kind of load. Nothing else should run meanwhile;
-// `npm run clean` after an interrupted campaign.
+// `npm run clean` after an interrupted campaign. A failed run's whole output is written to --keep DIR (a new directory
+// under the system's temp directory by default) and named on stderr.
 import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const args = process.argv.slice(2);
 const sep = args.indexOf('--');
 if (sep < 0 || sep === args.length - 1) {
-  console.error('usage: spreads.mjs [--runs N] [--load CMD] -- COMMAND [ARG...]');
+  console.error('usage: spreads.mjs [--runs N] [--load CMD] [--keep DIR] -- COMMAND [ARG...]');
   process.exit(2);
 }
 const opts = args.slice(0, sep);
@@ -52,6 +56,8 @@ function run(argv, quiet) {
   });
 }
 
+/** Where a failed run's output goes: --keep DIR, else a new directory under the system's temp directory. */
+const failedDir = opt('--keep') ?? mkdtempSync(join(tmpdir(), 'rtclab-spreads.'));
 /** @type {Map<string, number[]>} */
 const all = new Map();
 let failed = 0;
@@ -66,7 +72,14 @@ for (let i = 0; i < runs; i++) {
   const r = await run(command, false);
   measuring = false;
   await loader;
-  if (r.status !== 0) failed++;
+  if (r.status !== 0) {
+    failed++;
+    // A failed run's whole output is kept: which assertion failed, and on what values, is the point of the campaign.
+    const kept = join(failedDir, `run-${i + 1}.log`);
+    mkdirSync(failedDir, { recursive: true });
+    writeFileSync(kept, r.out);
+    process.stderr.write(`run ${i + 1}: failed; its output: ${kept}\n`);
+  }
   for (const [k, vs] of parseMeasures(r.out)) all.set(k, [...(all.get(k) ?? []), ...vs]);
   process.stderr.write(`run ${i + 1}/${runs}: exit ${r.status}, ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
 }
