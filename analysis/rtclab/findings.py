@@ -449,11 +449,12 @@ def trend_fit(xs: list[float], stats: list[dict[str, Any]]) -> dict[str, Any]:
     """The least-squares slope of every run's value on x, from each point's x, mean, sd and n (a point of n runs
     with the same x): slope = sum n (x - xbar)(mean - ybar) / sum n (x - xbar)^2; residual sum of squares = sum
     (n - 1) sd^2 + sum n (mean - line)^2 over N - 2 degrees of freedom; the slope's 95 % CI with Student's t. The
-    interval is None with fewer than two x values or N < 3."""
+    interval is None with fewer than two x values or N < 3; residual_sd = sqrt(residual sum of squares / (N - 2)),
+    the s of the interval (a sample-size planner reads it)."""
     pts = [(x, st) for x, st in zip(xs, stats) if st.get("n")]
     n_runs = sum(int(st["n"]) for _, st in pts)
     out: dict[str, Any] = {"slope": None, "ci95_low": None, "ci95_high": None, "ci95_half_width": None,
-                           "df": n_runs - 2, "n_runs": n_runs, "n_points": len(pts)}
+                           "residual_sd": None, "df": n_runs - 2, "n_runs": n_runs, "n_points": len(pts)}
     if len({x for x, _ in pts}) < 2:
         return out
     xbar = sum(st["n"] * x for x, st in pts) / n_runs
@@ -465,8 +466,9 @@ def trend_fit(xs: list[float], stats: list[dict[str, Any]]) -> dict[str, Any]:
         return out
     sse = sum((st["n"] - 1) * (st["sd"] or 0.0) ** 2 for _, st in pts) + \
         sum(st["n"] * (st["mean"] - ybar - slope * (x - xbar)) ** 2 for x, st in pts)
-    hw = t_quantile(0.975, n_runs - 2) * math.sqrt(sse / (n_runs - 2) / sxx)
-    out.update(ci95_low=slope - hw, ci95_high=slope + hw, ci95_half_width=hw)
+    residual_sd = math.sqrt(sse / (n_runs - 2))
+    hw = t_quantile(0.975, n_runs - 2) * residual_sd / math.sqrt(sxx)
+    out.update(ci95_low=slope - hw, ci95_high=slope + hw, ci95_half_width=hw, residual_sd=residual_sd)
     return out
 
 

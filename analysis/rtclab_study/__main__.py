@@ -64,15 +64,23 @@ def target_study(pilot: Path, study_file: str | None) -> tuple[spec.Study, Path]
     return spec.load(path), path
 
 
+def planned_target(study: spec.Study, path: Path) -> repplan.TargetStudy:
+    """The study a repetitions plan is for: its points, calls and count, and each point's params, labels and
+    settings as plan.json will hold them (where the findings read a sweep's x)."""
+    default = spec.scenario_schema()["properties"]["duration_s"]["default"]
+    return repplan.TargetStudy(
+        name=study.name, file=planmod.repo_relative(path), points=[p.name for p in study.points],
+        duration_s={p.name: float(p.doc.get("duration_s", default)) for p in study.points},
+        repetitions=study.repetitions,
+        point_plans=[{"name": p.name, "params": p.params, "labels": p.labels,
+                      "settings": [{"path": x.path, "value": x.value} for x in p.settings]} for p in study.points])
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     pilots = [Path(d) for d in args.pilot]
     try:
         study, path = target_study(pilots[0], args.study)
-        default = spec.scenario_schema()["properties"]["duration_s"]["default"]
-        target = repplan.TargetStudy(
-            name=study.name, file=planmod.repo_relative(path), points=[p.name for p in study.points],
-            duration_s={p.name: float(p.doc.get("duration_s", default)) for p in study.points},
-            repetitions=study.repetitions)
+        target = planned_target(study, path)
         plan = repplan.make(pilots, target, Path(args.claims), power=args.power, cap=args.cap, ucl=args.ucl)
     except spec.StudyError as e:
         print(f"rtclab study: {e}", file=sys.stderr)

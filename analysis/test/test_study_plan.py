@@ -1,9 +1,11 @@
 """`rtclab study plan` (rtclab.study.plan, chi2dist) and `rtclab study run --repetitions-from`: the sample size per
 point from a pilot's variance against independent computations (printed t and chi-square table values, the closed
 forms of the chi-square CDF for 1 and 2 degrees of freedom, the normal approximation n = ((z(0.975) + z(power)) s /
-d)^2, and simulations with numpy of the interval the plan promises), on small pilot studies made with the study
-writers and runs whose metrics.json hold chosen values; damaged and empty pilots, a claim with no point in the pilot,
-the cap, the cost, and the per-point repetitions through plan.json, the attempt scan and the aggregation."""
+d)^2, and simulations with numpy of the interval the plan promises, judged by findings' own rule: a range clipped
+at natural bounds, a difference of two points of one study, a trend's slope over every run), on small pilot studies
+made with the study writers and runs whose metrics.json hold chosen values; damaged and empty pilots, a claim with no
+point in the pilot, the cap, the cost, and the per-point repetitions through plan.json, the attempt scan and the
+aggregation."""
 
 from __future__ import annotations
 
@@ -17,9 +19,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from rtclab import findings
 from rtclab.study import aggregate as agg
 from rtclab.study import chi2dist, provenance, studydir
 from rtclab.study import plan as repplan
+from rtclab.study.compare import welch
+from rtclab.study.tdist import t_quantile
 from rtclab_study import __main__ as cli
 from rtclab_study import plan as planmod
 from rtclab_study import runner, spec
@@ -27,8 +32,10 @@ from rtclab_study import runner, spec
 REPO = Path(__file__).resolve().parents[2]
 
 # Printed tables (any statistics textbook): Student's t quantiles by degrees of freedom ...
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
-T80 = {1: 1.376, 2: 1.061, 3: 0.978, 4: 0.941, 5: 0.920, 6: 0.906, 7: 0.896, 8: 0.889, 9: 0.883, 10: 0.879}
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+        11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 18: 2.101}
+T80 = {1: 1.376, 2: 1.061, 3: 0.978, 4: 0.941, 5: 0.920, 6: 0.906, 7: 0.896, 8: 0.889, 9: 0.883, 10: 0.879,
+       11: 0.876, 12: 0.873, 13: 0.870, 14: 0.868, 18: 0.862}
 # ... and the chi-square's lower 20 % points (the table's "area to the right 0.80" column).
 CHI2_020 = {1: 0.0642, 2: 0.446, 3: 1.005, 4: 1.649, 5: 2.343, 9: 5.380, 10: 6.179}
 Z975, Z80 = 1.959964, 0.841621  # the normal quantiles of the textbook formula n = ((z(1-a/2) + z(power)) s / d)^2
@@ -69,8 +76,9 @@ def test_sd_upper_limit_is_exceeded_by_sigma_one_time_in_five() -> None:
 
 # ---- the sample size -----------------------------------------------------------------------------------------------
 
-ONE_EDGE = {"id": "r", "kind": "range", "range": [0.0, 1e6]}  # mean 5: the upper edge is out of reach
-BAND = {"id": "b", "kind": "range", "range": [0.0, 10.0]}  # mean 5: both edges 5 away
+UNBOUNDED = {"flow": "forward:video", "metric": "a_metric_without_bounds"}  # findings.natural_bounds: none
+ONE_EDGE = {"id": "r", "kind": "range", "range": [0.0, 1e6], "measure": UNBOUNDED}  # mean 5: the upper edge is out of
+BAND = {"id": "b", "kind": "range", "range": [0.0, 10.0], "measure": UNBOUNDED}  # reach; a band: both edges 5 away
 T90 = {10: 1.372, 11: 1.363, 12: 1.356}  # t(0.90, df) of the printed table
 
 
@@ -104,6 +112,10 @@ def simulated_power(claim_range: tuple[float, float], n: int, t975: float, seed:
     return float(np.mean(((lo >= a) & (hi <= b)) | (hi < a) | (lo > b)))
 
 
+def test_the_measure_has_no_natural_bounds() -> None:
+    assert findings.natural_bounds(UNBOUNDED) == findings.UNBOUNDED
+
+
 def test_the_planned_n_decides_with_its_power_in_simulated_studies() -> None:
     """The promise: with the planned n the study's 95 % interval is decided in about 80 % of studies when the true
     value is the pilot's; with one run fewer in fewer. One edge at 1 SD: n = 10; a band with both edges at 1 SD:
@@ -119,16 +131,159 @@ def test_a_mean_on_the_edge_cannot_be_decided_and_a_zero_sd_needs_min_n() -> Non
     assert repplan.runs_needed(BAND, 3.0, [0.0], 0.8, cap=30, min_n=3) == 3
 
 
-def test_difference_and_trend_use_welch() -> None:
+def test_difference_uses_welch() -> None:
     """Two SDs: SE = sqrt((sA^2 + sB^2) / n), df Welch's; equal SDs give df = 2 (n - 1), as the pooled t."""
     assert repplan.welch_df([2.0, 2.0], 5) == pytest.approx(8.0)
     assert repplan.welch_df([2.0, 0.0], 5) == pytest.approx(4.0)
-    trend = {"id": "t", "kind": "trend", "direction": "increasing"}
-    # last - first = 6, SDs 2 and 2: by the table n = 4 (df 6), not 3 (df 4: (2.776 + 0.941) * sqrt(8/3) > 6).
+    diff = {"id": "d", "kind": "difference", "pairs": [["a", "b"]], "range": [0.0, None], "measure": UNBOUNDED}
+    # B - A = 6, SDs 2 and 2, one edge (0; an open end is none): by the table n = 4 (df 6), not 3 (df 4).
     assert (2.776 + 0.941) * math.sqrt(8 / 3) > 6 >= (2.447 + 0.906) * math.sqrt(8 / 4)
-    assert repplan.runs_needed(trend, 6.0, [2.0, 2.0], 0.8, cap=30, min_n=2) == 4
-    # A trend's verdict is decided on either side of 0 (agrees or deviates), so the sign does not matter.
-    assert repplan.runs_needed(trend, -6.0, [2.0, 2.0], 0.8, cap=30, min_n=2) == 4
+    assert repplan.runs_needed(diff, 6.0, [2.0, 2.0], 0.8, cap=30, min_n=2) == 4
+    # Wholly below the band deviates, decided as well: the side does not matter.
+    assert repplan.runs_needed(diff, -6.0, [2.0, 2.0], 0.8, cap=30, min_n=2) == 4
+
+
+LOSS = {"flow": "forward:video", "metric": "loss_ratio_bytes"}  # natural bounds [0, 1]
+SHARE = {"share": "c1/v1"}  # [0, 1]
+DELAY = {"flow": "forward:video", "metric": "queuing_delay_ms_mean"}  # >= 0
+JAIN = {"flow": "rfc8867", "metric": "media_jain_index"}  # [0, 1]
+
+
+@pytest.mark.parametrize("kind, band, measure, live", [
+    ("range", [0, 0.001], LOSS, [0.001]),  # a loss band from 0: 0 is the bound, never straddled once clipped
+    ("range", [0.01, None], LOSS, [0.01]),  # an open band has one edge
+    ("range", [0.45, 0.55], SHARE, [0.45, 0.55]),
+    ("range", [0.9, 1.0], JAIN, [0.9]),  # Jain's index cannot pass 1
+    ("range", [-0.5, 2.0], SHARE, []),  # both edges past the bounds: every clipped interval agrees
+    ("range", [0, 50], DELAY, [50.0]),
+    ("range", [-1, 1], UNBOUNDED, [-1.0, 1.0]),
+    ("difference", [0, None], LOSS, [0.0]),  # a difference is not clipped
+    ("difference", [-10, 10], DELAY, [-10.0, 10.0]),
+])
+def test_the_edges_planned_for_are_those_findings_rule_can_leave_open(kind: str, band: list[float | None],
+                                                                     measure: dict[str, Any],
+                                                                     live: list[float]) -> None:
+    """edges() against findings.decide itself: a narrow interval around a band edge is inconclusive exactly for the
+    edges the planner plans for."""
+    claim = {"id": "e", "kind": kind, "range": band, "measure": measure}
+    assert repplan.edges(claim) == live
+    for e in (float(x) for x in band if x is not None):
+        straddled = findings.decide(claim, e - 1e-6, e + 1e-6) == findings.INCONCLUSIVE
+        assert straddled == (e in live), e
+
+
+def test_a_band_no_interval_can_straddle_needs_min_n() -> None:
+    claim = {"id": "s", "kind": "range", "range": [-0.5, 2.0], "measure": SHARE}
+    assert repplan.runs_needed(claim, 0.5, [0.3], 0.8, cap=30, min_n=3) == 3
+
+
+def simulated_range(claim: dict[str, Any], n: int, mean: float, sd: float, seed: int) -> float:
+    """The share of 40000 simulated studies of n normal runs whose 95 % t interval findings.decide judges decided."""
+    x = np.random.default_rng(seed).normal(mean, sd, size=(40_000, n))
+    hw = t_quantile(0.975, n - 1) * x.std(axis=1, ddof=1) / math.sqrt(n)
+    m = x.mean(axis=1)
+    return float(np.mean([findings.decide(claim, lo, hi) != findings.INCONCLUSIVE for lo, hi in zip(m - hw, m + hw)]))
+
+
+def test_a_range_clipped_at_a_natural_bound_is_planned_for_its_one_edge() -> None:
+    """A loss band [0, 0.01], true mean 0.004, SD 0.006: the t interval often reaches below 0, but clipped there
+    (findings.decide_range) only the edge 0.01 can leave it open, so n is the one-edge n (s / d = 1: 10 by the t
+    table). Simulated studies judged by findings.decide decide in about 80 % of cases with it, and in fewer with one
+    run less; planned as if 0 were an edge (the unclipped rule), n would be larger."""
+    claim = {"id": "loss", "kind": "range", "range": [0, 0.01], "measure": LOSS}
+    n = repplan.runs_needed(claim, 0.004, [0.006], 0.8, cap=100, min_n=2)
+    assert n == by_table(0.006, 0.006) == 10
+    unclipped = repplan.runs_needed({**claim, "measure": UNBOUNDED}, 0.004, [0.006], 0.8, cap=100, min_n=2)
+    assert unclipped is not None and unclipped > n
+    assert simulated_range(claim, n, 0.004, 0.006, seed=5) >= 0.79
+    assert simulated_range(claim, n - 1, 0.004, 0.006, seed=6) < 0.80
+
+
+def simulated_difference(claim: dict[str, Any], n: int, means: tuple[float, float], sds: tuple[float, float],
+                         seed: int) -> float:
+    """The share of 40000 simulated studies (n runs at each point of the pair) whose B - A Welch interval
+    findings.decide judges decided. The intervals by numpy (t at Welch's df rounded to 0.01, where t moves by less
+    than 1e-4), the first 200 also by compare.welch, as findings computes them, which must agree."""
+    rng = np.random.default_rng(seed)
+    a = rng.normal(means[0], sds[0], size=(40_000, n))
+    b = rng.normal(means[1], sds[1], size=(40_000, n))
+    va, vb = a.var(axis=1, ddof=1) / n, b.var(axis=1, ddof=1) / n
+    df = np.round((va + vb) ** 2 / ((va ** 2 + vb ** 2) / (n - 1)), 2)
+    t = {d: t_quantile(0.975, float(d)) for d in np.unique(df)}
+    diff = b.mean(axis=1) - a.mean(axis=1)
+    hw = np.array([t[d] for d in df]) * np.sqrt(va + vb)
+    for k in range(200):
+        w = welch({"mean": a[k].mean(), "sd": a[k].std(ddof=1), "n": n},
+                  {"mean": b[k].mean(), "sd": b[k].std(ddof=1), "n": n})
+        assert w["diff"] == pytest.approx(diff[k]) and w["ci95_half_width"] == pytest.approx(hw[k], rel=1e-4)
+    return float(np.mean([findings.decide(claim, lo, hi) != findings.INCONCLUSIVE
+                          for lo, hi in zip(diff - hw, diff + hw)]))
+
+
+def test_a_difference_of_two_points_of_one_study_decides_with_its_power() -> None:
+    """B - A of a pair of points (SDs 1 and 3: Welch), true difference 2, band [0, null]: n per point near the normal
+    approximation ((1.96 + 0.84) / d)^2 (sA^2 + sB^2) = 19.6, a few runs above it for t; simulated studies judged by
+    findings' rule decide in about 80 % of cases with it, in fewer with one run less at each point."""
+    claim = {"id": "d", "kind": "difference", "pairs": [["a", "b"]], "range": [0, None], "measure": LOSS}
+    n = repplan.runs_needed(claim, 2.0, [1.0, 3.0], 0.8, cap=100, min_n=2)
+    normal = ((Z975 + Z80) / 2.0) ** 2 * (1.0 + 9.0)
+    assert n is not None and normal <= n <= normal + 3
+    assert simulated_difference(claim, n, (1.0, 3.0), (1.0, 3.0), seed=7) >= 0.79
+    assert simulated_difference(claim, n - 1, (1.0, 3.0), (1.0, 3.0), seed=8) < 0.80
+
+
+SWEEP_X = [math.log10(t) for t in (5, 25, 100, 250)]  # a log-scale sweep's x (the CoDel target sweep, quick)
+
+
+def sxx(xs: list[float]) -> float:
+    return float(np.sum((np.array(xs) - np.mean(xs)) ** 2))
+
+
+def simulated_trend(claim: dict[str, Any], n: int, slope: float, sd: float, seed: int) -> float:
+    """The share of 40000 simulated sweeps (n runs at each x of SWEEP_X, values on a line of the given slope plus
+    normal noise) whose slope interval findings.decide judges decided; the interval a least-squares fit over every
+    run, computed here with numpy (the first studies also through findings.trend_fit, which must agree)."""
+    x = np.repeat(np.array(SWEEP_X), n)
+    y = 3.0 + slope * x + np.random.default_rng(seed).normal(0.0, sd, size=(40_000, x.size))
+    xc = x - x.mean()
+    b = (y * xc).sum(axis=1) / (xc ** 2).sum()
+    resid = y - y.mean(axis=1, keepdims=True) - b[:, None] * xc
+    se = np.sqrt((resid ** 2).sum(axis=1) / (x.size - 2) / (xc ** 2).sum())
+    hw = t_quantile(0.975, x.size - 2) * se
+    for k in range(3):
+        per_point = y[k].reshape(len(SWEEP_X), n)
+        stats = [{"mean": v.mean(), "sd": v.std(ddof=1) if n > 1 else None, "n": n} for v in per_point]
+        fit = findings.trend_fit(SWEEP_X, stats)
+        assert fit["slope"] == pytest.approx(b[k]) and fit["ci95_half_width"] == pytest.approx(hw[k])
+    return float(np.mean([findings.decide(claim, lo, hi) != findings.INCONCLUSIVE for lo, hi in zip(b - hw, b + hw)]))
+
+
+def test_a_trend_is_planned_for_its_slope_over_every_point() -> None:
+    """A log-scale sweep at 5, 25, 100, 250, true slope -1.6 per decade, residual SD 1: the slope's SE with n runs
+    per point is s / sqrt(n Sxx) on 4n - 2 df, so by the t table n is the fewest with (t(.975, 4n-2) + t(.8, 4n-2)) s
+    / sqrt(n Sxx) <= 1.6 (n = 3). Simulated sweeps judged as findings judges a trend (increasing claimed: a falling
+    slope deviates, decided too) decide in about 80 % with it, fewer with one run less per point; a trend starts from
+    N >= 3 runs, not from min_n."""
+    claim = {"id": "t", "kind": "trend", "direction": "increasing", "x": {"param": "target", "scale": "log"},
+             "measure": LOSS}
+    design = repplan.Slope(tuple(SWEEP_X))
+    assert design.sxx == pytest.approx(sxx(SWEEP_X))
+    n = repplan.runs_needed(claim, -1.6, [1.0], 0.8, cap=30, min_n=5, slope=design)
+    by_t = next(k for k in (1, 2, 3, 4)
+                if (T975[4 * k - 2] + T80[4 * k - 2]) * 1.0 / math.sqrt(k * sxx(SWEEP_X)) <= 1.6)
+    assert n == by_t == 3
+    assert simulated_trend(claim, n, -1.6, 1.0, seed=9) >= 0.79
+    assert simulated_trend(claim, n - 1, -1.6, 1.0, seed=10) < 0.80
+    # A steep slope needs one run per point (4 runs, 2 df): the trend rule has no min_n.
+    assert repplan.runs_needed(claim, 50.0, [2.0], 0.8, cap=30, min_n=5, slope=design) == 1
+    # Two points need 2 runs each at least (N >= 3).
+    assert repplan.runs_needed(claim, 1e6, [2.0], 0.8, cap=30, min_n=2, slope=repplan.Slope((0.0, 1.0))) == 2
+
+
+def test_a_kind_the_planner_does_not_know_is_said() -> None:
+    (e,) = repplan.estimates({"id": "m", "kind": "monotone", "measure": LOSS, "studies": ["x"], "points": ["*"]}, {},
+                             repplan.TargetStudy("x", "x.yaml", ["p"], {"p": 10.0}, 3).as_study())
+    assert e.why.startswith("the planner cannot plan for a claim of kind 'monotone'") and e.points == []
 
 
 # ---- pilots --------------------------------------------------------------------------------------------------------
@@ -141,18 +296,23 @@ def metrics(queue_ms: float) -> dict[str, Any]:
             "fairness": {"all": {"connections": [], "jain_index": 1.0}}}
 
 
-def study_file(tmp: Path, name: str, points: list[str], repetitions: int = 3, duration_s: float = 10) -> Path:
+def study_file(tmp: Path, name: str, points: list[str], repetitions: int = 3, duration_s: float = 10,
+               delays: list[int] | None = None) -> Path:
+    """Named points, or with `delays` a sweep of the one-way delay (axis `delay`: points delay-10, ...)."""
     f = tmp / f"{name}.yaml"
+    body = ("axes:\n  - {path: network.forward.delay_ms, name: delay, values: [" + ", ".join(map(str, delays))
+            + "]}\n" if delays else "points:\n" + "".join(f"  - {{name: {p}}}\n" for p in points))
     f.write_text(f"name: {name}\nbase: {{duration_s: {duration_s}}}\nrepetitions: {repetitions}\nmax_attempts: 2\n"
-                 "points:\n" + "".join(f"  - {{name: {p}}}\n" for p in points))
+                 + body)
     return f
 
 
 def make_pilot(tmp: Path, name: str, runs: dict[str, list[float]], wall_s: float | None = None,
-               invalid: dict[str, int] | None = None) -> Path:
+               invalid: dict[str, int] | None = None, delays: list[int] | None = None) -> Path:
     """A pilot study directory: one valid attempt per value (its queuing delay), `invalid` INVALID first attempts at
-    a point, each attempt's end record with `wall_s`; study.json by the aggregation."""
-    f = study_file(tmp, name, list(runs), repetitions=max(len(v) for v in runs.values()))
+    a point, each attempt's end record with `wall_s`; study.json by the aggregation. With `delays`, the points are
+    that sweep's (runs keyed delay-10, ...)."""
+    f = study_file(tmp, name, list(runs), repetitions=max(len(v) for v in runs.values()), delays=delays)
     out = tmp / name
     planmod.write(planmod.make(spec.load(f)), out)
     log = []
@@ -179,17 +339,15 @@ QUEUE = {"flow": "forward:video", "phase": "all", "metric": "queuing_delay_ms_me
 
 
 def claims_file(tmp: Path, claims: list[dict[str, Any]], min_n: int = 2) -> Path:
-    base = {"source": "s", "says": "s", "study_file": "x.yaml", "measure": QUEUE}
+    base = {"source": "s", "says": "s", "study_file": "x.yaml", "measure": QUEUE, "band_why": "a test's band"}
     f = tmp / "claims.yaml"
     f.write_text(json.dumps({"rule": {"min_n": min_n}, "claims": [{**base, **c} for c in claims]}))
     return f
 
 
 def target(f: Path) -> repplan.TargetStudy:
-    s = spec.load(f)
-    return repplan.TargetStudy(name=s.name, file=str(f), points=[p.name for p in s.points],
-                               duration_s={p.name: float(p.doc["duration_s"]) for p in s.points},
-                               repetitions=s.repetitions)
+    """The planned study as `rtclab study plan` reads it (its points with their params, labels and settings)."""
+    return cli.planned_target(spec.load(f), f)
 
 
 @pytest.fixture(scope="module")
@@ -219,19 +377,20 @@ def test_plan_per_claim_and_point(pilots: dict[str, Path]) -> None:
     assert clear.pilot_n == [3] and clear.mean == pytest.approx(12.0) and clear.sds == [pytest.approx(2.0)]
     s_upper = 2.0 * math.sqrt(2 / CHI2_020[2])
     assert clear.sds_upper == [pytest.approx(s_upper, rel=5e-4)]
-    assert clear.distance == pytest.approx(12.0)  # to the nearer edge, 0
-    assert clear.n_needed == by_table(12.0, s_upper) == 4
+    # A queuing delay cannot be negative: the band's edge 0 is its natural bound, and the clipped interval never
+    # straddles it, so the distance is to 50.
+    assert clear.distance == pytest.approx(38.0)
+    assert clear.n_needed == by_table(38.0, s_upper) == 3
     assert rows[("band", "edge")].n_needed is None and rows[("band", "edge")].why == "cannot decide with <= 30 runs"
     assert rows[("band", "edge")].distance == pytest.approx(0.0)
     assert "pilot n = 1: no SD" in rows[("band", "one")].why and rows[("band", "one")].n_needed is None
     assert "not a point of the pilot" in rows[("band", "extra")].why
-    assert rows[("nowhere", "-")].why == "no point of p-a-full matches absent-*"
+    assert rows[("nowhere", "-")].why == "p-a-full has no point matching absent-*"
     # The plan per point: the claim's n, the cap for an undecidable one, the study file's count where no SD.
-    assert plan.repetitions == {"clear": 4, "edge": 30, "one": 4, "retried": plan.repetitions["retried"],
-                                "extra": 4}
-    assert "cannot decide" in plan.reasons["edge"] and "the study file's count" in plan.reasons["one"]
     retried = rows[("band", "retried")]
-    assert retried.n_needed == plan.repetitions["retried"] == by_table(21.0, 1.0 * math.sqrt(2 / CHI2_020[2])) == 3
+    assert retried.n_needed == by_table(29.0, 1.0 * math.sqrt(2 / CHI2_020[2])) == 2
+    assert plan.repetitions == {"clear": 3, "edge": 30, "one": 4, "retried": 2, "extra": 4}
+    assert "cannot decide" in plan.reasons["edge"] and "the study file's count" in plan.reasons["one"]
 
 
 def test_cost_from_the_pilots_wall_times(pilots: dict[str, Path]) -> None:
@@ -275,17 +434,68 @@ def test_difference_claim_needs_both_pilots(pilots: dict[str, Path]) -> None:
                               if (T975[2 * (n - 1)] + T80[2 * (n - 1)]) * math.sqrt(2 * u * u / n) <= 16.0) == 3
 
 
-def test_trend_reads_first_and_last(pilots: dict[str, Path]) -> None:
+def test_difference_of_two_points_of_one_study(pilots: dict[str, Path]) -> None:
+    """pairs: B - A of two points of the pilot's study, Welch's SE from both points' SDs, the n at both points."""
     tmp = pilots["tmp"]
-    claims = claims_file(tmp, [{"id": "up", "studies": ["p-b"], "kind": "trend", "direction": "increasing",
-                                "points": ["*"]}])
-    plan = repplan.make([pilots["b"]], target(study_file(tmp, "p-b", ["clear", "edge"])), claims)
+    claims = claims_file(tmp, [
+        {"id": "pair", "studies": ["p-a"], "kind": "difference", "pairs": [["clear", "retried"], ["clear", "absent"]],
+         "range": [0, None]},
+        {"id": "nopair", "studies": ["p-a"], "kind": "difference", "pairs": [["one", "absent"]], "range": [0, None]}])
+    plan = repplan.make([pilots["a"]], target(study_file(tmp, "p-a", ["clear", "edge", "one", "retried"])), claims)
+    rows = {r.claim: r for r in plan.rows}
+    r = rows["pair"]  # the pair the study lacks (clear / absent) is not read, as findings.pairs_of
+    assert r.estimate == "retried - clear" and r.points == ["clear", "retried"] and r.mean == pytest.approx(9.0)
+    f = math.sqrt(2 / CHI2_020[2])  # both pilot points have 3 runs
+    assert r.sds == [pytest.approx(2.0), pytest.approx(1.0)]
+    assert r.sds_upper == [pytest.approx(2.0 * f, rel=5e-4), pytest.approx(1.0 * f, rel=5e-4)]
+    assert r.distance == pytest.approx(9.0)  # to the one edge, 0 (the open end is none)
+    # By the t table, with Welch's df between whole numbers (t falls as df grows): n = 4 decides (df 4.4 >= 4),
+    # n = 3 does not (df 2.9 < 3).
+    a, b = (2.0 * f) ** 2, (1.0 * f) ** 2
+
+    def df(n: int) -> float:
+        return (a + b) ** 2 / ((a * a + b * b) / (n - 1))
+
+    assert df(4) >= 4 and (T975[4] + T80[4]) * math.sqrt((a + b) / 4) <= 9.0
+    assert df(3) < 3 and (T975[3] + T80[3]) * math.sqrt((a + b) / 3) > 9.0
+    assert r.n_needed == 4 and plan.repetitions["clear"] == plan.repetitions["retried"] == 4
+    assert rows["nopair"].why == "p-a has no pair of points one / absent"
+
+
+SWEEP_PILOT = {"delay-10": [10.0, 13.0], "delay-40": [12.0, 15.0], "delay-160": [20.0, 18.0]}
+
+
+def test_trend_reads_every_point_of_the_sweep(tmp_path: Path) -> None:
+    """A trend's slope over every run (x = log10 of the delay): the pilot's slope and residual SD are those of a
+    least-squares fit over its runs (numpy here), the residual's upper limit on N - 2 = 4 df, the design the planned
+    study's five points (two the pilot lacks), and n from the t table on 5n - 2 df; every point of the sweep gets
+    it, the middle ones too."""
+    pilot = make_pilot(tmp_path, "p-sweep", SWEEP_PILOT, delays=[10, 40, 160])
+    (tmp_path / "full").mkdir()
+    full = study_file(tmp_path / "full", "p-sweep", [], delays=[10, 20, 40, 80, 160])
+    claims = claims_file(tmp_path, [{"id": "up", "studies": ["p-sweep"], "kind": "trend", "direction": "increasing",
+                                     "points": ["delay-*"], "x": {"param": "delay", "scale": "log"}}])
+    plan = repplan.make([pilot], target(full), claims)
     (r,) = plan.rows
-    assert r.estimate == "edge - clear" and r.points == ["clear", "edge"] and r.mean == pytest.approx(34.0)
-    assert r.sds == [pytest.approx(2.0), pytest.approx(0.0)] and r.distance == pytest.approx(34.0)
-    # The second SD is 0: Welch's df is n - 1, the first point's alone.
-    u = 2.0 * math.sqrt(2 / CHI2_020[2])
-    assert r.n_needed == by_table(34.0, u) == 3 and plan.repetitions == {"clear": 3, "edge": 3}
+    xs = [math.log10(float(p.split("-")[1])) for p, v in SWEEP_PILOT.items() for _ in v]
+    ys = [y for v in SWEEP_PILOT.values() for y in v]
+    slope, icept = np.polyfit(xs, ys, 1)
+    resid_sd = math.sqrt(sum((y - icept - slope * x) ** 2 for x, y in zip(xs, ys)) / (len(ys) - 2))
+    assert r.estimate == "slope (per decade of delay)" and r.pilot_n == [6]
+    assert r.mean == pytest.approx(slope) and r.sds == [pytest.approx(resid_sd)]
+    u = resid_sd * math.sqrt(4 / CHI2_020[4])
+    assert r.sds_upper == [pytest.approx(u, rel=5e-4)] and r.distance == pytest.approx(slope)
+    design = [math.log10(d) for d in (10, 20, 40, 80, 160)]
+    assert r.points == ["delay-10", "delay-20", "delay-40", "delay-80", "delay-160"]
+    n = next(k for k in (1, 2, 3, 4)
+             if (T975[5 * k - 2] + T80[5 * k - 2]) * u / math.sqrt(k * sxx(design)) <= slope)
+    assert r.n_needed == n == 3
+    assert plan.repetitions == {p: 3 for p in r.points}
+    assert "pilot: 6 runs at 3 points; the plan: 5 points" in r.note and "notes:" in repplan.text(plan)
+    # Without its points' x (a planned study whose points say no delay) the trend has no design, and says so.
+    bare = repplan.TargetStudy("p-sweep", "f.yaml", r.points, {p: 10.0 for p in r.points}, 3)
+    (r2,) = repplan.make([pilot], bare, claims).rows
+    assert r2.n_needed is None and "fewer than two x values among the points of p-sweep" in r2.why
 
 
 def test_the_cap(pilots: dict[str, Path]) -> None:
@@ -344,7 +554,7 @@ def test_cli_plan_write_and_errors(pilots: dict[str, Path], tmp_path: Path) -> N
     assert "band" in r.stdout and "n needed" in r.stdout and "cannot decide with <= 30 runs" in r.stdout
     doc = json.loads(out.read_text())
     assert doc["format"] == repplan.PLAN_FORMAT and doc["study"] == "p-a"
-    assert doc["repetitions"] == {"clear": 4, "edge": 30, "one": 3, "retried": doc["repetitions"]["retried"]}
+    assert doc["repetitions"] == {"clear": 3, "edge": 30, "one": 3, "retried": 2}
     assert doc["method"]["power"] == 0.8 and doc["method"]["sd_upper_confidence"] == 0.8
     bad = subprocess.run([sys.executable, "-m", "rtclab_study", "plan", str(tmp_path), "--claims", str(claims),
                           "--study", str(f)], capture_output=True, text=True, cwd=REPO)

@@ -2,24 +2,25 @@
 it to be decided, from a pilot's measured variance (sample-size planning from a pilot, fixed before the study runs;
 docs/studies.md, "Planning repetitions from a pilot").
 
-For every claim that reads the planned study and every estimate its verdict reads (a point's mean for a range claim;
-B - A at a point for a difference claim; last - first for a trend), the pilot gives the estimate's value and its
-per-run standard deviation(s). The SD is replaced by its 100(1 - gamma) % upper confidence limit (Browne 1995), and n
-is the smallest number of runs per point at which the 95 % interval the verdict judges is decided (straddles none of
-the rule's edges) with probability `power` when the true value is the pilot's (`decision_power`; for one edge this is
-n >= ((t(1 - alpha/2, n - 1) + t(power, n - 1)) s / d)^2, d the distance to the edge). n is searched from the rule's
-min_n up to the cap; beyond it the estimate "cannot decide with <= cap runs". The pilot's runs only estimate the SD:
-the planned study runs into a directory of its own and its runs alone make the interval.
+For every claim that reads the planned study and every interval its verdict judges (findings.py's rules: a point's
+mean for a range claim, clipped at the measure's natural bounds; B - A of two points of one study or of one point in
+two studies for a difference claim; the least-squares slope over every run of the sweep for a trend), the pilot gives
+the estimate's value and its per-run standard deviation(s) (a trend: the pilot fit's residual SD). The SD is replaced
+by its 100(1 - gamma) % upper confidence limit (Browne 1995), and n per point is the smallest number of runs at which
+the 95 % interval is decided (straddles none of the edges the rule can leave it on) with probability `power` when the
+true value is the pilot's (`decision_power`; for one edge this is n >= ((t(1 - alpha/2, df) + t(power, df)) SE(1) /
+d)^2, d the distance to the edge). n is searched from the rule's least n up to the cap; beyond it the estimate "cannot
+decide with <= cap runs". The pilot's runs only estimate the SD: the planned study runs into a directory of its own
+and its runs alone make the interval.
 
-The claims and the pilots are read through findings.py's public functions (`load_claims`, `read_study`,
-`measure_point`, `points_of`); its verdict rule is restated in one place here: `edges` (what an interval must not
-straddle), `estimates` (what the verdict reads) and `decision_power` (the interval's model: a mean, or Welch's
-difference of two). A change of the rule there (e.g. clipping at natural bounds, a regression slope for trends) is
-followed by changing these three. Nothing here runs anything."""
+The rule is findings.py's, called, not restated: which points and pairs a claim reads (`points_of`, `pairs_of`), the
+sweep's x (`x_of`), the pilot's values (`measure_point`), the trend's fit (`trend_fit`), the natural bounds
+(`natural_bounds`, `clip`) and the verdict of a zero-width interval (`decide`). What is the planner's own is the
+interval's sampling model: how its half-width shrinks with n (`interval_model`) and the chance that it straddles an
+edge (`decision_power`). Nothing here runs anything."""
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import math
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ DEFAULT_UCL = 0.8  # the SD's one-sided upper confidence limit: 80 %, as Browne 
 DEFAULT_CAP = 30
 PLAN_FORMAT = "rtclab-repetitions-plan"
 PLAN_FORMAT_VERSION = 1
+TREND_MIN_RUNS = 3  # findings.trend_fit: a slope's interval needs N >= 3 runs (N - 2 degrees of freedom)
 
 
 class PlanError(Exception):
@@ -45,13 +47,22 @@ class PlanError(Exception):
 # ---- the sample size -----------------------------------------------------------------------------------------------
 
 def sd_upper_limit(sd: float, n: int, confidence: float) -> float:
-    """The one-sided `confidence` upper confidence limit of a normal population's SD from a sample's SD over n values:
-    sd * sqrt((n - 1) / chi2(1 - confidence, n - 1)), since (n - 1) s^2 / sigma^2 is chi-square with n - 1 df."""
+    """The one-sided `confidence` upper confidence limit of a normal population's SD from a sample's SD over n values
+    (n - 1 degrees of freedom): sd_upper_limit_df."""
     if n < 2:
         raise ValueError(f"an SD needs 2 values at least (got n = {n})")
+    return sd_upper_limit_df(sd, n - 1, confidence)
+
+
+def sd_upper_limit_df(sd: float, df: int, confidence: float) -> float:
+    """The one-sided `confidence` upper confidence limit of a normal SD from an estimate s on df degrees of freedom:
+    s * sqrt(df / chi2(1 - confidence, df)), since df s^2 / sigma^2 is chi-square with df degrees of freedom (a
+    sample's SD: df = n - 1; a regression's residual SD over N runs: N - 2)."""
+    if df < 1:
+        raise ValueError(f"an SD needs 1 degree of freedom at least (got {df})")
     if confidence <= 0:  # no correction: the pilot's SD as it is
         return sd
-    return sd * math.sqrt((n - 1) / chi2_quantile(1.0 - confidence, n - 1))
+    return sd * math.sqrt(df / chi2_quantile(1.0 - confidence, df))
 
 
 def welch_df(sds: list[float], n: int) -> float:
@@ -61,92 +72,214 @@ def welch_df(sds: list[float], n: int) -> float:
     return (n - 1) * len(sds) if den == 0 else num / den  # all SDs 0: the pooled df (the width is 0 anyway)
 
 
-def decision_power(claim: dict[str, Any], mean: float, sds: list[float], n: int) -> float:
-    """The probability that the claim's 95 % interval over n runs per point is decided when the estimate's true value
-    is `mean` and its per-run SDs `sds`: 1 - the sum over the rule's edges e of the probability that the interval
-    straddles e, 1 - T_df(|mean - e| / SE - t(1 - alpha/2, df)) with SE = sqrt(sum sd^2 / n) and df = n - 1 for one
-    mean, Welch's for a difference of two (the t approximation behind n = ((t(1 - alpha/2) + t(power)) s / d)^2, to
-    which it reduces for one edge; with two edges near, as a band's, each must be missed less often)."""
-    df = float(n - 1) if len(sds) == 1 else welch_df(sds, n)
+@dataclass(frozen=True)
+class Slope:
+    """A trend's design: the planned study's sweep points' x (log10 of the parameter on a log scale), every run of a
+    point one observation at its x (findings.trend_fit)."""
+    xs: tuple[float, ...]
+
+    @property
+    def sxx(self) -> float:
+        """The sum over the points of (x - xbar)^2: with n runs at each, the fit's Sxx is n times it."""
+        xbar = sum(self.xs) / len(self.xs)
+        return sum((x - xbar) ** 2 for x in self.xs)
+
+    def least_n(self) -> int:
+        """The fewest runs per point that give the slope an interval (N = n k >= 3)."""
+        return max(1, math.ceil(TREND_MIN_RUNS / len(self.xs)))
+
+
+def interval_model(sds: list[float], n: int, slope: Slope | None = None) -> tuple[float, float]:
+    """(SE, df) of the estimate's 95 % interval with n runs per point: one mean, s / sqrt(n) on n - 1 df; a
+    difference of two means (compare.welch), sqrt((sA^2 + sB^2) / n) on Welch's df; a trend's slope
+    (findings.trend_fit), s / sqrt(n Sxx) on n k - 2 df, s the residual SD."""
+    if slope is not None:
+        return sds[0] / math.sqrt(n * slope.sxx), float(n * len(slope.xs) - 2)
     se = math.sqrt(sum(s * s for s in sds) / n)
-    if se == 0.0:  # every pilot run gave the same value: a zero-width interval, decided by the rule at any n
-        return 1.0
+    return se, float(n - 1) if len(sds) == 1 else welch_df(sds, n)
+
+
+def decision_power(claim: dict[str, Any], mean: float, sds: list[float], n: int, slope: Slope | None = None) -> float:
+    """The probability that the claim's 95 % interval over n runs per point is decided when the estimate's true value
+    is `mean` and its per-run SDs `sds`: 1 - the sum over the rule's edges e (`edges`) of the probability that the
+    interval straddles e, 1 - T_df(|mean - e| / SE - t(1 - alpha/2, df)), SE and df by `interval_model` (the t
+    approximation behind n = ((t(1 - alpha/2) + t(power)) s / d)^2, to which it reduces for one edge and one mean;
+    with two edges near, as a band's, each must be missed less often)."""
+    se, df = interval_model(sds, n, slope)
+    if se == 0.0:  # every pilot run gave the same value (on the line): a zero-width interval, judged by the rule
+        return 1.0 if findings.decide(claim, mean, mean) != findings.INCONCLUSIVE else 0.0
     t_a = t_quantile(1.0 - ALPHA / 2.0, df)
     miss = sum(1.0 - t_cdf(abs(mean - e) / se - t_a, df) for e in edges(claim))
     return max(0.0, 1.0 - miss)
 
 
 def runs_needed(claim: dict[str, Any], mean: float, sds: list[float], power: float, cap: int,
-                min_n: int) -> int | None:
-    """The fewest runs per point (min_n to cap) at which the claim's interval is decided with probability `power`
-    (decision_power); None when even cap runs do not reach it."""
-    for n in range(max(min_n, 2), cap + 1):
-        if decision_power(claim, mean, sds, n) >= power:
+                min_n: int, slope: Slope | None = None) -> int | None:
+    """The fewest runs per point (from the least n the rule judges, to cap) at which the claim's interval is decided
+    with probability `power` (decision_power); None when even cap runs do not reach it. A range or difference claim
+    starts at the rule's min_n (and 2, an SD); a trend at the n that gives N >= 3 runs (findings.trend_fit; min_n is
+    not a trend's rule)."""
+    first = slope.least_n() if slope is not None else max(min_n, 2)
+    for n in range(first, cap + 1):
+        if decision_power(claim, mean, sds, n, slope) >= power:
             return n
     return None
 
 
-# ---- the rule: what makes an interval decided (findings.py's verdicts, one place) ---------------------------------
+# ---- the rule: what makes an interval decided (findings.py's, called) ---------------------------------------------
 
 def edges(claim: dict[str, Any]) -> list[float]:
-    """The values the claim's interval must not straddle for its verdict to be decided (agrees or deviates): a range's
-    or a difference's band edges (findings.interval_verdict: inside agrees, wholly outside deviates); 0 for a trend
-    (findings.evaluate: last - first wholly on one side of 0)."""
+    """The values the claim's interval can straddle, each leaving its verdict inconclusive (findings.decide): for a
+    range, the band's finite edges strictly inside the measure's natural bounds (findings.decide_range clips the
+    interval to them first, so an edge on a bound or past it, such as 0 of a loss band [0, x], is never straddled);
+    for a difference, the band's finite edges (decide_difference does not clip); for a trend, 0 (the slope's interval
+    must exclude it, on either side)."""
     if claim["kind"] == "trend":
         return [0.0]
-    return [float(claim["range"][0]), float(claim["range"][1])]
+    band = [float(e) for e in claim["range"] if e is not None]  # an open end ([lo, null]) is no edge
+    if claim["kind"] != "range":
+        return band
+    bounds = findings.natural_bounds(claim["measure"])
+    return [e for e in band if _straddled_after_clipping(e, bounds)]
+
+
+def _straddled_after_clipping(e: float, bounds: findings.Bounds) -> bool:
+    """Whether an interval around e still holds e strictly inside once clipped to the bounds (findings.clip): false
+    exactly when e lies on a bound or beyond it, whatever the interval's width (1 here)."""
+    lo, hi, _ = findings.clip(e - 1.0, e + 1.0, bounds)
+    return lo < e < hi
 
 
 @dataclass
 class Estimate:
-    """One value a claim's verdict reads, and the planned study's points whose runs make it."""
-    label: str  # a point, "B - A at point", or "last - first"
+    """One interval a claim's verdict judges, what the planned study needs for it, and the pilot's statistics."""
+    label: str  # a point; "B - A" of a pair or "B - A at point"; "slope ..."
     points: list[str]  # the planned study's points it needs n runs at
-    parts: list[dict[str, Any]]  # measure_point of each pilot point it reads (one; two for a difference or trend)
+    pilot_n: list[int | None] = field(default_factory=list)  # per pilot point (a trend: its runs in all)
+    value: float | None = None  # the pilot's estimate: a mean, B - A, or the slope
+    sds: list[float | None] = field(default_factory=list)  # the pilot's SD of each part (a trend: the residual SD)
+    sd_df: list[int] = field(default_factory=list)  # their degrees of freedom
+    slope: Slope | None = None  # a trend's design
+    why: str = ""  # why it cannot be planned; empty when it can
+    note: str = ""  # what else the row should say (points left out of a fit, an interval no edge can leave open)
 
 
-def estimates(claim: dict[str, Any], pilots: dict[str, findings.Study], planned_points: list[str]) -> list[Estimate]:
-    """The estimates a claim's verdict reads, with their pilot statistics: per point (range), per shared point (B - A,
-    difference), or the first and last of the sweep (trend)."""
-    measure = claim["measure"]
+def estimates(claim: dict[str, Any], pilots: dict[str, findings.Study], target: findings.Study) -> list[Estimate]:
+    """The intervals a claim's verdict judges in the planned study `target`, with their pilot statistics: per point
+    (range), per pair or shared point (difference), or one slope over the sweep (trend)."""
     own = _study_of(claim["studies"], pilots)
-    pts = [p for p in planned_points if _matches(p, claim["points"])]
-    if not pts:
-        return []
-    if claim["kind"] == "range":
-        return [Estimate(p, [p], [_measured(own, p, measure)]) for p in pts]
-    if claim["kind"] == "difference":
+    measure = claim["measure"]
+    kind = claim["kind"]
+    if kind == "range":
+        return [_of_means(p, [p], [_pilot_point(own, p, measure)]) for p in findings.points_of(target, claim["points"])]
+    if kind == "difference" and claim.get("pairs"):
+        return [_of_means(f"{b} - {a}", [a, b], [_pilot_point(own, a, measure), _pilot_point(own, b, measure)])
+                for a, b in findings.pairs_of(target, claim["pairs"])]
+    if kind == "difference":
         other = _study_of(claim.get("against") or [], pilots)
-        return [Estimate(f"B - A at {p}", [p], [_measured(own, p, measure), _measured(other, p, measure)])
-                for p in pts]
-    if len(pts) < 2:
-        return [Estimate("last - first", pts, [_measured(own, p, measure) for p in pts])]
-    return [Estimate(f"{pts[-1]} - {pts[0]}", [pts[0], pts[-1]],
-                     [_measured(own, pts[0], measure), _measured(own, pts[-1], measure)])]
+        return [_of_means(f"B - A at {p}", [p], [_pilot_point(own, p, measure), _pilot_point(other, p, measure)])
+                for p in findings.points_of(target, claim["points"])]
+    if kind == "trend":
+        return [_trend(claim, own, target)] if findings.points_of(target, claim["points"]) else []
+    return [Estimate("-", [], why=f"the planner cannot plan for a claim of kind {kind!r} (it plans range, difference "
+                                  "and trend claims)")]
 
 
 def _study_of(names: list[str], pilots: dict[str, findings.Study]) -> findings.Study | None:
     return next((pilots[n] for n in names if n in pilots), None)
 
 
-def _matches(point: str, patterns: list[str]) -> bool:
-    """A point the claim reads: findings.points_of's match (glob patterns over point names)."""
-    return any(fnmatch.fnmatchcase(point, pat) for pat in patterns)
+@dataclass
+class PilotPoint:
+    point: str
+    stat: dict[str, Any] | None  # measure_point's mean, sd, n; None when there is no value to use
+    why: str  # why not, when stat is None (or its SD is missing)
 
 
-def _measured(s: findings.Study | None, point: str, measure: dict[str, Any]) -> dict[str, Any]:
+def _pilot_point(s: findings.Study | None, point: str, measure: dict[str, Any]) -> PilotPoint:
+    """The pilot's statistic at a point, or why there is none to plan from (as findings judges a point: no value, a
+    measure that matches nothing, INVALID runs used)."""
     if s is None:
-        return {"point": point, "stat": None, "why": "its pilot was not given"}
+        return PilotPoint(point, None, "its pilot was not given")
     if point not in findings.points_of(s, ["*"]):
-        return {"point": point, "stat": None, "why": f"not a point of the pilot {s.name}"}
+        return PilotPoint(point, None, f"not a point of the pilot {s.name}")
     m = findings.measure_point(s, point, measure)
+    if m["unmatched"]:
+        return PilotPoint(point, None, f"the measure matches nothing in the pilot: {m['unmatched']}")
     if m["stat"] is None:
-        m["why"] = "no value in the pilot (no valid run)"
-    elif m["invalid_used"]:
-        m["stat"], m["why"] = None, f"the pilot uses {m['invalid_used']} INVALID run(s)"
-    elif m["stat"]["n"] < 2 or m["stat"].get("sd") is None:
-        m["why"] = f"pilot n = {m['stat']['n']}: no SD (the pilot needs 2 runs at least here)"
-    return m
+        return PilotPoint(point, None, "no value in the pilot (no valid run)")
+    if m["invalid_used"]:
+        return PilotPoint(point, None, f"the pilot uses {m['invalid_used']} INVALID run(s)")
+    return PilotPoint(point, m["stat"], "")
+
+
+def _of_means(label: str, points: list[str], parts: list[PilotPoint]) -> Estimate:
+    """A mean (one part) or B - A (two parts, the second B), from each part's pilot mean and SD."""
+    e = Estimate(label, points, pilot_n=[None if p.stat is None else int(p.stat["n"]) for p in parts],
+                 sds=[None if p.stat is None else p.stat.get("sd") for p in parts])
+    named = len({p.point for p in parts}) > 1  # a pair: say which of its points
+    e.why = next((f"{p.point}: {p.why}" if named else p.why for p in parts if p.why), "")
+    if not e.why:
+        short = next((p for p in parts if p.stat is not None and (p.stat["n"] < 2 or p.stat.get("sd") is None)), None)
+        if short is not None:
+            assert short.stat is not None
+            e.why = (f"{short.point}: " if named else "") + \
+                f"pilot n = {short.stat['n']}: no SD (the pilot needs 2 runs at least here)"
+    means = [float(p.stat["mean"]) for p in parts if p.stat is not None]
+    if len(means) == len(parts):
+        e.value = means[0] if len(means) == 1 else means[1] - means[0]
+    if not e.why:
+        e.sd_df = [int(p.stat["n"]) - 1 for p in parts if p.stat is not None]
+    return e
+
+
+def _trend(claim: dict[str, Any], own: findings.Study | None, target: findings.Study) -> Estimate:
+    """The slope over every point of the planned sweep: its design from the planned points' x, its value and
+    residual SD from findings.trend_fit over the pilot's points."""
+    xspec = claim["x"]
+    log = xspec.get("scale", "linear") == "log"
+    per = f"per decade of {xspec['param']}" if log else f"per unit of {xspec['param']}"
+
+    def x_at(s: findings.Study, p: str) -> float | None:
+        x = findings.x_of(s, p, xspec["param"])
+        return None if x is None or (log and x <= 0) else math.log10(x) if log else x
+
+    no_x = f"no {'positive ' if log else ''}number for x = {xspec['param']}"
+    planned = [(p, x_at(target, p)) for p in findings.points_of(target, claim["points"])]
+    xs = [x for _, x in planned if x is not None]
+    e = Estimate(f"slope ({per})", [p for p, x in planned if x is not None])
+    notes = [f"{p} left out of the design ({no_x} in {target.name})" for p, x in planned if x is None]
+    if len(set(xs)) < 2:
+        e.why = f"fewer than two x values among the points of {target.name} the claim reads: no slope"
+        return e
+    e.slope = Slope(tuple(xs))
+    if own is None:
+        e.why = "its pilot was not given"
+        return e
+    fit_xs: list[float] = []
+    stats: list[dict[str, Any]] = []
+    for p in findings.points_of(own, claim["points"]):
+        pp, x = _pilot_point(own, p, claim["measure"]), x_at(own, p)
+        if pp.stat is None and ("INVALID" in pp.why or "matches nothing" in pp.why):
+            e.why = f"{p}: {pp.why}"  # as findings: these make the whole trend inconclusive
+            return e
+        if pp.stat is None or x is None:
+            notes.append(f"pilot {p} left out of the fit ({pp.why or no_x})")
+            continue
+        fit_xs.append(x)
+        stats.append(pp.stat)
+    fit = findings.trend_fit(fit_xs, stats)
+    e.pilot_n = [int(fit["n_runs"])]
+    e.value = fit["slope"]
+    e.note = "; ".join([f"pilot: {fit['n_runs']} runs at {fit['n_points']} points; the plan: {len(xs)} points"]
+                       + notes)
+    if fit["slope"] is None:
+        e.why = f"the pilot has fewer than two x values with a value ({own.name}): no slope"
+    elif fit["residual_sd"] is None:
+        e.why = f"the pilot's {fit['n_runs']} runs give the slope no interval ({TREND_MIN_RUNS} runs needed)"
+    else:
+        e.sds, e.sd_df = [float(fit["residual_sd"])], [int(fit["df"])]
+    return e
 
 
 # ---- the plan ------------------------------------------------------------------------------------------------------
@@ -159,6 +292,15 @@ class TargetStudy:
     points: list[str]
     duration_s: dict[str, float]  # each point's call, s
     repetitions: int  # the study file's fixed count
+    # Each point as plan.json will describe it ({name, params, labels, settings}): where findings.x_of finds a
+    # sweep's x. Without them a trend claim has no design (said in its row).
+    point_plans: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_study(self) -> findings.Study:
+        """The planned study as findings reads a study's points (plan.json `points`), before it has any run."""
+        described = {str(p.get("name")): p for p in self.point_plans}
+        return findings.Study(Path(self.file), {"study": self.name, "points": [], "runs": []},
+                              {"points": [described.get(p, {"name": p}) for p in self.points]})
 
 
 @dataclass
@@ -168,12 +310,13 @@ class Row:
     estimate: str
     points: list[str]
     pilot_n: list[int | None]
-    mean: float | None  # the estimate's pilot value
-    sds: list[float | None]  # the pilot SD of each part
+    mean: float | None  # the estimate's pilot value (a mean, B - A, or a slope)
+    sds: list[float | None]  # the pilot SD of each part (a trend: the fit's residual SD)
     sds_upper: list[float] | None  # their upper confidence limits, used for n
-    distance: float | None  # from the mean to the nearest edge of the rule (band edge, or 0)
+    distance: float | None  # from the mean to the nearest edge of the rule (band edge, or 0); None: no edge
     n_needed: int | None
     why: str  # empty when n_needed is a number
+    note: str = ""
 
 
 @dataclass
@@ -194,22 +337,19 @@ class Plan:
 
 
 def _row(claim: dict[str, Any], e: Estimate, power: float, ucl: float, cap: int, min_n: int) -> Row:
-    stats = [p.get("stat") for p in e.parts]
-    row = Row(claim=claim["id"], kind=claim["kind"], estimate=e.label, points=e.points,
-              pilot_n=[None if st is None else st["n"] for st in stats],
-              sds=[None if st is None else st.get("sd") for st in stats], mean=None, sds_upper=None, distance=None,
-              n_needed=None, why=next((p["why"] for p in e.parts if p.get("why")), ""))
-    if claim["kind"] == "trend" and len(e.parts) < 2:
-        row.why = "one point: no trend"
+    row = Row(claim=claim["id"], kind=claim["kind"], estimate=e.label, points=e.points, pilot_n=e.pilot_n,
+              mean=e.value, sds=e.sds, sds_upper=None, distance=None, n_needed=None, why=e.why, note=e.note)
     if row.why:
-        if len(stats) == 1 and stats[0] is not None:
-            row.mean = stats[0]["mean"]
         return row
-    means = [float(st["mean"]) for st in stats if st is not None]
-    row.mean = means[0] if len(means) == 1 else means[1] - means[0]  # B - A, or last - first
-    row.sds_upper = [sd_upper_limit(float(st["sd"]), int(st["n"]), ucl) for st in stats if st is not None]
-    row.distance = min(abs(row.mean - x) for x in edges(claim))
-    row.n_needed = runs_needed(claim, row.mean, row.sds_upper, power, cap, min_n)
+    assert e.value is not None and all(s is not None for s in e.sds)
+    row.sds_upper = [sd_upper_limit_df(float(s or 0.0), df, ucl) for s, df in zip(e.sds, e.sd_df)]
+    near = edges(claim)
+    if near:
+        row.distance = min(abs(e.value - x) for x in near)
+    else:
+        row.note = "; ".join(x for x in (row.note, "no band edge inside the measure's natural bounds: the clipped "
+                                         "interval is decided at any n") if x)
+    row.n_needed = runs_needed(claim, e.value, row.sds_upper, power, cap, min_n, e.slope)
     if row.n_needed is None:
         row.why = f"cannot decide with <= {cap} runs"
     return row
@@ -250,14 +390,16 @@ def make(pilot_dirs: list[Path], target: TargetStudy, claims_file: Path, power: 
     # The planned study's own name stands for the pilot's when the pilot is its quick variant.
     pilots_by_name = dict(by_name)
     pilots_by_name.setdefault(target.name, first)
+    planned = target.as_study()
     rows = []
     for c in claims:
-        found = estimates(c, pilots_by_name, target.points)
+        found = estimates(c, pilots_by_name, planned)
         rows += [_row(c, e, power, ucl, cap, min_n) for e in found]
         if not found:  # said, not skipped: a claim whose points the study does not have decides nothing here
+            what = ("no pair of points " + ", ".join(f"{a} / {b}" for a, b in c["pairs"]) if c.get("pairs") else
+                    "no point matching " + ", ".join(c["points"]))
             rows.append(Row(claim=c["id"], kind=c["kind"], estimate="-", points=[], pilot_n=[], mean=None, sds=[],
-                            sds_upper=None, distance=None, n_needed=None,
-                            why=f"no point of {target.name} matches {', '.join(c['points'])}"))
+                            sds_upper=None, distance=None, n_needed=None, why=f"{target.name} has {what}"))
     reps, reasons = _per_point(target, rows, cap)
     overhead, ratio = _pilot_costs(first)
     return Plan(target=target, pilots=pilots, claims_file=str(claims_file), power=power, ucl=ucl, cap=cap,
@@ -268,7 +410,7 @@ def make(pilot_dirs: list[Path], target: TargetStudy, claims_file: Path, power: 
 def _per_point(target: TargetStudy, rows: list[Row], cap: int) -> tuple[dict[str, int], dict[str, str]]:
     """Per point the largest n its claims need, capped at `cap`: an estimate that cannot be decided within the cap
     gets the cap (its interval as narrow as the budget allows); a point no estimate can plan for (no pilot SD) or that
-    no claim decides on keeps the study file's count."""
+    no claim's verdict reads keeps the study file's count."""
     reps: dict[str, int] = {}
     reasons: dict[str, str] = {}
     for p in target.points:
@@ -346,19 +488,23 @@ def text(plan: Plan) -> str:
     lines += [f"  also read: {s.name} ({s.dir})" for s in plan.pilots[1:]]
     lines.append(f"method: the fewest runs per point at which the claim's 95 % interval is decided with power "
                  f"{plan.power:g} if the true value is the pilot's, using the pilot SD's "
-                 f"{plan.ucl * 100:g} % upper confidence limit (Browne 1995); from min_n {plan.min_n} to the cap "
-                 f"{plan.cap}; the pilot's runs are not part of the study's intervals (docs/studies.md)"
+                 f"{plan.ucl * 100:g} % upper confidence limit (Browne 1995); from min_n {plan.min_n} (a trend: from 3 "
+                 f"runs in all) to the cap {plan.cap}; the pilot's runs are not part of the study's intervals "
+                 "(docs/studies.md)"
                  if plan.ucl > 0 else
                  f"method: the fewest runs per point at which the claim's 95 % interval is decided with power "
                  f"{plan.power:g} if the true value and SD are the pilot's (no correction of the SD); from min_n "
-                 f"{plan.min_n} to the cap {plan.cap}")
+                 f"{plan.min_n} (a trend: from 3 runs in all) to the cap {plan.cap}")
     lines.append(f"claims reading the study: {', '.join(plan.claims)}")
     lines.append("")
     body = [[r.claim, r.estimate, " / ".join("-" if n is None else str(n) for n in r.pilot_n), _g(r.mean),
              " / ".join(_g(s) for s in r.sds), " / ".join(_g(s) for s in r.sds_upper or []) or "-", _g(r.distance),
              str(r.n_needed) if r.n_needed is not None else r.why] for r in plan.rows]
     ucl = f"s {plan.ucl * 100:g} % UCL" if plan.ucl > 0 else "s used"
-    lines += _table(["claim", "estimate", "pilot n", "mean", "s", ucl, "distance", "n needed"], body)
+    lines += _table(["claim", "estimate", "pilot n", "pilot value", "s", ucl, "distance", "n needed"], body)
+    notes = [f"  {r.claim} ({r.estimate}): {r.note}" for r in plan.rows if r.note]
+    if notes:
+        lines += ["notes:", *notes]
     lines.append("")
     lines += _table(["point", "n", "call", "why"],
                     [[p, str(n), f"{t.duration_s.get(p, 0.0):g} s", plan.reasons[p]]
@@ -399,11 +545,15 @@ def to_json(plan: Plan) -> dict[str, Any]:
         "claims_file": _rel(plan.claims_file), "claims": plan.claims,
         "method": {"alpha": ALPHA, "power": plan.power, "sd_upper_confidence": plan.ucl, "cap": plan.cap,
                    "min_n": plan.min_n,
-                   "rule": "fewest n in [min_n, cap] with 1 - sum over the rule's edges e of (1 - T_df(|mean - e| / SE"
-                           " - t(1 - alpha/2, df))) >= power, SE = sqrt(sum of upper-limit SD^2 / n)"},
+                   "rule": "fewest n in [min_n, cap] (a trend: from N = n k >= 3) with 1 - sum over the rule's edges "
+                           "e of (1 - T_df(|estimate - e| / SE - t(1 - alpha/2, df))) >= power; edges: a range's band "
+                           "edges inside the measure's natural bounds, a difference's band edges, 0 for a trend's "
+                           "slope; SE from the upper-limit SDs: s / sqrt(n) (df n - 1) for a mean, sqrt((sA^2 + sB^2) "
+                           "/ n) (Welch's df) for B - A, s / sqrt(n Sxx) (df n k - 2) for a slope"},
         "rows": [{"claim": r.claim, "kind": r.kind, "estimate": r.estimate, "points": r.points,
                   "pilot_n": r.pilot_n, "mean": r.mean, "sd": r.sds, "sd_upper": r.sds_upper,
-                  "distance": r.distance, "n_needed": r.n_needed, "why": r.why or None} for r in plan.rows],
+                  "distance": r.distance, "n_needed": r.n_needed, "why": r.why or None, "note": r.note or None}
+                 for r in plan.rows],
         "cost": {"overhead_s_per_attempt": plan.overhead_s, "attempts_per_valid_run": plan.attempts_per_run,
                  "planned": {"runs": sum(planned.values()), "call_s": call_s(t, planned),
                              "machine_s": machine_s(plan, planned)},
