@@ -142,8 +142,9 @@ def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(t
     # buffer are shown after 12 s (one run's freeze began at 12.81 s and lasted 1.25 s, on a new machine), and 1 kbit/s
     # still carries 250 bytes in the 2 s: a small frame that got through ended one run's freeze at 13.75 s, and split
     # another's in two (1051 + 951 ms, under load). So what is asserted is the freeze time inside the outage: at least
-    # half of its 2 s (the run whose freeze began at 12.81 s: 1.19 s; the split one: about 2 s), each freeze begun in it at most 4 s long. The recovery may
-    # freeze the picture again (seen once: 1.07 s at 18.3 s, GCC coming back through the DropTail queue): not asserted.
+    # half of its 2 s (the run whose freeze began at 12.81 s: 1.19 s; the split one: about 2 s), each freeze begun in
+    # it at most 4 s long. The recovery may freeze the picture again (seen once: 1.07 s at 18.3 s, GCC coming back
+    # through the DropTail queue): not asserted.
     inside = [f for f in fz["list"] if f["start_s"] < 14.0 and f["start_s"] + f["duration_ms"] / 1000 > 12.0]
     covered_s = sum(min(14.0, f["start_s"] + f["duration_ms"] / 1000) - max(12.0, f["start_s"]) for f in inside)
     outage = [f for f in inside if f["duration_ms"] >= 1000]
