@@ -1,10 +1,10 @@
-"""REAL CALL (marker `real_calls`, root, real Chromium): the 20 s call of scenarios/default.yaml that this test shares
-with test_frames_real.py (conftest.py's default_call_run) records both browsers' RTC event logs, the manifest names
-them, event_log_complete passes, and the analysis joins side a's logged RTP packets with capture-a (at least 99.9%,
-the issue's bar; 100% measured; b sends no media), finds every packet the transport feedback reports received
-delivered in capture-b, replays the trendline filter and draws GCC's panels; its metrics.json follows the schema
-(analysis/rtclab/metrics.schema.json). Run it under the machine-wide lock:
-  flock -x /tmp/rtclab-quiet.lock .venv/bin/python -m pytest analysis/test/test_eventlog_real.py -p no:xdist"""
+"""REAL CALL (marker `real_calls`, root, real Chromium): the default call of scenarios/default.yaml (20 s; 22 s under
+npm test) that this test shares with test_frames_real.py (conftest.py's default_call_run) records both browsers' RTC
+event logs, the manifest names them, event_log_complete passes, and the analysis joins side a's logged RTP packets with
+capture-a (at least 99.9%, the issue's bar; 100% measured; b sends no media), finds every packet the transport feedback
+reports received delivered in capture-b, replays the trendline filter and draws GCC's panels; its metrics.json follows
+the schema (analysis/rtclab/metrics.schema.json). Run it under the machine-wide lock:
+flock -x /tmp/rtclab-quiet.lock .venv/bin/python -m pytest analysis/test/test_eventlog_real.py -p no:xdist"""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""REAL CALL (marker `real_calls`, root, real Chromium): the 20 s call of scenarios/default.yaml with the stamped
-default clip that test_eventlog_real.py reads too (conftest.py's default_call_run). The receiving page records every
-presented frame and reads its stamp; the analysis reads a number on at least 99 % of the frames tried and finds the
-RTP packets of at least 99 % of the frames shown (issue 20's bar), and its per-frame delays agree with the same join
-done here from packets.parquet and frames-b.jsonl by plain Python. Run it under the machine-wide lock:
-  flock -x /tmp/rtclab-quiet.lock .venv/bin/python -m pytest analysis/test/test_frames_real.py -p no:xdist"""
+"""REAL CALL (marker `real_calls`, root, real Chromium): the default call of scenarios/default.yaml (20 s; 22 s under
+npm test) with the stamped default clip that test_eventlog_real.py reads too (conftest.py's default_call_run). The
+receiving page records every presented frame and reads its stamp; the analysis reads a number on at least 99 % of the
+frames tried and finds the RTP packets of at least 99 % of the frames shown (issue 20's bar), and its per-frame delays
+agree with the same join done here from packets.parquet and frames-b.jsonl by plain Python. Run it under the
+machine-wide lock:
+flock -x /tmp/rtclab-quiet.lock .venv/bin/python -m pytest analysis/test/test_frames_real.py -p no:xdist"""
 
 from __future__ import annotations
 
