@@ -440,12 +440,12 @@ def test_summarise_with_one_and_no_values() -> None:
 
 def test_the_aggregation_benchmark_runs(tmp_path: Path) -> None:
     """bench/study/bench_aggregate.py at a small scale (not timed: the timing is the benchmark's, RESULTS.md)."""
-    r = subprocess.run([sys.executable, str(ROOT / "bench" / "study" / "bench_aggregate.py"), "--runs", "30",
-                        "--points", "3", "--keep", str(tmp_path / "b")], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "study" / "bench_aggregate.py"), "--runs", "6",
+                        "--points", "2", "--keep", str(tmp_path / "b")], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("aggregated 30 runs (")
+    assert r.stdout.startswith("aggregated 6 runs (")
     doc = json.loads((tmp_path / "b" / "study" / "study.json").read_text())
-    assert [p["n_runs"] for p in doc["points"]] == [10, 10, 10]
+    assert [p["n_runs"] for p in doc["points"]] == [3, 3]
 
 
 def test_congestion_controller_metrics_aggregate_over_the_runs_event_logs(tmp_path: Path) -> None:
