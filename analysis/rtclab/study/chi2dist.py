@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+from .tdist import invert_cdf
+
 
 def _gamma_series(a: float, x: float) -> float:
     term = total = 1.0 / a
@@ -71,15 +73,4 @@ def chi2_quantile(p: float, df: float) -> float:
         raise ValueError(f"p must be in (0, 1) (got {p})")
     if df <= 0:
         raise ValueError(f"degrees of freedom must be positive (got {df})")
-    lo, hi = 0.0, max(1.0, df)
-    while chi2_cdf(hi, df) < p:
-        lo, hi = hi, hi * 2.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        if chi2_cdf(mid, df) < p:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
+    return invert_cdf(lambda x: chi2_cdf(x, df), p, max(1.0, df))

@@ -9,6 +9,7 @@ published table values."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
 
 
@@ -67,8 +68,14 @@ def t_quantile(p: float, df: float) -> float:
         return 0.0
     if p < 0.5:
         return -t_quantile(1.0 - p, df)
-    lo, hi = 0.0, 1.0
-    while t_cdf(hi, df) < p:
+    return invert_cdf(lambda x: t_cdf(x, df), p, 1.0)
+
+
+def invert_cdf(cdf: Callable[[float], float], p: float, hi: float) -> float:
+    """The x >= 0 where an increasing CDF reaches p: the bracket [0, hi] doubled until it holds p, then bisected to the
+    last representable midpoint (so the result is as exact as the CDF); inf when no finite x reaches p."""
+    lo = 0.0
+    while cdf(hi) < p:
         lo, hi = hi, hi * 2.0
         if hi > 1e300:
             return math.inf
@@ -76,7 +83,7 @@ def t_quantile(p: float, df: float) -> float:
         mid = 0.5 * (lo + hi)
         if mid in (lo, hi):
             break
-        if t_cdf(mid, df) < p:
+        if cdf(mid) < p:
             lo = mid
         else:
             hi = mid
