@@ -6,6 +6,7 @@ NACK/PLI counts and the quality limitation reason. Series are lists of (t second
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,22 +117,29 @@ def _summary(series: list[tuple[float, float]]) -> dict[str, float | None]:
     return {"mean": float(v.mean()) if v.size else None, "sd": float(v.std()) if v.size else None}
 
 
+def _rtp_streams(sides: dict[str, SideStats | None]) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    """Every side's outbound-rtp and inbound-rtp streams: (SSRC, its objects over the samples)."""
+    for side in sides.values():
+        if side is not None:
+            for group in (side.outbound, side.inbound):
+                yield from group.items()
+
+
 def kinds(sides: dict[str, SideStats | None]) -> tuple[dict[int, str], dict[int, str], dict[int, float]]:
     """SSRC -> kind ('video', 'audio', 'rtx', 'fec'), payload type -> kind, payload type -> RTP clock rate."""
     ssrc_kinds: dict[int, str] = {}
     pt_kinds: dict[int, str] = {}
     clocks: dict[int, float] = {}
+    for ssrc, objs in _rtp_streams(sides):
+        kind = _last(objs, "kind")
+        if kind in ("video", "audio"):
+            ssrc_kinds[ssrc] = kind
+        for extra, label in (("rtxSsrc", "rtx"), ("fecSsrc", "fec")):
+            if isinstance(_last(objs, extra), int):
+                ssrc_kinds[_last(objs, extra)] = label
     for side in sides.values():
         if side is None:
             continue
-        for group in (side.outbound, side.inbound):
-            for ssrc, objs in group.items():
-                kind = _last(objs, "kind")
-                if kind in ("video", "audio"):
-                    ssrc_kinds[ssrc] = kind
-                for extra, label in (("rtxSsrc", "rtx"), ("fecSsrc", "fec")):
-                    if isinstance(_last(objs, extra), int):
-                        ssrc_kinds[_last(objs, extra)] = label
         for codec in side.codecs.values():
             mime = str(codec.get("mimeType", "")).lower()
             pt = codec["payloadType"]
@@ -150,14 +158,10 @@ def rtx_ssrcs(sides: dict[str, SideStats | None]) -> dict[int, int]:
     """Media SSRC -> the SSRC of its RTX stream (RFC 4588), as the sender's outbound-rtp and the receiver's
     inbound-rtp `rtxSsrc` name it."""
     out: dict[int, int] = {}
-    for side in sides.values():
-        if side is None:
-            continue
-        for group in (side.outbound, side.inbound):
-            for ssrc, objs in group.items():
-                rtx = _last(objs, "rtxSsrc")
-                if isinstance(rtx, int):
-                    out[ssrc] = rtx
+    for ssrc, objs in _rtp_streams(sides):
+        rtx = _last(objs, "rtxSsrc")
+        if isinstance(rtx, int):
+            out[ssrc] = rtx
     return out
 
 
