@@ -10,6 +10,7 @@ import { withNetwork, udpFlow, execIn, SKIP_NO_BOTTLENECK } from '../test-suppor
 import { joinCaptures, percentiles } from '../test-support/pcap.js';
 import { forwardCounts } from '../test-support/counts.js';
 import { umlUnavailable } from '../uml/guest.js';
+import { measure } from '../test-support/measure.js';
 
 /** Each backend under test and why it is skipped here, if it is. */
 const BACKENDS = /** @type {const} */ ([['userspace', SKIP_NO_BOTTLENECK], ['uml', umlUnavailable() ?? false]]);
@@ -64,6 +65,7 @@ for (const [backend, skip] of BACKENDS) {
   test(`${backend}: codel keeps an unresponsive overload's queuing delay near target by AQM drops`, opts, async (t) => {
     const r = await offer(backend, { kind: 'codel', target_ms: 5, interval_ms: 100 }, [{ kbit: 1300 }], false);
     t.diagnostic(`codel: ${fmt(r.udp[0])}; ${JSON.stringify(r.counts)}`);
+    measure(t, `codel.${backend}.p50_ms`, r.udp[0].p50_ms, 3);
     assert.ok(r.counts.aqm > 0, 'AQM drops');
     assert.equal(r.counts.tail, 0, 'no tail drops (limit 1000 packets never reached)');
     // Unresponsive traffic: CoDel's drop rate still climbs after 8 s, so the delay sits above target; a fifo of
@@ -74,6 +76,7 @@ for (const [backend, skip] of BACKENDS) {
   test(`${backend}: pie drives an unresponsive overload's queuing delay towards target`, opts, async (t) => {
     const r = await offer(backend, { kind: 'pie', target_ms: 15, tupdate_ms: 15 }, [{ kbit: 1300 }], false);
     t.diagnostic(`pie: ${fmt(r.udp[0])}; ${JSON.stringify(r.counts)}`);
+    measure(t, `pie.${backend}.p50_ms`, r.udp[0].p50_ms, 3);
     assert.ok(r.counts.aqm > 0, 'AQM drops');
     assert.ok(r.udp[0].p50_ms < 60, `median queuing delay ${r.udp[0].p50_ms} ms`);
   });
@@ -84,6 +87,7 @@ for (const [backend, skip] of BACKENDS) {
     const r = await offer(backend, { kind: 'fq_codel', target_ms: 13, interval_ms: 100 }, [{ kbit: 2000 }], true);
     const ping = /** @type {any} */ (r.icmp);
     t.diagnostic(`fq_codel: bulk ${fmt(r.udp[0])}; ping ${fmt(ping)}; ${JSON.stringify(r.counts)}`);
+    measure(t, `fq_codel.${backend}.ping_p95_ms`, ping.p95_ms, 3);
     assert.ok(ping.p95_ms < 12, `ping queuing delay p95 ${ping.p95_ms} ms`);
     assert.equal(ping.lost, 0);
     assert.ok(r.udp[0].p50_ms > ping.p50_ms, 'the bulk flow queues, the sparse flow does not');
@@ -93,6 +97,8 @@ for (const [backend, skip] of BACKENDS) {
     const r = await offer(backend, { kind: 'sfq', limit_ms: 300 }, [{ kbit: 2000 }], true);
     const ping = /** @type {any} */ (r.icmp);
     t.diagnostic(`sfq: bulk ${fmt(r.udp[0])}; ping ${fmt(ping)}; ${JSON.stringify(r.counts)}`);
+    measure(t, `sfq.${backend}.ping_p95_ms`, ping.p95_ms, 3);
+    measure(t, `sfq.${backend}.bulk_p50_ms`, r.udp[0].p50_ms, 3);
     assert.ok(ping.p95_ms < 25, `ping queuing delay p95 ${ping.p95_ms} ms (a few bulk packets' transmission)`);
     assert.equal(ping.lost, 0);
     assert.ok(r.udp[0].p50_ms > 100, `bulk flow queuing delay ${r.udp[0].p50_ms} ms (its own 300 ms queue)`);
@@ -103,9 +109,9 @@ for (const [backend, skip] of BACKENDS) {
     const r = await offer(backend, qdisc, [{ kbit: 300, tos: 46 << 2 }, { kbit: 1500 }], false);
     t.diagnostic(`prio: EF ${fmt(r.udp[0])}; best effort ${fmt(r.udp[1])}; ${JSON.stringify(r.counts)}`);
     assert.equal(r.udp[0].lost, 0, 'the priority class loses nothing');
-    t.diagnostic(`measure: prio.${backend}.ef_p50_ms=${r.udp[0].p50_ms}`);
-    t.diagnostic(`measure: prio.${backend}.ef_p95_ms=${r.udp[0].p95_ms}`);
-    t.diagnostic(`measure: prio.${backend}.be_p50_ms=${r.udp[1].p50_ms}`);
+    measure(t, `prio.${backend}.ef_p50_ms`, r.udp[0].p50_ms, 3);
+    measure(t, `prio.${backend}.ef_p95_ms`, r.udp[0].p95_ms, 3);
+    measure(t, `prio.${backend}.be_p50_ms`, r.udp[1].p50_ms, 3);
     // Served first: the priority class's median is its own bursts plus one packet in service. Its p95 also holds
     // the VM's stalls, which delay every class alike (131 ms once through the guest, on a new machine's first
     // fresh-clone CI, the real tier's three lanes loading it), so it is judged against best effort's own queue:

@@ -9,6 +9,7 @@ import { withNetwork } from '../test-support/net.js';
 import { readPcap } from '../test-support/pcap.js';
 import { planCrossTraffic } from '../cross.js';
 import { umlUnavailable } from '../uml/guest.js';
+import { measure } from '../test-support/measure.js';
 
 test('cross traffic plan: server in the receiver, client with -C, -P, --dscp, JSON log', () => {
   const p = planCrossTraffic({ kind: 'tcp', flows: 3, congestion_control: 'reno', direction: 'reverse', start_s: 10, stop_s: null, dscp: 10 }, 2, 60, '/r');
@@ -36,13 +37,14 @@ for (const backend of /** @type {const} */ (['kernel', 'uml'])) {
       const started = events.find((e) => e.event === 'cross_traffic_started');
       assert.ok(started, 'started event');
       const startLate_ms = started.t_ms - t0 - 1000;
-      t.diagnostic(`measure: cross.${backend}.start_late_ms=${startLate_ms}`);
+      measure(t, `cross.${backend}.start_late_ms`, startLate_ms);
       // A Node timer: on this 2-vCPU VM under a second test's load it fired up to ... ms late (bench/reliability/RESULTS.md).
       assert.ok(startLate_ms > -5 && startLate_ms < 250, `started ${started.t_ms - t0} ms after t0`);
       assert.ok(events.some((e) => e.event === 'cross_traffic_stopped' && e.exit_code === 0), 'client finished');
       const result = JSON.parse(readFileSync(join(runDir, 'iperf3-0.json'), 'utf8'));
       const mbps = result.end.sum_received.bits_per_second / 1e6;
       t.diagnostic(`iperf3: ${mbps.toFixed(2)} Mbit/s goodput, congestion ${result.end.sender_tcp_congestion}, ${result.start.connected.length} streams`);
+      measure(t, `cross.${backend}.goodput_mbps`, mbps, 3);
       assert.equal(result.end.sender_tcp_congestion, 'cubic');
       assert.equal(result.start.connected.length, 2);
       // Through the link, from the packets that reached b (not iperf3's per-second figures, which are the sender's
@@ -53,7 +55,7 @@ for (const backend of /** @type {const} */ (['kernel', 'uml'])) {
       const ns = atB.map((p) => Number(p.t_ns - atB[0].t_ns));
       const span_s = ns[ns.length - 1] / 1e9;
       const wire_mbps = atB.slice(1).reduce((sum, p) => sum + p.frame_len * 8, 0) / span_s / 1e6;
-      t.diagnostic(`measure: cross.${backend}.wire_mbps=${wire_mbps.toFixed(3)}`);
+      measure(t, `cross.${backend}.wire_mbps`, wire_mbps, 3);
       assert.ok(wire_mbps <= 10 * 1.02 + (3028 * 8) / span_s / 1e6, `${wire_mbps} Mbit/s on the wire at b over ${span_s} s, above the link's 10`);
       // Filling it: the median of the whole seconds at b, so one second lost to a stall of this VM (CI, 2026-11-24:
       // 3.36 Mbit/s over the 3 s, against 9.3-9.5 in other runs) is not read as TCP failing to fill the link. The
@@ -62,7 +64,7 @@ for (const backend of /** @type {const} */ (['kernel', 'uml'])) {
         .map((i) => atB.filter((_, j) => ns[j] >= i * 1e9 && ns[j] < (i + 1) * 1e9).reduce((sum, p) => sum + p.frame_len * 8, 0) / 1e6)
         .sort((a, b) => a - b);
       const median = perSecond[Math.floor(perSecond.length / 2)];
-      t.diagnostic(`measure: cross.${backend}.median_second_mbps=${median.toFixed(3)}`);
+      measure(t, `cross.${backend}.median_second_mbps`, median, 3);
       t.diagnostic(`at b per second (Mbit/s, sorted): ${perSecond.map((x) => x.toFixed(2)).join(' ')}`);
       assert.ok(mbps < 10, `goodput ${mbps} Mbit/s, above the link's 10`);
       assert.ok(perSecond.length >= 2 && median > 8.5, `median of the whole seconds at b ${median} Mbit/s`);

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { withNetwork, udpFlow, SKIP_NO_BOTTLENECK } from '../test-support/net.js';
 import { readPcap, readGtlog, joinCaptures, percentile, percentiles } from '../test-support/pcap.js';
 import { umlUnavailable } from '../uml/guest.js';
+import { measure } from '../test-support/measure.js';
 
 const KBIT = 1000;
 const SECONDS = 20; // with 10 s, one ~200 ms stall of a release (CI, 2026-11-23) was over 1% of the packets: p99 failed
@@ -68,6 +69,12 @@ test('userspace: UDP at 2 Mbit/s through 1 Mbit/s fifo 300 ms: wire rate within 
     const logDelays = records.filter((r) => r.event <= 1).map((r) => Number(r.tx_end_ns - r.arrival_ns) / 1e6);
     const logMax_ms = Math.max(...logDelays), logP999_ms = percentile(logDelays, 99.9);
     t.diagnostic(`userspace: rate ${u.rate_kbit.toFixed(1)} kbit/s, queuing delay at the captures p99 ${u.p99_qdelay_ms.toFixed(2)} max ${u.max_qdelay_ms.toFixed(2)} ms, in the log p99.9 ${logP999_ms.toFixed(2)} max ${logMax_ms.toFixed(2)} ms; sent ${u.sent}, received ${u.received}, capture drops a ${u.counts.a.dropped_by_kernel} b ${u.counts.b.dropped_by_kernel}`);
+    measure(t, 'fifo.userspace.rate_kbit', u.rate_kbit, 3);
+    measure(t, 'fifo.userspace.log_p999_ms', logP999_ms, 3);
+    measure(t, 'fifo.userspace.capture_p90_ms', u.p90_qdelay_ms, 3);
+    // What the kernel's and the guest's conformance tests compare with (their _diff_pct).
+    measure(t, 'fifo.userspace.median_rate_kbit', u.median_rate_kbit, 3);
+    measure(t, 'fifo.userspace.p50_qdelay_ms', u.p50_qdelay_ms, 3);
     assert.ok(Math.abs(u.rate_kbit - KBIT) / KBIT < 0.02, `rate ${u.rate_kbit} kbit/s`);
     assert.ok(Math.abs(logP999_ms - 300) < 3, `p99.9 queuing delay in the log ${logP999_ms} ms`);
     // At the captures, p90: the VM stalls a release now and then by 0.1-0.2 s (CI, 2026-11-23: 1% of a 10 s flood),
@@ -105,6 +112,7 @@ test('userspace: the ground-truth log agrees with the captures', { skip: SKIP_NO
     releaseErr.push(Math.abs(owd - Number(r.release_ns - r.arrival_ns) / 1e6));
   }
   const [modelP95] = percentiles(modelErr, [95]);
+  measure(t, 'fifo.userspace.model_err_p95_ms', modelP95, 4);
   const q = (/** @type {number[]} */ xs) => {
     const [p50, p95, p99] = percentiles(xs, [50, 95, 99]);
     return `p50 ${p50.toFixed(3)} p95 ${p95.toFixed(3)} p99 ${p99.toFixed(3)} max ${Math.max(...xs).toFixed(3)} ms`;
@@ -147,6 +155,11 @@ async function conformance(t, backend) {
   // rate, while the userspace run beside it was steady: a comparison of the two qdiscs, not of the VM's worst
   // moments. In overload nearly every packet finds the buffer full, so the median is the full buffer's delay.
   const rate = u ? u.median_rate_kbit : KBIT, qdelay = u ? u.p50_qdelay_ms : 299;
+  measure(t, `fifo.${backend}.median_rate_kbit`, k.median_rate_kbit, 3);
+  measure(t, `fifo.${backend}.p50_qdelay_ms`, k.p50_qdelay_ms, 3);
+  // The differences asserted, signed, against the userspace run when this process ran it, else the model.
+  measure(t, `fifo.${backend}.median_rate_diff_pct`, (100 * (k.median_rate_kbit - rate)) / rate, 3);
+  measure(t, `fifo.${backend}.p50_qdelay_diff_pct`, (100 * (k.p50_qdelay_ms - qdelay)) / qdelay, 3);
   assert.ok(Math.abs(k.median_rate_kbit - rate) / rate < 0.03, `median rates ${k.median_rate_kbit} vs ${rate}`);
   assert.ok(Math.abs(k.p50_qdelay_ms - qdelay) / qdelay < 0.03, `queuing delay p50 ${k.p50_qdelay_ms} vs ${qdelay}`);
   assert.equal(k.counts.b.dropped_by_kernel, 0);

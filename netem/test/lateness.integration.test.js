@@ -13,6 +13,7 @@ import { newRunDir, udpFlow, SKIP_NO_BOTTLENECK } from '../test-support/net.js';
 import { umlUnavailable } from '../uml/guest.js';
 import { LATENESS_LINK } from '../uml/lateness.js';
 import { validityChecks } from '../../harness/validity.js';
+import { measure } from '../test-support/measure.js';
 
 const STOP_MS = 300;
 const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
@@ -67,6 +68,7 @@ test('userspace: a 300 ms SIGSTOP of the forward bottleneck shows in its release
     const before = judge(net).checks.find((c) => c.name === 'bottleneck_lateness_bounded');
     t.diagnostic(`before: ${before?.ok}: ${before?.detail}`);
     const early = /** @type {Record<string, number>} */ (net.bottleneckCounters()?.forward);
+    measure(t, 'lateness.userspace.before_max_ms', early?.max_lateness_ms, 3);
     assert.ok(early.max_lateness_ms < STOP_MS / 3, `max lateness ${early.max_lateness_ms} ms before any stall`);
 
     const forward = net.backend.processes().find((p) => p.direction === 'forward');
@@ -76,6 +78,7 @@ test('userspace: a 300 ms SIGSTOP of the forward bottleneck shows in its release
     await sleep(300);
     const c = /** @type {Record<string, number>} */ (net.bottleneckCounters()?.forward);
     t.diagnostic(`forward counters after the stall: ${JSON.stringify(c)}`);
+    measure(t, 'lateness.userspace.after_max_ms', c?.max_lateness_ms, 3);
     assert.ok(c.max_lateness_ms >= STOP_MS * 0.8 && c.max_lateness_ms < STOP_MS * 3, `max lateness ${c.max_lateness_ms} ms after a ${STOP_MS} ms stop`);
     // Late by the stall: the packets already inside the bottleneck (its 25 ms delay line holds about 6 at 250 packets/s).
     // Those that waited in the kernel's queue are timed from when it read them unless the kernel stamps them
@@ -106,6 +109,10 @@ test('uml: a 300 ms SIGSTOP of the guest shows in its lateness probe (uml-timer.
     const before = judge(net);
     t.diagnostic(`before: ${before.checks.filter((c) => /lateness|uml_/.test(c.name)).map((c) => `${c.name} ${c.ok}: ${c.detail}`).join(' | ')}`);
     const early = net.guestHealth()?.timer;
+    measure(t, 'lateness.uml.before_answers_per_s', early && early.seconds ? early.samples / early.seconds : null, 3);
+    measure(t, 'lateness.uml.before_max_ms', early?.max_ms, 3);
+    const drops = net.guestHealth()?.drops?.drops;
+    measure(t, 'lateness.uml.before_drops_outside_qdisc', drops ? Object.values(drops).reduce((a, b) => a + b, 0) : null);
     // One request every interval_ms: 1000 / interval_ms answers a second.
     assert.ok(early && early.samples >= 0.7 * (1000 / LATENESS_LINK.interval_ms) * early.seconds && early.max_ms < STOP_MS / 3,
       `guest timer before any stall: ${JSON.stringify(early)}`);
@@ -120,6 +127,8 @@ test('uml: a 300 ms SIGSTOP of the guest shows in its lateness probe (uml-timer.
     const health = net.guestHealth();
     t.diagnostic(`guest health after the stall: ${JSON.stringify(health)}`);
     const timer = health?.timer;
+    measure(t, 'lateness.uml.after_max_ms', timer?.max_ms, 3);
+    measure(t, 'lateness.uml.late_100ms', timer?.late_100ms);
     assert.ok(timer && timer.max_ms >= STOP_MS * 0.8 && timer.max_ms < STOP_MS * 3, `guest timer max ${timer?.max_ms} ms after a ${STOP_MS} ms stop`);
     // Every ping sent during the stop is answered late, from the stop's length down: several over 100 ms.
     assert.ok(timer.late_100ms >= 5, `${timer.late_100ms} answers more than 100 ms late`);
@@ -139,6 +148,7 @@ test('uml: a 300 ms SIGSTOP of the guest shows in its lateness probe (uml-timer.
     const last = readFileSync(join(runDir, 'uml-links.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).pop();
     assert.ok(['r-eth0', 'r-eth1', 'lat0'].every((d) => d in last.devices), `devices ${Object.keys(last.devices)}`);
     // 2 s and 4 s at 250 packets/s left through r-eth1 (1500 packets), besides ARP.
+    measure(t, 'lateness.uml.r_eth1_tx_packets', last.devices['r-eth1']?.tx_packets);
     assert.ok(last.devices['r-eth1'].tx_packets >= 1400, `r-eth1 sent ${last.devices['r-eth1'].tx_packets} packets`);
   } finally {
     await net.down();
@@ -150,7 +160,9 @@ test('uml: the lateness probe stopped half way (SIGSTOP of its ping) is a run th
   try {
     const fromS = Date.now() / 1000 + 1;
     await udpFlow(net, { kbit: 1000, seconds: 3, len: 1000 });
-    const calm = judge(net, { fromS, toS: Date.now() / 1000 - 0.2 }).checks.find((c) => c.name === 'uml_probe_covered');
+    const calmSpan = { fromS, toS: Date.now() / 1000 - 0.2 };
+    const calm = judge(net, calmSpan).checks.find((c) => c.name === 'uml_probe_covered');
+    measure(t, 'probe.uml.before_max_silence_ms', net.guestHealth(calmSpan)?.coverage?.max_gap_ms, 1);
     t.diagnostic(`before: ${calm?.ok}: ${calm?.detail}`);
     assert.equal(calm?.ok, true, calm?.detail);
     // The probe's ping, which this process started (netem/uml/lateness.js), stopped for 2 s while the flow goes on.
@@ -170,6 +182,8 @@ test('uml: the lateness probe stopped half way (SIGSTOP of its ping) is a run th
     assert.equal(v.valid, false);
     assert.equal(check?.ok, false);
     const m = /silent for (\d+) ms from .* \((\d+\.\d) s into the call\), over the bound of 50 ms/.exec(check?.detail ?? '');
+    measure(t, 'probe.uml.silent_ms', m ? Number(m[1]) : null);
+    measure(t, 'probe.uml.gap_start_offset_s', m ? Number(m[2]) - (stoppedAt - fromS) : null, 3);
     assert.ok(m, check?.detail);
     assert.ok(Number(m[1]) >= 1900 && Number(m[1]) < 3000, `silent ${m[1]} ms for a 2 s stop`);
     assert.ok(Math.abs(Number(m[2]) - (stoppedAt - fromS)) < 0.3, `the gap from ${m[2]} s, stopped at ${(stoppedAt - fromS).toFixed(1)} s`);

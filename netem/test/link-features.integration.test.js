@@ -12,6 +12,7 @@ import { readPcap, readGtlog, joinCaptures, percentiles, badIpChecksums } from '
 import { forwardCounts } from '../test-support/counts.js';
 import { umlUnavailable } from '../uml/guest.js';
 import { MAX_STEP_LATE_MS, scheduleApplied } from '../../harness/validity.js';
+import { measure } from '../test-support/measure.js';
 
 const SKIP_UML = umlUnavailable() ?? false;
 /** Each backend that emulates the whole link (delay, jitter, loss, rate, discipline) and why it is skipped here. */
@@ -83,6 +84,7 @@ for (const backend of /** @type {const} */ (['kernel', 'userspace', 'uml'])) {
     // The rate before 4 s from the second after the flow started (the queue full by then), so a set-up that overran
     // t0 on a busy machine shortens the window instead of counting time before the flow as no traffic.
     const from_s = Math.max(1, flowStart_s + 1);
+    measure(t, `step.${backend}.flow_start_s`, flowStart_s, 3);
     assert.ok(from_s <= 3, `set-up overran the schedule's start by ${flowStart_s.toFixed(1)} s: no window before 4 s`);
     // The step is in force when the backend measured it applied (kernel and uml: when its staged tc had applied it; the
     // userspace bottleneck: from its time 0 + 4 s, its own record): the rate after it is measured from a second
@@ -93,16 +95,16 @@ for (const backend of /** @type {const} */ (['kernel', 'userspace', 'uml'])) {
     // past the 100 ms queue); a shorter one, a stall of the bottleneck with the packets it held released after it,
     // keeps its time, so the bunch that follows does not read as a faster link (1078 kbit/s with a 25 ms cut once).
     const before = busyRateKbit(b, t0_ms, from_s, 3.8, 50), after = busyRateKbit(b, t0_ms, after_from, 7.5, 50);
-    t.diagnostic(`measure: step.${backend}.before_kbit=${before.toFixed(1)}`);
-    t.diagnostic(`measure: step.${backend}.after_kbit=${after.toFixed(1)}`);
-    t.diagnostic(`measure: step.${backend}.offered_after_kbit=${rateKbit(b, t0_ms, after_from, 7.5).toFixed(1)}`);
-    t.diagnostic(`measure: step.${backend}.late_s=${(changedAt_s - 4).toFixed(3)}`);
+    measure(t, `step.${backend}.before_kbit`, before, 1);
+    measure(t, `step.${backend}.after_kbit`, after, 1);
+    measure(t, `step.${backend}.offered_after_kbit`, rateKbit(b, t0_ms, after_from, 7.5), 1);
+    measure(t, `step.${backend}.late_s`, changedAt_s - 4, 3);
     // The step on the wire, from the capture alone: the centre of the first 300 ms window after 3 s with over 1.5 Mbit/s
     // at b (the queue is full, so the rate at b is the link's); a step at 4.0 s crosses it at 4.0. 300 ms, not 100: a
     // 100 ms window after a stall of the VM holds the packets released late too (the step read at 3.00 s once).
     let wire_s = 3;
     while (wire_s < 7.5 && rateKbit(b, t0_ms, wire_s - 0.15, wire_s + 0.15) <= 1500) wire_s += 0.025;
-    t.diagnostic(`measure: step.${backend}.wire_s=${wire_s.toFixed(3)}`);
+    measure(t, `step.${backend}.wire_s`, wire_s, 3);
     t.diagnostic(`${backend}: ${before.toFixed(0)} kbit/s in ${from_s.toFixed(1)}-3.8 s; the step applied ${late_s.toFixed(3)} s after 4 s, ` +
       `on the wire at ${wire_s.toFixed(2)} s; ${after.toFixed(0)} kbit/s in ${after_from.toFixed(1)}-7.5 s`);
     // On the wire within a quarter second of its time, for every backend (uml: staged ahead, UmlBackend.startSchedules;
@@ -116,6 +118,7 @@ for (const backend of /** @type {const} */ (['kernel', 'userspace', 'uml'])) {
     // that makes a run invalid (harness/validity.js schedule_applied), and on the same clock as the wire's step.
     const step = events.find((e) => e.event === 'capacity_change' && e.kbit === 2000);
     t.diagnostic(`${backend}: applied ${step.late_ms} ms after its time (scheduled_ns ${step.scheduled_ns}, applied_ns ${step.applied_ns})`);
+    measure(t, `step.${backend}.wire_minus_applied_s`, typeof step?.late_ms === 'number' ? wire_s - (4 + step.late_ms / 1000) : null, 3);
     assert.equal(typeof step.applied_ns, 'number', 'applied_ns measured');
     assert.equal(step.scheduled_ns, Math.round((t0_ms + 4000) * 1e6));
     assert.ok(Math.abs(wire_s - (4 + step.late_ms / 1000)) <= 0.15, `on the wire at ${wire_s.toFixed(2)} s, applied at ${4 + step.late_ms / 1000} s`);
@@ -135,6 +138,7 @@ for (const backend of /** @type {const} */ (['kernel', 'userspace', 'uml'])) {
       const tbf = last.find((/** @type {any} */ q) => q.kind === 'tbf' && q.dev === 'r-eth1');
       const child = last.find((/** @type {any} */ q) => q.kind === 'bfifo' && q.dev === 'r-eth1');
       t.diagnostic(`${stats.length} qdisc samples; bfifo drops ${child?.drops}, tbf rate ${tbf?.options?.rate} bytes/s`);
+      measure(t, `step.${backend}.qdisc_samples`, stats.length);
       assert.ok(stats.length >= 10, 'sampled every 500 ms');
       assert.ok(child.drops > 0, 'drops counted');
       assert.equal(tbf.options.rate, 250000, 'TBF changed to 2 Mbit/s');
@@ -244,6 +248,8 @@ for (const [backend, skip] of BACKENDS) {
       const reordered = arrivals.filter((r, i) => i > 0 && /** @type {number} */ (rank.get(r)) < /** @type {number} */ (rank.get(arrivals[i - 1]))).length;
       const [p50, p90, p99] = percentiles(owd, [50, 90, 99]);
       t.diagnostic(`${b.length} packets: one-way delay min ${Math.min(...owd).toFixed(2)} p50 ${p50.toFixed(2)} p90 ${p90.toFixed(2)} p99 ${p99.toFixed(2)} max ${Math.max(...owd).toFixed(2)} ms, ${reordered} reordered`);
+      measure(t, `jitter.${backend}.min_owd_ms`, Math.min(...owd), 3);
+      measure(t, `jitter.${backend}.p90_owd_ms`, p90, 3);
       assert.equal(b.length, a.length);
       assert.equal(delivered.length, joined.length, 'every packet that left a arrived at b, and nothing else did');
       assert.ok(Math.min(...owd) >= 10 && Math.min(...owd) < 11, `min ${Math.min(...owd)}`);
@@ -288,6 +294,9 @@ for (const [backend, skip] of BACKENDS) {
     const [before, during, after] = [owdIn(0.5, 1.75), owdIn(2.25, 3.75), owdIn(4.25, 5.5)];
     const range = (/** @type {number[]} */ xs) => `${Math.min(...xs).toFixed(1)}-${Math.max(...xs).toFixed(1)} ms (${xs.length})`;
     t.diagnostic(`${backend}: one-way delay ${range(before)} before 2 s, ${range(during)} in 2-4 s, ${range(after)} after 4 s`);
+    for (const [name, xs] of /** @type {const} */ ([['before', before], ['during', during], ['after', after]])) {
+      measure(t, `delay_step.${backend}.${name}_p50_ms`, xs.length ? percentiles(xs, [50])[0] : null, 3);
+    }
     for (const [xs, want] of /** @type {const} */ ([[before, 25], [during, 75], [after, 10]])) {
       assert.ok(xs.length > 50, `packets in the window: ${xs.length}`);
       assert.ok(percentiles(xs, [50])[0] >= want && percentiles(xs, [50])[0] < want + 2, `median ${percentiles(xs, [50])[0]}, want ${want}`);
@@ -297,6 +306,7 @@ for (const [backend, skip] of BACKENDS) {
     assert.ok(recv.every((x, i) => i === 0 || x >= recv[i - 1]), 'reordered after the lower step');
     for (const ms of [75, 10]) {
       const e = events.find((x) => x.event === 'delay_change' && x.delay_ms === ms);
+      measure(t, `delay_step.${backend}.to${ms}_late_ms`, e?.late_ms, 3);
       assert.ok(e?.ok, `delay_change to ${ms} ms`);
       assert.ok(typeof e.applied_ns === 'number' && e.late_ms >= 0, `delay_change to ${ms} ms applied ${e.late_ms} ms late`);
       // uml: see the capacity schedule's test.

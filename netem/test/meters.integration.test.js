@@ -14,6 +14,7 @@ import { kernelNeeds } from '../kernel.js';
 import { forwardCounts } from '../test-support/counts.js';
 import { readPcap } from '../test-support/pcap.js';
 import { umlUnavailable } from '../uml/guest.js';
+import { measure } from '../test-support/measure.js';
 
 const ECT = (/** @type {number | null} */ e) => e === 1 || e === 2;
 
@@ -91,6 +92,8 @@ test('ECN group marking: every CE at b is a mark in the log and the ECN-capable 
         `captures ${seen}, disagreements ${disagree}; meter's own count ${meterMarks}; rate at b per second (kbit/s) ` +
         `${rates.map((x) => x.toFixed(0)).join(' ')}, mean ${mean.toFixed(0)} against a ${limit_kbit} kbit/s band; ` +
         `fraction mean ${(fractions.reduce((a, b) => a + b, 0) / fractions.length).toFixed(3)}`);
+      measure(t, 'group_marking.userspace.ce_marks', logged);
+      measure(t, 'group_marking.userspace.mean_kbit', mean, 3);
       assert.ok(ect > rows.length * 0.9, `the flow is ECN-capable: ${ect} of ${rows.length} packets ECT`);
       assert.ok(logged > 20, `the controller marked (${logged} marks)`);
       assert.equal(disagree, 0, 'every CE at b is a logged mark and every logged mark arrived CE');
@@ -123,6 +126,8 @@ test('demote: the log puts the flow in the best-effort band exactly during the h
       });
       const demoted = udp.filter((r) => r.band === 1).length;
       t.diagnostic(`${udp.length} UDP packets, ${demoted} in band 1, ${holds.length} holds; band disagreeing with the holds: ${wrong.length}`);
+      measure(t, 'demote.userspace.holds', holds.length);
+      measure(t, 'demote.userspace.demoted_fraction', udp.length ? demoted / udp.length : null, 4);
       assert.ok(holds.length >= 3, `3 Mbit/s over a 2 Mbit/s band for 4 s: holds renewed (${holds.length})`);
       assert.ok(demoted > udp.length / 2);
       assert.equal(wrong.length, 0);
@@ -155,6 +160,7 @@ test('CoDel, PIE and FQ-CoDel with ecn mark an ECN-capable CUBIC flow instead of
         const marks = records.filter((r) => r.event === 1 && ECT(r.ecn_in)).length;
         const aqmDropsOfEct = records.filter((r) => r.event === 3 && ECT(r.ecn_in)).length;
         t.diagnostic(`${qdisc.kind}: ${rows.length} data packets joined, ${marks} CE marks in the log, ${aqmDropsOfEct} AQM drops of ECT packets, ${disagree} disagreements`);
+        measure(t, `ecn_aqm.userspace.${qdisc.kind}_ce_marks`, marks);
         assert.ok(marks > 0, `${qdisc.kind} marked`);
         assert.equal(disagree, 0);
         // PIE drops instead of marking once its probability passes 10% (RFC 8033 5.1); CoDel and FQ-CoDel never drop ECT.
@@ -183,6 +189,7 @@ test('uml: Linux\'s CoDel, PIE and FQ-CoDel with ecn mark an ECN-capable CUBIC f
         const ceAtB = atB.filter((p) => p.ecn === 3).length;
         const ectAtA = atA.filter((p) => ECT(p.ecn)).length, ectOrCeAtB = atB.filter((p) => p.ecn !== 0).length;
         t.diagnostic(`${qdisc.kind}: ${JSON.stringify(counts)}, ${ceAtB} CE packets at b; ECT packets ${ectAtA} at a, ${ectOrCeAtB} ECT or CE at b; not-ECT ${atA.length - ectAtA} at a`);
+        measure(t, `ecn_aqm.uml.${qdisc.kind}_ce_marks`, counts.ce);
         assert.ok(counts.ce > 0, `${qdisc.kind} marked`);
         assert.equal(ceAtB, counts.ce, 'every mark Linux counts arrives at b, and no other');
         // As above: PIE drops instead of marking above 10 % probability; CoDel and FQ-CoDel never drop ECT. Linux

@@ -8,6 +8,7 @@ import { newId } from '../names.js';
 import { withNetwork, execIn, newRunDir, SKIP_NO_BOTTLENECK } from '../test-support/net.js';
 import { leftovers, runPids } from '../test-support/leftovers.js';
 import { percentile } from '../test-support/pcap.js';
+import { measure } from '../test-support/measure.js';
 
 /** Delay 0 and a rate: runs under the kernel backend on any kernel with TBF (no bottleneck binary needed). */
 const KERNEL_OK = { network: { forward: { delay_ms: 0, rate: { kbit: 10000 }, qdisc: { kind: 'fifo', limit_ms: 100 } }, reverse: { delay_ms: 0 } } };
@@ -71,6 +72,7 @@ test('userspace: ping RTT (median) is 50 +- 0.5 ms with 25 ms each way and no lo
     const avg = rtts.reduce((s, x) => s + x, 0) / rtts.length;
     const median = percentile(rtts, 50);
     t.diagnostic(`RTT median ${median.toFixed(3)} avg ${avg.toFixed(3)} ms, min ${Math.min(...rtts)} max ${Math.max(...rtts)} over ${rtts.length}`);
+    measure(t, 'ping.userspace.rtt_median_ms', median, 3);
     assert.equal(rtts.length, 20);
     // The token bucket (3028 bytes) is full when a lone ping arrives, so it is not held for its transmission time.
     // The median: one ping caught in a stall of this VM (0.1-0.2 s at times) would move the mean of 20 by 5-10 ms.

@@ -14,6 +14,7 @@ import { execIn, newRunDir, udpFlow } from '../test-support/net.js';
 import { leftovers, runPids } from '../test-support/leftovers.js';
 import { percentile } from '../test-support/pcap.js';
 import { umlUnavailable, guestDir, guestRun, channelDir } from '../uml/guest.js';
+import { measure } from '../test-support/measure.js';
 
 const SKIP = umlUnavailable() ?? false;
 const CLI = fileURLToPath(new URL('../cli.js', import.meta.url));
@@ -56,6 +57,7 @@ test('uml: netem delay, TBF rate with fifo drops, FQ-CoDel statistics in the gue
     const rtts = [...out.matchAll(/time=([\d.]+) ms/g)].map((m) => Number(m[1]));
     const median = percentile(rtts, 50);
     t.diagnostic(`RTT median ${median.toFixed(3)} ms, min ${Math.min(...rtts)} max ${Math.max(...rtts)} over ${rtts.length}`);
+    measure(t, 'ping.uml.rtt_median_ms', median, 3);
     assert.equal(rtts.length, 20);
     // The guest's timers and forwarding add a fraction of a millisecond; a stall of this shared VM moves single pings,
     // not the median.
@@ -68,6 +70,7 @@ test('uml: netem delay, TBF rate with fifo drops, FQ-CoDel statistics in the gue
     assert.ok(recv, `no receiver line in iperf3's output:\n${iperf}`);
     const kbit = Number(recv[1]) * (recv[2] === 'M' ? 1000 : 1);
     t.diagnostic(`iperf3 UDP 8000 kbit/s offered, ${kbit} kbit/s received (TBF 4000 kbit/s)`);
+    measure(t, 'tbf.uml.received_kbit', kbit, 3);
     assert.ok(kbit > 4000 * 0.85 && kbit < 4000 * 1.05, `received ${kbit} kbit/s through a 4000 kbit/s TBF`);
     const shown = await guestRun(channelDir(id), ['tc', '-s', '-j', 'qdisc', 'show']);
     assert.equal(shown.code, 0, shown.stderr);
