@@ -16,6 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from measures import measure
 from rtclab import analyze, dashboard, metrics_schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,15 +43,18 @@ def test_a_real_call_records_and_joins_its_event_logs(default_call_run):
     cc = m["congestion_controller"]
     a = cc["sides"]["a"]
     assert a["format_version"] == 2 and a["truncated_bytes"] == 0
+    measure("eventlog.default.join_rate", a["join"].get("join_rate"), 5)
     assert a["join"]["join_rate"] >= 0.999, a["join"]
     # The default call's media goes a -> b only (call.direction forward): b logs no outgoing RTP to join.
     assert cc["sides"]["b"]["join"]["matched"] == 0
     fb = a["feedback"]
     assert fb["messages"] > 0 and fb["received_not_delivered"] == 0, fb
     assert a["controller"]["delay_based_updates"] > 0
+    measure("eventlog.default.detector_state_s", sum(a["controller"]["detector_state_s"].values()), 3)
     assert sum(a["controller"]["detector_state_s"].values()) > 5
     assert isinstance(cc["n_dd"], int)
     # Measured 97.6% (log send times) on this machine; far below it the replay no longer follows Chrome's filter.
+    measure("eventlog.default.update_agreement", a["replay"].get("update_agreement"), 4)
     assert a["replay"]["update_agreement"] >= 0.8, a["replay"]
     # Every joined packet carries Chrome's send time in packets.parquet.
     sent = pq.read_table(run / "packets.parquet", columns=["chrome_send_ns"]).column("chrome_send_ns")

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from measures import measure, measure_run_timing
 from rtclab import analyze, freezes, getstats, report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,6 +34,7 @@ pytestmark = [
 def test_a_real_call_numbers_and_joins_the_frames_it_shows(default_call_run):
     run = default_call_run
     manifest = json.loads((run / "manifest.json").read_text())
+    measure_run_timing("frames.default", run)
     assert manifest["validity"]["valid"], manifest["validity"]
     lines = [json.loads(x) for x in (run / "frames-b.jsonl").read_text().splitlines()]
     assert lines[0]["kind"] == "header" and lines[0]["read_every"] == 1
@@ -41,6 +43,13 @@ def test_a_real_call_numbers_and_joins_the_frames_it_shows(default_call_run):
 
     m, _ = analyze.analyze(run, run_tshark=False)
     b = m["frames"]["b"]
+    measure("frames.default.records_per_s", b["records"] / m["run"]["duration_s"], 3)
+    measure("frames.default.numbered_ratio", b.get("numbered_ratio"), 5)
+    measure("frames.default.joined_ratio", b.get("joined_ratio"), 5)
+    measure("frames.default.with_capture_time_ratio",
+            b["with_capture_time"] / b["records"] if b["records"] else None, 5)
+    measure("frames.default.number_jumps_ratio", b["number_jumps"] / b["numbered"] if b["numbered"] else None, 5)
+    measure("frames.default.g2g_p50_ms", b["glass_to_glass_ms"].get("p50"), 3)
     # About 30 fps for 30 s: far fewer would mean the page missed frames or the call stalled.
     assert b["records"] >= 0.7 * 30 * m["run"]["duration_s"], b["records"]
     assert b["read"] == b["records"]
@@ -149,9 +158,12 @@ def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(t
     inside = [f for f in fz["list"] if f["start_s"] < 14.0 and f["start_s"] + f["duration_ms"] / 1000 > 12.0]
     covered_s = sum(min(14.0, f["start_s"] + f["duration_ms"] / 1000) - max(12.0, f["start_s"]) for f in inside)
     outage = [f for f in inside if f["duration_ms"] >= 1000]
-    print(f"measure: outage.freeze_start_s={outage[0]['start_s'] if outage else float('nan'):.3f}")
-    print(f"measure: outage.freeze_ms={outage[0]['duration_ms'] if outage else float('nan'):.1f}")
-    print(f"measure: outage.covered_s={covered_s:.3f}")
+    measure("outage.freeze_start_s", outage[0]["start_s"] if outage else None, 3)
+    measure("outage.freeze_ms", outage[0]["duration_ms"] if outage else None, 1)
+    measure("outage.covered_s", covered_s, 3)
+    measure("outage.longest_inside_ms", max((f["duration_ms"] for f in inside), default=None), 1)
+    early = [f for f in fz["list"] if f["duration_ms"] >= 1000 and f["start_s"] < 11.5]
+    measure("outage.early_long_freezes", len(early), 0)
     assert covered_s >= 1.0, fz
     assert all(f["duration_ms"] <= 4000 for f in inside), fz
     assert not [f for f in fz["list"] if f["duration_ms"] >= 1000 and f["start_s"] < 11.5], fz
@@ -168,13 +180,20 @@ def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(t
           f"{g['freezes_ms']:.0f} ms; as Chrome counts {ac[0]}, {ac[1]:.0f} ms "
           f"({fz['as_chrome']['put_back_frames']} frames put back); as shown {g['record_freeze_count']}, "
           f"{g['record_freezes_ms']:.0f} ms; frames presented {g['presented']}, decoded {g['frames_decoded']:.0f}")
-    print(f"measure: outage.as_chrome_count_diff={ac[0] - g['freeze_count']:.0f}")
-    print(f"measure: outage.as_chrome_ms_diff_pct={100 * (ac[1] - g['freezes_ms']) / g['freezes_ms']:.2f}")
+    measure("outage.as_chrome_count_diff", ac[0] - g["freeze_count"], 0)
+    measure("outage.as_chrome_ms_diff_pct",
+            100 * (ac[1] - g["freezes_ms"]) / g["freezes_ms"] if g["freezes_ms"] else None, 2)
+    measure("outage.getstats_freezes_ms", g["freezes_ms"], 1)
+    measure("outage.getstats_to_covered_ratio", g["freezes_ms"] / (covered_s * 1000) if covered_s else None, 4)
     assert g["freezes_ms"] >= 0.9 * covered_s * 1000, g
     # The frames put back are exactly those getStats decoded and the page did not present, over the span.
     assert fz["as_chrome"]["put_back_frames"] == max(0, g["frames_decoded"] - g["presented"]), g
     around = outage_window_freezes(run, m, 10.0, 17.0)
     print(f"freeze time in 10-17 s: getStats {around['freezes_ms']} ms, record {around['record_freezes_ms']} ms")
+    measure("outage.window_getstats_freezes_ms", around["freezes_ms"], 1)
+    measure("outage.window_record_freezes_ms", around["record_freezes_ms"], 1)
+    measure("outage.window_diff_pct", 100 * (around["record_freezes_ms"] - around["freezes_ms"]) / around["freezes_ms"]
+            if around["freezes_ms"] else None, 2)
     assert abs(around["freezes_ms"] - around["record_freezes_ms"]) <= 0.1 * around["freezes_ms"], around
 
     q = m["frames"]["b"]["quality"]
@@ -188,6 +207,10 @@ def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(t
           f"{mean(full, 'ssim'):.4f}, sizes {sorted({(r['width'], r['height']) for r in full})}; at 300 kbit/s: "
           f"{len(low)} frames, PSNR {mean(low, 'psnr_db'):.2f} dB, SSIM {mean(low, 'ssim'):.4f}, sizes "
           f"{sorted({(r['width'], r['height']) for r in low})}")
+    measure("outage.full_sampled_frames", len(full), 0)
+    measure("outage.low_sampled_frames", len(low), 0)
+    measure("outage.psnr_gain_db", mean(full, "psnr_db") - mean(low, "psnr_db"), 3)
+    measure("outage.ssim_gain", mean(full, "ssim") - mean(low, "ssim"), 5)
     assert q["sample_every"] == 5 and len(full) >= 10 and len(low) >= 10, (len(full), len(low))
     assert mean(full, "psnr_db") > mean(low, "psnr_db")
     assert mean(full, "ssim") > mean(low, "ssim")
@@ -202,9 +225,11 @@ def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(t
     print(f"network part of glass-to-glass: median {med(before, 1):.1f} ms in 27-30.75 s ({len(before)} frames), "
           f"{med(after, 1):.1f} ms in 31.25-37 s ({len(after)}); without the packets' queuing delay "
           f"{med(before, 2):.1f} -> {med(after, 2):.1f} ms")
+    measure("outage.step_before_frames", len(before), 0)
+    measure("outage.step_after_frames", len(after), 0)
     assert len(before) >= 10 and len(after) >= 10, (len(before), len(after))
-    print(f"measure: outage.step_net_ms={step_net:.2f}")
-    print(f"measure: outage.step_raw_ms={step_raw:.2f}")
+    measure("outage.step_net_ms", step_net, 2)
+    measure("outage.step_raw_ms", step_raw, 2)
     # The step itself, with the packets' own queuing delay taken out: the 100 ms the scenario asked for. The raw part
     # (with the queue) is printed, not asserted: GCC may drain the queue across the step (41.2 ms once, on a new
     # machine's first fresh-clone CI), which is the call's doing, not the emulator's.

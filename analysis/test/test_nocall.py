@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from measures import measure, measure_run_timing
 from rtclab import synth
 from rtclab.study import studydir
 from rtclab_study import plan as planmod
@@ -197,6 +198,7 @@ def test_a_real_run_without_a_call(tmp_path: Path) -> None:
     wall_s = time.monotonic() - t
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "complete", r.stderr
+    measure_run_timing("nocall.real", out)
     # Valid, or invalid by nothing but a release the host held back past the bound (a stall of the VM: the check is
     # right to fail the run, and it is not what this test is about; one run in many here had a 20.6 ms release).
     failed = {c["name"] for c in manifest["validity"]["checks"] if c["ok"] is False}
@@ -234,6 +236,8 @@ def test_a_real_run_without_a_call(tmp_path: Path) -> None:
         assert f["ecn"]["received"]["ce"] == pytest.approx(w["ce"], abs=3), (port, f["ecn"], w["ce"])
         assert f["ecn"]["ect_delivered"] > 0
     # Both flows share the 8 Mbit/s link: together they fill most of it.
+    measure("nocall.real.tcp_sum_mbps",
+            sum(f["throughput_bps"]["mean"] for f in ours if int(f["src"].rsplit(":", 1)[1]) in data) / 1e6, 3)
     assert sum(f["throughput_bps"]["mean"] for f in ours if int(f["src"].rsplit(":", 1)[1]) in data) > 0.7 * 8e6
     # CoDel with ECN marks instead of dropping: the flows saw CE, and the ground-truth log agrees with the capture.
     assert sum(w["ce"] for w in data.values()) > 0
@@ -279,6 +283,7 @@ def test_an_interrupted_run_without_a_call_keeps_what_it_recorded(tmp_path: Path
     r = analyse(out, "-q", "--no-dashboard")
     assert r.returncode == 0, r.stderr
     m = json.loads((out / "metrics.json").read_text())
+    measure("nocall.interrupted.duration_s", m["run"].get("duration_s"), 3)
     assert m["run"]["calls"] == 0 and 2 < m["run"]["duration_s"] < 10
     assert any(f["protocol"] == "tcp" and f["packets_received"] > 100 for f in m["flows"])
     assert f"rtclab-{manifest['id']}-" not in subprocess.run(["ip", "netns", "list"], capture_output=True,

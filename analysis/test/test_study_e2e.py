@@ -28,6 +28,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from measures import measure
+
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [
@@ -198,6 +200,8 @@ def check_accounting(out: Path, second_dir: str, second_status: str) -> None:
         assert p["n_runs"] == len([r for r in used if r["point"] == p["name"]])
         video = (p["flows"].get("forward:video") or {}).get("all") or {}
         if p["n_runs"]:
+            mean_bps = (video.get("throughput_bps") or {}).get("mean")
+            measure("study.e2e.point_video_kbps", mean_bps / 1000 if isinstance(mean_bps, (int, float)) else None, 3)
             assert video["throughput_bps"]["n"] == p["n_runs"], video
             assert video["throughput_bps"]["mean"] > 50_000
             assert video["queuing_delay_ms_mean"]["n"] == p["n_runs"]

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { startSignalingServer } from '../../signaling/server.js';
 import { defaultRouteAddress, makeClip, openPeer, removeDir } from '../test-support/peers.js';
 import { scenarioCall } from '../test-support/scenario.js';
+import { measure } from '../../netem/test-support/measure.js';
 
 const CONNECT_LIMIT_MS = 10_000;
 /** Browser start-up, page load and getUserMedia of both peers, on a busy machine. */
@@ -69,6 +70,8 @@ async function withCall(t, { room, call, getstats_interval_ms, media_ms }, inspe
     assert.ok(Number.isFinite(connected_ms), `not connected: ${peers.map((p) => p.logTail()).join(' || ')}`);
     const connect_ms = connected_ms - bothJoined();
     t.diagnostic(`launch to both connected ${connected_ms - started_ms} ms; both joined to both connected ${connect_ms} ms`);
+    measure(t, `client.${room}.launch_ms`, connected_ms - started_ms);
+    measure(t, `client.${room}.connect_ms`, connect_ms);
     assert.ok(connect_ms < CONNECT_LIMIT_MS, `connected ${connect_ms} ms after both joined`);
     await new Promise((resolve) => setTimeout(resolve, media_ms));
     await inspect(peers, { started_ms, connected_ms });
@@ -89,6 +92,10 @@ test('VP8 call: connects, streams full getStats at the interval, decodes video, 
         const samples = statsOf(peer);
         const gaps_ms = samples.slice(1).map((s, i) => s.t_ms - samples[i].t_ms);
         t.diagnostic(`${samples.length} samples, median gap ${median(gaps_ms)} ms, max ${Math.max(...gaps_ms)} ms`);
+        const role = peers.indexOf(peer) === 0 ? 'caller' : 'callee';
+        measure(t, `client.vp8.${role}_stats_samples`, samples.length);
+        measure(t, `client.vp8.${role}_median_gap_ms`, gaps_ms.length ? median(gaps_ms) : null);
+        measure(t, `client.vp8.${role}_max_gap_ms`, gaps_ms.length ? Math.max(...gaps_ms) : null);
         assert.ok(samples.length >= 15, `only ${samples.length} stats samples`);
         assert.ok(Math.abs(median(gaps_ms) - interval_ms) <= 30, `median gap ${median(gaps_ms)} ms, wanted ${interval_ms}`);
         // Other work on the 2 shared cores can delay one sample; a lost cadence would show in the median.
@@ -136,10 +143,12 @@ test('VP8 call: connects, streams full getStats at the interval, decodes video, 
 
       // Hang-up: the caller's bye closes the callee.
       const [caller, callee] = peers;
+      const byeAt_ms = Date.now();
       await caller.page.evaluate(() => /** @type {any} */ (window).rtclab.call.hangup('test over'));
       const deadline_ms = Date.now() + 3000;
       const closedState = () => callee.reports.find((r) => r.kind === 'state' && r.payload.event === 'closed');
       while (!closedState() && Date.now() < deadline_ms) await new Promise((resolve) => setTimeout(resolve, 50));
+      measure(t, 'client.vp8.hangup_ms', closedState() ? closedState()?.payload.t_ms - byeAt_ms : null);
       assert.match(closedState()?.payload.reason ?? '', /peer said bye: test over/);
     });
 });

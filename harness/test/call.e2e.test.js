@@ -9,6 +9,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { readPcap } from '../../netem/test-support/pcap.js';
+import { measure } from '../../netem/test-support/measure.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cli = path.join(repoRoot, 'harness', 'cli.js');
@@ -49,8 +50,47 @@ const callStarted = (dir) => {
 };
 const manifestOf = (/** @type {string} */ dir) => JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
 const jsonl = (/** @type {string} */ file) => fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+/** A JSONL file's last line, or null when the file is missing or empty. @param {string} file */
+const lastLine = (file) => (fs.existsSync(file) && fs.statSync(file).size > 0 ? jsonl(file).at(-1) : null);
 
-test('a 22 s call through the default scenario: captures, getStats, a valid manifest, the rate under the capacity', { timeout: 240_000 }, async () => {
+/**
+ * The values behind the default call's timing checks (harness/validity.js; their bounds in harness/validity-bounds.json
+ * and docs/harness.md, "Validity checks"), as the run recorded them: the host's CPU over the call, the connect time,
+ * and each bottleneck's release lateness (its stats file's last line, written at its exit: the whole run).
+ * @param {import('node:test').TestContext} t @param {string} out @param {any} manifest
+ */
+function measureValidity(t, out, manifest) {
+  measure(t, 'call.default.host_cpu_busy_fraction', manifest.host_cpu_busy_fraction, 4);
+  const connected = jsonl(path.join(out, 'events.jsonl')).find((e) => e.event === 'call_connected');
+  measure(t, 'call.default.connect_s', connected?.seconds_after_pages_loaded, 3);
+  for (const direction of ['forward', 'reverse']) {
+    const c = lastLine(path.join(out, `bottleneck-${direction}.stats.jsonl`));
+    measure(t, `call.default.${direction}_max_lateness_ms`, c?.max_lateness_ms, 3);
+    measure(t, `call.default.${direction}_late_10ms_pct`, c?.forwarded ? (100 * c.released_late_10ms) / c.forwarded : null, 4);
+    measure(t, `call.default.${direction}_late_100ms`, c?.released_late_100ms);
+  }
+}
+
+/**
+ * The differences the analyzer's cross-checks hold against their tolerances (analysis/rtclab/crosscheck.py):
+ * |getStats - pcap| lost packets, |ours - tshark's| maximum jitter, p99 |OWD - time in the bottleneck|, p99
+ * |queuing delay - (tx_end - arrival)|.
+ * @param {import('node:test').TestContext} t @param {any[]} crosschecks
+ */
+function measureCrosschecks(t, crosschecks) {
+  for (const c of crosschecks) {
+    const [kind, direction, media] = c.name.split(':');
+    const v = c.values ?? {};
+    const absDiff = (/** @type {any} */ x, /** @type {any} */ y) => (typeof x === 'number' && typeof y === 'number' ? Math.abs(x - y) : null);
+    if (kind === 'loss_vs_getstats') measure(t, `call.default.loss_vs_getstats_${direction}_${media}_pkts`, absDiff(v.getstats, v.pcap));
+    else if (kind === 'jitter_vs_tshark') {
+      measure(t, `call.default.jitter_vs_tshark_${direction}_${media}_ms`, absDiff(v.ours?.max_tshark_rule, v.tshark?.max_jitter_ms), 4);
+    } else if (kind === 'owd_vs_ground_truth') measure(t, 'call.default.owd_vs_ground_truth_p99_ms', v.owd_minus_time_in_router_ms?.p99_abs, 4);
+    else if (kind === 'queuing_delay_vs_ground_truth') measure(t, 'call.default.queuing_delay_vs_ground_truth_p99_ms', v.p99_abs_difference_ms, 4);
+  }
+}
+
+test('a 22 s call through the default scenario: captures, getStats, a valid manifest, the rate under the capacity', { timeout: 240_000 }, async (t) => {
   // Under scripts/test.sh the run stays for the analyzer's real-call tests, which read this call instead of placing
   // one of their own (analysis/test/conftest.py, default_call_run).
   const shared = process.env.RTCLAB_TEST_SHARED_RUNS;
@@ -59,6 +99,7 @@ test('a 22 s call through the default scenario: captures, getStats, a valid mani
   const manifest = manifestOf(out);
   assert.equal(manifest.status, 'complete', stderr);
   assert.equal(manifest.format_version, 3);
+  measureValidity(t, out, manifest);
   assert.equal(manifest.validity.valid, true, JSON.stringify(manifest.validity, null, 1));
   // The userspace bottleneck's own release counters were read (the check that judges its timing).
   assert.match(manifest.validity.checks.find((/** @type {any} */ c) => c.name === 'bottleneck_on_time')?.detail ?? '', /^forward: \d+ of [1-9]\d* forwarded packets .*; reverse: \d+ of [1-9]\d* forwarded packets/);
@@ -96,6 +137,7 @@ test('a 22 s call through the default scenario: captures, getStats, a valid mani
     if (p.src === '10.0.1.2' && p.dst === '10.0.2.2' && t_s >= from && t_s < to) bytes += p.frame_len;
   }
   const rate_kbps = (bytes * 8) / (to - from) / 1000;
+  measure(t, 'call.default.rate_kbps', rate_kbps, 3);
   assert.ok(rate_kbps >= 700 && rate_kbps <= 1000, `received rate at b after 12 s: ${rate_kbps.toFixed(0)} kbit/s`);
 
   // The analyzer ran at the end and wrote its outputs.
@@ -107,6 +149,7 @@ test('a 22 s call through the default scenario: captures, getStats, a valid mani
   for (const kind of ['loss_vs_getstats:forward:video', 'jitter_vs_tshark:forward:video', 'jitter_vs_tshark:forward:audio', 'owd_vs_ground_truth']) {
     assert.ok(metrics.crosschecks.some((/** @type {any} */ c) => c.name.startsWith(kind)), `no ${kind} cross-check`);
   }
+  measureCrosschecks(t, metrics.crosschecks);
   const disagreements = metrics.crosschecks.filter((/** @type {any} */ c) => c.ok !== true);
   assert.deepEqual(disagreements, [], 'every cross-check agrees');
   assert.match(fs.readFileSync(path.join(out, 'report.txt'), 'utf8'), /agree forward video ssrc \d+: jitter mean/);

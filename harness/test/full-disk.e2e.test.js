@@ -10,6 +10,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { leftovers } from '../../netem/test-support/leftovers.js';
+import { measure } from '../../netem/test-support/measure.js';
 
 const cli = fileURLToPath(new URL('../cli.js', import.meta.url));
 
@@ -27,6 +28,7 @@ test('the disk fills during a call: the run stops with the reason, keeps its rec
       child.on('exit', (c) => resolve({ code: c, stderr: text }));
     });
     const seconds = (Date.now() - started) / 1000;
+    measure(t, 'full_disk.default.stop_s', seconds, 3);
     assert.equal(code, 1, stderr);
     assert.ok(seconds < 55, `stopped after ${seconds.toFixed(0)} s of a 60 s call`);
     const manifest = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));

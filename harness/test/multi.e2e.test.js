@@ -12,6 +12,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { leftovers } from '../../netem/test-support/leftovers.js';
 import { readPcap } from '../../netem/test-support/pcap.js';
+import { measure } from '../../netem/test-support/measure.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cli = path.join(repoRoot, 'harness', 'cli.js');
@@ -44,7 +45,7 @@ function runCli(args, env = {}) {
 /** The forward flows of one call and track in metrics.json. @param {any} metrics @param {string} call @param {string} track */
 const forwardFlows = (metrics, call, track) => metrics.flows.filter((/** @type {any} */ f) => f.direction === 'forward' && f.call === call && f.track === track);
 
-test('two calls through one bottleneck: each its own browsers and room, every flow attributed, the second joining at 4 s', { timeout: 150_000 }, async () => {
+test('two calls through one bottleneck: each its own browsers and room, every flow attributed, the second joining at 4 s', { timeout: 150_000 }, async (t) => {
   const { output, manifest, metrics } = await runCli(['--scenario', path.join(repoRoot, 'scenarios/examples/two-calls.yaml'), '--duration', '14']);
   assert.equal(manifest?.status, 'complete', output);
   assert.equal(manifest.format_version, 3);
@@ -60,19 +61,22 @@ test('two calls through one bottleneck: each its own browsers and room, every fl
   const calls = metrics.multiflow.calls;
   assert.equal(calls[1].start_s, 4);
   const secondVideo = calls[1].tracks[0];
+  measure(t, 'multi.two_calls.second_rate_kbps', typeof secondVideo?.rate_bps === 'number' ? secondVideo.rate_bps / 1000 : null, 3);
   assert.ok(secondVideo.rate_bps > 50_000, `the second call sends once it joined: ${secondVideo.rate_bps}`);
   // Before it joined, the second call sent no media: its video's first packet at capture-a is after 4 s.
   const video = forwardFlows(metrics, 'second', 'v1').find((/** @type {any} */ f) => f.kind === 'video');
   assert.ok(video.packets_sent > 0);
   const firstVideo = readPcap(path.join(runDirs[runDirs.length - 1], 'capture-a.pcap')).find((p) => p.rtp?.ssrc === video.ssrc);
   const joinedAt_s = Number(firstVideo?.t_ns) / 1e9 - manifest.timings.call_start;
+  measure(t, 'multi.two_calls.joined_s', joinedAt_s, 3);
   assert.ok(joinedAt_s >= 3.9 && joinedAt_s < 6, `the second call's first video packet ${joinedAt_s.toFixed(2)} s after t = 0`);
   assert.equal(metrics.multiflow.shares.flows.length, 2);
+  measure(t, 'multi.two_calls.jain_index', metrics.multiflow.shares.jain_index, 4);
   assert.ok(metrics.multiflow.shares.jain_index > 0.5 && metrics.multiflow.shares.jain_index <= 1);
   assert.deepEqual(leftovers(manifest.id), []);
 });
 
-test('one call, two video tracks at priority low and high: both attributed, one 5-tuple, shares asked 1:4', { timeout: 120_000 }, async () => {
+test('one call, two video tracks at priority low and high: both attributed, one 5-tuple, shares asked 1:4', { timeout: 120_000 }, async (t) => {
   const { output, manifest, metrics } = await runCli(['--scenario', path.join(repoRoot, 'scenarios/examples/two-tracks.yaml'), '--duration', '12']);
   assert.equal(manifest?.status, 'complete', output);
   const tracks = manifest.calls[0].tracks.a;
@@ -83,6 +87,7 @@ test('one call, two video tracks at priority low and high: both attributed, one 
   for (const id of ['low', 'high']) assert.ok(forwardFlows(metrics, 'c1', id).some((/** @type {any} */ f) => f.kind === 'video'), `track ${id} found in the captures`);
   const shares = metrics.multiflow.shares.flows;
   assert.deepEqual(shares.map((/** @type {any} */ s) => [s.track, s.asked_share]), [['low', 0.2], ['high', 0.8]]);
+  for (const s of shares) measure(t, `multi.two_tracks.${s.track}_achieved_share`, s.achieved_share, 4);
   for (const s of shares) assert.ok(s.achieved_share > 0, `track ${s.track} got some of the rate`);
   assert.deepEqual(leftovers(manifest.id), []);
 });
