@@ -5,6 +5,12 @@
 #   bash scripts/test.sh          both tiers (npm test)
 #   bash scripts/test.sh --fast   the fast tier only, for the edit loop (npm run test:fast; about two minutes here)
 #   bash scripts/test.sh --real   the real tier only
+#   bash scripts/test.sh --real-netem | --real-calls   one of the real tier's two parts (below), for a campaign
+#     (bench/reliability/spreads.mjs) or the edit loop
+#
+# Every value a real-tier test bounds (a timing, a rate, a count) is written as `measure: NAME=VALUE` to
+# RTCLAB_MEASURES_FILE (netem/test-support/measure.js, analysis/test-support/measures.py); when the caller sets none it
+# is a file of this run's, and its lines are shown before the totals, so each run's log shows the margins it ran with.
 #
 # Which tier a test is in, by one rule:
 #   real tier: what needs root and the machine's quiet: network namespaces, tc, a real Chromium, real calls (the
@@ -17,17 +23,21 @@
 #     and tsconfig.json's flags) and cargo's tests. A new test is fast unless its file name or marker says otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-tier=all
+tier=all parts=all
 case "${1:-}" in
   '') ;;
   --fast) tier=fast ;;
   --real) tier=real ;;
-  *) echo "usage: scripts/test.sh [--fast | --real]" >&2; exit 2 ;;
+  --real-netem) tier=real parts=netem ;;
+  --real-calls) tier=real parts=calls ;;
+  *) echo "usage: scripts/test.sh [--fast | --real | --real-netem | --real-calls]" >&2; exit 2 ;;
 esac
 passed=0 failed=0 failed_suites=()
 log=$(mktemp -d /tmp/rtclab-test.XXXXXX)
 trap 'rm -rf "$log"' EXIT
 started=$SECONDS
+show_measures=
+if [ -z "${RTCLAB_MEASURES_FILE:-}" ]; then export RTCLAB_MEASURES_FILE="$log/measures.txt"; show_measures=1; fi
 
 # A suite's output goes to $log/NAME.out (and to the terminal as it comes, unless it runs beside another suite: then
 # it is shown whole when counted); how it is totalled is given by its kind:
@@ -141,6 +151,8 @@ if [ "$tier" != fast ]; then
   netem_real=() other_real=()
   for f in "${real[@]}"; do case $f in netem/test/*) netem_real+=("$f") ;; *) other_real+=("$f") ;; esac; done
   lanes=${RTCLAB_NETEM_LANES:-3}
+  [ "$parts" = calls ] && netem_real=()
+  [ "$parts" = netem ] && other_real=()
   if [ ${#netem_real[@]} -gt 0 ]; then
     mkdir "$log/claims"
     for ((k = 1; k <= lanes; k++)); do
@@ -159,7 +171,7 @@ if [ "$tier" != fast ]; then
     run_suite node-real junit "$log/node-real.xml" live node_test "$log/node-real.xml" 1 "${other_real[@]}"
     count_suite node-real
   fi
-  if [ -d analysis/test ]; then
+  if [ -d analysis/test ] && [ "$parts" != netem ]; then
     run_suite analyzer-real junit "$log/analyzer-real.xml" live .venv/bin/python -m pytest analysis/test -q -p no:xdist \
       -m "real_calls or integration" --durations=8 --junitxml="$log/analyzer-real.xml"
     count_suite analyzer-real
@@ -167,6 +179,10 @@ if [ "$tier" != fast ]; then
   echo "=== real tier: $((SECONDS - real_started)) s"
 fi
 
+if [ -n "$show_measures" ] && [ -s "$RTCLAB_MEASURES_FILE" ]; then
+  echo "=== measures: the values the real tier's bounds read (bench/reliability/RESULTS.md has their spreads)"
+  sort "$RTCLAB_MEASURES_FILE"
+fi
 echo
 if [ ${#failed_suites[@]} -gt 0 ]; then echo "failed suites: ${failed_suites[*]}"; fi
 echo "$passed passed, $failed failed"

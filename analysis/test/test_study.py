@@ -272,6 +272,29 @@ def test_an_attempt_the_analyzer_failed_on_counts_as_failed_and_is_retried(tmp_p
     only = studydir.classify(run, "p", 1, 1, {"start": {}, "end": {"exit_code": 4}})
     assert only.status == studydir.INCOMPLETE and only.exit_code == 4
 
+def test_a_damaged_attempt_log_line_is_counted_and_named_in_the_studys_output(tmp_path: Path) -> None:
+    # A write cut short leaves a line that is not JSON: the attempt it recorded is classified without it (here its end:
+    # a study-started attempt without an end reads as interrupted), so the study says which lines it skipped.
+    f = write(tmp_path, "s.yaml", "name: damaged-log\nbase: {duration_s: 12}\nrepetitions: 1\nmax_attempts: 2\n"
+              "points:\n  - {name: p, set: {duration_s: 12}}\n")
+    out = tmp_path / "out"
+    planmod.write(planmod.make(spec.load(f)), out)
+    _manifest(studydir.attempt_dir(out, "p", 1, 1), "incomplete", None)
+    append_log(out, {"event": "start", "point": "p", "rep": 1, "attempt": 1})
+    with (out / "attempts.jsonl").open("a") as log:
+        log.write('{"event": "end", "point": "p", "rep": 1, "att\n')
+    append_log(out, {"event": "start", "point": "p", "rep": 1, "attempt": 2})
+    log_read = studydir.read_log(out)
+    assert log_read.damaged_lines == [2] and set(log_read.records) == {("p", 1, 1), ("p", 1, 2)}
+    assert studydir.scan(out, ["p"], 1, log_read)[("p", 1)].attempts[0].status == studydir.INTERRUPTED
+    study = agg.read_study(out, frozenset())
+    assert study.log_damaged_lines == [2]
+    doc = {"left_out": [], "summary": {"attempts_log_damaged_lines": study.log_damaged_lines}}
+    assert agg.left_out_lines(doc) == ["attempts.jsonl: 1 damaged line(s) skipped (line 2): the attempts they "
+                                       "recorded are classified without their start or end"]
+    assert agg.left_out_lines({"left_out": [], "summary": {"attempts_log_damaged_lines": []}}) == []
+
+
 # ---- aggregation = an independent computation from metrics.json ----------------------------------------------------
 
 # point -> (SynthConfig overrides, per repetition: the attempts' outcomes)

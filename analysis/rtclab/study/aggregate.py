@@ -528,6 +528,7 @@ class Study:
     flow_patterns: list[str]  # the plan's `flows`: which flows study.json aggregates
     param_columns: list[str]  # study.parquet's parameter columns, in order
     params_of: dict[str, dict[str, Any]]  # point name -> its parameter columns' values
+    log_damaged_lines: list[int]  # attempts.jsonl's unreadable lines (studydir.AttemptLog)
 
 
 def read_study(out: Path, accept_invalid: frozenset[str]) -> Study:
@@ -537,7 +538,8 @@ def read_study(out: Path, accept_invalid: frozenset[str]) -> Study:
     quick_factor = float(plan.get("quick_factor", 1.0))
     points = plan["points"]
     point_names = [p["name"] for p in points]
-    reps = studydir.scan(out, point_names, studydir.planned_repetitions(plan))
+    log = studydir.read_log(out)
+    reps = studydir.scan(out, point_names, studydir.planned_repetitions(plan), log)
     failed_anywhere = {n for r in reps.values() for a in r.attempts for n in a.failed_names}
     unknown = sorted(accept_invalid - failed_anywhere)
     if unknown:
@@ -553,7 +555,8 @@ def read_study(out: Path, accept_invalid: frozenset[str]) -> Study:
     param_columns, params_of = parameter_columns(plan, points)
     return Study(plan=plan, quick_factor=quick_factor, points=points, point_names=point_names, reps=reps,
                  max_attempts=max_attempts, accept_invalid=accept_invalid, selected_metrics=selected_metrics,
-                 flow_patterns=flow_patterns, param_columns=param_columns, params_of=params_of)
+                 flow_patterns=flow_patterns, param_columns=param_columns, params_of=params_of,
+                 log_damaged_lines=log.damaged_lines)
 
 
 def parameter_columns(plan: dict[str, Any],
@@ -880,7 +883,8 @@ def study_doc(study: Study, listing: Listing, collected: Collected,
         "summary": {"repetitions_with_valid_run": sum(1 for r in study.reps.values() if r.valid is not None),
                     "repetitions_without": len(listing.missing), "attempts": counts, "runs_used": len(
                         [e for e in listing.runs if e["used"]]), "runs_used_invalid": len(listing.accepted_runs),
-                    "runs_left_out": len(listing.left_out)},
+                    "runs_left_out": len(listing.left_out),
+                    "attempts_log_damaged_lines": study.log_damaged_lines},
         "runs": listing.runs, "excluded": listing.excluded, "missing": listing.missing, "left_out": listing.left_out,
         "points": out_points,
     }
@@ -929,9 +933,13 @@ def text_summary(doc: dict[str, Any], metrics: tuple[str, ...] = ("throughput_bp
 
 
 def left_out_lines(doc: dict[str, Any]) -> list[str]:
-    """The chosen runs that could not be read (study.json `left_out`), one line each with why: n is short of them."""
+    """What the study could not read, one line each with why: the chosen runs (study.json `left_out`; n is short of
+    them) and the attempt log's damaged lines (summary `attempts_log_damaged_lines`)."""
     left_out = doc.get("left_out") or []
-    if not left_out:
-        return []
-    return [f"{len(left_out)} run(s) left out, their repetition's n short of them:"] + \
-        [f"  {x['dir']}: {x['reason']}" for x in left_out]
+    lines = [f"{len(left_out)} run(s) left out, their repetition's n short of them:"] if left_out else []
+    lines += [f"  {x['dir']}: {x['reason']}" for x in left_out]
+    damaged = (doc.get("summary") or {}).get("attempts_log_damaged_lines") or []
+    if damaged:
+        lines.append(f"attempts.jsonl: {len(damaged)} damaged line(s) skipped (line {', '.join(map(str, damaged))}): "
+                     "the attempts they recorded are classified without their start or end")
+    return lines

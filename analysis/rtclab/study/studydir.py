@@ -96,20 +96,29 @@ def attempt_dir(out: Path, point: str, rep: int, attempt: int) -> Path:
     return out / "runs" / point / f"{rep}-{attempt}"
 
 
-def read_log(out: Path) -> dict[tuple[str, int, int], dict[str, Any]]:
-    """The attempt log: (point, rep, attempt) -> {"start": record, "end": record or absent}. A damaged line (a write
-    cut short) is skipped."""
-    log: dict[tuple[str, int, int], dict[str, Any]] = {}
+@dataclass
+class AttemptLog:
+    """attempts.jsonl read: (point, rep, attempt) -> {"start": record, "end": record or absent}, and the line numbers
+    (from 1) of the lines that could not be read (a write cut short): an attempt whose record was on one is classified
+    without it (e.g. INCOMPLETE rather than INTERRUPTED), so every output that reads the log names them."""
+    records: dict[tuple[str, int, int], dict[str, Any]] = field(default_factory=dict)
+    damaged_lines: list[int] = field(default_factory=list)
+
+
+def read_log(out: Path) -> AttemptLog:
+    """The study's attempt log; a damaged line is skipped and its number kept (AttemptLog.damaged_lines)."""
+    log = AttemptLog()
     path = out / "attempts.jsonl"
     if not path.exists():
         return log
-    for line in path.read_text(errors="replace").splitlines():
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
         try:
             rec = json.loads(line)
             key = (str(rec["point"]), int(rec["rep"]), int(rec["attempt"]))
         except (ValueError, KeyError, TypeError):
+            log.damaged_lines.append(number)
             continue
-        log.setdefault(key, {})[str(rec.get("event"))] = rec
+        log.records.setdefault(key, {})[str(rec.get("event"))] = rec
     return log
 
 
@@ -179,11 +188,12 @@ def planned_repetitions(plan: dict[str, Any]) -> dict[str, int]:
     return {p["name"]: int(per_point.get(p["name"], plan["repetitions"])) for p in plan["points"]}
 
 
-def scan(out: Path, points: list[str], repetitions: int | Mapping[str, int]) -> dict[tuple[str, int], Repetition]:
+def scan(out: Path, points: list[str], repetitions: int | Mapping[str, int],
+         log: AttemptLog | None = None) -> dict[tuple[str, int], Repetition]:
     """Every planned repetition (`repetitions`: one count for every point, or each point's) with the attempts its
     directory holds (attempts of repetitions outside the plan, e.g. after lowering `repetitions`, are left alone and
-    not listed)."""
-    log = read_log(out)
+    not listed). `log`: the attempt log when the caller has read it (to report its damaged lines), else read here."""
+    records = (log if log is not None else read_log(out)).records
     counts = dict(repetitions) if isinstance(repetitions, Mapping) else {p: repetitions for p in points}
     reps = {(p, r): Repetition(point=p, rep=r, attempts=[]) for p in points for r in range(1, counts[p] + 1)}
     for p in points:
@@ -197,7 +207,7 @@ def scan(out: Path, points: list[str], repetitions: int | Mapping[str, int]) -> 
             rep, attempt = int(m.group(1)), int(m.group(2))
             if (p, rep) not in reps:
                 continue
-            reps[(p, rep)].attempts.append(classify(child, p, rep, attempt, log.get((p, rep, attempt))))
+            reps[(p, rep)].attempts.append(classify(child, p, rep, attempt, records.get((p, rep, attempt))))
     for r in reps.values():
         r.attempts.sort(key=lambda a: a.attempt)
     return reps
