@@ -11,25 +11,34 @@ const MGMT_DIR = join(STATE_DIR, 'mgmt');
 const STALE_RESERVATION_MS = 30000;
 
 /**
- * Reserve a free management subnet index for a run.
+ * Reserve a free management subnet index for a run: the first index that neither an address on the host nor a
+ * reservation file holds. Other runs reserve and release at the same time (a study's parallel runs, the test tier's
+ * lanes): a reservation released between our attempt to create it and our reading it is simply tried again.
  * @param {string} id
+ * @param {{ dir?: string, used?: Set<number> }} [o] dir: where reservations are kept (tests); used: the indices in use
+ *   on the host (default: read from its addresses)
  * @returns {Promise<number>}
  */
-export async function reserveMgmtSubnet(id) {
-  mkdirSync(MGMT_DIR, { recursive: true });
-  const used = await usedMgmtSubnets();
+export async function reserveMgmtSubnet(id, o = {}) {
+  const dir = o.dir ?? MGMT_DIR;
+  mkdirSync(dir, { recursive: true });
+  const used = o.used ?? await usedMgmtSubnets();
   for (let n = 0; n < 256; n++) {
     if (used.has(n)) continue;
-    const file = join(MGMT_DIR, String(n));
+    const file = join(dir, String(n));
     try {
       writeFileSync(file, id, { flag: 'wx' });
       return n;
     } catch (e) {
       if (/** @type {any} */ (e).code !== 'EEXIST') throw e;
-      const owner = readFileSync(file, 'utf8').trim();
-      const stale = !existsSync(`/run/netns/${nsName(owner, 'a')}`) && Date.now() - statSync(file).mtimeMs > STALE_RESERVATION_MS;
+      const held = reservation(file);
+      if (!held) {
+        n--; // released since: try the same index again
+        continue;
+      }
+      const stale = !existsSync(`/run/netns/${nsName(held.owner, 'a')}`) && Date.now() - held.mtimeMs > STALE_RESERVATION_MS;
       if (stale) {
-        unlinkSync(file);
+        try { unlinkSync(file); } catch (e2) { if (/** @type {any} */ (e2).code !== 'ENOENT') throw e2; }
         n--; // try the same index again
       }
     }
@@ -37,11 +46,21 @@ export async function reserveMgmtSubnet(id) {
   throw new Error('no free management subnet 10.99.N.0/29 (N = 0..255): run `node netem/cli.js clean`');
 }
 
-/** @param {string} id */
-export function releaseMgmtSubnet(id) {
-  if (!existsSync(MGMT_DIR)) return;
-  for (const f of readdirSync(MGMT_DIR)) {
-    const file = join(MGMT_DIR, f);
+/** A reservation file's owner and age, or null when it is gone (its run released it meanwhile). @param {string} file */
+function reservation(file) {
+  try {
+    return { owner: readFileSync(file, 'utf8').trim(), mtimeMs: statSync(file).mtimeMs };
+  } catch (e) {
+    if (/** @type {any} */ (e).code === 'ENOENT') return null;
+    throw e;
+  }
+}
+
+/** @param {string} id @param {string} [dir] where reservations are kept (tests) */
+export function releaseMgmtSubnet(id, dir = MGMT_DIR) {
+  if (!existsSync(dir)) return;
+  for (const f of readdirSync(dir)) {
+    const file = join(dir, f);
     try {
       if (readFileSync(file, 'utf8').trim() === id) unlinkSync(file);
     } catch { /* raced with another cleanup */ }
