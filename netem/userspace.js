@@ -4,7 +4,7 @@
 // UserspaceBackend is the backend interface (backend.js) over the two processes; UserspaceBottleneck is one process.
 import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { existsSync, openSync, closeSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, openSync, closeSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { alive, runChecked, run, sleep } from './exec.js';
@@ -58,6 +58,8 @@ export class UserspaceBottleneck extends EventEmitter {
     this.schedule = join(o.runDir, `bottleneck-${o.direction}.schedule.jsonl`);
     /** How many times schedule time 0 was restarted (restartSchedule): the schedule log counts them too. */
     this.restarts = 0;
+    /** The next time 0 (epoch ns), written before each restart's SIGUSR1 (the bottleneck's --t0-file). */
+    this.t0File = join(o.runDir, `bottleneck-${o.direction}.t0`);
     /** The meters' action log (docs/bottleneck-log.md), only when the link has meters. */
     this.actions = o.link.qdisc.kind === 'prio' && o.link.qdisc.meters?.length ? join(o.runDir, `bottleneck-${o.direction}.actions.jsonl`) : null;
     /** @type {number | null} */
@@ -78,7 +80,7 @@ export class UserspaceBottleneck extends EventEmitter {
     writeFileSync(this.config, JSON.stringify(link, null, 2) + '\n');
     const argv = [...nsExec, BOTTLENECK_BIN, '--queue-num', String(DIRECTIONS[direction].queue_num),
       '--config', this.config, '--log', this.gtlog, '--stats', this.stats,
-      '--stats-interval-ms', String(this.o.stats_interval_ms ?? 100), '--t0-ns', String(t0_ns), '--schedule', this.schedule,
+      '--stats-interval-ms', String(this.o.stats_interval_ms ?? 100), '--t0-ns', String(t0_ns), '--t0-file', this.t0File, '--schedule', this.schedule,
       ...(this.actions ? ['--actions', this.actions] : [])];
     // stdout+stderr to a file: works the same when the process outlives us (CLI), and keeps its messages.
     const fd = openSync(this.logFile, 'w');
@@ -137,9 +139,15 @@ export class UserspaceBottleneck extends EventEmitter {
     return this.log().trimEnd().split('\n').filter((l) => l && l !== 'ready').pop() ?? '';
   }
 
-  /** Time 0 of the link's rate schedule or trace becomes now (the call's start); SIGUSR1 tells the bottleneck. */
-  restartSchedule() {
+  /**
+   * Time 0 of the link's rate and delay schedules or trace becomes t0_ms: written to its --t0-file, then SIGUSR1 tells
+   * the bottleneck, which takes that time 0 (or the signal's arrival, were it later). Sent ahead of t0, a restart is
+   * on time however late this process would have fired a timer for it. @param {number} t0_ms epoch ms
+   */
+  restartSchedule(t0_ms) {
     if (!this.alive()) return;
+    writeFileSync(`${this.t0File}.tmp`, `${BigInt(Math.round(t0_ms * 1000)) * 1000n}\n`);
+    renameSync(`${this.t0File}.tmp`, this.t0File);
     process.kill(/** @type {number} */ (this.pid), 'SIGUSR1');
     this.restarts++;
   }
@@ -215,17 +223,15 @@ export class UserspaceBackend {
   }
 
   /**
-   * Schedule time 0 is t0_ms: each bottleneck restarts its rate and delay schedules or trace when it gets SIGUSR1, so the signal
-   * is sent at t0 itself (which may still be ahead). Each step's event follows the bottleneck's own record of it
-   * (its schedule log): in force from its time 0 (the signal's arrival) + at_s.
+   * Schedule time 0 is t0_ms: each bottleneck is told now (restartSchedule) and restarts its rate and delay schedules or
+   * trace from t0 (or from the signal's arrival, had t0 passed by then). Each step's event follows the bottleneck's own
+   * record of it (its schedule log): in force from that time 0 + at_s.
    * @param {number} t0_ms
    */
   startSchedules(t0_ms) {
     for (const b of this.bottlenecks) {
       const restart = b.restarts + 1;
-      const untilT0 = t0_ms - Date.now();
-      if (untilT0 > 0) this.timers.push(setTimeout(() => b.restartSchedule(), untilT0));
-      else b.restartSchedule();
+      b.restartSchedule(t0_ms); // now, ahead of t0: the bottleneck waits for t0 itself
       for (const step of linkSteps(b.o.link)) {
         this.timers.push(setTimeout(() => this.settle(this.awaitStep(b, step, restart, t0_ms)),
           Math.max(0, t0_ms + step.at_s * 1000 - Date.now())));

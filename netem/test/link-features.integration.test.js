@@ -68,9 +68,11 @@ for (const backend of /** @type {const} */ (['kernel', 'userspace', 'uml'])) {
       if (e.event === 'capacity_change' && e.kbit === 2000 && typeof e.applied_ns === 'number') changedAt_s = (e.applied_ns / 1e6 - t0_ms) / 1000;
     });
     let flowStart_s = 0; // after t0 when setup on a busy machine overran it
+    let toldAhead = false; // startSchedules ran before t0
     try {
       await net.startCaptures({ snaplen: 128 });
       if (backend !== 'userspace') t0_ms = Math.max(t0_ms, Date.now() + (backend === 'uml' ? 3000 : 1000)); // uml stages its steps ahead
+      toldAhead = Date.now() < t0_ms;
       await net.startSchedules(t0_ms);
       await new Promise((r) => setTimeout(r, Math.max(0, t0_ms - Date.now())));
       flowStart_s = (Date.now() - t0_ms) / 1000;
@@ -122,6 +124,10 @@ for (const backend of /** @type {const} */ (['kernel', 'userspace', 'uml'])) {
     assert.equal(typeof step.applied_ns, 'number', 'applied_ns measured');
     assert.equal(step.scheduled_ns, Math.round((t0_ms + 4000) * 1e6));
     assert.ok(Math.abs(wire_s - (4 + step.late_ms / 1000)) <= 0.15, `on the wire at ${wire_s.toFixed(2)} s, applied at ${4 + step.late_ms / 1000} s`);
+    // The userspace bottleneck told its time 0 ahead (its --t0-file) puts the step in force at t0 + 4 s exactly,
+    // however late this process's timers fire (a SIGUSR1 sent at t0 by a timer was 120 ms late once under the real
+    // tier's three lanes): its own loop's delay, if any, is in its release lateness, not here.
+    if (backend === 'userspace' && toldAhead) assert.equal(step.late_ms, 0, `told ahead of t0, the step was ${step.late_ms} ms late`);
     if (backend !== 'uml') {
       assert.ok(step.late_ms >= 0 && step.late_ms <= MAX_STEP_LATE_MS, `late_ms ${step.late_ms}, bound ${MAX_STEP_LATE_MS}`);
     } else {
@@ -274,6 +280,7 @@ for (const [backend, skip] of BACKENDS) {
     try {
       await net.startCaptures({ snaplen: 128 });
       if (backend !== 'userspace') t0_ms = Math.max(t0_ms, Date.now() + (backend === 'uml' ? 3000 : 1000)); // uml stages its steps ahead
+      toldAhead = Date.now() < t0_ms;
       await net.startSchedules(t0_ms);
       await new Promise((r) => setTimeout(r, Math.max(0, t0_ms - Date.now())));
       await udpFlow(net, { kbit: 400, seconds: 6, len: 500 }); // 100 packets a second

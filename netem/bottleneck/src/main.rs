@@ -59,6 +59,12 @@ struct Args {
     /// t = 0 of rate schedules and traces (CLOCK_REALTIME ns); default: when the program starts.
     #[arg(long)]
     t0_ns: Option<u64>,
+    /// Where the next time 0 is written (CLOCK_REALTIME ns, one integer) before SIGUSR1 restarts the schedules: time 0
+    /// becomes that time, or the signal's arrival when it comes later, so that a restart sent ahead of its time 0 is
+    /// on time however late the sender's timer would have fired. Without it (or when the file cannot be read: said
+    /// on stderr), time 0 is the signal's arrival.
+    #[arg(long)]
+    t0_file: Option<PathBuf>,
     /// Direction named in the log header; default: "forward"/"reverse" from the log's file name.
     #[arg(long)]
     direction: Option<String>,
@@ -190,5 +196,6 @@ fn run(
 
     let mut rt = runtime::Runtime::new(queue, link, log, stats, args.stats_interval_ms * 1_000_000, actions);
     rt.schedule = schedule.map(|log| (schedule_steps, log));
+    rt.t0_file = args.t0_file.clone();
     rt.run()
 }

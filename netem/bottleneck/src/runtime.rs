@@ -37,6 +37,8 @@ pub struct Runtime {
     /// The link's capacity and delay steps and their log (only with --schedule): each recorded as it comes into force.
     pub schedule: Option<(ScheduleSteps, ScheduleLog)>,
     schedule_lost_reported: u64,
+    /// --t0-file: the time 0 a SIGUSR1 asks for (`restart_time_zero`).
+    pub t0_file: Option<std::path::PathBuf>,
     /// Packet ids the kernel holds for us, for batch verdicts.
     held: BTreeSet<u32>,
     kernel_overruns: u64,
@@ -70,6 +72,7 @@ impl Runtime {
             actions_lost_reported: 0,
             schedule: None,
             schedule_lost_reported: 0,
+            t0_file: None,
             held: BTreeSet::new(),
             kernel_overruns: 0,
             overruns_reported: 0,
@@ -169,7 +172,7 @@ impl Runtime {
                 waiter.wait(-1)?
             };
             if woken.restart_schedule {
-                let t0 = clock::now_ns();
+                let t0 = self.requested_time_zero(clock::now_ns());
                 self.link.restart_schedule(t0);
                 if let Some((steps, _)) = self.schedule.as_mut() {
                     steps.restart(t0);
@@ -177,6 +180,22 @@ impl Runtime {
             }
             if woken.signalled {
                 return self.shutdown();
+            }
+        }
+    }
+
+    /// The time 0 a SIGUSR1 that arrived at `arrived_ns` asks for: --t0-file's (a read of a few bytes, once per
+    /// restart), never before the arrival.
+    fn requested_time_zero(&self, arrived_ns: u64) -> u64 {
+        let Some(path) = &self.t0_file else { return arrived_ns };
+        let asked = std::fs::read_to_string(path).map_err(|e| e.to_string()).and_then(|text| {
+            text.trim().parse::<u64>().map_err(|e| format!("{:?} is not a time in ns ({e})", text.trim()))
+        });
+        match asked {
+            Ok(t0_ns) => restart_time_zero(Some(t0_ns), arrived_ns),
+            Err(why) => {
+                eprintln!("rtclab-bottleneck: --t0-file {}: {why}; time 0 is the signal's arrival", path.display());
+                arrived_ns
             }
         }
     }
@@ -344,5 +363,23 @@ impl Runtime {
             }
         }
         self.log.close()
+    }
+}
+
+/// Time 0 of a restart: the requested time, or the signal's arrival when the request came too late (a step due before
+/// the restart cannot have been in force before it).
+pub fn restart_time_zero(requested_ns: Option<u64>, arrived_ns: u64) -> u64 {
+    requested_ns.map_or(arrived_ns, |t0| t0.max(arrived_ns))
+}
+
+#[cfg(test)]
+mod time_zero_tests {
+    use super::restart_time_zero;
+
+    #[test]
+    fn a_restart_takes_the_requested_time_zero_unless_it_arrived_after_it() {
+        assert_eq!(restart_time_zero(Some(5_000), 1_000), 5_000); // ahead of its time 0: exactly on it
+        assert_eq!(restart_time_zero(Some(5_000), 7_000), 7_000); // late: from its arrival
+        assert_eq!(restart_time_zero(None, 7_000), 7_000); // nothing asked: its arrival
     }
 }
