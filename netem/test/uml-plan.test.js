@@ -2,7 +2,7 @@
 // The uml backend's plans (pure): the host side of r, the guest's interfaces, the exec prefix; and what it refuses.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { planHostSide, planGuestSide, GUEST_DEVICES } from '../uml/backend.js';
+import { planHostSide, planGuestSide, planGuestSetup, offloadsStillOn, GUEST_DEVICES } from '../uml/backend.js';
 import { guestExecPrefix, umlUnavailable, planScript, planFailure, planSteps } from '../uml/guest.js';
 import { planKernelNetwork } from '../kernel-backend.js';
 import { chooseBackend } from '../backend.js';
@@ -17,7 +17,7 @@ test('uml: host side of r loses forwarding and addresses; the guest takes r\'s n
     'ip link set r-lat0 up', 'ip link set r-lat1 up', 'ip neigh replace 10.98.0.2 lladdr 02:72:74:63:00:02 dev r-lat0 nud permanent']);
   assert.deepEqual(GUEST_DEVICES, ['r-eth0', 'r-eth1', 'r-lat1']);
   const g = planGuestSide().map((c) => c.join(' '));
-  assert.deepEqual(g.filter((c) => !c.startsWith('ethtool') && !c.startsWith('sh')), [
+  assert.deepEqual(g.filter((c) => !c.startsWith('ethtool')), [
     'ip link set vec0 name r-eth0', 'ip addr add 10.0.1.1/24 dev r-eth0', 'ip link set r-eth0 up',
     'ip link set vec1 name r-eth1', 'ip addr add 10.0.2.1/24 dev r-eth1', 'ip link set r-eth1 up',
     'ip link set vec2 name lat0 address 02:72:74:63:00:02', 'ip addr add 10.98.0.2/30 dev lat0', 'ip link set lat0 up',
@@ -27,11 +27,28 @@ test('uml: host side of r loses forwarding and addresses; the guest takes r\'s n
     const off = g.findIndex((c) => c.startsWith(`ethtool -K ${dev} `));
     assert.ok(off > g.indexOf(`ip link set ${dev} up`), g.join('\n'));
     assert.match(g[off], /tso off gso off gro off/);
-    const check = g.findIndex((c) => c.startsWith('sh -c') && c.includes(`ethtool -k ${dev} `));
-    assert.ok(check > off && /generic-receive-offload/.test(g[check]), g.join('\n'));
+    assert.ok(g.indexOf(`ethtool -k ${dev}`) > off, g.join('\n'));
   }
-  // The kernel backend's plan goes to the guest without a prefix (one script, below).
-  assert.ok(planKernelNetwork(normalizeScenario({}).network, []).every((c) => c[0] === 'tc' || c[0] === 'ip'));
+  // The kernel backend's plan goes to the guest without a prefix, with the interfaces' in one script (below): every
+  // command of both, ip first (the ifb devices before the tc commands that redirect to them), tc last, so that the
+  // guest starts one ip, four ethtool and one tc (batches: planSteps).
+  const links = normalizeScenario({ network: { forward: { delay_ms: 10, rate: { kbit: 2000 }, qdisc: { kind: 'codel' } }, reverse: { delay_ms: 10 } } }).network;
+  const kernel = planKernelNetwork(links, []);
+  assert.ok(kernel.every((c) => c[0] === 'tc' || c[0] === 'ip'));
+  const setup = planGuestSetup(links);
+  assert.deepEqual([...setup].sort(), [...planGuestSide(), ...kernel].sort(), 'every command of both, once');
+  assert.deepEqual(planSteps(setup).map((st) => st.tool ?? setup[st.first][0]), ['ip', 'ethtool', 'ethtool', 'ethtool', 'ethtool', 'tc']);
+  for (const ifb of ['ifb-fwd', 'ifb-rev']) {
+    const made = setup.findIndex((c) => c.join(' ') === `ip link add ${ifb} type ifb`);
+    assert.ok(made >= 0 && made < setup.findIndex((c) => c.includes(ifb) && c[0] === 'tc'), ifb);
+  }
+  // The offloads read back from ethtool -k's own output, step by step.
+  const out = { code: 0, stderr: '', stdout: setup.map((c, i) => {
+    if (c[0] !== 'ethtool' || c[1] !== '-k') return '';
+    return `@rtclab-step ${i}\nFeatures for ${c[2]}:\ntcp-segmentation-offload: off\ngeneric-receive-offload: ${c[2] === 'r-eth1' ? 'on' : 'off'}\n`;
+  }).join('') };
+  assert.deepEqual(offloadsStillOn(setup, out), ['r-eth1: generic-receive-offload is still on']);
+  assert.deepEqual(offloadsStillOn(setup, { ...out, stdout: out.stdout.replaceAll(': on', ': off') }), []);
   const prefix = guestExecPrefix('abc123');
   assert.deepEqual(prefix.slice(2), ['/run/rtclab-uml/abc123/chan', '--']);
   assert.match(prefix[1], /netem\/uml\/exec\.js$/);

@@ -157,12 +157,16 @@ export function planScript(plan) {
 }
 
 /**
- * What a step of a plan script wrote: the text after its step line. @param {string} text @param {number} i
+ * What a step of a plan script wrote: the text after its step line, up to the next step's. @param {string} text
+ * @param {number} i the plan index of the step's first command
  */
-function stepOutput(text, i) {
+export function stepOutput(text, i) {
   const mark = `${STEP}${i}\n`;
   const at = text.lastIndexOf(mark);
-  return at < 0 ? '' : text.slice(at + mark.length);
+  if (at < 0) return '';
+  const rest = text.slice(at + mark.length);
+  const next = rest.search(new RegExp(`^${STEP}\\d+$`, 'm'));
+  return next < 0 ? rest : rest.slice(0, next);
 }
 
 /**
@@ -170,12 +174,14 @@ function stepOutput(text, i) {
  * command that failed and its stderr. The host starts no process; the guest one per step (planSteps).
  * @param {string} chan @param {string[][]} plan argv as in the guest (no prefix)
  * @param {(msg: string) => void} [log] each command, as runPlan logs them
+ * @returns {Promise<import('../exec.js').RunResult>} what the script wrote (each step's part: stepOutput)
  */
 export async function guestRunPlan(chan, plan, log) {
-  if (!plan.length) return;
+  if (!plan.length) return { code: 0, stdout: '', stderr: '' };
   for (const argv of plan) log?.(`(uml guest) ${argv.join(' ')}`);
   const r = await guestScript(chan, planScript(plan), { timeout_ms: 60000 });
   if (r.code !== 0) throw new Error(planFailure(plan, r));
+  return r;
 }
 
 /**
