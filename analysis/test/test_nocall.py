@@ -38,6 +38,26 @@ def analyse(run_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300)
 
 
+def processes_left(run_dir: Path, run_id: str) -> list[str]:
+    """The run's processes still alive: every process its cpu.jsonl recorded (pid and command name, so that a pid taken
+    since by another process does not count; a zombie has exited), and any whose arguments name the run. Other runs'
+    processes (a study's, another test's iperf3) are not this run's leftovers."""
+    left = []
+    for line in (run_dir / "cpu.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("kind") != "process":
+            continue
+        try:
+            stat = Path(f"/proc/{rec['pid']}/stat").read_text()
+        except OSError:
+            continue
+        comm, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split(" ")[0]
+        if comm == rec.get("comm") and state != "Z" and rec["pid"] != os.getpid():
+            left.append(f"{rec['group']} {comm} (pid {rec['pid']}, state {state})")
+    args = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
+    return left + [a for a in args if run_id in a]
+
+
 def nocall_config(seed: int = 1, **kw: Any) -> synth.SynthConfig:
     base: dict[str, Any] = dict(call=False, duration_s=10.0, tcp_flows=2, tcp_start_s=0.0, tcp_stop_s=None, seed=seed)
     return synth.SynthConfig(**{**base, **kw})
@@ -252,9 +272,7 @@ def test_a_real_run_without_a_call(tmp_path: Path) -> None:
     assert "| p | 1 |" in ecn_table.markdown([row])
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"rtclab-{manifest['id']}-" not in left
-    procs = [line for line in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
-             if manifest["id"] in line or "iperf3" in line]
-    assert procs == []
+    assert processes_left(out, manifest["id"]) == []
     print(f"no-call run: {wall_s:.1f} s wall, host CPU {manifest['host_cpu_busy_fraction'] * 100:.0f}%")
 
 
@@ -288,5 +306,4 @@ def test_an_interrupted_run_without_a_call_keeps_what_it_recorded(tmp_path: Path
     assert any(f["protocol"] == "tcp" and f["packets_received"] > 100 for f in m["flows"])
     assert f"rtclab-{manifest['id']}-" not in subprocess.run(["ip", "netns", "list"], capture_output=True,
                                                              text=True).stdout
-    procs = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
-    assert [p for p in procs if manifest["id"] in p or p.startswith("iperf3")] == []
+    assert processes_left(out, manifest["id"]) == []
