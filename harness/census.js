@@ -2,7 +2,7 @@
 // A census of everything rtclab can leave on a host, found by its names (netem/names.js, leftovers.js): namespaces and their
 // mounts, root-side veths, nft tables, NFQUEUE rules in the root namespace, state and reservation files, browser
 // profiles, uml guest directories, and processes (Chromium, tcpdump, iperf3, the bottleneck, the uml guest, the
-// harness, netem's CLI, the signaling server, the study runner). The kill campaign (bench/reliability) counts it after every kill; empty means clean.
+// harness, netem's CLI, the signaling server, the study runner, a scenario's CPU load). The kill campaign (bench/reliability) counts it after every kill; empty means clean.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,7 +11,8 @@ import { browserProfiles } from './leftovers.js';
 
 /** Command lines that belong to rtclab's processes. */
 const OURS = [/rtclab-bottleneck/, /umid=rtclab-/, /netem\/uml\/exec\.js/, /capture-[ab]\.pcap/, /iperf3.*(rtclab|iperf3-\d+)/, /rtclab-chromium-/,
-  /harness\/cli\.js/, /netem\/cli\.js/, /signaling\/server\.js/, /rtclab_study/, /chromium-in-ns|chromium\.sh/];
+  /harness\/cli\.js/, /netem\/cli\.js/, /signaling\/server\.js/, /rtclab_study/, /chromium-in-ns|chromium\.sh/,
+  /stress-ng .*cpu-load\.log/];
 
 /** @param {string[]} argv */
 const lines = (argv) => {
