@@ -26,14 +26,16 @@ const lines = (argv) => {
  * @returns {Record<string, string[]>} per kind, what is there (every list empty: nothing left)
  */
 export function census(o = {}) {
-  const all = fullCensus(o.ignorePids ?? []);
-  if (!o.only) return all;
   const only = o.only;
-  return Object.fromEntries(Object.entries(all).map(([kind, items]) => [kind, items.filter((i) => only.some((s) => i.includes(s)))]));
+  const all = fullCensus(o.ignorePids ?? [], only);
+  if (!only) return all;
+  // Processes were matched on their whole command line (a process's line here is cut short).
+  return Object.fromEntries(Object.entries(all).map(([kind, items]) => [kind,
+    kind === 'processes' ? items : items.filter((i) => only.some((s) => i.includes(s)))]));
 }
 
-/** @param {number[]} ignorePids */
-function fullCensus(ignorePids) {
+/** @param {number[]} ignorePids @param {string[] | undefined} only */
+function fullCensus(ignorePids, only) {
   const ignore = new Set([process.pid, process.ppid, ...ignorePids]);
   const namespaces = lines(['ip', 'netns', 'list']).map((l) => l.split(' ')[0]).filter((n) => NS_RE.test(n));
   const mounts = readFileSync('/proc/mounts', 'utf8').split('\n').map((l) => l.split(' ')[1] ?? '')
@@ -57,6 +59,7 @@ function fullCensus(ignorePids) {
     } catch { continue; } // gone meanwhile
     const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
     if (state === 'Z' || !OURS.some((re) => re.test(cmdline))) continue; // a zombie holds nothing
+    if (only && !only.some((s) => `${pid} ${cmdline}`.includes(s))) continue;
     processes.push(`${pid} ${cmdline.slice(0, 160)}`);
   }
   return { namespaces, netns_mounts: mounts, root_links: rootLinks, nft_tables: nftTables, nfqueue_rules_in_root: nfqueueRules,

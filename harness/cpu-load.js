@@ -43,16 +43,18 @@ export function loadShape(spec) {
 /**
  * The stress-ng command for a load.
  * @param {CpuLoadSpec} spec
- * @param {{ logFile: string, timeoutS: number }} o logFile: stress-ng's log (its path marks the run's load for the
- *   census); timeoutS: when stress-ng ends on its own if nothing stopped it (a harness killed outright, and no clean)
+ * @param {{ logFile: string, timeoutS: number, sliceMs?: number }} o logFile: stress-ng's log (its path marks the
+ *   run's load for the census); timeoutS: when stress-ng ends on its own if nothing stopped it (a harness killed
+ *   outright, and no clean); sliceMs: the busy slice (BUSY_SLICE_MS; another only for bench/cpu/cpu-load.mjs)
  * @returns {string[]}
  */
-export function cpuLoadArgv(spec, { logFile, timeoutS }) {
+export function cpuLoadArgv(spec, { logFile, timeoutS, sliceMs = BUSY_SLICE_MS }) {
   const { workers, percent } = loadShape(spec);
   const sched = spec.policy === 'fifo' ? ['--sched', 'fifo', '--sched-prio', String(spec.priority ?? CPU_LOAD_FIFO_PRIORITY)] : [];
-  // --keep-name: the workers keep stress-ng's command line (with the log file's path), so they are found as the run's.
-  return [STRESS_NG, '--cpu', String(workers), '--cpu-load', String(percent), '--cpu-load-slice', String(BUSY_SLICE_MS),
-    '--cpu-method', CPU_METHOD, ...sched, '--timeout', `${Math.ceil(timeoutS)}s`, '--keep-name', '--log-file', logFile];
+  // The log file's path (the run directory) first, so that a command line cut short for display still names the
+  // run; --keep-name: the workers keep stress-ng's command line instead of a name of their own.
+  return [STRESS_NG, '--log-file', logFile, '--cpu', String(workers), '--cpu-load', String(percent), '--cpu-load-slice',
+    String(sliceMs), '--cpu-method', CPU_METHOD, ...sched, '--timeout', `${Math.ceil(timeoutS)}s`, '--keep-name'];
 }
 
 /**
@@ -123,14 +125,14 @@ export function processTree(rootPid, proc = '/proc') {
  */
 export class CpuLoad {
   /**
-   * @param {{ spec: CpuLoadSpec, logFile: string, timeoutS: number, nsExec?: string[],
+   * @param {{ spec: CpuLoadSpec, logFile: string, timeoutS: number, nsExec?: string[], sliceMs?: number,
    *   onExit?: (message: string) => void, proc?: string }} o
    *   nsExec: a prefix that runs it in a namespace (the run's r: netem's clean kills every process there, so a load
    *   whose harness was killed outright goes with the run's network); onExit: it ended on its own while running
    */
   constructor(o) {
     this.o = o;
-    this.argv = cpuLoadArgv(o.spec, { logFile: o.logFile, timeoutS: o.timeoutS });
+    this.argv = cpuLoadArgv(o.spec, { logFile: o.logFile, timeoutS: o.timeoutS, sliceMs: o.sliceMs });
     this.shape = loadShape(o.spec);
     /** @type {import('node:child_process').ChildProcess | null} */
     this.proc = null;
@@ -157,16 +159,20 @@ export class CpuLoad {
     const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
     this.proc = proc;
     proc.stderr?.on('data', (chunk) => { this.stderr = (this.stderr + chunk).slice(-4000); });
-    this.closed = new Promise((resolve) => proc.on('close', (code, signal) => {
-      if (!this.stopping) this.o.onExit?.(`the CPU load (${STRESS_NG}) ended during the run (${signal ? `killed by ${signal}` : `exit code ${code}`})` +
-        `${this.lastWords() ? `: ${this.lastWords()}` : ''}; see ${this.o.logFile}`);
-      resolve({ code, signal });
-    }));
-    const spawned = await new Promise((resolve) => {
+    this.closed = new Promise((resolve) => {
+      proc.on('close', (code, signal) => {
+        if (!this.stopping) this.o.onExit?.(`the CPU load (${STRESS_NG}) ended during the run (${signal ? `killed by ${signal}` : `exit code ${code}`})` +
+          `${this.lastWords() ? `: ${this.lastWords()}` : ''}; see ${this.o.logFile}`);
+        resolve({ code, signal });
+      });
+      proc.on('error', () => resolve({ code: null, signal: null })); // never started: there is nothing to wait for
+    });
+    /** @type {Error | null} */
+    const failed = await new Promise((resolve) => {
       proc.once('spawn', () => resolve(null));
       proc.once('error', (e) => resolve(e));
     });
-    if (spawned) throw new Error(`the CPU load (${STRESS_NG}) could not be started: ${/** @type {Error} */ (spawned).message}`);
+    if (failed) throw new Error(`the CPU load (${STRESS_NG}) could not be started: ${failed.message}`);
     const want = this.o.spec.policy;
     const deadline = Date.now() + timeout_ms;
     for (;;) {

@@ -26,19 +26,19 @@ test('a fifo load of a third of a core: one worker busy 33 % at SCHED_FIFO 10, t
   const s = scenarioWith({ cores: 0.33, policy: 'fifo' });
   assert.deepEqual(s.cpu_load, { cores: 0.33, policy: 'fifo', priority: 10 });
   assert.equal(CPU_LOAD_FIFO_PRIORITY, GUEST_FIFO_PRIORITY);
-  assert.deepEqual(cpuLoadArgv(s.cpu_load, { logFile, timeoutS: 700.2 }), ['stress-ng', '--cpu', '1', '--cpu-load', '33',
-    '--cpu-load-slice', String(BUSY_SLICE_MS), '--cpu-method', CPU_METHOD, '--sched', 'fifo', '--sched-prio', '10',
-    '--timeout', '701s', '--keep-name', '--log-file', logFile]);
+  assert.deepEqual(cpuLoadArgv(s.cpu_load, { logFile, timeoutS: 700.2 }), ['stress-ng', '--log-file', logFile, '--cpu', '1',
+    '--cpu-load', '33', '--cpu-load-slice', String(BUSY_SLICE_MS), '--cpu-method', CPU_METHOD, '--sched', 'fifo',
+    '--sched-prio', '10', '--timeout', '701s', '--keep-name']);
 });
 
 test('more than one core: as few workers as carry it, each the same share; SCHED_OTHER names no scheduler', () => {
   const s = scenarioWith({ cores: 1.5 });
   assert.deepEqual(s.cpu_load, { cores: 1.5, policy: 'other' });
   const argv = cpuLoadArgv(s.cpu_load, { logFile, timeoutS: 60 });
-  assert.deepEqual(argv.slice(0, 5), ['stress-ng', '--cpu', '2', '--cpu-load', '75']);
+  assert.deepEqual(argv.slice(3, 7), ['--cpu', '2', '--cpu-load', '75']);
   assert.ok(!argv.includes('--sched') && !argv.includes('--sched-prio'));
   assert.deepEqual(cpuLoadArgv(scenarioWith({ cores: 0.5, policy: 'fifo', priority: 42 }).cpu_load, { logFile, timeoutS: 60 })
-    .slice(9, 13), ['--sched', 'fifo', '--sched-prio', '42']);
+    .slice(11, 15), ['--sched', 'fifo', '--sched-prio', '42']);
   // Whole cores are whole workers; the workers' shares add up to what was asked, to stress-ng's whole percent.
   assert.deepEqual(loadShape({ cores: 2, policy: 'other' }), { workers: 2, percent: 100, cores: 2 });
   assert.deepEqual(loadShape({ cores: 1, policy: 'other' }), { workers: 1, percent: 100, cores: 1 });
