@@ -2,7 +2,7 @@
 // A census of everything rtclab can leave on a host, found by its names (netem/names.js, leftovers.js): namespaces and their
 // mounts, root-side veths, nft tables, NFQUEUE rules in the root namespace, state and reservation files, browser
 // profiles, uml guest directories, and processes (Chromium, tcpdump, iperf3, the bottleneck, the uml guest, the
-// harness, netem's CLI, the signaling server, the study runner). The kill campaign (bench/reliability) counts it after every kill; empty means clean.
+// harness, netem's CLI, the signaling server, the study runner, a scenario's CPU load). The kill campaign (bench/reliability) counts it after every kill; empty means clean.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,7 +11,8 @@ import { browserProfiles } from './leftovers.js';
 
 /** Command lines that belong to rtclab's processes. */
 const OURS = [/rtclab-bottleneck/, /umid=rtclab-/, /netem\/uml\/exec\.js/, /capture-[ab]\.pcap/, /iperf3.*(rtclab|iperf3-\d+)/, /rtclab-chromium-/,
-  /harness\/cli\.js/, /netem\/cli\.js/, /signaling\/server\.js/, /rtclab_study/, /chromium-in-ns|chromium\.sh/];
+  /harness\/cli\.js/, /netem\/cli\.js/, /signaling\/server\.js/, /rtclab_study/, /chromium-in-ns|chromium\.sh/,
+  /stress-ng .*cpu-load\.log/];
 
 /** @param {string[]} argv */
 const lines = (argv) => {
@@ -25,14 +26,16 @@ const lines = (argv) => {
  * @returns {Record<string, string[]>} per kind, what is there (every list empty: nothing left)
  */
 export function census(o = {}) {
-  const all = fullCensus(o.ignorePids ?? []);
-  if (!o.only) return all;
   const only = o.only;
-  return Object.fromEntries(Object.entries(all).map(([kind, items]) => [kind, items.filter((i) => only.some((s) => i.includes(s)))]));
+  const all = fullCensus(o.ignorePids ?? [], only);
+  if (!only) return all;
+  // Processes were matched on their whole command line (a process's line here is cut short).
+  return Object.fromEntries(Object.entries(all).map(([kind, items]) => [kind,
+    kind === 'processes' ? items : items.filter((i) => only.some((s) => i.includes(s)))]));
 }
 
-/** @param {number[]} ignorePids */
-function fullCensus(ignorePids) {
+/** @param {number[]} ignorePids @param {string[] | undefined} only */
+function fullCensus(ignorePids, only) {
   const ignore = new Set([process.pid, process.ppid, ...ignorePids]);
   const namespaces = lines(['ip', 'netns', 'list']).map((l) => l.split(' ')[0]).filter((n) => NS_RE.test(n));
   const mounts = readFileSync('/proc/mounts', 'utf8').split('\n').map((l) => l.split(' ')[1] ?? '')
@@ -56,6 +59,7 @@ function fullCensus(ignorePids) {
     } catch { continue; } // gone meanwhile
     const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
     if (state === 'Z' || !OURS.some((re) => re.test(cmdline))) continue; // a zombie holds nothing
+    if (only && !only.some((s) => `${pid} ${cmdline}`.includes(s))) continue;
     processes.push(`${pid} ${cmdline.slice(0, 160)}`);
   }
   return { namespaces, netns_mounts: mounts, root_links: rootLinks, nft_tables: nftTables, nfqueue_rules_in_root: nfqueueRules,

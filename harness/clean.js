@@ -7,7 +7,7 @@ import { cleanRuns } from './leftovers.js';
 
 const USAGE = `usage: node harness/clean.js [ID...]   (npm run clean -- [ID...], rtclab clean [ID...])
   remove what earlier runs left (runs whose owner is gone), or these ids: namespaces, veths, rules, the bottleneck,
-  the uml guest, captures' and browsers' processes, browser profiles; a killed run's manifest becomes "incomplete"`;
+  the uml guest, captures' and browsers' processes, a scenario's CPU load (stress-ng), browser profiles; a killed run's manifest becomes "incomplete"`;
 
 const args = process.argv.slice(2);
 if (args.some((a) => a === '-h' || a === '--help')) {

@@ -74,6 +74,8 @@ export function processGroup({ pid, argv, comm, browserKey, harnessPid }) {
   if (comm === 'linux.uml' || exe.endsWith('linux.uml')) return 'bottleneck/uml';
   if (comm === 'tcpdump') return `capture/${argv[argv.indexOf('-i') + 1]?.startsWith('b-') ? 'b' : 'a'}`;
   if (comm === 'iperf3') return `iperf3/${argv.includes('-s') ? 'server' : 'client'}`;
+  // The scenario's cpu_load (harness/cpu-load.js): stress-ng and its workers (--keep-name: all named stress-ng).
+  if (comm.startsWith('stress-ng') || exe.endsWith('stress-ng')) return 'cpu-load/stress-ng';
   return 'harness/other';
 }
 
@@ -95,7 +97,7 @@ export function hostTicks(stat) {
  *   await cpu.stop();                 // one last sample; idempotent
  */
 export class CpuAccounting {
-  /** @type {Map<number, { start: number, ticks: number, group: string }>} processes seen, by pid */
+  /** @type {Map<number, { start: number, ticks: number, group: string, comm: string }>} processes seen, by pid */
   #known = new Map();
   /** @type {Map<number, string>} browser root pid -> call side key */
   #browsers = new Map();
@@ -169,11 +171,13 @@ export class CpuAccounting {
         const argv = this.#argv(p.pid);
         const group = processGroup({ pid: p.pid, argv, comm: p.comm, browserKey: this.#browserKey(p, table), harnessPid: this.rootPid });
         // Seen at the first reading: only what it does from now on counts. Later: it started since the last reading.
-        known = { start: p.start, ticks: first ? p.ticks : 0, group };
+        known = { start: p.start, ticks: first ? p.ticks : 0, group, comm: p.comm };
         this.#known.set(p.pid, known);
         this.#write({ kind: 'process', t: now, pid: p.pid, ppid: p.ppid, group, comm: p.comm, cmd: argv.join(' ').slice(0, 300) });
       }
-      if (this.#regroup && known.group === 'harness/other') {
+      // A process seen before its exec (`ip netns exec` that becomes iperf3 or stress-ng) has another name now.
+      if ((this.#regroup || known.comm !== p.comm) && known.group === 'harness/other') {
+        known.comm = p.comm;
         const argv = this.#argv(p.pid);
         const group = processGroup({ pid: p.pid, argv, comm: p.comm, browserKey: this.#browserKey(p, table), harnessPid: this.rootPid });
         if (group !== known.group) {

@@ -1,7 +1,8 @@
 // @ts-check
 // What a run leaves outside the network, and cleaning it with the network: the browsers' profiles in the temporary
 // directory, and the manifest of a run whose harness was killed (it still says "running"). netem cleans the network
-// (namespaces, veths, rules, the bottleneck, the uml guest: netem/cleanup.js) and knows nothing of these;
+// (namespaces, veths, rules, the bottleneck, the uml guest: netem/cleanup.js, and with every process in the run's
+// namespaces a scenario's CPU load, which runs in r: harness/cpu-load.js) and knows nothing of these;
 // `npm run clean` (this module's cleanRuns, via harness/clean.js) does both.
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

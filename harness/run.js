@@ -14,6 +14,7 @@ import { startSignalingServer } from '../signaling/server.js';
 import { chromiumBinary, chromiumFlags } from './browser.js';
 import { Peer } from './peer.js';
 import { CpuAccounting } from './cpu-accounting.js';
+import { CpuLoad, CPU_LOAD_LOG, findStressNg, stressNgVersion } from './cpu-load.js';
 import { busyFraction, cpuSetBusyFraction, pinnedCpus, readCpuTimes, readPerCpuTimes } from './hostload.js';
 import { RunRecorder, collectEventLogs } from './recorder.js';
 import { clipInfo } from '../media/stamp.js';
@@ -130,6 +131,10 @@ class CallRun {
     this.cpuSetBusy = null;
     /** Every process of the run, sampled from the start to the end of the teardown (cpu.jsonl). */
     this.cpu = new CpuAccounting({ file: path.join(runDir, 'cpu.jsonl') });
+    /** The scenario's cpu_load while it runs, null without one. @type {CpuLoad | null} */
+    this.cpuLoad = null;
+    /** Its CPU seconds at the call's start (playCall). @type {number | null} */
+    this.cpuLoadAtStart = null;
   }
 
   get timings() {
@@ -141,6 +146,7 @@ class CallRun {
     try {
       this.checkPrerequisites();
       await this.bringUpNetwork();
+      await this.startCpuLoad();
       if (this.calls.length) await this.startSignaling();
       await this.startCaptures();
       if (this.calls.length) {
@@ -197,6 +203,13 @@ class CallRun {
       }
     }
     if (this.calls.length) chromiumBinary();
+    const load = this.scenario.cpu_load;
+    if (load) {
+      findStressNg();
+      if (this.cpuSet && load.cores > this.cpuSet.length) {
+        throw new RunError(`cpu_load.cores ${load.cores} is more than the ${this.cpuSet.length} CPU(s) this run is pinned to (${this.cpuSet.join(',')})`);
+      }
+    }
   }
 
   /** The manifest's `calls`: per call its files and what its browsers reported (docs/run-directory.md). */
@@ -240,6 +253,45 @@ class CallRun {
     if (event === 'cross_traffic_stopped' && fields.exit_code !== 0 && !this.stopping) {
       this.crossTraffic.failed.push(`iperf3 client ${fields.n} exited with ${fields.exit_code === null ? 'a signal' : `code ${fields.exit_code}`} (see iperf3-${fields.n}-client.log)`);
     }
+  }
+
+  /**
+   * The scenario's cpu_load, once the network is up and before the browsers: stress-ng in the run's r namespace (the
+   * CPU does not care, and netem's clean, which kills every process in a run's namespaces, then removes a load whose
+   * harness was killed outright). Its end on its own while the run goes is a failure, like a bottleneck's.
+   */
+  async startCpuLoad() {
+    const spec = this.scenario.cpu_load;
+    if (!spec) return;
+    const net = /** @type {import('../netem/index.js').Network} */ (this.net);
+    // Past any run's length, so that a load whose harness and clean both never came ends on its own.
+    const connect_s = Math.max(0, ...this.calls.map((c) => c.call.connect_timeout_s));
+    const load = new CpuLoad({ spec, logFile: path.join(this.runDir, CPU_LOAD_LOG), nsExec: net.nsExec('r'),
+      timeoutS: this.scenario.duration_s + connect_s + 600, onExit: (message) => this.failWith(message) });
+    this.cpuLoad = load;
+    this.teardown.push('cpu load', () => load.stop());
+    const workers = await load.start();
+    this.recorder.writeManifest({ cpu_load: { asked: spec, workers: load.shape.workers, percent_per_worker: load.shape.percent,
+      command: load.argv, version: stressNgVersion(), pid: load.pid, workers_seen: workers, measured: null,
+      measured_missing: 'the call did not reach its end (the load is measured over the call)' } });
+    this.recorder.event('cpu_load_started', { pid: load.pid, workers });
+    this.checkStillRunning();
+  }
+
+  /**
+   * What the load used over the call, into the manifest: its CPU seconds (stress-ng and its workers, from /proc) over
+   * the call's wall seconds.
+   */
+  measureCpuLoad() {
+    const load = this.cpuLoad;
+    if (!load || this.cpuLoadAtStart === null) return;
+    const call_s = /** @type {number} */ (this.timings.call_end) - /** @type {number} */ (this.timings.call_start);
+    const cpu_s = load.cpuSeconds() - this.cpuLoadAtStart;
+    const measured = { cpu_s: round4(cpu_s), call_s: round4(call_s), cores: round4(cpu_s / call_s) };
+    const record = this.recorder.manifest.cpu_load;
+    delete record.measured_missing;
+    record.measured = measured;
+    this.recorder.event('cpu_load_measured', measured);
   }
 
   /** On the run's management addresses only, for the run's browsers only (one room per call). */
@@ -444,6 +496,7 @@ class CallRun {
     this.timings.call_start = Date.now() / 1000;
     const cpuAtStart = readCpuTimes();
     const cpuSetAtStart = this.cpuSet && readPerCpuTimes();
+    this.cpuLoadAtStart = this.cpuLoad ? this.cpuLoad.cpuSeconds() : null;
     this.recorder.writeManifest();
     await net.startSchedules(this.timings.call_start * 1000);
     this.scheduleJoinsAndLeaves(this.timings.call_start * 1000);
@@ -459,6 +512,7 @@ class CallRun {
     }
     this.checkStillRunning();
     this.timings.call_end = Date.now() / 1000;
+    this.measureCpuLoad();
     const hostCpuBusy = busyFraction(cpuAtStart, readCpuTimes());
     if (this.cpuSet && cpuSetAtStart) this.cpuSetBusy = cpuSetBusyFraction(cpuSetAtStart, readPerCpuTimes(), this.cpuSet);
     this.recorder.event('call_end', { host_cpu_busy_fraction: hostCpuBusy, cpu_set_busy_fraction: this.cpuSetBusy,
@@ -536,6 +590,7 @@ class CallRun {
       guestHealth: net.guestHealth({ fromS: /** @type {number} */ (this.timings.call_start), toS: /** @type {number} */ (this.timings.call_end) }),
       probeIntervalMs: net.info.backend.probe?.interval_ms,
       schedule: { expected: this.stepsDue(net.links), events: this.stepEvents },
+      cpuLoad: this.scenario.cpu_load ? { asked: this.scenario.cpu_load.cores, measured: this.recorder.manifest.cpu_load?.measured?.cores ?? null } : undefined,
     });
     this.recorder.writeManifest({ status: 'complete', captures, host_cpu_busy_fraction: hostCpuBusy,
       cpu_set_busy_fraction: this.cpuSetBusy, validity });
@@ -601,6 +656,8 @@ class CallRun {
     this.recorder.close();
   }
 }
+
+const round4 = (/** @type {number} */ x) => Math.round(x * 10000) / 10000;
 
 /** @param {number | null} bps */
 const kbps = (bps) => (bps == null ? null : bps / 1000);

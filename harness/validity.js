@@ -30,6 +30,15 @@ export const latenessBoundMs = () => LATENESS_BOUND_MS;
  * applied). The uml guest applies steps 50-500 ms late there: its runs with steps are usually invalid. */
 export const MAX_STEP_LATE_MS = /** @type {number} */ (BOUNDS.schedule.max_late_ms);
 
+/** How far the cores a scenario's cpu_load used over the call (its CPU seconds / the call's wall seconds) may be from
+ * the cores it asked for. 10 loads of 10 s at 0.33 cores, fifo 10, 5 ms slices, beside nothing on this machine
+ * (`node bench/cpu/cpu-load.mjs --runs 10 --seconds 10 --cores 0.33 --policy fifo`, 2026-11-28; bench/cpu/RESULTS.md,
+ * "A CPU load beside the run") used 0.3335-0.3355 cores (mean 0.3341, sd 0.0007): at most 0.0055 over what was asked,
+ * stress-ng's own time around each sleep. /proc counts whole 10 ms ticks: up to 0.02 s at the two ends, 0.007 cores
+ * over a 3 s reading (the real-tier test), 0.0002 over a 100 s call. 0.02 is 3.6 times the furthest seen and above
+ * both together; off by as much, the load is still within 6 % of the 0.33 cores of the uml guest's cost it stands for. */
+export const MAX_CPU_LOAD_DIFFERENCE_CORES = /** @type {number} */ (BOUNDS.cpu_load.max_cores_difference);
+
 /**
  * @param {string} address
  * @param {string} dataPrefix e.g. '10.0.'
@@ -55,6 +64,7 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   backend?: string,
  *   schedule?: { expected: ScheduledStep[], events: any[] },
  *   guestHealth?: import('../netem/uml/health.js').GuestHealth | null, probeIntervalMs?: number,
+ *   cpuLoad?: { asked: number, measured: number | null },
  * }} o
  *   calls: each call's id, the keys of its sides in selectedPairs, samples and cpuLimited (a, b for the first call,
  *   <id>-a, <id>-b for the others), and its decoded frames; absent: one call, sides a and b, framesDecoded.
@@ -71,6 +81,8 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   backend.probe.interval_ms): the checks uml_timer_on_time, uml_probe_covered and uml_lossless_outside_qdisc
  *   schedule: the links' capacity and delay steps due during the run (expected) and the capacity_change and delay_change
  *   events the backend reported: the check schedule_applied (absent when no link has a step)
+ *   cpuLoad: the scenario's cpu_load, the cores it asked for and those it used over the call (null: not measured):
+ *   the check cpu_load_as_asked (absent without a cpu_load)
  * A check's ok is null when the run's backend cannot measure what it checks ("not measured"): it does not make the
  * run invalid, and it does not vouch for it either.
  */
@@ -136,6 +148,8 @@ export function validityChecks(o) {
   }
 
   if (o.schedule && o.schedule.expected.length) add(...scheduleApplied(o.schedule.expected, o.schedule.events));
+
+  if (o.cpuLoad) add(...cpuLoadAsAsked(o.cpuLoad.asked, o.cpuLoad.measured, period));
 
   if (o.cpuSet && o.cpuSetBusy !== undefined) {
     // Pinned (a study's --parallel): the run is judged by its own CPUs; the host's are shared with the other runs.
@@ -357,6 +371,23 @@ export function probeCovered(c, intervalMs) {
   }
   return [name, true, `${c.summaries} summaries over the call; ping's longest silence ${c.max_gap_ms.toFixed(1)} ms (bound ${bound} ms, ` +
     `${MAX_PROBE_GAP_INTERVALS} intervals of ${intervalMs} ms)`];
+}
+
+/**
+ * The check `cpu_load_as_asked`: the scenario's cpu_load used the cores it asked for over the call, within
+ * MAX_CPU_LOAD_DIFFERENCE_CORES either way (a load that got less, e.g. starved by SCHED_FIFO threads above it, or
+ * more, is not the experiment the scenario describes). Not measured (null) fails it: the load is the experiment.
+ * @param {number} asked @param {number | null} measured @param {string} [period]
+ * @returns {[string, boolean, string]}
+ */
+export function cpuLoadAsAsked(asked, measured, period = 'the call') {
+  const name = 'cpu_load_as_asked';
+  const bound = MAX_CPU_LOAD_DIFFERENCE_CORES;
+  if (measured === null) return [name, false, `the CPU load asked for ${asked} cores; what it used during ${period} was not measured`];
+  const off = measured - asked;
+  const ok = Math.abs(off) <= bound;
+  return [name, ok, `the CPU load (stress-ng) used ${measured.toFixed(3)} cores during ${period}, asked ${asked} ` +
+    `(${off >= 0 ? '+' : ''}${off.toFixed(3)}; bound ±${bound})`];
 }
 
 /** The validity of a run that did not complete: the error that stopped it. @param {string} message */

@@ -5,6 +5,7 @@
 // client read the normalised scenario; the userspace bottleneck gets its normalised links; the Python analyzer
 // validates the normalised scenario it finds in a run's manifest against the same schema.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
@@ -104,7 +105,7 @@ export function validateScenario(scenario, label = 'scenario') {
  */
 export function normalizeScenario(doc, { label = 'scenario', baseDir = process.cwd() } = {}) {
   const scenario = validateScenario(withCallsList(structuredClone(doc)), label);
-  const problems = normalizeCalls(scenario);
+  const problems = [...normalizeCalls(scenario), ...normalizeCpuLoad(scenario)];
   if (problems.length) throw new ScenarioError(label, problems);
   try {
     for (const direction of /** @type {const} */ (['forward', 'reverse'])) {
@@ -166,6 +167,30 @@ function normalizeCalls(scenario) {
     }
     call.tracks = completeTracks(call, where, problems);
   });
+  return problems;
+}
+
+/** The SCHED_FIFO priority of a fifo cpu_load that names none: the uml guest's (netem/uml/guest.js GUEST_FIFO_PRIORITY). */
+export const CPU_LOAD_FIFO_PRIORITY = 10;
+
+/**
+ * What the schema cannot say about `cpu_load`: its cores within the machine's CPUs, and a priority with fifo only
+ * (filled in there when left out). Absent stays absent: no load.
+ * @param {any} scenario validated, defaults filled in
+ * @param {number} [cpus] the machine's CPUs
+ * @returns {string[]} problems, one sentence each
+ */
+export function normalizeCpuLoad(scenario, cpus = os.cpus().length) {
+  const load = scenario.cpu_load;
+  if (load === undefined) return [];
+  const problems = [];
+  if (load.cores > cpus) {
+    problems.push(`cpu_load.cores: ${load.cores} is more than this machine's ${cpus} CPU(s)`);
+  }
+  if (load.policy === 'fifo') load.priority ??= CPU_LOAD_FIFO_PRIORITY;
+  else if (load.priority !== undefined) {
+    problems.push(`cpu_load.priority: ${load.priority} is a SCHED_FIFO priority, for policy fifo only (policy is ${load.policy})`);
+  }
   return problems;
 }
 

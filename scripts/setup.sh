@@ -16,7 +16,7 @@ fail() { echo "setup: error: $*" >&2; exit 1; }
 
 # --- Debian packages ------------------------------------------------------------------------------------------------
 apt_packages=(chromium tshark tcpdump iperf3 ffmpeg nftables iptables ethtool iputils-ping iproute2
-  libnetfilter-queue-dev libmnl-dev pkg-config build-essential python3-venv user-mode-linux kmod)
+  libnetfilter-queue-dev libmnl-dev pkg-config build-essential python3-venv user-mode-linux kmod stress-ng)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -88,3 +88,23 @@ test('a busy child is accounted to its group, to within a clock tick of its own 
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a process seen before its exec (ip netns exec ... stress-ng) is grouped again by what it became', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-cpu-'));
+  const file = path.join(dir, 'cpu.jsonl');
+  // A program named stress-ng (sleep under that name): the shell is seen first, then becomes it.
+  fs.symlinkSync(fs.realpathSync('/bin/sleep'), path.join(dir, 'stress-ng'));
+  const cpu = new CpuAccounting({ file, interval_ms: 100 });
+  try {
+    cpu.start();
+    const child = spawn('sh', ['-c', `sleep 0.4; exec ${path.join(dir, 'stress-ng')} 0.5`], { stdio: 'ignore' });
+    await new Promise((resolve) => child.once('exit', resolve));
+    await cpu.stop();
+    const lines = fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const seen = lines.filter((l) => l.kind === 'process' && l.pid === child.pid);
+    assert.deepEqual(seen.map((l) => [l.comm, l.group]), [['sh', 'harness/other'], ['stress-ng', 'cpu-load/stress-ng']]);
+  } finally {
+    await cpu.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -38,6 +38,7 @@ function fromSchema(node) {
   if (node === definitions.qdisc) return qdisc(false);
   if (node === definitions.leaf_qdisc) return qdisc(true);
   if (node === definitions.rate) return rate();
+  if (node === schema.properties.cpu_load) return cpuLoad();
   if (node.enum) return fc.constantFrom(...node.enum);
   const type = Array.isArray(node.type) ? node.type.find((/** @type {string} */ t) => t !== 'null') : node.type;
   const nullable = Array.isArray(node.type) && node.type.includes('null');
@@ -81,6 +82,19 @@ function rate() {
     fc.constant(null),
     fc.record({ kbit: fromSchema(p.kbit), burst_bytes: fromSchema(p.burst_bytes) }, { requiredKeys: ['kbit'] }),
     fc.record({ schedule: fc.array(step, { minLength: 1, maxLength: 3 }), burst_bytes: fromSchema(p.burst_bytes) }, { requiredKeys: ['schedule'] }),
+  );
+}
+
+/**
+ * A cpu_load within this machine's CPUs (the bound the schema cannot hold: the model checks it), its priority with
+ * fifo only (the model's check too); the mutations reach the refusals.
+ */
+function cpuLoad() {
+  const cores = fc.double({ min: 1e-3, max: os.cpus().length, noNaN: true });
+  return fc.oneof(
+    fc.record({ cores, policy: fc.constant('other') }, { requiredKeys: ['cores'] }),
+    fc.record({ cores, policy: fc.constant('fifo'), priority: fromSchema(schema.properties.cpu_load.properties.priority) },
+      { requiredKeys: ['cores', 'policy'] }),
   );
 }
 

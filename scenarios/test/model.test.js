@@ -67,7 +67,7 @@ test('wrong types, unknown top-level fields and cross-traffic items are each rep
   assert.deepEqual(problemsOf(() => loadScenario(file)).sort(), [
     'cross_traffic[0].congestion_control: "vegas" is not one of cubic, reno, bbr',
     'duration_s: must be number (got "soon")',
-    'the scenario: unknown field "cal" (allowed: name, description, duration_s, backend, network, call, calls, cross_traffic, getstats, capture)',
+    'the scenario: unknown field "cal" (allowed: name, description, duration_s, backend, network, call, calls, cross_traffic, getstats, capture, cpu_load)',
   ]);
 });
 
