@@ -78,9 +78,18 @@ if [ -f pyproject.toml ]; then
     .venv/bin/pip install --quiet --no-deps -e .
     touch "$stamp"
   fi
-  if [ -x .venv/bin/rtclab ] && [ "$(readlink -f /usr/local/bin/rtclab 2>/dev/null)" != "$root/.venv/bin/rtclab" ]; then
-    ln -sf "$root/.venv/bin/rtclab" /usr/local/bin/rtclab
-    say "linked /usr/local/bin/rtclab -> .venv/bin/rtclab"
+  # `rtclab` on the PATH for the user (rtclab itself always runs a checkout's own .venv/bin/rtclab). Another live
+  # checkout's link is left to it, with a word on how to switch: a second clone (a fresh-clone test run in a
+  # temporary directory, say) does not take the machine's `rtclab` away from the first.
+  linked=$(readlink -f /usr/local/bin/rtclab 2>/dev/null || true)
+  if [ -x .venv/bin/rtclab ] && [ "$linked" != "$root/.venv/bin/rtclab" ]; then
+    if [ -n "$linked" ] && [ -x "$linked" ]; then
+      echo "setup: /usr/local/bin/rtclab stays $linked (another checkout's); this one's is $root/.venv/bin/rtclab" \
+        "(ln -sf $root/.venv/bin/rtclab /usr/local/bin/rtclab to switch)" >&2
+    else
+      ln -sf "$root/.venv/bin/rtclab" /usr/local/bin/rtclab
+      say "linked /usr/local/bin/rtclab -> .venv/bin/rtclab"
+    fi
   fi
 fi
 
