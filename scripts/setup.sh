@@ -55,9 +55,13 @@ rust_parts() {
   cargo build --release --locked --quiet --manifest-path netem/bottleneck/Cargo.toml &&
   # The uml backend's guest preloads it: Debian's UML 6.1 panics on hosts with AVX-512 or AMX without it
   # (netem/uml/xstate-shim/src/lib.rs says why).
-  cargo build --release --locked --quiet --manifest-path netem/uml/xstate-shim/Cargo.toml
+  cargo build --release --locked --quiet --manifest-path netem/uml/xstate-shim/Cargo.toml &&
+  # The crates' test binaries, which scripts/test.sh runs: built here with the rest, not in the test run's time.
+  for m in netem/bottleneck netem/uml/xstate-shim analysis/core; do
+    cargo test --release --locked --quiet --no-run --manifest-path "$m/Cargo.toml" || return 1
+  done
 }
-$quiet || say "cargo build --release (netem/bottleneck, netem/uml/xstate-shim)"
+$quiet || say "cargo build --release (netem/bottleneck, netem/uml/xstate-shim; the crates' test binaries)"
 background cargo rust_parts
 
 # --- Python analyzer -------------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 // @ts-check
+// load-tolerant: the page's config errors, its log, a browser's death and close(): nothing a busy machine may change.
 // harness/peer.js with a real Debian Chromium and the real page: the config contract as the page enforces it, the
 // log, the browser's death, and close().
 import { test, before, after } from 'node:test';

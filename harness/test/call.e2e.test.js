@@ -1,57 +1,17 @@
 // @ts-check
-// End-to-end: real calls between two Debian Chromium browsers through the emulated network, as a user runs them
-// (`node harness/cli.js`, which `npm run call` runs after setup).
+// End-to-end: a real call between two Debian Chromium browsers through the emulated network, as a user runs it
+// (`node harness/cli.js`, which `npm run call` runs after setup), judged by its timing checks and cross-checks: it
+// needs the machine's quiet. The failure paths (bad input, kills, Ctrl-C) are harness/test/call-failures.e2e.test.js.
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { readPcap } from '../../netem/test-support/pcap.js';
 import { measure } from '../../netem/test-support/measure.js';
+import { jsonl, lastLine, leftovers, manifestOf, runCli } from '../test-support/call-cli.js';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const cli = path.join(repoRoot, 'harness', 'cli.js');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-e2e-'));
-
-/**
- * Runs the call CLI; `during` may act on the running process.
- * @param {string[]} args @param {{env?: Record<string,string>, during?: (child: import('node:child_process').ChildProcess, out: () => string) => void}} [o]
- * @returns {Promise<{code: number|null, stderr: string}>}
- */
-function runCli(args, { env = {}, during } = {}) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [cli, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stdout.on('data', (d) => { stderr += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
-    during?.(child, () => stderr);
-    child.on('exit', (code) => resolve({ code, stderr }));
-  });
-}
-
-/** Namespaces, root-side links and processes a run with this id could have left. @param {string} id */
-function leftovers(id) {
-  const found = [];
-  const netns = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
-  if (netns.includes(`rtclab-${id}-`)) found.push(`namespaces: ${netns.trim()}`);
-  const links = execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' });
-  if (links.includes(`rl${id}`)) found.push('root-side management links');
-  const procs = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n')
-    .filter((l) => l.includes(`rtclab-${id}-`) || (l.includes('rtclab-bottleneck') && l.includes(id)));
-  if (procs.length) found.push(`processes: ${procs.join(' | ')}`);
-  return found;
-}
-
-/** True once the run's media flows and its schedules have started. @param {string} dir */
-const callStarted = (dir) => {
-  try { return fs.readFileSync(path.join(dir, 'events.jsonl'), 'utf8').includes('"event":"call_start"'); } catch { return false; }
-};
-const manifestOf = (/** @type {string} */ dir) => JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
-const jsonl = (/** @type {string} */ file) => fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-/** A JSONL file's last line, or null when the file is missing or empty. @param {string} file */
-const lastLine = (file) => (fs.existsSync(file) && fs.statSync(file).size > 0 ? jsonl(file).at(-1) : null);
 
 /**
  * The values behind the default call's timing checks (harness/validity.js; their bounds in harness/validity-bounds.json
@@ -153,101 +113,4 @@ test('a 22 s call through the default scenario: captures, getStats, a valid mani
   const disagreements = metrics.crosschecks.filter((/** @type {any} */ c) => c.ok !== true);
   assert.deepEqual(disagreements, [], 'every cross-check agrees');
   assert.match(fs.readFileSync(path.join(out, 'report.txt'), 'utf8'), /agree forward video ssrc \d+: jitter mean/);
-});
-
-test('a scenario with a bad field fails before anything is set up, naming the field', async () => {
-  const file = path.join(tmp, 'bad.yaml');
-  fs.writeFileSync(file, 'network:\n  forward:\n    qdisc: {kind: fifo, limit_ms: -3}\n');
-  const out = path.join(tmp, 'bad');
-  const { code, stderr } = await runCli(['--scenario', file, '--out', out]);
-  assert.equal(code, 2);
-  assert.match(stderr, /network\.forward\.qdisc\.limit_ms: must be > 0/);
-  assert.equal(fs.existsSync(out), false, 'no run directory for a scenario that never ran');
-});
-
-test('a missing video clip ends the run with a clear error and nothing set up', async () => {
-  const file = path.join(tmp, 'noclip.yaml');
-  fs.writeFileSync(file, 'call: {video_clip: /nonexistent/clip.y4m}\n');
-  const out = path.join(tmp, 'noclip');
-  const { code, stderr } = await runCli(['--scenario', file, '--out', out, '--duration', '5']);
-  assert.equal(code, 1);
-  assert.match(stderr, /video clip \/nonexistent\/clip\.y4m does not exist/);
-  const manifest = manifestOf(out);
-  assert.equal(manifest.status, 'incomplete');
-  assert.deepEqual(leftovers(manifest.id), []);
-});
-
-test('a missing Chromium ends the run with a clear error', async () => {
-  const out = path.join(tmp, 'nochrome');
-  const { code, stderr } = await runCli(['--out', out, '--duration', '5'], { env: { RTCLAB_CHROMIUM: '/nonexistent/chromium' } });
-  assert.equal(code, 1);
-  assert.match(stderr, /Chromium not found at \/nonexistent\/chromium/);
-  assert.deepEqual(leftovers(manifestOf(out).id), []);
-});
-
-test('a browser killed mid-call: clear error, run incomplete with its data kept, nothing left behind', { timeout: 120_000 }, async () => {
-  const out = path.join(tmp, 'killed');
-  const { code, stderr } = await runCli(['--out', out, '--duration', '60'], {
-    during: () => {
-      const timer = setInterval(() => {
-        if (!callStarted(out)) return;
-        const id = manifestOf(out).id;
-        // Chromium's browser process of side b: the one launched inside b's namespace.
-        const pids = execFileSync('ip', ['netns', 'pids', `rtclab-${id}-b`], { encoding: 'utf8' }).trim().split('\n');
-        for (const pid of pids) {
-          const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-          if (cmd.includes('chromium') && !cmd.includes('--type=')) process.kill(Number(pid), 'SIGKILL');
-        }
-        clearInterval(timer);
-      }, 2000);
-    },
-  });
-  assert.equal(code, 1, stderr);
-  assert.match(stderr, /browser b \(Chromium\) exited during the run/);
-  const manifest = manifestOf(out);
-  assert.equal(manifest.status, 'incomplete');
-  assert.ok(fs.statSync(path.join(out, 'capture-a.pcap')).size > 24, 'the capture recorded before the crash is kept');
-  assert.deepEqual(leftovers(manifest.id), []);
-});
-
-test('the userspace bottleneck killed mid-call: the run\'s error is the bottleneck\'s own account, nothing left behind', { timeout: 120_000 }, async () => {
-  const out = path.join(tmp, 'bottleneck-killed');
-  const { code, stderr } = await runCli(['--out', out, '--duration', '60', '--backend', 'userspace'], {
-    during: () => {
-      const timer = setInterval(() => {
-        if (!callStarted(out)) return;
-        // The forward bottleneck is the process given this run directory's forward link.
-        const pids = execFileSync('pgrep', ['-f', '--', `--config ${path.join(out, 'bottleneck-forward.json')}`], { encoding: 'utf8' }).trim().split('\n');
-        for (const pid of pids) process.kill(Number(pid), 'SIGKILL');
-        clearInterval(timer);
-      }, 1000);
-    },
-  });
-  assert.equal(code, 1, stderr);
-  const manifest = manifestOf(out);
-  assert.equal(manifest.status, 'incomplete');
-  assert.match(manifest.error, /^the userspace bottleneck \(forward\) exited during the run \(killed by SIGKILL\)/);
-  assert.match(stderr, /the userspace bottleneck \(forward\) exited during the run/);
-  const exits = jsonl(path.join(out, 'events.jsonl')).filter((e) => e.event === 'bottleneck_exit');
-  assert.deepEqual(exits.map((e) => [e.direction, e.signal]), [['forward', 'SIGKILL']]);
-  assert.deepEqual(leftovers(manifest.id), []);
-});
-
-test('Ctrl-C during the call stops it, keeps what was recorded and leaves nothing behind', { timeout: 120_000 }, async () => {
-  const out = path.join(tmp, 'sigint');
-  const { code } = await runCli(['--out', out, '--duration', '60'], {
-    during: (child) => {
-      const timer = setInterval(() => {
-        if (!callStarted(out)) return;
-        child.kill('SIGINT');
-        clearInterval(timer);
-      }, 1000);
-    },
-  });
-  assert.equal(code, 1);
-  const manifest = manifestOf(out);
-  assert.equal(manifest.status, 'incomplete');
-  assert.match(manifest.error, /interrupted by SIGINT/);
-  assert.ok(fs.statSync(path.join(out, 'getstats-a.jsonl')).size > 0);
-  assert.deepEqual(leftovers(manifest.id), []);
 });

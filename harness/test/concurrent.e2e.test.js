@@ -1,4 +1,5 @@
 // @ts-check
+// load-tolerant: completion, isolation and what is left behind; validity is not asserted (two calls on 2 cores).
 // Two calls at once on one machine are isolated: both complete with their own ids, namespaces, management subnets,
 // signaling servers and rooms, and neither's captures hold the other's media (each run's captures carry exactly the
 // video SSRCs its own browsers reported, and none of the other run's). On 2 cores they may be marked invalid for a

@@ -1,4 +1,5 @@
 // @ts-check
+// load-tolerant: the exit, the reason and what is kept; its one bound (stopped before 55 s of 60) is the tmpfs's size.
 // A disk that fills during a real call: the run stops at once with the reason, keeps what was written, and leaves
 // nothing behind. The run directory is a small tmpfs, so the first of the captures, the ground-truth log or the
 // harness's own records to hit the limit stops the run.

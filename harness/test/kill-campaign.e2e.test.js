@@ -1,4 +1,5 @@
 // @ts-check
+// load-tolerant: kills at phases the runs report (not at wall-clock moments) and a census of what is left.
 // A short kill campaign (bench/reliability/kill-campaign.mjs): real calls and networks killed with SIGKILL and
 // SIGINT, then `npm run clean` and a census: nothing left, no hang, every manifest says how its run ended. Only this
 // campaign's runs are cleaned and counted (--shared-host), so it can run beside other tests.

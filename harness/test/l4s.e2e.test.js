@@ -1,4 +1,5 @@
 // @ts-check
+// load-tolerant: codepoints on the wire and in getStats, and feedback received; no time, rate or count bound.
 // A short real call with Chrome's L4S path on (call.l4s) through CoDel marking CE (scenarios/examples/l4s-codel-ecn.yaml):
 // pins what studies/RESULTS.md ("Chrome's L4S path") measured with Chromium 156, so that a Chrome that changes is
 // noticed. Run it under the machine-wide lock: flock /tmp/rtclab-realcalls.lock node --test harness/test/l4s.e2e.test.js
