@@ -142,7 +142,20 @@ def make_executor(args: argparse.Namespace, out: Path) -> executors.Executor:
         from .ray_executor import RayExecutor
         return RayExecutor(args.ray, out, repo=Path(args.ray_repo) if args.ray_repo else spec.REPO_ROOT,
                            extra_args=extra, gather_captures=args.gather_captures)
+    if args.parallel == "auto":
+        from .packed import PackedExecutor
+        return PackedExecutor(out, extra_args=extra)
     return executors.LocalExecutor(parallel=args.parallel, extra_args=extra)
+
+
+def parallel_arg(text: str) -> int | str:
+    """--parallel's value: a count, or `auto` (packed by each point's measured cost)."""
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of runs or auto, not {text!r}") from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -268,9 +281,11 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--no-analyze", action="store_true",
                    help="do not analyse each run after its call (aggregation analyses the valid ones it uses)")
     where = r.add_mutually_exclusive_group()
-    where.add_argument("--parallel", type=int, metavar="N",
+    where.add_argument("--parallel", type=parallel_arg, metavar="N|auto",
                        help="N runs at once on this machine, each pinned to its own group of CPUs (at most one "
-                            "run per CPU); a run whose CPUs were over 90%% busy during its call is invalid")
+                            "run per CPU); a run whose CPUs were over 90%% busy during its call is invalid. auto: "
+                            "as many CPUs per run as its point's runs measured (a point not measured yet runs "
+                            "alone first; docs/studies.md, Executors)")
     where.add_argument("--ray", metavar="ADDRESS",
                        help="run on a Ray cluster (auto, or the head's host:port): one run per rtclab_slot, each "
                             "analysed on its node, the small files gathered here (docs/studies.md, Executors)")

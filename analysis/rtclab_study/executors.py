@@ -5,6 +5,7 @@ the study directory's books; an executor only starts attempts, reports those tha
   or N at once with `--parallel N`, each under `taskset -c CPUS` on its own group of CPUs (the browsers, the
   bottleneck and the captures inherit the set; the harness records it and judges the run by those CPUs' busy
   share: the `cpu_set_not_saturated` validity check);
+- PackedExecutor (packed.py, `--parallel auto`): as many CPUs per run as its point's measured cost needs;
 - RayExecutor (ray_executor.py): the same command on the nodes of a Ray cluster.
 
 Every executor is handed a Job whose run directory the runner has already made (empty): an attempt's directory is
@@ -44,6 +45,10 @@ class Job:
 class Executor(Protocol):
     slots: int  # attempts at once
     name: str  # said in the progress lines and attempts.jsonl
+
+    def has_room(self, point: str) -> bool:
+        """Whether an attempt of this point can start now (the runner asks before each start)."""
+        ...
 
     def start(self, job: Job, lock_fd: int) -> dict[str, Any]:
         """Starts the attempt; returns what the start record of attempts.jsonl should say about it."""
@@ -119,14 +124,18 @@ class LocalExecutor:
                      if self.groups else "serial")
         self.running: list[_Running] = []
 
-    def _free_cpus(self) -> list[int] | None:
+    def has_room(self, point: str) -> bool:
+        return len(self.running) < self.slots
+
+    def _free_cpus_for(self, job: Job) -> list[int] | None:
+        """The CPUs to pin the job to (None: not pinned)."""
         if self.groups is None:
             return None
         used = [r.cpus for r in self.running]
         return next(g for g in self.groups if g not in used)
 
     def start(self, job: Job, lock_fd: int) -> dict[str, Any]:
-        cpus = self._free_cpus()
+        cpus = self._free_cpus_for(job)
         pin = ["taskset", "-c", fmt_cpus(cpus)] if cpus is not None else []
         cmd = [*pin, self.node, str(self.harness), "--scenario", str(job.scenario), "--out", str(job.run_dir),
                *self.extra_args]

@@ -261,6 +261,9 @@ class RayExecutor:
             self.ray.shutdown()
             raise ExecutorError("--ray: " + "; ".join(problems))
 
+    def has_room(self, point: str) -> bool:
+        return len(self.running) < self.slots
+
     def start(self, job: Job, lock_fd: int) -> dict[str, Any]:
         spec = {"repo": str(self.repo), "commit": self.commit, "driver_checkout": checkout_id(REPO_ROOT),
                 "study_key": self.study_key, "point": job.point,

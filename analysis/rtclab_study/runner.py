@@ -280,9 +280,9 @@ class StudyRunner:
                           f"), {already} already done in {out}; executor: {self.executor.name}")
         running: dict[tuple[str, int], executors.Job] = {}
         while True:
-            while self.stop_signal is None and len(running) < self.executor.slots:
+            while self.stop_signal is None:
                 pr = self._next(reps, set(running))
-                if pr is None:
+                if pr is None or not self.executor.has_room(pr.point):  # in plan order: the next waits for room
                     break
                 attempt = reps[(pr.point, pr.rep)].next_attempt()
                 self.progress.line(reps, f"now {pr.point} rep {pr.rep} attempt {attempt}/{max_attempts} "

@@ -244,6 +244,31 @@ def test_a_machine_not_recorded_is_said_so() -> None:
     assert provenance.dates(provenance.Provenance()) == "not recorded"
 
 
+def test_machine_time_sums_every_ended_attempt_and_prices_the_fixed_count(tmp_path: Path) -> None:
+    plan = {"order": [["a", 1], ["a", 2], ["b", 1], ["b", 2]], "points": [{"name": "a"}, {"name": "b"}],
+            "repetitions_from": {"study_file_repetitions": 6}}
+    ends = [("a", 1, 1, 100.0), ("a", 1, 2, 110.0), ("a", 2, 1, 90.0), ("b", 1, 1, 140.0), ("b", 2, 1, 120.0)]
+    lines = []
+    for point, rep, attempt, wall in ends:
+        lines.append(json.dumps({"event": "start", "point": point, "rep": rep, "attempt": attempt, "t": 0}))
+        lines.append(json.dumps({"event": "end", "point": point, "rep": rep, "attempt": attempt, "wall_s": wall}))
+    lines.append(json.dumps({"event": "start", "point": "b", "rep": 3, "attempt": 1, "t": 0}))  # never ended
+    lines.append("{damaged")
+    (tmp_path / "attempts.jsonl").write_text("\n".join(lines) + "\n")
+    t = provenance.machine_time(tmp_path, plan)
+    assert t == provenance.MachineTime(attempts=5, wall_s=560.0, repetitions=4, fixed_repetitions=12)
+    # 560 s over 4 repetitions = 140 s each; the file's 6 x 2 = 12 repetitions at that cost: 1680 s = 28 min
+    assert provenance.machine_time_text(t) == (
+        "9 min over 5 attempt(s) for 4 planned repetition(s) (each attempt's harness wall time: set-up, call, "
+        "teardown and analysis); the study file's fixed count, 12 repetitions, would have taken about 28 min at "
+        "this study's 2 min per repetition")
+    plan.pop("repetitions_from")
+    assert provenance.machine_time(tmp_path, plan).fixed_repetitions is None  # type: ignore[union-attr]
+    assert "fixed count" not in provenance.machine_time_text(provenance.machine_time(tmp_path, plan))
+    assert provenance.machine_time(tmp_path / "none", plan) is None
+    assert provenance.machine_time_text(None) == "not recorded (no attempts.jsonl)"
+
+
 def test_the_true_time_factor_of_a_quick_file_run_with_quick(tmp_path: Path) -> None:
     (tmp_path / "full.yaml").write_text(STUDY.format(name="full").replace("duration_s: 5", "duration_s: 40"))
     quick = tmp_path / "quick.yaml"

@@ -31,7 +31,8 @@ import pytest
 
 from rtclab.study import aggregate as agg
 from rtclab_study.__main__ import main as study_main
-from rtclab_study.executors import ExecutorError, fmt_cpus, split_cpus
+from rtclab_study.executors import ExecutorError, Job, _Running, fmt_cpus, split_cpus
+from rtclab_study.packed import CPU_SET_TARGET, PackedExecutor, cpus_needed, measured_costs, run_cost
 from rtclab_study.ray_executor import NODE_RUNS, SMALL_FILES, check_node, checkout_id, repo_commit, study_key
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,10 +95,68 @@ def test_cpu_split_in_groups_of_consecutive_cpus() -> None:
     assert fmt_cpus([4]) == "4"
 
 
+def write_cost(run_dir: Path, p95_cores: Any) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "metrics.json").write_text(json.dumps({"cpu": {"run": {"p95_cores": p95_cores}}}))
+
+
+def test_packed_cpus_follow_the_measured_cost() -> None:
+    assert CPU_SET_TARGET == 0.8
+    assert cpus_needed(None, 4) == 4  # not measured yet: alone
+    assert cpus_needed(0.3, 4) == 1 and cpus_needed(0.8, 4) == 1 and cpus_needed(0.81, 4) == 2
+    assert cpus_needed(2.5, 4) == 4 and cpus_needed(9.0, 4) == 4  # never more than the machine
+    assert cpus_needed(0.0, 4) == 1  # a run needs one CPU of its own at least
+
+
+def test_packed_costs_are_each_points_highest_measured(tmp_path: Path) -> None:
+    write_cost(tmp_path / "runs" / "a" / "1-1", 0.4)
+    write_cost(tmp_path / "runs" / "a" / "2-1", 0.7)
+    write_cost(tmp_path / "runs" / "b" / "1-1", "0.9")  # not a number: not a measurement
+    write_cost(tmp_path / "runs" / "b" / "2-1", True)
+    (tmp_path / "runs" / "c" / "1-1").mkdir(parents=True)  # not analysed
+    assert measured_costs(tmp_path) == {"a": 0.7}
+    assert run_cost(tmp_path / "runs" / "c" / "1-1") is None
+
+
+def test_packed_placement_shares_cpus_by_cost_and_in_plan_order(tmp_path: Path) -> None:
+    write_cost(tmp_path / "runs" / "cheap" / "1-1", 0.5)   # 1 CPU
+    write_cost(tmp_path / "runs" / "mid" / "1-1", 1.5)     # 2 CPUs
+    write_cost(tmp_path / "runs" / "costly" / "1-1", 3.5)  # every CPU: alone
+    ex = PackedExecutor(tmp_path, cpus=[0, 1, 2, 3])
+    assert ex.name.startswith("packed on CPUs 0-3")
+    procs: list[subprocess.Popen[bytes]] = []
+    logs: list[Any] = []
+
+    def running(point: str, cpus: list[int] | None) -> None:  # a run in its call, as start() books it
+        job = Job(point, 1, 1, tmp_path / "s.json", tmp_path / point, tmp_path / f"{point}.log")
+        procs.append(subprocess.Popen(["true"]))
+        logs.append((tmp_path / f"{point}.log").open("ab"))
+        ex.running.append(_Running(job, procs[-1], logs[-1], 0.0, cpus))
+
+    try:
+        assert ex.placement("costly") == [] and ex.placement("new") == []  # alone, unpinned
+        assert ex.placement("cheap") == [0] and ex.placement("mid") == [0, 1]
+        running("cheap", [0])
+        assert ex.placement("costly") is None and ex.placement("new") is None  # they wait for the machine
+        assert ex.placement("mid") == [1, 2] and ex.placement("cheap") == [1]
+        running("mid", [1, 2])
+        assert ex.placement("cheap") == [3] and ex.placement("mid") is None
+        assert ex.has_room("cheap") and not ex.has_room("mid")
+        ex.running.clear()
+        running("new", None)  # a run alone holds every CPU
+        assert ex.placement("cheap") is None
+    finally:
+        for f in logs:
+            f.close()
+        for p in procs:
+            p.wait()
+
+
 def test_bad_executor_options_exit_2_before_anything_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = study_file(tmp_path, "bad-options")
     cpus = len(os.sched_getaffinity(0))
     for args, says in [(["--parallel", str(cpus + 1)], f"at most --parallel {cpus}"),
+                       (["--parallel", "x"], "must be a number of runs or auto, not 'x'"),
                        (["--gather-captures"], "--gather-captures is for --ray"),
                        (["--ray", "127.0.0.1:1"], "no Ray head answers there"),
                        (["--ray", "127.0.0.1:1", "--no-analyze"], "needs --gather-captures"),

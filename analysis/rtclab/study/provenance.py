@@ -1,8 +1,9 @@
 """Where a study's results came from, for the findings page (docs/studies.md, "Provenance"): when its runs ran, on
 what machine, with which Chromium, backend and code (the commits, dirty or not), n per point, the true time factor
-against the full study, and the command that makes it again from the repository root. Read from plan.json, study.json
-and the used runs' manifest.json only, so that an archived study (archive.py) gives the same as its directory; a value
-a manifest does not hold is printed as not recorded, never guessed."""
+against the full study, the machine time its attempts took, and the command that makes it again from the repository
+root. Read from plan.json, study.json, attempts.jsonl and the used runs' manifest.json only, so that an archived study
+(archive.py) gives the same as its directory; a value a manifest does not hold is printed as not recorded, never
+guessed."""
 
 from __future__ import annotations
 
@@ -12,7 +13,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .studydir import read_log
+
 NOT_RECORDED = "not recorded"
+
+
+@dataclass
+class MachineTime:
+    """What a study's attempts took, from attempts.jsonl: every attempt that ended (valid, invalid, incomplete or
+    interrupted) with the wall time of its harness (set-up, call, teardown and analysis)."""
+    attempts: int  # attempts that ended
+    wall_s: float  # the sum of their wall times
+    repetitions: int  # the repetitions planned (plan.json's order)
+    fixed_repetitions: int | None  # the study file's own count over its points, when a repetitions plan replaced it
 
 
 @dataclass
@@ -28,6 +41,7 @@ class Provenance:
     quick_of: dict[str, Any] | None = None  # plan.json's quick_of: the full study this file shortens by hand
     study_file: str = ""
     repetitions_from: dict[str, Any] | None = None  # plan.json's: the repetitions plan it ran (--repetitions-from)
+    machine_time: MachineTime | None = None  # None: the study has no attempts.jsonl
 
     @property
     def time_factor(self) -> float:
@@ -89,7 +103,38 @@ def read(study_dir: Path, doc: dict[str, Any], plan: dict[str, Any]) -> Provenan
         manifests_unread=unread,
         n_per_point={p["name"]: len(p.get("runs_used") or []) for p in doc.get("points") or []},
         quick_factor=float(plan.get("quick_factor") or 1.0), quick_of=plan.get("quick_of"),
-        study_file=str(plan.get("study_file") or ""), repetitions_from=plan.get("repetitions_from"))
+        study_file=str(plan.get("study_file") or ""), repetitions_from=plan.get("repetitions_from"),
+        machine_time=machine_time(study_dir, plan))
+
+
+def machine_time(study_dir: Path, plan: dict[str, Any]) -> MachineTime | None:
+    if not (study_dir / "attempts.jsonl").exists():
+        return None
+    walls = [float(w) for recs in read_log(study_dir).records.values()
+             if isinstance(w := (recs.get("end") or {}).get("wall_s"), (int, float))]
+    fixed = (plan.get("repetitions_from") or {}).get("study_file_repetitions")
+    return MachineTime(attempts=len(walls), wall_s=sum(walls), repetitions=len(plan.get("order") or []),
+                       fixed_repetitions=int(fixed) * len(plan.get("points") or []) if isinstance(fixed, int) else None)
+
+
+def _duration(s: float) -> str:
+    h, m = divmod(round(s / 60), 60)
+    return f"{h} h {m:02d} min" if h else f"{m} min"
+
+
+def machine_time_text(t: MachineTime | None) -> str:
+    """The attempts' machine time and, when a repetitions plan replaced the study file's count, what that count would
+    have taken at this study's own cost per repetition (its mean attempt times its attempts per repetition)."""
+    if t is None:
+        return NOT_RECORDED + " (no attempts.jsonl)"
+    text = (f"{_duration(t.wall_s)} over {t.attempts} attempt(s) for {t.repetitions} planned repetition(s) (each "
+            "attempt's harness wall time: set-up, call, teardown and analysis)")
+    if t.fixed_repetitions is not None and t.attempts and t.repetitions:
+        per_repetition = t.wall_s / t.repetitions
+        text += (f"; the study file's fixed count, {t.fixed_repetitions} repetitions, would have taken about "
+                 f"{_duration(per_repetition * t.fixed_repetitions)} at this study's "
+                 f"{_duration(per_repetition)} per repetition")
+    return text
 
 
 def short_commit(c: str) -> str:
@@ -179,6 +224,7 @@ def markdown(name: str, where: str, p: Provenance, runs_used: int, invalid_used:
         f"- Chromium: {', '.join(p.chromium) or NOT_RECORDED}; backend: {', '.join(p.backends) or NOT_RECORDED}",
         f"- code: {code(p)}",
         f"- time factor against the full study: {time_factor_text(p)}",
+        f"- machine time: {machine_time_text(p.machine_time)}",
         f"- command: `{cmd}`" + (" (its study file is outside the repository: it runs only where that file is)"
                                  if outside else ""),
     ]
