@@ -210,3 +210,32 @@ def test_the_real_log_end_to_end() -> None:
     late = analysis.side(REAL_LOG, None, packets.FORWARD, call_start_s, call_start_s + length_s + 20.0,
                          [("after_cross_traffic", length_s + 10.0, length_s + 20.0)])
     assert late["counterfactual"]["variants"][counterfactual.TODAY]["phases"] == {"after_cross_traffic": None}
+
+
+def test_the_report_prints_each_variant_as_metrics_json_has_it() -> None:
+    from rtclab import report
+
+    log = parser.read(REAL_LOG)
+    assert log.utc_offset_ms is not None
+    first_ms, end_ms = float(log.outgoing_rtp["time_ms"][0]), gcc.log_end_ms(log)
+    call_start_s, length_s = (first_ms + log.utc_offset_ms) / 1000, (end_ms - first_ms) / 1000
+    phases_s = [("before_cross_traffic", 0.0, length_s / 2), ("cross_traffic", length_s / 2, length_s)]
+    cf = analysis.side(REAL_LOG, None, packets.FORWARD, call_start_s, call_start_s + length_s, phases_s)[
+        "counterfactual"]
+    lines = report._counterfactual_lines(cf)
+    assert "counterfactual on fixed input" in lines[0] and "not a result" in lines[0]
+    header = lines[1].split()
+    assert header[header.index("before_cross_traffic") + 1] == "cross_traffic"
+    rows = {line.split()[0]: line.split() for line in lines[3:]}
+    assert list(rows) == [v.name for v in counterfactual.VARIANTS]
+    for name, v in cf["variants"].items():
+        cells = rows[name]
+        transitions = [v["call"]["overuse_transitions"]] + [v["phases"][p]["overuse_transitions"] for p, _, _ in
+                                                            phases_s]
+        assert [int(c) for c in cells[-6:-3]] == transitions, name
+        assert cells[-3] == f"{v['call']['state_s']['overusing'] / v['call']['window_s'] * 100:.1f}%"
+        assert cells[-1] == f"{v['update_agreement'] * 100:.1f}%"
+    assert "(today's)" in lines[3] and "k_up 0.01, k_down 0.00018" in lines[4]
+    # Without input, the reason instead of a table.
+    none = report._counterfactual_lines({**cf, "variants": None, "reason": "no transport feedback"})
+    assert len(none) == 1 and none[0].endswith(": no transport feedback")
