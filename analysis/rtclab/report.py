@@ -280,7 +280,34 @@ def _controller_lines(cc: dict[str, Any] | None) -> list[str]:
         wire = (a.get("replay_wire_send_times") or {}).get("update_agreement")
         lines.append(f"  trendline replay agrees with the logged detector state at {rep['agreeing_updates']} of "
                      f"{rep['updates']} updates ({pct(rep['update_agreement'])}; {pct(wire)} with capture send times)")
-    return lines
+    return lines + _counterfactual_lines(a.get("counterfactual"))
+
+
+def _counterfactual_lines(cf: dict[str, Any] | None) -> list[str]:
+    """The over-use detector replayed with other constants (docs/metrics.md, `counterfactual`): per variant its
+    over-use transitions and time overusing over the call, and its transitions per phase."""
+    if not cf:
+        return []
+    head = ("  detector replayed with other constants (a counterfactual on fixed input: the sender would have reacted "
+            "differently; it picks field trials to run, not a result)")
+    if cf["variants"] is None:
+        return [f"{head}: {cf['reason']}"]
+    pct = lambda v: "-" if v is None else f"{v * 100:.1f}%"
+    phase_names = list(next(iter(cf["variants"].values()))["phases"] or {})  # the phases' order in the run
+    rows = []
+    for name, v in cf["variants"].items():
+        call = v["call"] or {}
+        states = call.get("state_s") or {}
+        share = {k: x / call["window_s"] for k, x in states.items() if x is not None}  # window_s: the states' sum
+        per_phase = [str(((v["phases"] or {}).get(n) or {}).get("overuse_transitions", "-")) for n in phase_names]
+        changed = ", ".join(f"{k} {x:g}" for k, x in v["differs_in"].items()) or "(today's)"
+        rows.append([name, changed, str(call.get("overuse_transitions", "-")), *per_phase,
+                     pct(share.get("overusing")), pct(share.get("underusing")), pct(v["update_agreement"])])
+    window = "call" if cf["window"] == "call" else "whole log"
+    headers = ["variant", "differs in", f"over-use ({window})", *phase_names, "overusing", "underusing",
+               "agrees w/ Chrome"]
+    return [head + (f"; phases: {cf['phases_reason']}" if cf["phases_reason"] else "") + ":",
+            *("    " + line for line in _table(headers, rows))]
 
 
 CPU_GROUPS_SHOWN = 5

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import packets
-from . import feedback, gcc, join, parser, replay
+from . import counterfactual, feedback, gcc, join, parser, replay
 
 # Points per series kept for the dashboard (every k-th one beyond it).
 MAX_POINTS = 3000
@@ -36,8 +36,9 @@ def _bands(t_s: np.ndarray, state: np.ndarray, end_s: float) -> list[list[Any]]:
 
 
 def side(path: Path, table: packets.PacketTable | None, direction: int, call_start_s: float | None,
-         call_end_s: float | None) -> dict[str, Any]:
-    """Everything one sender's log gives. Raises parser.EventLogError for a log that cannot be read."""
+         call_end_s: float | None, phases_s: list[tuple[str, float, float]] | None = None) -> dict[str, Any]:
+    """Everything one sender's log gives. phases_s: the run's phases (name, start, end in s since the call's
+    start) for the counterfactual replay. Raises parser.EventLogError for a log that cannot be read."""
     log = parser.read(path)
     out: dict[str, Any] = {"file": path.name, "format_version": log.version, "bytes": path.stat().st_size,
                            "has_end_event": log.has_end, "truncated_bytes": log.truncated_bytes,
@@ -73,6 +74,9 @@ def side(path: Path, table: packets.PacketTable | None, direction: int, call_sta
         wire_ms = np.where(joined.matched, joined.t_wire_send_ns / 1e6 - log.utc_offset_ms, log.outgoing_rtp["time_ms"])
         out["replay_wire_send_times"] = {"send_times": "capture",
                                          **replay.agreement(log, replay.replay(log, fb, wire_ms))}
+    out["counterfactual"] = _counterfactual(log, fb, offset_ms, call_start_s, start_ms,
+                                            min(gcc.log_end_ms(log), end_ms) if end_ms is not None
+                                            else gcc.log_end_ms(log), phases_s)
     if offset_ms is not None and call_start_s is not None:
         to_s = lambda ms: (np.asarray(ms, dtype=float) + offset_ms) / 1000 - call_start_s
         ser = gcc.series(log)
@@ -95,16 +99,33 @@ def side(path: Path, table: packets.PacketTable | None, direction: int, call_sta
     return out
 
 
+def _counterfactual(log: parser.EventLog, fb: feedback.Feedback, offset_ms: float | None, call_start_s: float | None,
+                    start_ms: float, end_ms: float, phases_s: list[tuple[str, float, float]] | None) -> dict[str, Any]:
+    """The detector replayed with other constants (counterfactual.py) over the call window the controller's counts
+    use, and over the phases placed on the log's clock."""
+    phases_ms, reason = None, None
+    if phases_s is None:
+        reason = "no phases were given"
+    elif offset_ms is None or call_start_s is None:
+        reason = "the log's clock cannot be placed on the call's (no clock offset or no call start)"
+    else:
+        to_ms = lambda s: (call_start_s + s) * 1000 - offset_ms
+        phases_ms = [(name, to_ms(a), to_ms(b)) for name, a, b in phases_s]
+    return counterfactual.analyse(log, fb, start_ms, end_ms, phases_ms, reason)
+
+
 def analyse(run_dir: Path, table: packets.PacketTable | None, call_start_s: float | None,
-            call_end_s: float | None, problems: list[str]) -> dict[str, Any] | None:
-    """The section, or None when the run has no event log (recording off, or a run from before it existed)."""
+            call_end_s: float | None, problems: list[str],
+            phases_s: list[tuple[str, float, float]] | None = None) -> dict[str, Any] | None:
+    """The section, or None when the run has no event log (recording off, or a run from before it existed).
+    phases_s: the run's phases, as side() takes them."""
     sides: dict[str, Any] = {}
     for name, direction in (("a", packets.FORWARD), ("b", packets.REVERSE)):
         path = run_dir / f"eventlog-{name}.log"
         if not path.exists():
             continue
         try:
-            sides[name] = side(path, table, direction, call_start_s, call_end_s)
+            sides[name] = side(path, table, direction, call_start_s, call_end_s, phases_s)
         except parser.EventLogError as e:
             problems.append(str(e))
             sides[name] = None

@@ -19,6 +19,10 @@ delay_based_bwe.cc; read to learn the method, this is an independent implementat
 
 The detector runs once per feedback message over its received packets sorted by arrival time, as Chrome's does; its
 state after each message is compared with the states Chrome logged (`agreement`).
+
+The constants are one `Params` object (defaults: the ones above); the replay runs in two steps, the send-group deltas
+of each feedback message (`group_deltas`, the filter's input) and the trendline and detector over them (`detect`),
+so that counterfactual.py can run the same input through the detector with other constants.
 """
 from __future__ import annotations
 
@@ -53,6 +57,38 @@ REORDERED_RESET = 3
 ARRIVAL_OFFSET_RESET_MS = 3000.0
 
 
+@dataclass(frozen=True)
+class Params:
+    """The estimator's constants, libwebrtc's by default (the module's docstring says what each does)."""
+    send_group_ms: float = SEND_GROUP_MS
+    burst_delta_ms: float = BURST_DELTA_MS
+    max_burst_ms: float = MAX_BURST_MS
+    window: int = WINDOW
+    smoothing: float = SMOOTHING
+    threshold_gain: float = THRESHOLD_GAIN
+    min_num_deltas: int = MIN_NUM_DELTAS
+    delta_counter_max: int = DELTA_COUNTER_MAX
+    overusing_time_ms: float = OVERUSING_TIME_MS
+    k_up: float = K_UP
+    k_down: float = K_DOWN
+    max_adapt_offset_ms: float = MAX_ADAPT_OFFSET_MS
+    max_time_delta_ms: float = MAX_TIME_DELTA_MS
+    threshold_min: float = THRESHOLD_MIN
+    threshold_max: float = THRESHOLD_MAX
+    threshold_start: float = THRESHOLD_START
+    stream_timeout_ms: float = STREAM_TIMEOUT_MS
+    reordered_reset: int = REORDERED_RESET
+    arrival_offset_reset_ms: float = ARRIVAL_OFFSET_RESET_MS
+
+    def grouping(self) -> tuple[float, ...]:
+        """The constants that decide the input (the send groups, their deltas, the restarts), not the detector."""
+        return (self.send_group_ms, self.burst_delta_ms, self.max_burst_ms, self.stream_timeout_ms,
+                self.reordered_reset, self.arrival_offset_reset_ms)
+
+
+DEFAULTS = Params()
+
+
 class _Group:
     def __init__(self) -> None:
         self.first_send = self.send = self.first_arrival = self.complete = math.nan
@@ -63,7 +99,8 @@ class _Group:
 class _InterArrival:
     """Send-time groups and the deltas between consecutive complete ones."""
 
-    def __init__(self) -> None:
+    def __init__(self, p: Params = DEFAULTS) -> None:
+        self.p = p
         self.current, self.previous = _Group(), _Group()
         self.reordered = 0
 
@@ -72,8 +109,8 @@ class _InterArrival:
         send_delta = send - self.current.send
         if send_delta == 0:
             return True
-        return (arrival_delta - send_delta < 0 and arrival_delta <= BURST_DELTA_MS
-                and arrival - self.current.first_arrival < MAX_BURST_MS)
+        return (arrival_delta - send_delta < 0 and arrival_delta <= self.p.burst_delta_ms
+                and arrival - self.current.first_arrival < self.p.max_burst_ms)
 
     def deltas(self, send: float, arrival: float, system: float) -> tuple[float, float] | None:
         """(send delta, arrival delta) when this packet completes a group after a complete one, else None."""
@@ -84,17 +121,17 @@ class _InterArrival:
             g.first_arrival = arrival
         elif g.first_send > send:
             return None  # sent before the current group: out of order
-        elif not self._belongs_to_burst(arrival, send) and send - g.first_send > SEND_GROUP_MS:
+        elif not self._belongs_to_burst(arrival, send) and send - g.first_send > self.p.send_group_ms:
             if not self.previous.empty:
                 send_delta = g.send - self.previous.send
                 arrival_delta = g.complete - self.previous.complete
-                if arrival_delta - (g.last_system - self.previous.last_system) >= ARRIVAL_OFFSET_RESET_MS:
-                    self.__init__()  # type: ignore[misc]
+                if arrival_delta - (g.last_system - self.previous.last_system) >= self.p.arrival_offset_reset_ms:
+                    self.__init__(self.p)  # type: ignore[misc]
                     return None
                 if arrival_delta < 0:
                     self.reordered += 1
-                    if self.reordered >= REORDERED_RESET:
-                        self.__init__()  # type: ignore[misc]
+                    if self.reordered >= self.p.reordered_reset:
+                        self.__init__(self.p)  # type: ignore[misc]
                     return None
                 self.reordered = 0
                 result = (send_delta, arrival_delta)
@@ -111,12 +148,13 @@ class _InterArrival:
 
 
 class _Trendline:
-    def __init__(self) -> None:
+    def __init__(self, p: Params = DEFAULTS) -> None:
+        self.p = p
         self.num_deltas = 0
         self.first_arrival = math.nan
         self.accumulated = self.smoothed = 0.0
         self.history: deque[tuple[float, float]] = deque()
-        self.threshold = THRESHOLD_START
+        self.threshold = p.threshold_start
         self.last_update = math.nan
         self.prev_trend = 0.0
         self.time_over = -1.0
@@ -125,19 +163,20 @@ class _Trendline:
         self.modified_trend = math.nan
 
     def update(self, recv_delta: float, send_delta: float, arrival: float) -> None:
-        self.num_deltas = min(self.num_deltas + 1, DELTA_COUNTER_MAX)
+        p = self.p
+        self.num_deltas = min(self.num_deltas + 1, p.delta_counter_max)
         if math.isnan(self.first_arrival):
             self.first_arrival = arrival
         self.accumulated += recv_delta - send_delta
-        self.smoothed = SMOOTHING * self.smoothed + (1 - SMOOTHING) * self.accumulated
+        self.smoothed = p.smoothing * self.smoothed + (1 - p.smoothing) * self.accumulated
         self.history.append((arrival - self.first_arrival, self.smoothed))
-        if len(self.history) > WINDOW:
+        if len(self.history) > p.window:
             self.history.popleft()
         trend = self.prev_trend
-        if len(self.history) == WINDOW:
-            # Least squares over 20 points: plain floats (numpy's per-call cost exceeds the arithmetic here).
-            x_mean = sum(h[0] for h in self.history) / WINDOW
-            y_mean = sum(h[1] for h in self.history) / WINDOW
+        if len(self.history) == p.window:
+            # Least squares over the window: plain floats (numpy's per-call cost exceeds the arithmetic here).
+            x_mean = sum(h[0] for h in self.history) / p.window
+            y_mean = sum(h[1] for h in self.history) / p.window
             denominator = sum((h[0] - x_mean) ** 2 for h in self.history)
             if denominator != 0:
                 trend = sum((h[0] - x_mean) * (h[1] - y_mean) for h in self.history) / denominator
@@ -147,12 +186,12 @@ class _Trendline:
         if self.num_deltas < 2:
             self.state = NORMAL
             return
-        m = min(self.num_deltas, MIN_NUM_DELTAS) * trend * THRESHOLD_GAIN
+        m = min(self.num_deltas, self.p.min_num_deltas) * trend * self.p.threshold_gain
         self.modified_trend = m
         if m > self.threshold:
             self.time_over = send_delta / 2 if self.time_over == -1 else self.time_over + send_delta
             self.overuse_count += 1
-            if self.time_over > OVERUSING_TIME_MS and self.overuse_count > 1 and trend >= self.prev_trend:
+            if self.time_over > self.p.overusing_time_ms and self.overuse_count > 1 and trend >= self.prev_trend:
                 self.time_over = 0
                 self.overuse_count = 0
                 self.state = OVERUSING
@@ -164,14 +203,16 @@ class _Trendline:
         self._adapt(m, now)
 
     def _adapt(self, m: float, now: float) -> None:
+        p = self.p
         if math.isnan(self.last_update):
             self.last_update = now
-        if abs(m) > self.threshold + MAX_ADAPT_OFFSET_MS:
+        if abs(m) > self.threshold + p.max_adapt_offset_ms:
             self.last_update = now
             return
-        k = K_DOWN if abs(m) < self.threshold else K_UP
-        dt = min(now - self.last_update, MAX_TIME_DELTA_MS)
-        self.threshold = min(max(self.threshold + k * (abs(m) - self.threshold) * dt, THRESHOLD_MIN), THRESHOLD_MAX)
+        k = p.k_down if abs(m) < self.threshold else p.k_up
+        dt = min(now - self.last_update, p.max_time_delta_ms)
+        self.threshold = min(max(self.threshold + k * (abs(m) - self.threshold) * dt, p.threshold_min),
+                             p.threshold_max)
         self.last_update = now
 
 
@@ -186,9 +227,21 @@ class Replay:
     state: Array
 
 
-def replay(log: EventLog, fb: Feedback, send_time_ms: Array | None = None) -> Replay:
-    """Runs the filter over every feedback message. send_time_ms: each outgoing RTP packet's send time on Chrome's
-    clock (default: the log's own, whole ms; the capture's wire time, converted, is finer)."""
+@dataclass
+class Message:
+    """One feedback message's share of the filter's input: its log time, whether the filter restarts before it (no
+    feedback for more than stream_timeout_ms), and the deltas its packets completed: (send delta, arrival delta,
+    arrival time of the packet that completed the group), ms."""
+    time_ms: float
+    restart: bool
+    deltas: list[tuple[float, float, float]]
+
+
+def group_deltas(log: EventLog, fb: Feedback, send_time_ms: Array | None = None,
+                 params: Params = DEFAULTS) -> list[Message]:
+    """The filter's input: the feedback messages that report a received packet the log holds as sent, each with the
+    send-group deltas it completed. send_time_ms: each outgoing RTP packet's send time on Chrome's clock (default:
+    the log's own, whole ms; the capture's wire time, converted, is finer)."""
     o = log.outgoing_rtp
     has = o["transport_seq"] >= 0
     seq = unwrap16(o["transport_seq"][has])
@@ -197,8 +250,8 @@ def replay(log: EventLog, fb: Feedback, send_time_ms: Array | None = None) -> Re
     fb_seq = unwrap16(fb.seq)
     if len(seq) and len(fb_seq):
         fb_seq = fb_seq + (int(seq[0]) - int(seq[0]) % 65536)
-    t_out, m_out, g_out, fb_times, states = [], [], [], [], []
-    inter, trend = _InterArrival(), _Trendline()
+    out: list[Message] = []
+    inter = _InterArrival(params)
     last_feedback = -math.inf
     bounds = np.flatnonzero(np.diff(np.r_[-1, fb.feedback_index, -2]))  # start of each message's statuses
     for start, stop in zip(bounds[:-1], bounds[1:]):
@@ -206,22 +259,42 @@ def replay(log: EventLog, fb: Feedback, send_time_ms: Array | None = None) -> Re
         rows = [i for i in range(start, stop) if fb.received[i] and int(fb_seq[i]) in by_seq]
         if not rows:
             continue
-        if now - last_feedback > STREAM_TIMEOUT_MS:
-            inter, trend = _InterArrival(), _Trendline()
+        restart = now - last_feedback > params.stream_timeout_ms
+        if restart:
+            inter = _InterArrival(params)
         last_feedback = now
         rows.sort(key=lambda i: fb.recv_time_us[i])
+        deltas = []
         for i in rows:
             arrival = fb.recv_time_us[i] / 1000.0
             d = inter.deltas(float(send[by_seq[int(fb_seq[i])]]), float(arrival), now)
             if d is not None:
-                trend.update(d[1], d[0], arrival)
-                t_out.append(now)
-                m_out.append(trend.modified_trend)
-                g_out.append(trend.threshold)
-        fb_times.append(now)
+                deltas.append((d[0], d[1], float(arrival)))
+        out.append(Message(now, restart, deltas))
+    return out
+
+
+def detect(messages: list[Message], params: Params = DEFAULTS) -> Replay:
+    """The trendline and the over-use detector over the input group_deltas gave, restarted where it says."""
+    t_out, m_out, g_out, fb_times, states = [], [], [], [], []
+    trend = _Trendline(params)
+    for msg in messages:
+        if msg.restart:
+            trend = _Trendline(params)
+        for send_delta, arrival_delta, arrival in msg.deltas:
+            trend.update(arrival_delta, send_delta, arrival)
+            t_out.append(msg.time_ms)
+            m_out.append(trend.modified_trend)
+            g_out.append(trend.threshold)
+        fb_times.append(msg.time_ms)
         states.append(trend.state)
     as_f = lambda v: np.array(v, dtype=float)
     return Replay(as_f(t_out), as_f(m_out), as_f(g_out), np.array(fb_times, np.int64), np.array(states, np.int64))
+
+
+def replay(log: EventLog, fb: Feedback, send_time_ms: Array | None = None, params: Params = DEFAULTS) -> Replay:
+    """Runs the filter over every feedback message (group_deltas, then detect). send_time_ms: as group_deltas."""
+    return detect(group_deltas(log, fb, send_time_ms, params), params)
 
 
 def agreement(log: EventLog, r: Replay) -> dict[str, Any]:
