@@ -218,7 +218,7 @@ def compute_metrics(inputs: RunInputs, *, run_tshark: bool = True,
     checks, gt_summary = _crosschecks(inputs, table, flows, clocks, run_tshark, progress)
     cpu_use = _cpu(inputs)
     frame_join = _frames(inputs, table, progress)
-    controller = _congestion_controller(inputs, table, progress)
+    controller = _congestion_controller(inputs, table, progress, phase_list)
     result = _document(inputs, table, validity=validity_doc, phase_list=phase_list, timing=timing, flows=flows,
                        fair=fair, rfc=rfc, multi=multi, frame_join=frame_join,
                        ecn_by_chrome=chrome_ecn.analyse(run, table, inputs.t0) if run.has_calls else None,
@@ -389,15 +389,16 @@ def _frames(inputs: RunInputs, table: packets.PacketTable | None, progress: Prog
     return frame_join
 
 
-def _congestion_controller(inputs: RunInputs, table: packets.PacketTable | None,
-                           progress: Progress) -> dict[str, Any] | None:
-    """GCC from the browsers' RTC event logs, joined with the captures (eventlog/analysis.py); None without a call or
-    an event log."""
+def _congestion_controller(inputs: RunInputs, table: packets.PacketTable | None, progress: Progress,
+                           phase_list: list[phases.Phase]) -> dict[str, Any] | None:
+    """GCC from the browsers' RTC event logs, joined with the captures (eventlog/analysis.py), its limiter's shares
+    per phase; None without a call or an event log."""
     run = inputs.run
     if not run.has_calls:
         return None
     with _step(progress, "event logs", inputs.timings):
-        return eventlog_analysis.analyse(inputs.path, table, run.call_start_s, run.call_end_s, run.problems)
+        return eventlog_analysis.analyse(inputs.path, table, run.call_start_s, run.call_end_s, run.problems,
+                                         [(p.name, p.start_s, p.end_s) for p in phase_list])
 
 
 def _document(inputs: RunInputs, table: packets.PacketTable | None, *, validity: dict[str, Any],

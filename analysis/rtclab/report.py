@@ -280,7 +280,21 @@ def _controller_lines(cc: dict[str, Any] | None) -> list[str]:
         wire = (a.get("replay_wire_send_times") or {}).get("update_agreement")
         lines.append(f"  trendline replay agrees with the logged detector state at {rep['agreeing_updates']} of "
                      f"{rep['updates']} updates ({pct(rep['update_agreement'])}; {pct(wire)} with capture send times)")
+    lines += _limit_lines(a.get("limits"), pct)
     return lines
+
+
+def _limit_lines(lim: dict[str, Any] | None, pct: Any) -> list[str]:
+    """Which estimate set the target, per phase (eventlog/limits.py)."""
+    if not lim:
+        return []
+    out = []
+    for name, ph in lim["phases"].items():
+        sh = ph["share"]
+        out.append(f"  target limited by ({name}, {_f(ph['window_s'])} s): delay-based {pct(sh['delay_based'])}, "
+                   f"probe {pct(sh['probe'])}, loss-based {pct(sh['loss_based'])}, "
+                   f"receiver (REMB) {pct(sh['receiver_limit'])}, undetermined {pct(sh['undetermined'])}")
+    return out
 
 
 CPU_GROUPS_SHOWN = 5

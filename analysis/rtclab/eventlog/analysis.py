@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import packets
-from . import feedback, gcc, join, parser, replay
+from . import feedback, gcc, join, limits, parser, replay
 
 # Points per series kept for the dashboard (every k-th one beyond it).
 MAX_POINTS = 3000
@@ -36,8 +36,9 @@ def _bands(t_s: np.ndarray, state: np.ndarray, end_s: float) -> list[list[Any]]:
 
 
 def side(path: Path, table: packets.PacketTable | None, direction: int, call_start_s: float | None,
-         call_end_s: float | None) -> dict[str, Any]:
-    """Everything one sender's log gives. Raises parser.EventLogError for a log that cannot be read."""
+         call_end_s: float | None, phases: list[tuple[str, float, float]] | None = None) -> dict[str, Any]:
+    """Everything one sender's log gives; phases: (name, start_s, end_s) since call start, for the limiter's shares.
+    Raises parser.EventLogError for a log that cannot be read."""
     log = parser.read(path)
     out: dict[str, Any] = {"file": path.name, "format_version": log.version, "bytes": path.stat().st_size,
                            "has_end_event": log.has_end, "truncated_bytes": log.truncated_bytes,
@@ -60,6 +61,7 @@ def side(path: Path, table: packets.PacketTable | None, direction: int, call_sta
         start_ms = call_start_s * 1000 - offset_ms
         end_ms = (call_end_s * 1000 - offset_ms) if call_end_s is not None else None
     out["controller"] = gcc.controller_summary(log, start_ms, end_ms)
+    out["limits"] = _limits(log, start_ms, end_ms, offset_ms, call_start_s, phases)
     log_end_s = (gcc.log_end_ms(log) + offset_ms) / 1000 if offset_ms is not None else None
     out["log_ends_before_call_end_s"] = (call_end_s - log_end_s) if (call_end_s and log_end_s) else None
     fb, unreadable = feedback.transport_feedback(log.incoming_rtcp)
@@ -95,8 +97,25 @@ def side(path: Path, table: packets.PacketTable | None, direction: int, call_sta
     return out
 
 
+def _limits(log: parser.EventLog, start_ms: float, end_ms: float | None, offset_ms: float | None,
+            call_start_s: float | None, phases: list[tuple[str, float, float]] | None) -> dict[str, Any]:
+    """Which estimate limited the target (limits.py) over the call window, as the controller's counts are (from the
+    first estimate logged when the log cannot be placed on the call's clock), and per phase."""
+    end = min(gcc.log_end_ms(log), end_ms) if end_ms is not None else gcc.log_end_ms(log)
+    if offset_ms is None or call_start_s is None:
+        firsts = [float(x[0]) for x in (log.delay_based["time_ms"], log.loss_based["time_ms"]) if len(x)]
+        start = min(firsts) if firsts else end
+        return limits.summary(log, start, end, [("all", start, end)], None)
+    origin_ms = call_start_s * 1000 - offset_ms  # call start, in log ms
+    phases_ms = [(name, origin_ms + a * 1000, origin_ms + b * 1000) for name, a, b in (phases or [])]
+    if not any(name == "all" for name, _, _ in phases_ms):
+        phases_ms.insert(0, ("all", start_ms, end))
+    return limits.summary(log, start_ms, end, phases_ms, lambda ms: (ms - origin_ms) / 1000)
+
+
 def analyse(run_dir: Path, table: packets.PacketTable | None, call_start_s: float | None,
-            call_end_s: float | None, problems: list[str]) -> dict[str, Any] | None:
+            call_end_s: float | None, problems: list[str],
+            phases: list[tuple[str, float, float]] | None = None) -> dict[str, Any] | None:
     """The section, or None when the run has no event log (recording off, or a run from before it existed)."""
     sides: dict[str, Any] = {}
     for name, direction in (("a", packets.FORWARD), ("b", packets.REVERSE)):
@@ -104,7 +123,7 @@ def analyse(run_dir: Path, table: packets.PacketTable | None, call_start_s: floa
         if not path.exists():
             continue
         try:
-            sides[name] = side(path, table, direction, call_start_s, call_end_s)
+            sides[name] = side(path, table, direction, call_start_s, call_end_s, phases)
         except parser.EventLogError as e:
             problems.append(str(e))
             sides[name] = None
