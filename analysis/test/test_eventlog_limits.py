@@ -120,9 +120,10 @@ def test_seconds_and_shares_per_phase_against_a_millisecond_count():
 
 
 def test_an_overusing_update_beside_a_probe_result_is_delay_based():
-    # Over-use: delay_based_bwe.cc takes the decrease branch and ignores the probe's rate.
-    log = make_log([(100, 500_000, N), (200, 400_000, O)], [(100, 500_000), (200, 400_000)], [(200, 900_000)])
-    assert limits.bands(limits.steps(log), 100, 300) == [(100.0, 300.0, "delay_based")]
+    # Over-use: delay_based_bwe.cc takes the decrease branch and ignores the probe's rate, even an equal one.
+    for probe_bps in (900_000, 400_000):
+        log = make_log([(100, 500_000, N), (200, 400_000, O)], [(100, 500_000), (200, 400_000)], [(200, probe_bps)])
+        assert limits.bands(limits.steps(log), 100, 300) == [(100.0, 300.0, "delay_based")]
 
 
 def test_a_missing_estimate_is_missing_not_zero():

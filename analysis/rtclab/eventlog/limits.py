@@ -25,10 +25,10 @@ a millisecond):
    can fall on either side of a tick): `undetermined`.
 4. L < D - 1 bps: `loss_based` (the loss-based controller, or a configured maximum, which the log does not record,
    held the target below the delay-based estimate).
-5. L == D: the delay-based estimate capped it; `probe` when that delay-based update was set by a probe (a successful
-   probe result logged within TICK_MS of it with the same rate), `undetermined` when a successful probe result
-   was logged within TICK_MS with another rate and the detector was not overusing (the probe branch ran, but
-   its rate was adjusted: the acknowledged-rate limit on probes or the rate controller's clamp), else `delay_based`.
+5. L == D: the delay-based estimate capped it. When a successful probe result was logged within TICK_MS of that
+   delay-based update and the detector was not overusing (delay_based_bwe.cc then takes the probe branch):
+   `probe` if one such result has the update's rate, else `undetermined` (the probe's rate was adjusted: the
+   acknowledged-rate limit on probes or the rate controller's clamp). Otherwise `delay_based`.
 6. otherwise (0 < |L - D| <= 1 bps, or L > D: the two straddle a millisecond, or the configured minimum raised the
    target): `undetermined`.
 
@@ -109,12 +109,10 @@ def probe_origin(log: EventLog) -> tuple[Array, Array]:
     unknown = np.zeros(n, dtype=bool)
     for i in range(n):
         near = np.abs(pt - d["time_ms"][i]) <= TICK_MS
-        if not near.any():
+        if not near.any() or d["state"][i] == OVERUSING:  # over-use: the decrease branch, the probe is not used
             continue
-        if (pb[near] == d["bitrate_bps"][i]).any():
-            by_probe[i] = True
-        elif d["state"][i] != OVERUSING:
-            unknown[i] = True
+        by_probe[i] = bool((pb[near] == d["bitrate_bps"][i]).any())
+        unknown[i] = not by_probe[i]
     return by_probe, unknown
 
 
