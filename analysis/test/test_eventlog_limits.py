@@ -5,17 +5,19 @@ end to end."""
 
 from __future__ import annotations
 
+import json
 import struct
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 
-from rtclab import report
+from rtclab import metrics_schema, report
 from rtclab.eventlog import analysis, gcc, limits, parser
 from rtclab.study import aggregate
 
-N, O = parser.NORMAL, parser.OVERUSING
+N, O = parser.NORMAL, parser.OVERUSING  # noqa: E741 one letter each, for the tables below
 DATA = Path(__file__).parent / "data"
 
 
@@ -55,9 +57,9 @@ def make_log(delay, loss, probes=(), remb=()) -> parser.EventLog:
 
 # The sequence and, by construction, the limiter from each moment to the next (window 1000-6000 ms).
 DELAY = [(1100, 300_000, N), (1500, 500_000, N), (2000, 520_000, N), (3000, 400_000, O), (4500, 700_000, N),
-         (5000, 710_000, N)]
-LOSS = [(1000, 300_000), (1500, 500_000), (2400, 520_000), (3001, 400_000), (4500, 700_000), (5000, 709_999),
-        (5500, 600_000)]
+         (4800, 705_000, N), (5000, 710_000, N)]
+LOSS = [(1000, 300_000), (1500, 500_000), (2400, 520_000), (3001, 400_000), (4500, 700_000), (4800, 705_000),
+        (5000, 709_999), (5500, 600_000)]
 PROBES = [(1499, 500_000), (4500, 800_000), (5200, None)]
 REMB = [(3500, 300_000), (4000, 400_000), (4200, 2_000_000)]
 EXPECTED = [
@@ -71,7 +73,8 @@ EXPECTED = [
     (3500, 4000, "receiver_limit"),  # rule 2: REMB below the target
     (4000, 4200, "undetermined"),    # rule 2: REMB equal to the target (within 1 bps)
     (4200, 4500, "delay_based"),     # a REMB above the target does not limit it
-    (4500, 5000, "undetermined"),    # rule 5: a probe result at D's time with another rate, detector not overusing
+    (4500, 4800, "undetermined"),    # rule 5: a probe result at D's time with another rate, detector not overusing
+    (4800, 5000, "delay_based"),
     (5000, 5500, "undetermined"),    # rule 6: L 1 bps below D (a rounding step); the failed probe changes nothing
     (5500, 6000, "loss_based"),
 ]
@@ -159,6 +162,9 @@ def test_the_real_chromium_log_end_to_end():
     # The bands and the seconds are one account: each limiter's band lengths sum to its seconds.
     for name, seconds in lim["phases"]["all"]["seconds"].items():
         assert sum(b - a for a, b, n in bands if n == name) == pytest.approx(seconds, abs=1e-3), name
+    # The side, limits included, is what metrics.schema.json describes.
+    side_schema = {"$ref": "#/$defs/eventLogSide", "$defs": metrics_schema.schema()["$defs"]}
+    jsonschema.Draft202012Validator(side_schema).validate(json.loads(json.dumps(side)))
     # This log has probes that set the estimate, and no REMB (transport-wide feedback only).
     assert lim["phases"]["all"]["seconds"]["probe"] > 0 and lim["remb_messages"] == 0
     assert lim["phases"]["all"]["seconds"]["receiver_limit"] == 0.0
