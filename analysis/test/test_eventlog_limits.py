@@ -203,3 +203,16 @@ def test_the_dashboard_draws_the_limiter_under_the_target():
     assert min(y for y in delay["y"] if y is not None) == pytest.approx(-0.12) and max(
         y for y in delay["y"] if y is not None) == 0.0
     assert "strip below" in title and unit == "Mbit/s"
+
+
+def test_the_study_report_shows_each_phase_shares_with_their_ci():
+    from rtclab.study import report as study_report
+    runs = [0.2, 0.4, 0.6]  # three runs' loss-based share in the phase
+    stats = {f"limited_by_{x}": aggregate.summarise(runs if x == "loss_based" else []) for x in aggregate.LIMITERS}
+    doc = {"points": [{"name": "p1", "phases": [{"name": "cross_traffic", "start_s": 5.0, "end_s": 12.0}],
+                       "flows": {aggregate.LIMITS_FLOW: {"cross_traffic": stats}}}]}
+    table = next(t for t in study_report.tables(doc, "cross_traffic") if "target" in t.title)
+    assert table.title.startswith("phase cross_traffic (5-12 s of the call): which estimate set")
+    assert table.head == ["point", "n", "delay-based", "probe", "loss-based", "receiver (REMB)", "undetermined"]
+    # mean 0.4, sd 0.2, half-width t(0.975, 2) x 0.2 / sqrt(3) = 4.302653 x 0.115470 = 0.49683
+    assert table.rows[0] == ["p1", "3", "-", "-", "0.4 ±0.4968", "-", "-"]
