@@ -392,13 +392,13 @@ def _frames(inputs: RunInputs, table: packets.PacketTable | None, progress: Prog
 def _congestion_controller(inputs: RunInputs, table: packets.PacketTable | None, phase_list: list[phases.Phase],
                            progress: Progress) -> dict[str, Any] | None:
     """GCC from the browsers' RTC event logs, joined with the captures (eventlog/analysis.py); None without a call or
-    an event log. The phases (but `all`, the call itself) place the counterfactual replay's counts."""
+    an event log. The phases give the limiter's shares and place the counterfactual replay's counts."""
     run = inputs.run
     if not run.has_calls:
         return None
     with _step(progress, "event logs", inputs.timings):
         return eventlog_analysis.analyse(inputs.path, table, run.call_start_s, run.call_end_s, run.problems,
-                                         [(p.name, p.start_s, p.end_s) for p in phase_list if p.name != "all"])
+                                         [(p.name, p.start_s, p.end_s) for p in phase_list])
 
 
 def _document(inputs: RunInputs, table: packets.PacketTable | None, *, validity: dict[str, Any],

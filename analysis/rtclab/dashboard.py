@@ -473,8 +473,16 @@ def rebuild(run_dir: Path) -> Path:
 STATE_COLOURS = {"overusing": "rgba(214, 39, 40, 0.25)", "underusing": "rgba(31, 119, 180, 0.2)"}
 
 
-def _bands_trace(bands: list[list[Any]], state: str, lo: float, hi: float) -> dict[str, Any] | None:
-    """The logged detector state as shaded bands: one filled polygon per interval, in one trace per state."""
+# The limiter of the target (eventlog/limits.py), as a strip under the rates.
+LIMITER_COLOURS = {"delay_based": "rgba(214, 39, 40, 0.6)", "probe": "rgba(255, 127, 14, 0.7)",
+                   "loss_based": "rgba(44, 160, 44, 0.6)", "receiver_limit": "rgba(148, 103, 189, 0.6)",
+                   "undetermined": "rgba(127, 127, 127, 0.35)"}
+
+
+def _bands_trace(bands: list[list[Any]], state: str, lo: float, hi: float,
+                 colours: dict[str, str] = STATE_COLOURS, label: str = "logged") -> dict[str, Any] | None:
+    """Labelled intervals as shaded bands (the logged detector state, the target's limiter): one filled polygon per
+    interval, in one trace per label."""
     x: list[float | None] = []
     y: list[float | None] = []
     for start, end, s in bands:
@@ -483,8 +491,8 @@ def _bands_trace(bands: list[list[Any]], state: str, lo: float, hi: float) -> di
             y += [lo, hi, hi, lo, lo, None]
     if not x:
         return None
-    return {"type": "scatter", "mode": "lines", "fill": "toself", "name": f"logged: {state}", "x": x, "y": y,
-            "line": {"width": 0}, "fillcolor": STATE_COLOURS[state], "hoverinfo": "name"}
+    return {"type": "scatter", "mode": "lines", "fill": "toself", "name": f"{label}: {state}", "x": x, "y": y,
+            "line": {"width": 0}, "fillcolor": colours[state], "hoverinfo": "name"}
 
 
 def _controller_panels(m: dict[str, Any]) -> list[tuple[str, str, list[dict]]]:
@@ -506,7 +514,15 @@ def _controller_panels(m: dict[str, Any]) -> list[tuple[str, str, list[dict]]]:
             rates.append({"type": "scatter", "mode": "markers", "name": name, "x": [p[0] for p in pts],
                           "y": [p[1] * 1e-6 for p in pts], "marker": {"symbol": symbol, "size": 7}})
     rates += capacity_traces(m, m["run"].get("duration_s") or 0)
-    out = [("GCC at a (RTC event log): target, delay-based and loss-based estimates, probes", "Mbit/s", rates)]
+    title = "GCC at a (RTC event log): target, delay-based and loss-based estimates, probes"
+    limit_bands = (a.get("limits") or {}).get("bands") or []
+    if limit_bands:
+        # A strip below zero, 6 % of the target's range high: which estimate set the target at each moment.
+        top = max([p[1] * 1e-6 for p in ser["target_bps"]] or [1.0])
+        rates += [b for b in (_bands_trace(limit_bands, name, -0.06 * top, 0.0, LIMITER_COLOURS, "target limited by")
+                              for name in LIMITER_COLOURS) if b]
+        title += "; strip below: the estimate that set the target"
+    out = [(title, "Mbit/s", rates)]
     m_pts, g_pts = ser.get("replay_m_ms") or [], ser.get("replay_gamma_ms") or []
     if m_pts:
         values = [p[1] for p in m_pts if p[1] == p[1]] + [p[1] for p in g_pts] + [-p[1] for p in g_pts]

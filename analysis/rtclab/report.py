@@ -280,6 +280,7 @@ def _controller_lines(cc: dict[str, Any] | None) -> list[str]:
         wire = (a.get("replay_wire_send_times") or {}).get("update_agreement")
         lines.append(f"  trendline replay agrees with the logged detector state at {rep['agreeing_updates']} of "
                      f"{rep['updates']} updates ({pct(rep['update_agreement'])}; {pct(wire)} with capture send times)")
+    lines += _limit_lines(a.get("limits"), pct)
     return lines + _counterfactual_lines(a.get("counterfactual"))
 
 
@@ -308,6 +309,19 @@ def _counterfactual_lines(cf: dict[str, Any] | None) -> list[str]:
                "agrees w/ Chrome"]
     return [head + (f"; phases: {cf['phases_reason']}" if cf["phases_reason"] else "") + ":",
             *("    " + line for line in _table(headers, rows))]
+
+
+def _limit_lines(lim: dict[str, Any] | None, pct: Any) -> list[str]:
+    """Which estimate set the target, per phase (eventlog/limits.py)."""
+    if not lim:
+        return []
+    out = []
+    for name, ph in lim["phases"].items():
+        sh = ph["share"]
+        out.append(f"  target limited by ({name}, {_f(ph['window_s'])} s): delay-based {pct(sh['delay_based'])}, "
+                   f"probe {pct(sh['probe'])}, loss-based {pct(sh['loss_based'])}, "
+                   f"receiver (REMB) {pct(sh['receiver_limit'])}, undetermined {pct(sh['undetermined'])}")
+    return out
 
 
 CPU_GROUPS_SHOWN = 5

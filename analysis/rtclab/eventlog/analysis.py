@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import packets
-from . import counterfactual, feedback, gcc, join, parser, replay
+from . import counterfactual, feedback, gcc, join, limits, parser, replay
 
 # Points per series kept for the dashboard (every k-th one beyond it).
 MAX_POINTS = 3000
@@ -37,8 +37,9 @@ def _bands(t_s: np.ndarray, state: np.ndarray, end_s: float) -> list[list[Any]]:
 
 def side(path: Path, table: packets.PacketTable | None, direction: int, call_start_s: float | None,
          call_end_s: float | None, phases_s: list[tuple[str, float, float]] | None = None) -> dict[str, Any]:
-    """Everything one sender's log gives. phases_s: the run's phases (name, start, end in s since the call's
-    start) for the counterfactual replay. Raises parser.EventLogError for a log that cannot be read."""
+    """Everything one sender's log gives. phases_s: the run's phases (name, start, end in s since the call's start;
+    `all` among them) for the limiter's shares and the counterfactual replay. Raises parser.EventLogError for a log
+    that cannot be read."""
     log = parser.read(path)
     out: dict[str, Any] = {"file": path.name, "format_version": log.version, "bytes": path.stat().st_size,
                            "has_end_event": log.has_end, "truncated_bytes": log.truncated_bytes,
@@ -61,6 +62,7 @@ def side(path: Path, table: packets.PacketTable | None, direction: int, call_sta
         start_ms = call_start_s * 1000 - offset_ms
         end_ms = (call_end_s * 1000 - offset_ms) if call_end_s is not None else None
     out["controller"] = gcc.controller_summary(log, start_ms, end_ms)
+    out["limits"] = _limits(log, start_ms, end_ms, offset_ms, call_start_s, phases_s)
     log_end_s = (gcc.log_end_ms(log) + offset_ms) / 1000 if offset_ms is not None else None
     out["log_ends_before_call_end_s"] = (call_end_s - log_end_s) if (call_end_s and log_end_s) else None
     fb, unreadable = feedback.transport_feedback(log.incoming_rtcp)
@@ -110,8 +112,24 @@ def _counterfactual(log: parser.EventLog, fb: feedback.Feedback, offset_ms: floa
         reason = "the log's clock cannot be placed on the call's (no clock offset or no call start)"
     else:
         to_ms = lambda s: (call_start_s + s) * 1000 - offset_ms
-        phases_ms = [(name, to_ms(a), to_ms(b)) for name, a, b in phases_s]
+        phases_ms = [(name, to_ms(a), to_ms(b)) for name, a, b in phases_s if name != "all"]  # `all`: the call
     return counterfactual.analyse(log, fb, start_ms, end_ms, phases_ms, reason)
+
+
+def _limits(log: parser.EventLog, start_ms: float, end_ms: float | None, offset_ms: float | None,
+            call_start_s: float | None, phases_s: list[tuple[str, float, float]] | None) -> dict[str, Any]:
+    """Which estimate limited the target (limits.py) over the call window, as the controller's counts are (from the
+    first estimate logged when the log cannot be placed on the call's clock), and per phase."""
+    end = min(gcc.log_end_ms(log), end_ms) if end_ms is not None else gcc.log_end_ms(log)
+    if offset_ms is None or call_start_s is None:
+        firsts = [float(x[0]) for x in (log.delay_based["time_ms"], log.loss_based["time_ms"]) if len(x)]
+        start = min(firsts) if firsts else end
+        return limits.summary(log, start, end, [("all", start, end)], None)
+    origin_ms = call_start_s * 1000 - offset_ms  # call start, in log ms
+    phases_ms = [(name, origin_ms + a * 1000, origin_ms + b * 1000) for name, a, b in (phases_s or [])]
+    if not any(name == "all" for name, _, _ in phases_ms):
+        phases_ms.insert(0, ("all", start_ms, end))
+    return limits.summary(log, start_ms, end, phases_ms, lambda ms: (ms - origin_ms) / 1000)
 
 
 def analyse(run_dir: Path, table: packets.PacketTable | None, call_start_s: float | None,

@@ -156,7 +156,18 @@ CPU_CATALOGUE: dict[str, Metric] = {m.name: m for m in [
     *(Metric(f"cpu_{c.replace('-', '_')}_cores", "cpu", "cores", f"cpu.components['{c}'].mean_cores (null when the "
              f"run accounted no such process: n counts the runs that had one)") for c in CPU_COMPONENTS),
 ]}
-METRICS: dict[str, Metric] = {**CATALOGUE, **CPU_CATALOGUE}  # every per-run metric, for lookups of unit and family
+# Which estimate set the forward sender's target (metrics.json congestion_controller.sides.a.limits;
+# eventlog/limits.py), per phase. Not in CATALOGUE either: always aggregated when the runs have it, as the CPU's are.
+LIMITS_FLOW = "limits:a"  # the pseudo-flow that carries them, one row per phase
+LIMITERS = ["delay_based", "probe", "loss_based", "receiver_limit", "undetermined"]
+LIMITS_CATALOGUE: dict[str, Metric] = {m.name: m for m in [
+    Metric(f"limited_by_{x}", "limits", "ratio", f"congestion_controller.sides.a.limits.phases[phase].share.{x}: "
+           f"share of the phase (within the call window the log covers) during which the forward sender's target "
+           f"was set by {'no estimate the log can tell' if x == 'undetermined' else x.replace('_', '-')} "
+           f"(docs/metrics.md, \"Which estimate limits the target\")") for x in LIMITERS
+]}
+# Every per-run metric, for lookups of unit and family.
+METRICS: dict[str, Metric] = {**CATALOGUE, **CPU_CATALOGUE, **LIMITS_CATALOGUE}
 
 FIXED_COLUMNS = ["study", "quick_factor", "point", "rep", "attempt", "run_dir", "run_id", "accepted_invalid", "flow",
                  "direction", "kind", "ssrc", "phase", "phase_start_s", "phase_end_s", "phase_cross_traffic"]
@@ -234,6 +245,12 @@ def controller_values(cc: dict[str, Any]) -> dict[str, float | None]:
            "overusing_fraction": _get(ctrl, "detector_state_fraction", "overusing"),
            "replay_update_agreement": _get(side, "replay", "update_agreement")}
     return {k: _finite(v) for k, v in raw.items()}
+
+
+def limits_values(phase: dict[str, Any]) -> dict[str, float | None]:
+    """One phase of congestion_controller.sides.a.limits: each limiter's share (null over an empty window)."""
+    share = phase.get("share") or {}
+    return {f"limited_by_{x}": _finite(share.get(x)) for x in LIMITERS}
 
 
 def rfc_values(r: dict[str, Any]) -> dict[str, float | None]:
@@ -314,6 +331,12 @@ def run_rows(m: dict[str, Any]) -> list[dict[str, Any]]:
                      "phase": "all", "phase_start_s": _finite(whole.get("start_s")),
                      "phase_end_s": _finite(whole.get("end_s")), "phase_cross_traffic": False,
                      **controller_values(cc)})
+        by_phase = {ph["name"]: ph for ph in phases}
+        for name, lim in (_get(cc, "sides", "a", "limits", "phases") or {}).items():
+            ph = by_phase.get(name, {})
+            rows.append({"flow": LIMITS_FLOW, "direction": "forward", "kind": "limits", "ssrc": None, "phase": name,
+                         "phase_start_s": _finite(ph.get("start_s")), "phase_end_s": _finite(ph.get("end_s")),
+                         "phase_cross_traffic": bool(ph.get("cross_traffic")), **limits_values(lim)})
     rfc = m.get("rfc8867")
     if isinstance(rfc, dict) and rfc.get("flows"):
         whole = next((ph for ph in phases if ph["name"] == "all"), phases[0])
@@ -689,8 +712,8 @@ class Collected:
 
 def pooled_flow(label: str, flow_patterns: list[str]) -> bool:
     """Whether the boxes pool a flow's samples: a packet flow (no pseudo-flow) the plan's `flows` select."""
-    return (label not in ("bottleneck", CONTROLLER_FLOW, CPU_FLOW, RFC_FLOW) and not label.startswith(FRAMES_PREFIX)
-            and any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns))
+    return (label not in ("bottleneck", CONTROLLER_FLOW, CPU_FLOW, RFC_FLOW, LIMITS_FLOW)
+            and not label.startswith(FRAMES_PREFIX) and any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns))
 
 
 def collect_runs(study: Study, runs: Iterable[UsedRun]) -> Collected:
@@ -735,16 +758,16 @@ def study_rows(study: Study, run: UsedRun) -> list[dict[str, Any]]:
 
 
 def aggregated_flow(label: str, flow_patterns: list[str]) -> bool:
-    """Whether study.json carries a flow's statistics: the plan's `flows` select them, but the CPU, RFC 8867 and
-    frames pseudo-flows always (properties of the whole call)."""
-    return label in (CPU_FLOW, RFC_FLOW) or label.startswith(FRAMES_PREFIX) or \
+    """Whether study.json carries a flow's statistics: the plan's `flows` select them, but the CPU, RFC 8867,
+    frames and limits pseudo-flows always (properties of the whole call, of the sender's controller)."""
+    return label in (CPU_FLOW, RFC_FLOW, LIMITS_FLOW) or label.startswith(FRAMES_PREFIX) or \
         any(fnmatch.fnmatchcase(label, pat) for pat in flow_patterns)
 
 
 def flow_family(label: str) -> str:
     """The Metric.family whose metrics a flow's rows carry."""
-    return {"bottleneck": "bottleneck", CONTROLLER_FLOW: "controller", CPU_FLOW: "cpu",
-            RFC_FLOW: "rfc8867"}.get(label, "frames" if label.startswith(FRAMES_PREFIX) else "flow")
+    return {"bottleneck": "bottleneck", CONTROLLER_FLOW: "controller", CPU_FLOW: "cpu", RFC_FLOW: "rfc8867",
+            LIMITS_FLOW: "limits"}.get(label, "frames" if label.startswith(FRAMES_PREFIX) else "flow")
 
 
 def point_statistics(study: Study, collected: Collected) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
@@ -759,7 +782,7 @@ def point_statistics(study: Study, collected: Collected) -> dict[str, dict[str, 
             wanted[label] = aggregated_flow(label, study.flow_patterns)
         if wanted[label]:
             groups.setdefault(x["point"], {}).setdefault((label, x["phase"]), []).append(x)
-    metrics = study.selected_metrics + list(CPU_CATALOGUE)
+    metrics = study.selected_metrics + list(CPU_CATALOGUE) + list(LIMITS_CATALOGUE)
     out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
     for name in study.point_names:
         phase_order = list(collected.phase_info[name])
@@ -872,7 +895,8 @@ def study_doc(study: Study, listing: Listing, collected: Collected,
                                       "call_start for a phase), each with why",
                           "runs": f"the point's {used_runs}", **DISTRIBUTIONS},
         "metrics": {k: {"family": METRICS[k].family, "unit": METRICS[k].unit,
-                        "definition": METRICS[k].definition} for k in study.selected_metrics + list(CPU_CATALOGUE)},
+                        "definition": METRICS[k].definition} for k in study.selected_metrics + list(CPU_CATALOGUE)
+                    + list(LIMITS_CATALOGUE)},
         "flows_aggregated": study.flow_patterns,
         "plan": {"repetitions": plan["repetitions"],
                  **({"repetitions_per_point": plan["repetitions_per_point"],

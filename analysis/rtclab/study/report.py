@@ -18,6 +18,8 @@ from .aggregate import (
     CPU_FLOW,
     FRAMES_FLOW,
     FRAMES_METRICS,
+    LIMITS_CATALOGUE,
+    LIMITS_FLOW,
     METRICS,
     RFC_FLOW,
     left_out_lines,
@@ -48,7 +50,9 @@ HEADERS = {"throughput_bps": "rate kbit/s", "send_rate_bps": "sent kbit/s", "rec
            "network_ms_p50": "network p50 ms", "network_ms_p95": "network p95 ms",
            "receiver_ms_p50": "receiver p50 ms", "receiver_ms_p95": "receiver p95 ms",
            "freeze_time_ratio": "freeze time share",
-           "never_shown_ratio": "never shown share", "psnr_db_mean": "PSNR dB", "ssim_mean": "SSIM"}
+           "never_shown_ratio": "never shown share", "psnr_db_mean": "PSNR dB", "ssim_mean": "SSIM",
+           "limited_by_delay_based": "delay-based", "limited_by_probe": "probe", "limited_by_loss_based": "loss-based",
+           "limited_by_receiver_limit": "receiver (REMB)", "limited_by_undetermined": "undetermined"}
 # The CPU table (whole call): the host, then each component of the run, then what the run does not account for.
 CPU_METRICS = ["cpu_host_busy_cores", "cpu_chromium_a_cores", "cpu_chromium_b_cores", "cpu_bottleneck_cores",
                "cpu_capture_cores", "cpu_iperf3_cores", "cpu_harness_cores", "cpu_outside_run_cores"]
@@ -228,6 +232,13 @@ def tables(doc: dict[str, Any], phase: str, metrics: list[str] | None = None) ->
         rows = _point_rows(doc, label, CONTROLLER_FLOW, phase, ctrl_metrics)
         out.append(Table(f"{title}: the forward sender's congestion controller (RTC event log)",
                          ["point", "n"] + [HEADERS.get(m, m) for m in ctrl_metrics], rows))
+    # Which estimate set the forward sender's target (eventlog/limits.py), in every phase; not with --metric.
+    if not metrics and any(phase in ((p.get("flows") or {}).get(LIMITS_FLOW) or {}) for p in doc["points"]):
+        rows = _point_rows(doc, label, LIMITS_FLOW, phase, list(LIMITS_CATALOGUE))
+        out.append(Table(f"{title}: which estimate set the forward sender's target (RTC event log), share of the "
+                         f"phase", ["point", "n"] + [HEADERS[m] for m in LIMITS_CATALOGUE], rows,
+                         note="docs/metrics.md, \"Which estimate limits the target\"; the acknowledged-rate bound "
+                              "is not determinable from the log"))
     # RFC 8867's metrics of the media flows (metrics.json rfc8867), over the whole call only.
     rfc_metrics = [m for m in (metrics or list(CATALOGUE)) if CATALOGUE[m].family == "rfc8867"]
     if phase == "all" and rfc_metrics and any(RFC_FLOW in (p.get("flows") or {}) for p in doc["points"]):
