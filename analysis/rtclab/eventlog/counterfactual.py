@@ -5,7 +5,7 @@ parameters, and the over-use signals each would have raised counted over the cal
 
 A counterfactual on fixed input: had Chrome's detector used a variant's constants, the sender would have reacted
 differently and the delays themselves would have changed. The counts say which variants are worth a real run with a
-field trial (issue 31, item 1), not what the variant would do.
+field trial (Chrome's components switched one at a time), not what the variant would do.
 """
 from __future__ import annotations
 
