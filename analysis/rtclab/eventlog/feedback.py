@@ -12,6 +12,7 @@ each from the previous received packet's time (the first from the reference time
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,6 +81,18 @@ def parse_transport_cc(fci: bytes) -> tuple[int, list[int], list[int | None]]:
     return base, statuses, times
 
 
+def rtcp_blocks(packet: bytes) -> Iterator[tuple[int, int, bytes]]:
+    """(packet type, count/format field, what follows the common header and the two SSRCs) of each RTCP packet in a
+    compound packet, up to the first that is not version 2 or runs past the end."""
+    pos = 0
+    while pos + 4 <= len(packet):
+        length = (struct.unpack_from("!H", packet, pos + 2)[0] + 1) * 4
+        if packet[pos] >> 6 != 2 or pos + length > len(packet):
+            return
+        yield packet[pos + 1], packet[pos] & 0x1F, packet[pos + 12:pos + length]
+        pos += length
+
+
 def transport_feedback(rtcp: list[tuple[int, bytes]]) -> tuple[Feedback, int]:
     """Every transport feedback in a list of (time_ms, compound RTCP packet). Returns the feedback and how many
     feedback messages could not be read (malformed: left out)."""
@@ -90,15 +103,11 @@ def transport_feedback(rtcp: list[tuple[int, bytes]]) -> tuple[Feedback, int]:
     recv_us: list[int] = []
     n_feedback = bad = 0
     for time_ms, packet in rtcp:
-        pos = 0
-        while pos + 4 <= len(packet):
-            length = (struct.unpack_from("!H", packet, pos + 2)[0] + 1) * 4
-            if packet[pos] >> 6 != 2 or pos + length > len(packet):
-                break
-            if packet[pos + 1] == RTPFB and packet[pos] & 0x1F == FMT_TRANSPORT_CC:
+        for pt, fmt, body in rtcp_blocks(packet):
+            if pt == RTPFB and fmt == FMT_TRANSPORT_CC:
                 # Padding (P bit) would put its count in the last byte; Chrome does not pad feedback.
                 try:
-                    base, statuses, t = parse_transport_cc(packet[pos + 12:pos + length])
+                    base, statuses, t = parse_transport_cc(body)
                 except FeedbackError:
                     bad += 1
                 else:
@@ -109,7 +118,6 @@ def transport_feedback(rtcp: list[tuple[int, bytes]]) -> tuple[Feedback, int]:
                     received += [x is not None for x in t]
                     recv_us += [x if x is not None else -1 for x in t]
                     n_feedback += 1
-            pos += length
     as64 = lambda v: np.array(v, dtype=np.int64)
     return Feedback(as64(index), as64(times), as64(seqs), np.array(received, dtype=bool), as64(recv_us)), bad
 

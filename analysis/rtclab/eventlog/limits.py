@@ -38,13 +38,13 @@ the log does not record the acknowledged rate: not determinable from the log (NO
 """
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from .feedback import rtcp_blocks
 from .parser import OVERUSING, EventLog
 
 Array = npt.NDArray[Any]
@@ -76,18 +76,11 @@ def remb(rtcp: list[tuple[int, bytes]]) -> tuple[Array, Array]:
     times: list[int] = []
     rates: list[int] = []
     for time_ms, packet in rtcp:
-        pos = 0
-        while pos + 4 <= len(packet):
-            length = (struct.unpack_from("!H", packet, pos + 2)[0] + 1) * 4
-            if packet[pos] >> 6 != 2 or pos + length > len(packet):
-                break
-            body = packet[pos + 12:pos + length]
-            if (packet[pos + 1] == PSFB and packet[pos] & 0x1F == FMT_AFB and len(body) >= 8
-                    and body[:4] == b"REMB"):
+        for pt, fmt, body in rtcp_blocks(packet):
+            if pt == PSFB and fmt == FMT_AFB and len(body) >= 8 and body[:4] == b"REMB":
                 exp, mantissa = body[5] >> 2, ((body[5] & 3) << 16) | (body[6] << 8) | body[7]
                 times.append(time_ms)
                 rates.append(mantissa << exp)
-            pos += length
     return np.array(times, dtype=np.int64), np.array(rates, dtype=np.int64)
 
 
