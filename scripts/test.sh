@@ -19,7 +19,9 @@
 #     (real calls through the emulated network). pytest: tests marked `real_calls` or `integration`
 #     (pyproject.toml).
 #     Its load-tolerant part needs root but not the quiet: tests that assert nothing a busy machine could move (an
-#     exit code, a message, accounting, what is left behind; no time, rate or count read from a call or a link). A
+#     exit code, a message, accounting, what is left behind; no time, rate or count read from a call or a link) and
+#     whose calls run in namespaces of their own (a page on the host's own network loses its loads when another
+#     test's namespaces change that network: net::ERR_NETWORK_CHANGED). A
 #     Node file says so in its first lines (`// load-tolerant: why`), a pytest test by the marker `load_tolerant`.
 #     They run first in the real tier, four at a time (the Node files two at a time, beside the analyzer's tests two
 #     at a time: mostly waiting on calls).

@@ -1,5 +1,7 @@
 // @ts-check
-// load-tolerant: what is negotiated, sent and decoded; the connect limit is only a time-out here, not measured.
+// Not load-tolerant although it asserts no time: its calls use the host's own network (the default-route address),
+// and another test's namespaces and root-side links change that network, on which Chromium drops the page's loads and
+// the call (net::ERR_NETWORK_CHANGED, seen in a fresh-clone run): it runs alone, with the calls that need quiet.
 // Real calls between two Debian Chromium instances on loopback, through the real signaling server: the codecs asked
 // for, the forward-only direction, RED/FEC, and the page in manual use.
 import { test } from 'node:test';

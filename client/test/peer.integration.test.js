@@ -1,5 +1,6 @@
 // @ts-check
-// load-tolerant: the page's config errors, its log, a browser's death and close(): nothing a busy machine may change.
+// Not load-tolerant: its page loads on the host's own network, which other tests' namespaces and links change
+// (net::ERR_NETWORK_CHANGED): it runs alone.
 // harness/peer.js with a real Debian Chromium and the real page: the config contract as the page enforces it, the
 // log, the browser's death, and close().
 import { test, before, after } from 'node:test';
