@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -130,9 +131,12 @@ def dry_run(plan: planmod.Plan, out: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def make_executor(args: argparse.Namespace, out: Path) -> executors.Executor:
+def make_executor(args: argparse.Namespace, out: Path, study: spec.Study) -> executors.Executor:
     """Serial (default), --parallel N, or --ray ADDRESS (executors.py, ray_executor.py)."""
     extra = ["--no-analyze"] if args.no_analyze else []
+    if args.costs_from and args.parallel != "auto":
+        raise executors.ExecutorError("--costs-from is for --parallel auto (the points' measured costs choose each "
+                                      "run's CPUs only there)")
     if args.gather_captures and not args.ray:
         raise executors.ExecutorError("--gather-captures is for --ray (local runs keep their captures anyway)")
     if args.ray:
@@ -144,8 +148,33 @@ def make_executor(args: argparse.Namespace, out: Path) -> executors.Executor:
                            extra_args=extra, gather_captures=args.gather_captures)
     if args.parallel == "auto":
         from .packed import PackedExecutor
-        return PackedExecutor(out, extra_args=extra)
+        return PackedExecutor(out, extra_args=extra, costs_from=cost_sources(args.costs_from or [], study))
     return executors.LocalExecutor(parallel=args.parallel, extra_args=extra)
+
+
+def cost_sources(given: list[str], study: spec.Study) -> list[Path]:
+    """The study directories whose runs measured the points' costs before this study: --costs-from, then the pilots
+    of the repetitions plan it runs (repository-relative in PLAN.json), those that are still here."""
+    dirs = [Path(d).resolve() for d in given]
+    for p in (study.repetitions_from or {}).get("pilots") or []:
+        d = Path(str(p.get("dir")))
+        d = (d if d.is_absolute() else REPO / d).resolve()
+        if (d / "plan.json").is_file() and d not in dirs:
+            dirs.append(d)
+    return dirs
+
+
+def stop_after_arg(text: str) -> float:
+    """--stop-after's value in seconds: 90s, 20m, 1h30m, or a bare number of minutes."""
+    m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", text.strip())
+    if text.strip().isdigit():
+        return float(text) * 60
+    if not text.strip() or m is None:
+        raise argparse.ArgumentTypeError(f"must be a duration such as 45m, 1h30m or 600s, not {text!r}")
+    h, mi, se = (int(x or 0) for x in m.groups())
+    if h * 3600 + mi * 60 + se <= 0:
+        raise argparse.ArgumentTypeError(f"must be longer than 0, not {text!r}")
+    return float(h * 3600 + mi * 60 + se)
 
 
 def parallel_arg(text: str) -> int | str:
@@ -173,7 +202,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(dry_run(plan, out), end="")
         return runner.EXIT_OK
     try:
-        executor = make_executor(args, out)
+        executor = make_executor(args, out, plan.study)
     except executors.ExecutorError as e:
         print(f"rtclab study: {e}\nnothing was run", file=sys.stderr)
         return runner.EXIT_BAD_STUDY
@@ -186,14 +215,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"rtclab study: {e}\nnothing was run", file=sys.stderr)
         return runner.EXIT_BAD_STUDY
     try:
-        code = runner.StudyRunner(plan, out, executor, tree_state=state).run()
+        code = runner.StudyRunner(plan, out, executor, tree_state=state, stop_after_s=args.stop_after).run()
     except executors.ExecutorError as e:  # during the study (e.g. every Ray node lost): resumable
         print(f"rtclab study: {e}\n{out} is resumable: run the same command again", file=sys.stderr)
         return runner.EXIT_FAILED
     except runner.StudyDirError as e:
         print(f"rtclab study: {e}", file=sys.stderr)
         return runner.EXIT_BAD_STUDY
-    if code == runner.EXIT_INTERRUPTED:
+    if code in (runner.EXIT_INTERRUPTED, runner.EXIT_PAUSED):
         return code
     doc = agg.aggregate(out)
     print(agg.text_summary(doc), end="")
@@ -296,6 +325,13 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--repetitions-from", metavar="PLAN.json",
                    help="each point's repetitions from a plan written by `rtclab study plan --write` (instead of the "
                         "study file's count; recorded in plan.json); not into the pilot's directory")
+    r.add_argument("--costs-from", action="append", metavar="DIR",
+                   help="with --parallel auto: the points' costs measured in this study directory too (e.g. the "
+                        "quick pilot; the pilots of --repetitions-from count without it), so that no point's first "
+                        "run must run alone to measure it (repeatable)")
+    r.add_argument("--stop-after", type=stop_after_arg, metavar="DURATION",
+                   help="start no run after DURATION (e.g. 45m, 1h30m), let the running ones end, and stop with exit "
+                        "4; run the same command again to go on (the machine free between two slices)")
     r.set_defaults(func=cmd_run)
     pl = sub.add_parser("plan", help="the repetitions per point each claim reading the study needs to be decided, "
                         "from a pilot's measured variance (docs/studies.md, Planning repetitions from a pilot)")

@@ -3,8 +3,10 @@
 samples of the run's processes, docs/metrics.md), the highest seen so far; a run of the point gets
 ceil(cost / CPU_SET_TARGET) CPUs of its own (at least one), pinned as `--parallel N` pins (executors.py), and waits in
 plan order until that many are free. A point no run has measured yet, or one that needs every CPU, runs alone and
-unpinned (judged by the host's CPUs, as a serial run): its first run is its own pilot. So cheap points share the
-machine and costly ones keep it to themselves, without a count chosen by hand."""
+unpinned (judged by the host's CPUs, as a serial run): its first run is its own pilot. A pilot study (the one a
+repetitions plan was computed from, or `--costs-from DIR`) may measure the points first: its runs' costs count as
+the study's own do. So cheap points share the machine and costly ones keep it to themselves, without a count chosen
+by hand."""
 
 from __future__ import annotations
 
@@ -40,10 +42,11 @@ def run_cost(run_dir: Path) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def measured_costs(out: Path) -> dict[str, float]:
-    """Each point's highest measured cost among the runs already in the study directory (a resumed study)."""
+def measured_costs(*study_dirs: Path) -> dict[str, float]:
+    """Each point's highest measured cost among the runs already in these study directories (the study's own, when
+    resumed, and its pilots'), by point name."""
     costs: dict[str, float] = {}
-    for metrics in sorted(out.glob("runs/*/*/metrics.json")):
+    for metrics in sorted(m for d in study_dirs for m in d.glob("runs/*/*/metrics.json")):
         cost = run_cost(metrics.parent)
         point = metrics.parent.parent.name
         if cost is not None:
@@ -54,14 +57,19 @@ def measured_costs(out: Path) -> dict[str, float]:
 class PackedExecutor(LocalExecutor):
     """LocalExecutor whose runs get as many CPUs as their point's measured cost needs (see the module's text)."""
 
-    def __init__(self, out: Path, extra_args: list[str] | None = None, cpus: list[int] | None = None):
+    def __init__(self, out: Path, extra_args: list[str] | None = None, cpus: list[int] | None = None,
+                 costs_from: list[Path] | None = None):
         super().__init__(extra_args=extra_args)
         self.cpus = sorted(cpus if cpus is not None else os.sched_getaffinity(0))
         if len(self.cpus) > 1 and shutil.which("taskset") is None:
             raise ExecutorError("--parallel auto needs taskset (util-linux) to pin each run to its CPUs")
-        self.costs = measured_costs(out)
+        for d in costs_from or []:
+            if not (d / "plan.json").is_file():
+                raise ExecutorError(f"cannot read points' costs from {d}: not a study directory (no plan.json)")
+        self.costs = measured_costs(out, *(costs_from or []))
         self.slots = len(self.cpus)  # at most one run per CPU (the ETA's divisor: an upper bound)
-        self.name = f"packed on CPUs {fmt_cpus(self.cpus)} by each point's measured cost (--parallel auto)"
+        seeded = f", the costs measured in {', '.join(str(d) for d in costs_from)} too" if costs_from else ""
+        self.name = f"packed on CPUs {fmt_cpus(self.cpus)} by each point's measured cost (--parallel auto{seeded})"
 
     def placement(self, point: str) -> list[int] | None:
         """The CPUs a run of this point would get now: [] to run alone and unpinned, None when it must wait."""

@@ -36,7 +36,7 @@ from . import plan as planmod
 from .spec import REPO_ROOT
 
 DEFAULT_OVERHEAD_S = 25.0  # set-up, teardown and analysis of one run, before any was measured (bench/call)
-EXIT_OK, EXIT_FAILED, EXIT_BAD_STUDY, EXIT_SOME_MISSING, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_FAILED, EXIT_BAD_STUDY, EXIT_SOME_MISSING, EXIT_PAUSED, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 
 class StudyDirError(Exception):
@@ -165,8 +165,10 @@ class StudyRunner:
     set by a signal and forwarded to the running attempts."""
 
     def __init__(self, plan: planmod.Plan, out: Path, executor: executors.Executor | None = None,
-                 stream: IO[str] = sys.stderr, tree_state: tree.TreeState | None = None):
+                 stream: IO[str] = sys.stderr, tree_state: tree.TreeState | None = None,
+                 stop_after_s: float | None = None):
         self.plan = plan
+        self.stop_after_s = stop_after_s  # --stop-after: no attempt starts later than this after the start
         self.tree_state = tree_state  # the code the attempts run (None: not read, e.g. a test's runner)
         self.out = out
         self.stream = stream
@@ -262,6 +264,9 @@ class StudyRunner:
                 if (r.point, r.rep) not in busy and reps[(r.point, r.rep)].state(max_attempts) == "pending"]
         return min(todo, key=lambda r: reps[(r.point, r.rep)].counted(), default=None)
 
+    def _budget_spent(self) -> bool:
+        return self.stop_after_s is not None and time.monotonic() - self.progress.started >= self.stop_after_s
+
     def _loop(self, lock_fd: int) -> int:
         plan, out = self.plan, self.out
         check_out(plan, out)
@@ -279,9 +284,13 @@ class StudyRunner:
                           f"{'shuffled with seed ' + str(plan.study.seed) if plan.study.shuffle else 'in order'}"
                           f"), {already} already done in {out}; executor: {self.executor.name}")
         running: dict[tuple[str, int], executors.Job] = {}
+        paused = False
         while True:
             while self.stop_signal is None:
                 pr = self._next(reps, set(running))
+                if pr is not None and self._budget_spent():
+                    paused = True
+                    break
                 if pr is None or not self.executor.has_room(pr.point):  # in plan order: the next waits for room
                     break
                 attempt = reps[(pr.point, pr.rep)].next_attempt()
@@ -300,6 +309,12 @@ class StudyRunner:
                 self.progress.say(f"{job.point} rep {job.rep} attempt {job.attempt}: {detail} "
                                   f"[{fmt_duration(end.get('wall_s'))}, exit {end.get('exit_code')}, "
                                   f"{a.path.relative_to(out)}]")
+        if paused:
+            left = sum(1 for r in reps.values() if r.state(max_attempts) == "pending")
+            self.progress.line(reps, "stopped by --stop-after")
+            self.progress.say(f"--stop-after {fmt_duration(self.stop_after_s)} spent: {left} run(s) still to run, "
+                              f"nothing aggregated; run the same command again to go on")
+            return EXIT_PAUSED
         if self.stop_signal is not None:
             self.progress.line(reps, "interrupted")
             self.progress.say(f"interrupted: {out} is resumable; run the same command again")

@@ -16,6 +16,7 @@ validity. Every Ray process the test started is ended by its id at the end, even
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -118,6 +119,21 @@ def test_packed_costs_are_each_points_highest_measured(tmp_path: Path) -> None:
     assert run_cost(tmp_path / "runs" / "c" / "1-1") is None
 
 
+def test_packed_costs_from_a_pilot_count_as_the_studys_own(tmp_path: Path) -> None:
+    pilot, out = tmp_path / "pilot", tmp_path / "out"
+    (pilot / "plan.json").parent.mkdir()
+    (pilot / "plan.json").write_text("{}")
+    write_cost(pilot / "runs" / "a" / "1-1", 0.5)
+    write_cost(pilot / "runs" / "b" / "1-1", 0.6)
+    write_cost(out / "runs" / "b" / "1-1", 0.9)  # the study's own run measured more: the highest counts
+    ex = PackedExecutor(out, cpus=[0, 1], costs_from=[pilot])
+    assert ex.costs == {"a": 0.5, "b": 0.9}
+    assert ex.placement("a") == [0] and ex.placement("b") == []  # b needs 2 CPUs: alone
+    assert f"costs measured in {pilot}" in ex.name
+    with pytest.raises(ExecutorError, match="not a study directory"):
+        PackedExecutor(out, cpus=[0, 1], costs_from=[tmp_path / "nowhere"])
+
+
 def test_packed_placement_shares_cpus_by_cost_and_in_plan_order(tmp_path: Path) -> None:
     write_cost(tmp_path / "runs" / "cheap" / "1-1", 0.5)   # 1 CPU
     write_cost(tmp_path / "runs" / "mid" / "1-1", 1.5)     # 2 CPUs
@@ -160,7 +176,11 @@ def test_bad_executor_options_exit_2_before_anything_runs(tmp_path: Path, capsys
                        (["--gather-captures"], "--gather-captures is for --ray"),
                        (["--ray", "127.0.0.1:1"], "no Ray head answers there"),
                        (["--ray", "127.0.0.1:1", "--no-analyze"], "needs --gather-captures"),
-                       (["--parallel", "1", "--ray", "auto"], "not allowed with argument")]:
+                       (["--parallel", "1", "--ray", "auto"], "not allowed with argument"),
+                       (["--parallel", "2", "--costs-from", str(tmp_path)], "--costs-from is for --parallel auto"),
+                       (["--parallel", "auto", "--costs-from", str(tmp_path)], "not a study directory"),
+                       (["--stop-after", "0m"], "must be longer than 0"),
+                       (["--stop-after", "soon"], "must be a duration such as 45m")]:
         out = tmp_path / "out"
         try:
             code = study_main(["run", str(f), "--out", str(out), *args])
@@ -403,3 +423,50 @@ def check_ray_study(tmp_path: Path, f: Path, out: Path, victim: dict[str, Any], 
         assert Path(manifest["executor"]["run_dir"], "capture-a.pcap").exists(), "captures stay on the node"
         assert manifest["id"] not in namespaces()
     assert orphan_id not in namespaces()
+
+
+class ClockedExecutor:
+    """One attempt at a time, each ending at once (exit 1, nothing recorded) and moving the runner's clock an hour
+    on, as a real attempt's hour would."""
+    slots, name = 1, "clocked (test)"
+
+    def __init__(self) -> None:
+        self.runner: Any = None
+        self.in_flight: list[Job] = []
+
+    def has_room(self, point: str) -> bool:
+        return not self.in_flight
+
+    def start(self, job: Job, lock_fd: int) -> dict[str, Any]:
+        self.in_flight.append(job)
+        return {}
+
+    def wait(self, timeout_s: float) -> list[tuple[Job, dict[str, Any]]]:
+        done = [(j, {"exit_code": 1, "wall_s": 0.1}) for j in self.in_flight]
+        self.in_flight.clear()
+        self.runner.progress.started -= 3600
+        return done
+
+    def forward(self, signum: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_stop_after_starts_no_run_once_spent_and_the_same_command_goes_on(tmp_path: Path) -> None:
+    from rtclab_study import plan as planmod
+    from rtclab_study import spec
+    from rtclab_study.runner import EXIT_PAUSED, EXIT_SOME_MISSING, StudyRunner
+    plan = planmod.make(spec.load(study_file(tmp_path, "sliced")))
+    out, stream = tmp_path / "out", io.StringIO()
+    ex = ClockedExecutor()
+    ex.runner = StudyRunner(plan, out, ex, stream=stream, stop_after_s=1800)  # type: ignore[arg-type]
+    assert ex.runner.run() == EXIT_PAUSED
+    starts = [r["point"] for r in log_records(out) if r["event"] == "start"]
+    assert starts == ["fifo"]  # started within the budget; codel was not
+    assert "--stop-after 30m00s spent: 1 run(s) still to run" in stream.getvalue()
+    assert not (out / "study.json").exists()
+    ex.runner = StudyRunner(plan, out, ex, stream=stream)  # type: ignore[arg-type]
+    assert ex.runner.run() == EXIT_SOME_MISSING  # no budget: the rest ran (failed here, so no valid run)
+    assert [r["point"] for r in log_records(out) if r["event"] == "start"] == ["fifo", "codel"]
