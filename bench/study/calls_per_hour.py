@@ -3,7 +3,7 @@ or `--parallel N`), one after the other from the same commit, then `rtclab study
 claim reads can be seen not to move when runs share the machine.
 
     flock /tmp/rtclab-quiet.lock .venv/bin/python bench/study/calls_per_hour.py STUDY.yaml [--parallel auto|N]
-        [--quick F] [--out DIR]
+        [--costs-from PILOT_DIR] [--quick F] [--out DIR]
 
 Per executor: the wall time of the whole `rtclab_study run` (set-up, calls, analysis, aggregation), the attempts and
 the valid runs it made (study.json summary), and valid runs per hour = valid runs / wall hours. Then the ratio of the
@@ -44,6 +44,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("study", type=Path)
     ap.add_argument("--parallel", default="auto", help="the executor set against serial: auto (default) or N")
+    ap.add_argument("--costs-from", type=Path, default=None,
+                    help="with --parallel auto: a pilot study directory whose runs measured the points' costs (as "
+                         "a planned study's pilot does), so that no point's first run runs alone")
     ap.add_argument("--quick", type=float, default=None, help="--quick F for both runs of the study")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "bench-calls-per-hour")
     args = ap.parse_args()
@@ -51,10 +54,12 @@ def main() -> int:
         raise SystemExit(f"{args.out} is not empty: choose another --out (each run needs fresh study directories)")
     serial_dir, other_dir = args.out / "serial", args.out / f"parallel-{args.parallel}"
     serial = run_study(args.study, serial_dir, [], args.quick)
-    other = run_study(args.study, other_dir, ["--parallel", str(args.parallel)], args.quick)
-    print(f"\n{'executor':<16} {'wall':>9} {'attempts':>9} {'valid':>6} {'valid runs/h':>13}")
-    for name, r in (("serial", serial), (f"--parallel {args.parallel}", other)):
-        print(f"{name:<16} {r['wall_s']:>8.0f}s {r['attempts']:>9.0f} {r['valid']:>6.0f} {r['valid_per_hour']:>13.1f}")
+    seeded = ["--costs-from", str(args.costs_from)] if args.costs_from else []
+    other = run_study(args.study, other_dir, ["--parallel", str(args.parallel), *seeded], args.quick)
+    print(f"\n{'executor':<40} {'wall':>9} {'attempts':>9} {'valid':>6} {'valid runs/h':>13}")
+    label = f"--parallel {args.parallel}" + (" (costs from the pilot)" if args.costs_from else "")
+    for name, r in (("serial", serial), (label, other)):
+        print(f"{name:<40} {r['wall_s']:>8.0f}s {r['attempts']:>9.0f} {r['valid']:>6.0f} {r['valid_per_hour']:>13.1f}")
     if serial["valid_per_hour"]:
         print(f"valid runs per hour, --parallel {args.parallel} / serial: "
               f"{other['valid_per_hour'] / serial['valid_per_hour']:.2f}")
