@@ -14,28 +14,103 @@ fail() { echo "setup: error: $*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || fail "rtclab needs root (network namespaces, tc, iptables, packet capture); run it as root"
 
+# --- Prerequisites setup cannot install ------------------------------------------------------------------------------
+# Checked before anything is installed, so a machine that cannot run rtclab is told so at once, with what to do.
+version_at_least() { # VERSION MINIMUM: true when VERSION (a Debian or a plain version string) >= MINIMUM
+  dpkg --compare-versions "$1" ge "$2"
+}
+command -v apt-get >/dev/null && command -v dpkg >/dev/null ||
+  fail "setup needs a Debian or Ubuntu host (apt-get, dpkg); on another system install by hand what scripts/setup.sh lists"
+# Node: Debian 12's own nodejs is 18; the harness needs 20 (package.json "engines").
+command -v node >/dev/null ||
+  fail "node not found: install Node.js >= 20 (e.g. NodeSource's nodejs 20 packages; Debian 12's own nodejs is 18)"
+node_version=$(node --version | sed 's/^v//')
+version_at_least "$node_version" 20 ||
+  fail "node $node_version is too old: install Node.js >= 20 (e.g. NodeSource's nodejs 20 packages; Debian 12's own nodejs is 18)"
+# Python: the analyzer needs 3.11 (pyproject.toml requires-python); Debian 12 has it, Ubuntu 22.04's 3.10 does not.
+command -v python3 >/dev/null || fail "python3 not found: install Python >= 3.11"
+python_version=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+version_at_least "$python_version" 3.11 || fail "python3 $python_version is too old: install Python >= 3.11"
+
+# Rust: the crates the lockfiles pin need rustc >= 1.85 (their rust-version: clap 4.6 in netem/bottleneck, pyo3 0.30 in
+# analysis/core; a version-4 Cargo.lock needs cargo >= 1.78). Debian 12's rustc/cargo are 1.63, its rustc-web/cargo-web
+# (the toolchain Debian builds its browsers with) 1.85 or later: setup installs whichever pair is new enough.
+rust_minimum=1.85
+rust_packages=()
+apt_candidate() { apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ { print $2 }'; }
+if command -v cargo >/dev/null && command -v rustc >/dev/null; then
+  rustc_version=$(rustc --version | awk '{ print $2 }')
+  cargo_version=$(cargo --version | awk '{ print $2 }')
+  version_at_least "$rustc_version" "$rust_minimum" && version_at_least "$cargo_version" "$rust_minimum" ||
+    fail "rustc $rustc_version / cargo $cargo_version are too old: the lockfiles need Rust >= $rust_minimum" \
+      "(rustup update; or remove Debian's rustc/cargo and run setup again, which installs a new enough pair when apt has one)"
+else
+  for pair in "rustc cargo" "rustc-web cargo-web"; do
+    read -r rustc_package cargo_package <<<"$pair"
+    candidate=$(apt_candidate "$rustc_package")
+    if [ -n "$candidate" ] && [ "$candidate" != "(none)" ] && version_at_least "$candidate" "$rust_minimum"; then
+      rust_packages=("$rustc_package" "$cargo_package")
+      break
+    fi
+  done
+  [ ${#rust_packages[@]} -gt 0 ] ||
+    fail "cargo/rustc not found, and apt offers no Rust >= $rust_minimum: install it with rustup (https://rustup.rs)" \
+      "and put ~/.cargo/bin on root's PATH"
+fi
+
+# Chromium: a real binary, where harness/browser.js looks for it. Ubuntu's chromium and chromium-browser packages only
+# install a wrapper around the snap, which cannot be started inside a network namespace with a profile of ours.
+is_ubuntu=false
+grep -qsE '^(ID|ID_LIKE)=.*ubuntu' /etc/os-release && is_ubuntu=true
+chromium_found() { # the first binary browser.js would take, when there is one
+  if [ -n "${RTCLAB_CHROMIUM:-}" ]; then [ -x "$RTCLAB_CHROMIUM" ] && echo "$RTCLAB_CHROMIUM"; return 0; fi
+  local c
+  for c in /usr/lib/chromium/chromium /usr/bin/chromium /usr/bin/google-chrome; do
+    [ -x "$c" ] && { echo "$c"; return 0; }
+  done
+  return 0
+}
+is_snap_stub() { # PATH: a snap, or a script that starts one
+  case "$(readlink -f "$1")" in /snap/*|*/bin/snap) return 0 ;; esac
+  grep -Iqs 'snap' "$1"
+}
+chromium_advice="install Google Chrome's .deb (/usr/bin/google-chrome) or Debian's chromium, or set RTCLAB_CHROMIUM to a Chrome/Chromium binary"
+browser=$(chromium_found)
+if [ -n "${RTCLAB_CHROMIUM:-}" ] && [ -z "$browser" ]; then
+  fail "RTCLAB_CHROMIUM=$RTCLAB_CHROMIUM is not an executable file"
+fi
+if [ -n "$browser" ] && is_snap_stub "$browser"; then
+  fail "$browser is a snap (Ubuntu's chromium packages install only a wrapper around the snap), which cannot run in a" \
+    "network namespace: $chromium_advice"
+fi
+if $is_ubuntu && [ -z "$browser" ]; then
+  fail "no Chrome/Chromium binary, and Ubuntu's chromium package is only a wrapper around the snap: $chromium_advice"
+fi
+
 # --- Debian packages ------------------------------------------------------------------------------------------------
-apt_packages=(chromium tshark tcpdump iperf3 ffmpeg nftables iptables ethtool iputils-ping iproute2
+apt_packages=(tshark tcpdump iperf3 ffmpeg nftables iptables ethtool iputils-ping iproute2
   libnetfilter-queue-dev libmnl-dev pkg-config build-essential python3-venv user-mode-linux kmod stress-ng)
+# Debian's chromium, unless the browser is another Chrome/Chromium already there (RTCLAB_CHROMIUM, Google Chrome's .deb).
+case "$browser" in ""|/usr/lib/chromium/chromium|/usr/bin/chromium) apt_packages=(chromium "${apt_packages[@]}") ;; esac
+apt_packages+=("${rust_packages[@]}")
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing Debian packages: ${missing[*]}"
-  command -v apt-get >/dev/null || fail "apt-get not found: install ${missing[*]} by hand"
   export DEBIAN_FRONTEND=noninteractive
   # tshark asks whether non-root users may capture; answer before it asks.
   echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+browser=$(chromium_found)
+[ -n "$browser" ] && ! is_snap_stub "$browser" || fail "no Chrome/Chromium binary after installing chromium: $chromium_advice"
 
 # --- Node and the Rust parts, beside the Python analyzer ----------------------------------------------------------
 # npm ci and the Rust builds run in the background while pip installs the analyzer (about 35 s instead of 60 on a
 # fresh clone here); each one's output goes to a log shown only when it fails.
-command -v node >/dev/null || fail "node (>= 20) not found"
-command -v cargo >/dev/null || fail "cargo not found: install Rust (rustup) first"
 bg_log=$(mktemp -d /tmp/rtclab-setup.XXXXXX)
 bg_pids=() bg_names=()
 # A failure elsewhere (set -e) stops the background builds too.

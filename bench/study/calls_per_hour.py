@@ -5,7 +5,7 @@ claim reads can be seen not to move when runs share the machine.
     flock /tmp/rtclab-quiet.lock .venv/bin/python bench/study/calls_per_hour.py STUDY.yaml [--parallel auto|N]
         [--costs-from PILOT_DIR] [--quick F] [--out DIR]
 
-Per executor: the wall time of the whole `rtclab_study run` (set-up, calls, analysis, aggregation), the attempts and
+Per executor: the wall time of the whole `rtclab study run` (set-up, calls, analysis, aggregation), the attempts and
 the valid runs it made (study.json summary), and valid runs per hour = valid runs / wall hours. Then the ratio of the
 second to serial, and the comparison page of the two study directories (the key metrics per shared point, both CIs
 and their difference). Run it on a quiet machine (the caller holds the lock): anything beside it changes both the
