@@ -17,7 +17,7 @@ import { CpuAccounting } from './cpu-accounting.js';
 import { CpuLoad, CPU_LOAD_LOG, findStressNg, stressNgVersion } from './cpu-load.js';
 import { busyFraction, cpuSetBusyFraction, pinnedCpus, readCpuTimes, readPerCpuTimes } from './hostload.js';
 import { RunRecorder, collectEventLogs } from './recorder.js';
-import { clipInfo } from '../media/stamp.js';
+import { clipInfo } from '../media/y4m.js';
 import { TeardownStack } from './teardown.js';
 import { validityChecks, runNotCompleted } from './validity.js';
 import { linkSteps } from '../netem/steps.js';
@@ -360,7 +360,7 @@ class CallRun {
 
   /**
    * The clip a call's cameras play, as the frames file names it: its path and what it holds (frames, size, stamp
-   * version; media/stamp.js). A clip that cannot be read is named with the reason.
+   * version; media/y4m.js). A clip that cannot be read is named with the reason.
    * @param {any} call
    */
   clipOf(call) {
