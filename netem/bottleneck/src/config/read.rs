@@ -110,9 +110,8 @@ fn error_in_action(kind: &str, fields: &Value, path: &str) -> Option<ConfigError
         "demote" => read::<DemoteAction>(fields, path).err(),
         "ce_all" => read::<CeAllAction>(fields, path).err(),
         "ce_fraction" => read::<CeFractionAction>(fields, path).err(),
-        other => Some(ConfigError::new(
-            &field(path, "kind"),
-            format!("is {other:?}, allowed: demote, ce_all, ce_fraction"),
-        )),
+        other => {
+            Some(ConfigError::new(&field(path, "kind"), format!("is {other:?}, allowed: demote, ce_all, ce_fraction")))
+        }
     }
 }

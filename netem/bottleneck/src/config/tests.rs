@@ -25,11 +25,7 @@ fn complete_links() -> Vec<Value> {
             "jitter_ms",
             json!(5),
         ),
-        with(
-            link(10, json!({"trace": "/t/trace.txt", "burst_bytes": 3028}), pie(false)),
-            "loss_percent",
-            json!(1.5),
-        ),
+        with(link(10, json!({"trace": "/t/trace.txt", "burst_bytes": 3028}), pie(false)), "loss_percent", json!(1.5)),
         link(25, kbit(2000), sfq(25)),
         link(25, kbit(2000), fq_codel(true)),
         link(
@@ -203,6 +199,11 @@ fn names_the_field_out_of_range() {
     let e = parse_link(&link(0, kbit(1000), json!({"kind": "red"})), &no_trace).unwrap_err();
     assert_eq!(e.field, "qdisc.kind");
     assert!(e.to_string().contains("fq_codel"), "{e}");
+}
+
+#[test]
+fn names_the_field_out_of_range_in_a_prio() {
+    let bad = |v: Value| parse_link(&v, &no_trace).unwrap_err().field;
     let band = |dscp: Value| {
         prio(
             json!([{"dscp": dscp, "qdisc": fifo(10)}, {"dscp": [46], "qdisc": fifo(10)}, {"qdisc": fifo(10)}]),
@@ -211,26 +212,21 @@ fn names_the_field_out_of_range() {
     };
     assert_eq!(bad(link(0, kbit(1000), band(json!([64])))), "qdisc.bands[0].dscp");
     assert_eq!(bad(link(0, kbit(1000), band(json!([46])))), "qdisc.bands[1].dscp");
-    let last_with_dscp =
-        prio(json!([{"dscp": [46], "qdisc": fifo(10)}, {"dscp": [0], "qdisc": fifo(10)}]), json!([]));
+    let last_with_dscp = prio(json!([{"dscp": [46], "qdisc": fifo(10)}, {"dscp": [0], "qdisc": fifo(10)}]), json!([]));
     assert_eq!(bad(link(0, kbit(1000), last_with_dscp)), "qdisc.bands[1].dscp");
-    let nested =
-        prio(json!([{"dscp": [46], "qdisc": fifo(10)}, {"qdisc": {"kind": "prio", "bands": []}}]), json!([]));
+    let nested = prio(json!([{"dscp": [46], "qdisc": fifo(10)}, {"qdisc": {"kind": "prio", "bands": []}}]), json!([]));
     assert_eq!(bad(link(0, kbit(1000), nested)), "qdisc.bands[1].qdisc.kind");
     // Rate caps and meters.
     let two = json!([{"dscp": [46], "qdisc": fifo(10)}, {"qdisc": fifo(10)}]);
-    let meter = |action: Value| json!([{"dscp": [46], "per": "flow", "window_ms": 150, "limit_kbit": 2000, "action": action}]);
+    let meter =
+        |action: Value| json!([{"dscp": [46], "per": "flow", "window_ms": 150, "limit_kbit": 2000, "action": action}]);
     let capped = prio(
         json!([{"dscp": [46], "qdisc": fifo(10), "rate_cap": {"kbit": 0, "burst_bytes": 3028}}, {"qdisc": fifo(10)}]),
         json!([]),
     );
     assert_eq!(bad(link(0, kbit(1000), capped)), "qdisc.bands[0].rate_cap.kbit");
     assert_eq!(
-        bad(link(
-            0,
-            kbit(1000),
-            prio(two.clone(), meter(json!({"kind": "demote", "to_band": 2, "hold_ms": 1000})))
-        )),
+        bad(link(0, kbit(1000), prio(two.clone(), meter(json!({"kind": "demote", "to_band": 2, "hold_ms": 1000}))))),
         "qdisc.meters[0].action.to_band"
     );
     assert_eq!(
