@@ -83,6 +83,33 @@ function readFromCanvas(video, ctx) {
 }
 
 /**
+ * The record of one presented frame, before its stamp is read (clip_index and the read's fields null).
+ * @param {DOMHighResTimeStamp} now @param {VideoFrameCallbackMetadata} m @param {boolean} read whether it will be read
+ */
+function frameRecord(now, m, read) {
+  const meta = /** @type {any} */ (m);
+  return {
+    kind: 'frame',
+    presented_frames: m.presentedFrames,
+    callback_ms: epoch(now),
+    presentation_ms: epoch(m.presentationTime),
+    expected_display_ms: epoch(m.expectedDisplayTime),
+    capture_ms: epoch(meta.captureTime),
+    receive_ms: epoch(meta.receiveTime),
+    rtp_timestamp: meta.rtpTimestamp ?? null,
+    processing_ms: meta.processingDuration === undefined ? null : Math.round(meta.processingDuration * 1e6) / 1000,
+    width: m.width,
+    height: m.height,
+    read,
+    sampled: false,
+    clip_index: /** @type {number | null} */ (null),
+    contrast: /** @type {number | null} */ (null),
+    read_via: /** @type {string | null} */ (null),
+    read_ms: /** @type {number | null} */ (null),
+  };
+}
+
+/**
  * Watches `video` until `signal` aborts.
  * @param {HTMLVideoElement} video
  * @param {{ readEvery: number, sampleEvery?: number, samplePath?: string | null, signal: AbortSignal }} o
@@ -117,30 +144,11 @@ export function watchFrames(video, { readEvery, sampleEvery = 0, samplePath = nu
   const onFrame = (now, m) => {
     if (signal.aborted) return;
     video.requestVideoFrameCallback(onFrame);
-    const meta = /** @type {any} */ (m);
     // Not before the element knows the frame's size (drawImage's source rectangle is in the video's own pixels).
     const read = m.presentedFrames % readEvery === 0 && video.videoWidth > 0;
     const sample = Boolean(samplePath) && sampleEvery > 0 && m.presentedFrames % sampleEvery === 0
       && canReadFrames && video.videoWidth > 0 && uploading < MAX_UPLOADS;
-    const record = {
-      kind: 'frame',
-      presented_frames: m.presentedFrames,
-      callback_ms: epoch(now),
-      presentation_ms: epoch(m.presentationTime),
-      expected_display_ms: epoch(m.expectedDisplayTime),
-      capture_ms: epoch(meta.captureTime),
-      receive_ms: epoch(meta.receiveTime),
-      rtp_timestamp: meta.rtpTimestamp ?? null,
-      processing_ms: meta.processingDuration === undefined ? null : Math.round(meta.processingDuration * 1e6) / 1000,
-      width: m.width,
-      height: m.height,
-      read: read || sample,
-      sampled: false,
-      clip_index: /** @type {number | null} */ (null),
-      contrast: /** @type {number | null} */ (null),
-      read_via: /** @type {string | null} */ (null),
-      read_ms: /** @type {number | null} */ (null),
-    };
+    const record = frameRecord(now, m, read || sample);
     if (!read && !sample) { keep(record); return; }
     const t = performance.now();
     /** @param {{ index: number | null, contrast: number }} decoded @param {string} via */

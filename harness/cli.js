@@ -60,9 +60,12 @@ function analyze(/** @type {string} */ runDir) {
   return result.status;
 }
 
-async function main() {
-  const args = parseCommandLine();
-  if (args.help) { process.stdout.write(usage + '\n'); return 0; }
+/**
+ * The scenario and the run directory the command line asks for; a bad one exits with a usage error before anything is
+ * set up (the directory is made first, so one that cannot be written fails here).
+ * @param {ReturnType<typeof parseCommandLine>} args
+ */
+function prepareRun(args) {
   const duration_s = args.duration === undefined ? undefined : Number(args.duration);
   if (duration_s !== undefined && !(duration_s > 0)) fail(`--duration must be a positive number of seconds (got "${args.duration}")`);
 
@@ -85,6 +88,45 @@ async function main() {
     if (err instanceof DirectoryError) fail(`--out: ${err.message}`);
     throw err;
   }
+  return { scenario, scenarioFile, id, runDir };
+}
+
+/**
+ * Prints how the run ended and its checks, runs the analyzer on a run with captures (when `analyse`), and returns
+ * the command's exit status (exit-status.js).
+ * @param {any} manifest @param {string} runDir @param {{ analyse: boolean }} o
+ */
+function reportRun(manifest, runDir, { analyse }) {
+  const v = manifest.validity;
+  if (manifest.status !== 'complete') {
+    process.stderr.write(`rtclab call: run ${manifest.status}: ${manifest.error}\n  what was recorded is in ${runDir} (analyse it with: rtclab analyze ${runDir})\n`);
+  } else {
+    process.stderr.write(`rtclab call: backend ${manifest.backend?.used} (${manifest.backend?.reason}); run ${v.valid ? 'VALID' : 'INVALID'}\n`);
+    for (const c of v.checks) process.stderr.write(`  ${c.ok ? 'ok  ' : c.ok === null ? 'n/m ' : 'FAIL'} ${c.name}: ${c.detail}\n`);
+  }
+  const hasCaptures = fs.existsSync(path.join(runDir, 'capture-a.pcap'));
+  const diskFull = /^cannot write the run directory/.test(manifest.error ?? '');
+  /** @type {number | null | undefined} the analyzer's exit status; undefined: not run */
+  let analyzerExit;
+  if (diskFull) process.stderr.write(`rtclab call: not analysed: the run directory has no room; free some, then: rtclab analyze ${runDir}\n`);
+  else if (analyse && hasCaptures) analyzerExit = analyze(runDir);
+  process.stderr.write(`rtclab call: run directory ${runDir}\n`);
+  if (fs.existsSync(path.join(runDir, 'dashboard.html'))) process.stderr.write(`rtclab call: dashboard ${path.join(runDir, 'dashboard.html')}\n`);
+  const analysed = analyzerExit === undefined ? null : analysedValidity(runDir);
+  if (v?.valid && analysed?.valid === false) {
+    process.stderr.write(`rtclab call: run INVALID by the analyzer's own checks (metrics.json):\n`);
+    for (const c of analysed.checks.filter((/** @type {any} */ c) => c.ok === false)) process.stderr.write(`  FAIL ${c.name}: ${c.detail}\n`);
+  }
+  const exit = callExitStatus({ status: manifest.status, valid: !!v?.valid,
+    analysis: analyzerExit === undefined ? null : { exit: analyzerExit, validity: analysed } });
+  if (exit.code === EXIT.notAnalysed) process.stderr.write(`rtclab call: not judged: ${exit.why}; run it again with: rtclab analyze ${runDir}\n`);
+  return exit.code;
+}
+
+async function main() {
+  const args = parseCommandLine();
+  if (args.help) { process.stdout.write(usage + '\n'); return 0; }
+  const { scenario, scenarioFile, id, runDir } = prepareRun(args);
 
   // Ctrl-C or SIGTERM stops the call; teardown still runs and the run directory keeps what was recorded.
   const controller = new AbortController();
@@ -117,30 +159,7 @@ async function main() {
   fs.closeSync(harnessLog);
   progress.done();
 
-  const v = manifest.validity;
-  if (manifest.status !== 'complete') {
-    process.stderr.write(`rtclab call: run ${manifest.status}: ${manifest.error}\n  what was recorded is in ${runDir} (analyse it with: rtclab analyze ${runDir})\n`);
-  } else {
-    process.stderr.write(`rtclab call: backend ${manifest.backend?.used} (${manifest.backend?.reason}); run ${v.valid ? 'VALID' : 'INVALID'}\n`);
-    for (const c of v.checks) process.stderr.write(`  ${c.ok ? 'ok  ' : c.ok === null ? 'n/m ' : 'FAIL'} ${c.name}: ${c.detail}\n`);
-  }
-  const hasCaptures = fs.existsSync(path.join(runDir, 'capture-a.pcap'));
-  const diskFull = /^cannot write the run directory/.test(manifest.error ?? '');
-  /** @type {number | null | undefined} the analyzer's exit status; undefined: not run */
-  let analyzerExit;
-  if (diskFull) process.stderr.write(`rtclab call: not analysed: the run directory has no room; free some, then: rtclab analyze ${runDir}\n`);
-  else if (!args['no-analyze'] && hasCaptures && !controller.signal.aborted) analyzerExit = analyze(runDir);
-  process.stderr.write(`rtclab call: run directory ${runDir}\n`);
-  if (fs.existsSync(path.join(runDir, 'dashboard.html'))) process.stderr.write(`rtclab call: dashboard ${path.join(runDir, 'dashboard.html')}\n`);
-  const analysed = analyzerExit === undefined ? null : analysedValidity(runDir);
-  if (v?.valid && analysed?.valid === false) {
-    process.stderr.write(`rtclab call: run INVALID by the analyzer's own checks (metrics.json):\n`);
-    for (const c of analysed.checks.filter((/** @type {any} */ c) => c.ok === false)) process.stderr.write(`  FAIL ${c.name}: ${c.detail}\n`);
-  }
-  const exit = callExitStatus({ status: manifest.status, valid: !!v?.valid,
-    analysis: analyzerExit === undefined ? null : { exit: analyzerExit, validity: analysed } });
-  if (exit.code === EXIT.notAnalysed) process.stderr.write(`rtclab call: not judged: ${exit.why}; run it again with: rtclab analyze ${runDir}\n`);
-  return exit.code;
+  return reportRun(manifest, runDir, { analyse: !args['no-analyze'] && !controller.signal.aborted });
 }
 
 main().then((code) => process.exit(code), (err) => {

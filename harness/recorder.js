@@ -216,6 +216,35 @@ export class RunRecorder {
     if (!this.guard(write)) this.guard(write);
   }
 
+  /**
+   * Where a side's browser writes its RTC event logs (created here): a hidden directory of the run directory, emptied
+   * into it by moveEventLogs() once the browser is closed.
+   * @param {string} side
+   */
+  eventLogDir(side) {
+    const dir = path.join(this.runDir, `.eventlog-${side}`);
+    fs.mkdirSync(dir, { recursive: true });
+    return dir;
+  }
+
+  /**
+   * Moves both browsers' event logs into the run directory (closed browsers only: Chrome writes its last piece when
+   * it closes) and names them in the manifest. Safe to call again: a second call finds nothing new.
+   * @returns {Record<string, EventLogFile[]>}
+   */
+  moveEventLogs() {
+    const logs = /** @type {Record<string, EventLogFile[]>} */ (this.manifest.event_logs ?? {});
+    for (const side of ['a', 'b']) {
+      try {
+        logs[side] = [...(logs[side] ?? []), ...collectEventLogs(this.runDir, side, path.join(this.runDir, `.eventlog-${side}`))];
+      } catch (err) {
+        this.event('event_log_error', { side, message: /** @type {Error} */ (err).message });
+      }
+    }
+    this.writeManifest({ event_logs: logs });
+    return logs;
+  }
+
   close() {
     for (const fd of [this.eventsFd, ...Object.values(this.statsFds), ...Object.values(this.framesFds), ...Object.values(this.sampleFds)]) {
       try { fs.closeSync(fd); } catch { /* already closed */ }

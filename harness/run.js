@@ -16,11 +16,11 @@ import { Peer } from './peer.js';
 import { CpuAccounting } from './cpu-accounting.js';
 import { CpuLoad, CPU_LOAD_LOG, findStressNg, stressNgVersion } from './cpu-load.js';
 import { busyFraction, cpuSetBusyFraction, pinnedCpus, readCpuTimes, readPerCpuTimes } from './hostload.js';
-import { RunRecorder, collectEventLogs } from './recorder.js';
-import { clipInfo } from '../media/stamp.js';
+import { RunRecorder } from './recorder.js';
+import { clipInfo } from '../media/y4m.js';
 import { TeardownStack } from './teardown.js';
-import { validityChecks, runNotCompleted } from './validity.js';
-import { linkSteps } from '../netem/steps.js';
+import { validityChecks, runNotCompleted, stepsDue, crossTrafficDue } from './validity.js';
+import { DSCP_MARKING, markCall } from './call-marking.js';
 import { collectVersions, gitCommit, hostInfo, rtclabVersion } from './versions.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -33,12 +33,6 @@ export const defaultClip = path.join(repoRoot, 'media', 'default.y4m');
 export const RUN_FORMAT_VERSION = 3;
 
 export class RunError extends Error {}
-
-/**
- * RTCLAB_DSCP_MARKING=off leaves every packet as Chrome sent it (DSCP 0): to see what a scenario's DSCP buys, and
- * to show that the analyzer's dscp_marked check fails a run whose packets lack the DSCP it asked for.
- */
-const DSCP_MARKING = process.env.RTCLAB_DSCP_MARKING !== 'off';
 
 /**
  * The receiving pages record every presented frame and read its stamp on every N-th (docs/client.md, "Frames");
@@ -360,7 +354,7 @@ class CallRun {
 
   /**
    * The clip a call's cameras play, as the frames file names it: its path and what it holds (frames, size, stamp
-   * version; media/stamp.js). A clip that cannot be read is named with the reason.
+   * version; media/y4m.js). A clip that cannot be read is named with the reason.
    * @param {any} call
    */
   clipOf(call) {
@@ -406,34 +400,12 @@ class CallRun {
   }
 
   /**
-   * The call's DSCP on its packets leaving `side`, once ICE has selected its pair: the call's value on its 5-tuple,
-   * a track's own value on its SSRCs. Nothing when the call asks for 0 everywhere (packets leave Chrome with 0).
+   * The call's DSCP on its packets leaving `side` (call-marking.js), unless RTCLAB_DSCP_MARKING=off.
    * @param {CallState} c @param {'a' | 'b'} side
    */
   markCall(c, side) {
-    const pair = c.pairs[side];
-    const net = this.net;
-    // Chrome hides a peer-reflexive remote's address (""): the other side's own local candidate is that address.
-    const remote = pair?.remote?.address ? pair.remote : c.pairs[side === 'a' ? 'b' : 'a']?.local;
-    if (!pair?.local?.address || !remote?.address || !net || !DSCP_MARKING) return;
-    const flow = { src: pair.local.address, sport: pair.local.port, dst: remote.address, dport: remote.port };
-    /** @type {(import('../netem/marking.js').MarkRule & { track: string | null })[]} */
-    const wanted = [];
-    if (c.call.dscp !== 0) wanted.push({ ...flow, dscp: c.call.dscp, track: null });
-    for (const track of c.call.tracks) {
-      const reported = (c.tracks[side] ?? []).find((/** @type {any} */ t) => t.id === track.id);
-      if (track.dscp !== c.call.dscp && reported?.ssrcs?.length) wanted.push({ ...flow, dscp: track.dscp, ssrcs: reported.ssrcs, track: track.id });
-    }
-    for (const { track, ...rule } of wanted) {
-      const key = JSON.stringify(rule);
-      if (c.marked.has(key)) continue;
-      c.marked.add(key);
-      const t = Date.now() / 1000;
-      net.markFlow(side, rule).then(() => {
-        c.marks[side].push({ t, track, ...rule });
-        this.recorder.event('dscp_marking', { call: c.call.id, side, track, ...rule });
-      }, (/** @type {Error} */ err) => this.failWith(`DSCP marking of call ${c.call.id} (${side}) failed: ${err.message}`));
-    }
+    if (!this.net || !DSCP_MARKING) return;
+    markCall(c, side, { net: this.net, event: (name, fields) => this.recorder.event(name, fields), failWith: (m) => this.failWith(m) });
   }
 
   /**
@@ -531,35 +503,17 @@ class CallRun {
       rtt_ms: a?.rtt_ms ?? null, fps: b?.fps_received ?? null, height: b?.frame_height_received ?? null });
   }
 
-  /**
-   * Where a side's browser writes its RTC event logs (created here), or null when the scenario does not record them:
-   * a hidden directory of the run directory, emptied into it by collectEventLogs() once the browser is closed.
-   * @param {string} side
-   */
+  /** Where a side's browser writes its RTC event logs, or null when the scenario does not record them. @param {string} side */
   eventLogDir(side) {
-    if (!this.scenario.call.event_log) return null;
-    const dir = path.join(this.runDir, `.eventlog-${side}`);
-    fs.mkdirSync(dir, { recursive: true });
-    return dir;
+    return this.scenario.call.event_log ? this.recorder.eventLogDir(side) : null;
   }
 
   /**
-   * Moves both browsers' event logs into the run directory (closed browsers only: Chrome writes its last piece when
-   * it closes) and names them in the manifest. Safe to call again: a second call finds nothing new.
+   * Moves both browsers' event logs into the run directory and names them in the manifest (recorder.js).
    * @returns {Record<string, import('./recorder.js').EventLogFile[]> | null} null when the scenario does not record them
    */
   collectEventLogs() {
-    if (!this.scenario.call.event_log || !this.calls.length) return null;
-    const logs = /** @type {Record<string, import('./recorder.js').EventLogFile[]>} */ (this.recorder.manifest.event_logs ?? {});
-    for (const side of ['a', 'b']) {
-      try {
-        logs[side] = [...(logs[side] ?? []), ...collectEventLogs(this.runDir, side, path.join(this.runDir, `.eventlog-${side}`))];
-      } catch (err) {
-        this.recorder.event('event_log_error', { side, message: /** @type {Error} */ (err).message });
-      }
-    }
-    this.recorder.writeManifest({ event_logs: logs });
-    return logs;
+    return this.scenario.call.event_log && this.calls.length ? this.recorder.moveEventLogs() : null;
   }
 
   /**
@@ -585,38 +539,15 @@ class CallRun {
       cpuLimited: this.recorder.cpuLimitedCount, samples: this.recorder.sampleCount,
       bottleneckAlive, bottleneckCounters: net.bottleneckCounters(), captures, captureEnabled: this.scenario.capture.enabled, hostCpuBusy,
       cpuSet: this.cpuSet ?? undefined, cpuSetBusy: this.cpuSetBusy ?? undefined, eventLogs,
-      crossTraffic: this.crossTrafficOutcome(),
+      crossTraffic: crossTrafficDue(this.scenario.cross_traffic, this.scenario.duration_s, this.crossTraffic),
       backend: net.info.backend.used,
       guestHealth: net.guestHealth({ fromS: /** @type {number} */ (this.timings.call_start), toS: /** @type {number} */ (this.timings.call_end) }),
       probeIntervalMs: net.info.backend.probe?.interval_ms,
-      schedule: { expected: this.stepsDue(net.links), events: this.stepEvents },
+      schedule: { expected: stepsDue(net.links, this.scenario.duration_s), events: this.stepEvents },
       cpuLoad: this.scenario.cpu_load ? { asked: this.scenario.cpu_load.cores, measured: this.recorder.manifest.cpu_load?.measured?.cores ?? null } : undefined,
     });
     this.recorder.writeManifest({ status: 'complete', captures, host_cpu_busy_fraction: hostCpuBusy,
       cpu_set_busy_fraction: this.cpuSetBusy, validity });
-  }
-
-  /**
-   * The links' capacity and delay steps due during the run (at_s before its end).
-   * @param {{ forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link }} links
-   * @returns {import('./validity.js').ScheduledStep[]}
-   */
-  stepsDue(links) {
-    return (/** @type {const} */ (['forward', 'reverse'])).flatMap((direction) => linkSteps(links[direction])
-      .filter((s) => s.at_s < this.scenario.duration_s)
-      .map((s) => ({ direction, event: s.event.event, at_s: s.at_s, value: s.event.event === 'capacity_change' ? s.event.kbit : s.event.delay_ms })));
-  }
-
-  /**
-   * The cross-traffic items that should have started by the end of the run, those that did, and the failures seen.
-   * @returns {{ expected: number[], started: number[], failed: string[] } | undefined} undefined without cross traffic
-   */
-  crossTrafficOutcome() {
-    const items = this.scenario.cross_traffic;
-    if (!items.length) return undefined;
-    const expected = items.flatMap((/** @type {any} */ item, /** @type {number} */ n) =>
-      (item.start_s < this.scenario.duration_s && (item.stop_s ?? this.scenario.duration_s) > item.start_s ? [n] : []));
-    return { expected, started: [...this.crossTraffic.started].sort((x, y) => x - y), failed: this.crossTraffic.failed };
   }
 
   /** What each host's marking rules marked (events.jsonl), for a run whose calls asked for DSCP. */

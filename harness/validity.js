@@ -1,5 +1,6 @@
 // @ts-check
 import fs from 'node:fs';
+import { linkSteps } from '../netem/steps.js';
 
 // The checks that decide whether a run measured what it claims to. A run failing one is marked invalid with the
 // reason; its data are kept but never reported as good.
@@ -47,7 +48,8 @@ export const MAX_CPU_LOAD_DIFFERENCE_CORES = /** @type {number} */ (BOUNDS.cpu_l
 const onDataPath = (address, dataPrefix) => typeof address === 'string' && address.startsWith(dataPrefix);
 
 /**
- * @param {{
+ * What the checks read (validityChecks' argument; each field is described there).
+ * @typedef {{
  *   dataPrefix: string,
  *   selectedPairs: {side: string, local: any, remote: any}[],
  *   framesDecoded?: Record<string, number>,
@@ -66,7 +68,11 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   schedule?: { expected: ScheduledStep[], events: any[] },
  *   guestHealth?: import('../netem/uml/health.js').GuestHealth | null, probeIntervalMs?: number,
  *   cpuLoad?: { asked: number, measured: number | null },
- * }} o
+ * }} ValidityInputs
+ */
+
+/**
+ * @param {ValidityInputs} o
  *   calls: each call's id, the keys of its sides in selectedPairs, samples and cpuLimited (a, b for the first call,
  *   <id>-a, <id>-b for the others), and its decoded frames; absent: one call, sides a and b, framesDecoded.
  *   With several calls each call-level check is made per call, named <check>_<call id>; with none (`calls: []`, a
@@ -94,45 +100,7 @@ export function validityChecks(o) {
 
   const calls = o.calls ?? [{ id: '', files: { a: 'a', b: 'b' }, framesDecoded: { a: o.framesDecoded?.a ?? 0, b: o.framesDecoded?.b ?? 0 } }];
   const period = calls.length ? 'the call' : 'the run';
-  if (calls.length) {
-    const connected = o.connectSeconds !== null && o.connectSeconds <= o.connectTimeoutS;
-    add('call_connected_in_time', connected, o.connectSeconds === null ? `no decoded video within ${o.connectTimeoutS} s`
-      : `media flowing ${o.connectSeconds.toFixed(1)} s after the browsers loaded the page (limit ${o.connectTimeoutS} s)`);
-  }
-
-  for (const call of calls) {
-    const suffix = calls.length > 1 ? `_${call.id}` : '';
-    const keys = new Set([call.files.a, call.files.b]);
-    const pairs = o.selectedPairs.filter((p) => keys.has(p.side));
-    // Chrome hides a peer-reflexive remote address (address ""); the other side's own local address covers it.
-    const offPath = pairs.filter((p) => !onDataPath(p.local?.address, o.dataPrefix) ||
-      (p.remote?.address !== '' && !onDataPath(p.remote?.address, o.dataPrefix)));
-    const sides = new Set(pairs.map((p) => p.side));
-    if (!sides.has(call.files.a) || !sides.has(call.files.b)) {
-      add(`ice_pair_on_data_path${suffix}`, false, `no selected ICE candidate pair was reported by ${[call.files.a, call.files.b].filter((s) => !sides.has(s)).join(' and ')}`);
-    } else if (offPath.length) {
-      const p = offPath[0];
-      add(`ice_pair_on_data_path${suffix}`, false, `side ${p.side} selected ${p.local?.address} <-> ${p.remote?.address}, off the data path ${o.dataPrefix}*`);
-    } else {
-      const p = pairs[pairs.length - 1];
-      add(`ice_pair_on_data_path${suffix}`, true, `${p.local.address} <-> ${p.remote.address || '(peer-reflexive)'} for the whole call (${pairs.length} pair report(s))`);
-    }
-
-    // A call whose media goes forward only (call.direction) has video to decode at b alone.
-    const decoding = /** @type {('a' | 'b')[]} */ (call.direction === 'forward' ? ['b'] : ['a', 'b']);
-    for (const side of decoding) {
-      const frames = call.framesDecoded[side] ?? 0;
-      add(`video_decoded_${side}${suffix}`, frames > 0, `${call.files[side]} decoded ${frames} video frames`);
-    }
-
-    for (const side of /** @type {const} */ (['a', 'b'])) {
-      const key = call.files[side];
-      const n = o.samples[key] ?? 0;
-      const fraction = n ? (o.cpuLimited[key] ?? 0) / n : 0;
-      add(`cpu_limited_${side}${suffix}`, fraction <= MAX_CPU_LIMITED_FRACTION,
-        `qualityLimitationReason was "cpu" in ${(fraction * 100).toFixed(0)}% of ${n} samples (limit ${MAX_CPU_LIMITED_FRACTION * 100}%)`);
-    }
-  }
+  for (const check of callChecks(calls, o)) add(...check);
 
   if (o.bottleneckAlive !== null) {
     add('bottleneck_alive', o.bottleneckAlive, o.bottleneckAlive ? `the userspace bottleneck ran for the whole ${period.slice(4)}`
@@ -152,49 +120,138 @@ export function validityChecks(o) {
 
   if (o.cpuLoad) add(...cpuLoadAsAsked(o.cpuLoad.asked, o.cpuLoad.measured, period));
 
-  if (o.cpuSet && o.cpuSetBusy !== undefined) {
-    // Pinned (a study's --parallel): the run is judged by its own CPUs; the host's are shared with the other runs.
-    const host = o.hostCpuBusy === undefined ? '' : `; the host's CPUs ${(o.hostCpuBusy * 100).toFixed(0)}%`;
-    add('cpu_set_not_saturated', o.cpuSetBusy <= MAX_CPU_SET_BUSY_FRACTION,
-      `its CPUs ${o.cpuSet.join(',')} were ${(o.cpuSetBusy * 100).toFixed(0)}% busy during ${period} ` +
-      `(limit ${MAX_CPU_SET_BUSY_FRACTION * 100}%)${host}`);
-  } else if (o.hostCpuBusy !== undefined) {
-    add('host_cpu_not_saturated', o.hostCpuBusy <= MAX_HOST_CPU_BUSY_FRACTION,
-      `the host's CPUs were ${(o.hostCpuBusy * 100).toFixed(0)}% busy during ${period} (limit ${MAX_HOST_CPU_BUSY_FRACTION * 100}%)`);
-  }
+  const cpu = cpuNotSaturated(o, period);
+  if (cpu) add(...cpu);
 
-  if (o.captureEnabled) {
-    if (!o.captures) add('captures_complete', false, 'captures were not stopped cleanly; their counts are unknown');
-    else {
-      const drops = Object.entries(o.captures).map(([side, c]) => `${side}: ${c.packets} packets, ${c.dropped_by_kernel} dropped by kernel`);
-      const ok = Object.values(o.captures).every((c) => c.dropped_by_kernel === 0 && c.packets > 0);
-      add('captures_complete', ok, drops.join('; '));
-    }
-  }
-  if (o.crossTraffic) {
-    const { expected, started, failed } = o.crossTraffic;
-    const missing = expected.filter((n) => !started.includes(n));
-    const problems = [...missing.map((n) => `cross_traffic[${n}] never started`), ...failed];
-    add('cross_traffic_ran', problems.length === 0, problems.length ? problems.join('; ')
-      : `${started.length} of ${expected.length} cross-traffic item(s) started, none failed during ${period}`);
-  }
-  if (o.eventLogs) {
-    // Chrome writes the log in pieces; a browser killed mid-write leaves a piece cut short.
-    const problems = [];
-    const found = [];
-    for (const side of ['a', 'b']) {
-      const files = o.eventLogs[side] ?? [];
-      if (!files.length) problems.push(`${side} wrote no RTC event log`);
-      for (const f of files) {
-        if (f.bytes === 0) problems.push(`${f.file} is empty`);
-        else if (!f.begins_with_log_start) problems.push(`${f.file} does not start with the log's start event`);
-        else if (f.complete_bytes < f.bytes) problems.push(`${f.file} is cut short: ${f.bytes - f.complete_bytes} of its ${f.bytes} bytes end mid-record`);
-        found.push(`${f.file} ${f.bytes} bytes`);
-      }
-    }
-    add('event_log_complete', problems.length === 0, problems.length ? problems.join('; ') : found.join(', '));
-  }
+  if (o.captureEnabled) add(...capturesComplete(o.captures));
+  if (o.crossTraffic) add(...crossTrafficRan(o.crossTraffic, period));
+  if (o.eventLogs) add(...eventLogComplete(o.eventLogs));
   return { valid: checks.every((c) => c.ok !== false), checks };
+}
+
+/**
+ * The call-level checks: connected in time (once for all calls), then per call its ICE pair, its decoded video and
+ * its CPU-limited share, named <check>_<call id> when there are several calls.
+ * @param {NonNullable<ValidityInputs['calls']>} calls
+ * @param {ValidityInputs} o
+ * @returns {[string, boolean | null, string][]}
+ */
+function callChecks(calls, o) {
+  /** @type {[string, boolean | null, string][]} */
+  const checks = [];
+  if (calls.length) {
+    const connected = o.connectSeconds !== null && o.connectSeconds <= o.connectTimeoutS;
+    checks.push(['call_connected_in_time', connected, o.connectSeconds === null ? `no decoded video within ${o.connectTimeoutS} s`
+      : `media flowing ${o.connectSeconds.toFixed(1)} s after the browsers loaded the page (limit ${o.connectTimeoutS} s)`]);
+  }
+  for (const call of calls) {
+    const suffix = calls.length > 1 ? `_${call.id}` : '';
+    checks.push(icePairOnDataPath(call, o, suffix));
+    // A call whose media goes forward only (call.direction) has video to decode at b alone.
+    const decoding = /** @type {('a' | 'b')[]} */ (call.direction === 'forward' ? ['b'] : ['a', 'b']);
+    for (const side of decoding) {
+      const frames = call.framesDecoded[side] ?? 0;
+      checks.push([`video_decoded_${side}${suffix}`, frames > 0, `${call.files[side]} decoded ${frames} video frames`]);
+    }
+    for (const side of /** @type {const} */ (['a', 'b'])) {
+      const key = call.files[side];
+      const n = o.samples[key] ?? 0;
+      const fraction = n ? (o.cpuLimited[key] ?? 0) / n : 0;
+      checks.push([`cpu_limited_${side}${suffix}`, fraction <= MAX_CPU_LIMITED_FRACTION,
+        `qualityLimitationReason was "cpu" in ${(fraction * 100).toFixed(0)}% of ${n} samples (limit ${MAX_CPU_LIMITED_FRACTION * 100}%)`]);
+    }
+  }
+  return checks;
+}
+
+/**
+ * ice_pair_on_data_path: both sides of the call reported a selected pair, every one on the data network.
+ * @param {NonNullable<ValidityInputs['calls']>[number]} call @param {ValidityInputs} o @param {string} suffix
+ * @returns {[string, boolean, string]}
+ */
+function icePairOnDataPath(call, o, suffix) {
+  const name = `ice_pair_on_data_path${suffix}`;
+  const keys = new Set([call.files.a, call.files.b]);
+  const pairs = o.selectedPairs.filter((p) => keys.has(p.side));
+  // Chrome hides a peer-reflexive remote address (address ""); the other side's own local address covers it.
+  const offPath = pairs.filter((p) => !onDataPath(p.local?.address, o.dataPrefix) ||
+    (p.remote?.address !== '' && !onDataPath(p.remote?.address, o.dataPrefix)));
+  const sides = new Set(pairs.map((p) => p.side));
+  if (!sides.has(call.files.a) || !sides.has(call.files.b)) {
+    return [name, false, `no selected ICE candidate pair was reported by ${[call.files.a, call.files.b].filter((s) => !sides.has(s)).join(' and ')}`];
+  }
+  if (offPath.length) {
+    const p = offPath[0];
+    return [name, false, `side ${p.side} selected ${p.local?.address} <-> ${p.remote?.address}, off the data path ${o.dataPrefix}*`];
+  }
+  const p = pairs[pairs.length - 1];
+  return [name, true, `${p.local.address} <-> ${p.remote.address || '(peer-reflexive)'} for the whole call (${pairs.length} pair report(s))`];
+}
+
+/**
+ * cpu_set_not_saturated for a pinned run (judged by its own CPUs; the host's are shared with the other runs), else
+ * host_cpu_not_saturated; null when neither was measured.
+ * @param {ValidityInputs} o @param {string} period
+ * @returns {[string, boolean, string] | null}
+ */
+function cpuNotSaturated(o, period) {
+  if (o.cpuSet && o.cpuSetBusy !== undefined) {
+    const host = o.hostCpuBusy === undefined ? '' : `; the host's CPUs ${(o.hostCpuBusy * 100).toFixed(0)}%`;
+    return ['cpu_set_not_saturated', o.cpuSetBusy <= MAX_CPU_SET_BUSY_FRACTION,
+      `its CPUs ${o.cpuSet.join(',')} were ${(o.cpuSetBusy * 100).toFixed(0)}% busy during ${period} ` +
+      `(limit ${MAX_CPU_SET_BUSY_FRACTION * 100}%)${host}`];
+  }
+  if (o.hostCpuBusy !== undefined) {
+    return ['host_cpu_not_saturated', o.hostCpuBusy <= MAX_HOST_CPU_BUSY_FRACTION,
+      `the host's CPUs were ${(o.hostCpuBusy * 100).toFixed(0)}% busy during ${period} (limit ${MAX_HOST_CPU_BUSY_FRACTION * 100}%)`];
+  }
+  return null;
+}
+
+/**
+ * captures_complete: both captures stopped cleanly, each with packets and none dropped by the kernel.
+ * @param {ValidityInputs['captures']} captures
+ * @returns {[string, boolean, string]}
+ */
+function capturesComplete(captures) {
+  if (!captures) return ['captures_complete', false, 'captures were not stopped cleanly; their counts are unknown'];
+  const drops = Object.entries(captures).map(([side, c]) => `${side}: ${c.packets} packets, ${c.dropped_by_kernel} dropped by kernel`);
+  const ok = Object.values(captures).every((c) => c.dropped_by_kernel === 0 && c.packets > 0);
+  return ['captures_complete', ok, drops.join('; ')];
+}
+
+/**
+ * cross_traffic_ran: every item due started, and none failed while the run measured.
+ * @param {NonNullable<ValidityInputs['crossTraffic']>} crossTraffic @param {string} period
+ * @returns {[string, boolean, string]}
+ */
+function crossTrafficRan({ expected, started, failed }, period) {
+  const missing = expected.filter((n) => !started.includes(n));
+  const problems = [...missing.map((n) => `cross_traffic[${n}] never started`), ...failed];
+  return ['cross_traffic_ran', problems.length === 0, problems.length ? problems.join('; ')
+    : `${started.length} of ${expected.length} cross-traffic item(s) started, none failed during ${period}`];
+}
+
+/**
+ * event_log_complete: each side wrote RTC event logs, none empty, each starting with the log's start event and none
+ * cut short (Chrome writes the log in pieces; a browser killed mid-write leaves a piece cut short).
+ * @param {NonNullable<ValidityInputs['eventLogs']>} eventLogs
+ * @returns {[string, boolean, string]}
+ */
+function eventLogComplete(eventLogs) {
+  const problems = [];
+  const found = [];
+  for (const side of ['a', 'b']) {
+    const files = eventLogs[side] ?? [];
+    if (!files.length) problems.push(`${side} wrote no RTC event log`);
+    for (const f of files) {
+      if (f.bytes === 0) problems.push(`${f.file} is empty`);
+      else if (!f.begins_with_log_start) problems.push(`${f.file} does not start with the log's start event`);
+      else if (f.complete_bytes < f.bytes) problems.push(`${f.file} is cut short: ${f.bytes - f.complete_bytes} of its ${f.bytes} bytes end mid-record`);
+      found.push(`${f.file} ${f.bytes} bytes`);
+    }
+  }
+  return ['event_log_complete', problems.length === 0, problems.length ? problems.join('; ') : found.join(', ')];
 }
 
 /**
@@ -290,6 +347,33 @@ export function guestLossless(drops) {
  * @typedef {{ direction: 'forward' | 'reverse', event: 'capacity_change' | 'delay_change', at_s: number, value: number }} ScheduledStep
  *   value: kbit (capacity) or delay_ms (delay)
  */
+
+/**
+ * The links' capacity and delay steps due during a run of `duration_s` (at_s before its end): what the check
+ * schedule_applied expects.
+ * @param {{ forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link }} links
+ * @param {number} duration_s
+ * @returns {ScheduledStep[]}
+ */
+export function stepsDue(links, duration_s) {
+  return (/** @type {const} */ (['forward', 'reverse'])).flatMap((direction) => linkSteps(links[direction])
+    .filter((s) => s.at_s < duration_s)
+    .map((s) => ({ direction, event: s.event.event, at_s: s.at_s, value: s.event.event === 'capacity_change' ? s.event.kbit : s.event.delay_ms })));
+}
+
+/**
+ * The cross-traffic items that should have started by the end of a run of `duration_s`, those that did, and the
+ * failures seen: what the check cross_traffic_ran reads.
+ * @param {any[]} items the scenario's cross_traffic
+ * @param {number} duration_s
+ * @param {{ started: Set<number>, failed: string[] }} seen
+ * @returns {{ expected: number[], started: number[], failed: string[] } | undefined} undefined without cross traffic
+ */
+export function crossTrafficDue(items, duration_s, seen) {
+  if (!items.length) return undefined;
+  const expected = items.flatMap((item, n) => (item.start_s < duration_s && (item.stop_s ?? duration_s) > item.start_s ? [n] : []));
+  return { expected, started: [...seen.started].sort((x, y) => x - y), failed: seen.failed };
+}
 
 /**
  * The check `schedule_applied`: every capacity and delay step due during the run was applied (its event says ok, with

@@ -64,79 +64,10 @@ export async function runLoad(url, o) {
     sockets.push(...misbehaving);
     result.clients = sockets.length;
 
-    // Every message received is checked against the receiver's own room and the other side's role.
-    for (const { room, caller, callee } of pairs) {
-      for (const [socket, me, other] of /** @type {const} */ ([[caller, 'caller', 'callee'], [callee, 'callee', 'caller']])) {
-        for (const event of ['offer', 'answer', 'candidate']) {
-          socket.on(event, (/** @type {any} */ m) => {
-            const text = event === 'candidate' ? m.candidate : m.sdp;
-            const match = /^room=(\d+);from=(\w+);seq=(\d+)$/.exec(text ?? '');
-            if (!match || Number(match[1]) !== room || match[2] !== other) {
-              result.misrouted++;
-              result.problems.push(`${me} of room ${room} got ${event} "${text}"`);
-              return;
-            }
-            result.received++;
-            pending.delete(`${text}>${me}`);
-          });
-        }
-      }
-    }
-
-    await Promise.all(pairs.map(async ({ room, caller, callee, vanishing }) => {
-      caller.emit('join', { room: `load-${room}`, role: 'caller' });
-      await next(caller, 'joined', o.timeout_ms);
-      const peerJoined = next(caller, 'peer-joined', o.timeout_ms);
-      callee.emit('join', { room: `load-${room}`, role: 'callee' });
-      await next(callee, 'joined', o.timeout_ms);
-      await peerJoined;
-      if (vanishing) {
-        // The callee vanishes mid-exchange: the caller must hear that it left.
-        const left = next(caller, 'peer-left', o.timeout_ms).then(() => { result.peer_left_seen++; });
-        callee.disconnect();
-        await left;
-        return;
-      }
-      /** @param {import('socket.io-client').Socket} s @param {string} event @param {any} m @param {string} text @param {string} to */
-      const send = (s, event, m, text, to) => { pending.add(`${text}>${to}`); result.sent++; s.emit(event, m); };
-      const offer = tag(room, 'caller', 0);
-      const answerSent = new Promise((resolve) => callee.once('offer', () => {
-        const answer = tag(room, 'callee', 0);
-        send(callee, 'answer', { type: 'answer', sdp: answer }, answer, 'caller');
-        for (let i = 1; i <= o.candidates; i++) {
-          const c = tag(room, 'callee', i);
-          send(callee, 'candidate', { candidate: c, sdpMid: '0', sdpMLineIndex: 0 }, c, 'caller');
-        }
-        resolve(undefined);
-      }));
-      send(caller, 'offer', { type: 'offer', sdp: offer }, offer, 'callee');
-      for (let i = 1; i <= o.candidates; i++) {
-        const c = tag(room, 'caller', i);
-        send(caller, 'candidate', { candidate: c, sdpMid: '0', sdpMLineIndex: 0 }, c, 'callee');
-      }
-      await answerSent;
-    }));
-
+    for (const pair of pairs) checkArrivals(pair, result, pending);
+    await Promise.all(pairs.map((pair) => exchange(pair, o, result, pending)));
     // Misbehaving clients, each in a room of its own: every bad message must be answered with an error, never relayed.
-    await Promise.all(misbehaving.map(async (socket, n) => {
-      const errors = [];
-      socket.on('error', (/** @type {any} */ e) => errors.push(e));
-      socket.emit('join', { room: `bad-${n}` });
-      await next(socket, 'joined', o.timeout_ms);
-      const answered = new Promise((resolve) => {
-        const check = () => { if (errors.length >= 3) resolve(undefined); };
-        socket.on('error', check);
-      });
-      socket.emit('offer', { type: 'offer' });                                        // no sdp
-      socket.emit('candidate', { candidate: 'x'.repeat(MAX_MESSAGE_BYTES + 10) });      // oversized
-      socket.emit('hack', { anything: true });                                          // unknown event
-      result.errors_expected += 3;
-      /** @type {NodeJS.Timeout | undefined} */
-      let timer;
-      await Promise.race([answered, new Promise((r) => { timer = setTimeout(r, o.timeout_ms); })]);
-      clearTimeout(timer);
-      result.errors_answered += Math.min(errors.length, 3);
-    }));
+    await Promise.all(misbehaving.map((socket, n) => misbehave(socket, n, o, result)));
 
     const deadline = Date.now() + o.timeout_ms;
     while (pending.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -147,4 +78,95 @@ export async function runLoad(url, o) {
     result.seconds = (Date.now() - started) / 1000;
   }
   return result;
+}
+
+/**
+ * @typedef {{ room: number, caller: import('socket.io-client').Socket, callee: import('socket.io-client').Socket,
+ *   vanishing: boolean }} Pair
+ */
+
+/**
+ * Checks every message a pair's members receive against the receiver's own room and the other side's role.
+ * @param {Pair} pair @param {LoadResult} result @param {Set<string>} pending the tags sent and not yet received
+ */
+function checkArrivals({ room, caller, callee }, result, pending) {
+  for (const [socket, me, other] of /** @type {const} */ ([[caller, 'caller', 'callee'], [callee, 'callee', 'caller']])) {
+    for (const event of ['offer', 'answer', 'candidate']) {
+      socket.on(event, (/** @type {any} */ m) => {
+        const text = event === 'candidate' ? m.candidate : m.sdp;
+        const match = /^room=(\d+);from=(\w+);seq=(\d+)$/.exec(text ?? '');
+        if (!match || Number(match[1]) !== room || match[2] !== other) {
+          result.misrouted++;
+          result.problems.push(`${me} of room ${room} got ${event} "${text}"`);
+          return;
+        }
+        result.received++;
+        pending.delete(`${text}>${me}`);
+      });
+    }
+  }
+}
+
+/**
+ * One pair's exchange: both join; then a vanishing pair's callee disconnects (the caller must hear that it left),
+ * another pair sends an offer and candidates one way and an answer and candidates the other.
+ * @param {Pair} pair @param {LoadOptions} o @param {LoadResult} result @param {Set<string>} pending
+ */
+async function exchange({ room, caller, callee, vanishing }, o, result, pending) {
+  caller.emit('join', { room: `load-${room}`, role: 'caller' });
+  await next(caller, 'joined', o.timeout_ms);
+  const peerJoined = next(caller, 'peer-joined', o.timeout_ms);
+  callee.emit('join', { room: `load-${room}`, role: 'callee' });
+  await next(callee, 'joined', o.timeout_ms);
+  await peerJoined;
+  if (vanishing) {
+    // The callee vanishes mid-exchange: the caller must hear that it left.
+    const left = next(caller, 'peer-left', o.timeout_ms).then(() => { result.peer_left_seen++; });
+    callee.disconnect();
+    await left;
+    return;
+  }
+  /** @param {import('socket.io-client').Socket} s @param {string} event @param {any} m @param {string} text @param {string} to */
+  const send = (s, event, m, text, to) => { pending.add(`${text}>${to}`); result.sent++; s.emit(event, m); };
+  const offer = tag(room, 'caller', 0);
+  const answerSent = new Promise((resolve) => callee.once('offer', () => {
+    const answer = tag(room, 'callee', 0);
+    send(callee, 'answer', { type: 'answer', sdp: answer }, answer, 'caller');
+    for (let i = 1; i <= o.candidates; i++) {
+      const c = tag(room, 'callee', i);
+      send(callee, 'candidate', { candidate: c, sdpMid: '0', sdpMLineIndex: 0 }, c, 'caller');
+    }
+    resolve(undefined);
+  }));
+  send(caller, 'offer', { type: 'offer', sdp: offer }, offer, 'callee');
+  for (let i = 1; i <= o.candidates; i++) {
+    const c = tag(room, 'caller', i);
+    send(caller, 'candidate', { candidate: c, sdpMid: '0', sdpMLineIndex: 0 }, c, 'callee');
+  }
+  await answerSent;
+}
+
+/**
+ * A misbehaving client: an invalid, an oversized and an unknown message, each of which must be answered with an error.
+ * @param {import('socket.io-client').Socket} socket @param {number} n its room's number @param {LoadOptions} o
+ * @param {LoadResult} result
+ */
+async function misbehave(socket, n, o, result) {
+  const errors = [];
+  socket.on('error', (/** @type {any} */ e) => errors.push(e));
+  socket.emit('join', { room: `bad-${n}` });
+  await next(socket, 'joined', o.timeout_ms);
+  const answered = new Promise((resolve) => {
+    const check = () => { if (errors.length >= 3) resolve(undefined); };
+    socket.on('error', check);
+  });
+  socket.emit('offer', { type: 'offer' });                                        // no sdp
+  socket.emit('candidate', { candidate: 'x'.repeat(MAX_MESSAGE_BYTES + 10) });      // oversized
+  socket.emit('hack', { anything: true });                                          // unknown event
+  result.errors_expected += 3;
+  /** @type {NodeJS.Timeout | undefined} */
+  let timer;
+  await Promise.race([answered, new Promise((r) => { timer = setTimeout(r, o.timeout_ms); })]);
+  clearTimeout(timer);
+  result.errors_answered += Math.min(errors.length, 3);
 }

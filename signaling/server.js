@@ -49,74 +49,14 @@ export async function startSignalingServer({ host = '0.0.0.0', hosts = [host], p
   // The page must never come from a stale cache: every run loads the current client.
   app.use(express.static(CLIENT_DIR, { etag: false, lastModified: false, setHeaders: (/** @type {http.ServerResponse} */ res) => res.setHeader('Cache-Control', 'no-store') }));
   if (frameSamples) {
-    app.post('/frame-samples/:key', express.raw({ type: 'application/octet-stream', limit: MAX_SAMPLE_BYTES }), (req, res) => {
-      const key = req.params.key;
-      if (!SAMPLE_KEY.test(key)) return res.status(400).type('text').send('bad sample key');
-      /** @type {unknown} */
-      let meta;
-      try {
-        meta = JSON.parse(String(req.get('x-rtclab-sample') ?? ''));
-      } catch {
-        return res.status(400).type('text').send('x-rtclab-sample must be a JSON object');
-      }
-      if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return res.status(400).type('text').send('x-rtclab-sample must be a JSON object');
-      if (!Buffer.isBuffer(req.body) || req.body.length === 0) return res.status(400).type('text').send('no picture: the body must be application/octet-stream bytes');
-      frameSamples(key, /** @type {Record<string, unknown>} */ (meta), req.body);
-      return res.status(204).end();
-    });
+    app.post('/frame-samples/:key', express.raw({ type: 'application/octet-stream', limit: MAX_SAMPLE_BYTES }), receiveFrameSample(frameSamples));
   }
   const httpServer = http.createServer(app);
   // Messages above socket.io's own limit close the connection; between MAX_MESSAGE_BYTES and it we answer an error.
   const io = new Server(httpServer, { maxHttpBufferSize: 2 * MAX_MESSAGE_BYTES, serveClient: true });
   const rooms = new Rooms();
 
-  io.on('connection', (socket) => {
-    emitLog('connect', { socket: socket.id, address: socket.handshake.address });
-
-    /** @param {string} event @param {string} message */
-    const refuse = (event, message) => {
-      emitLog('rejected', { socket: socket.id, message_event: event, error: message });
-      socket.emit('error', { event, message });
-    };
-
-    const leave = (/** @type {string} */ reason) => {
-      const left = rooms.leave(socket.id);
-      if (!left) return false;
-      socket.leave(left.room);
-      for (const peer of left.peers) io.to(peer).emit('peer-left', { room: left.room, id: socket.id });
-      emitLog('leave', { socket: socket.id, room: left.room, reason, remaining: left.peers.length });
-      return true;
-    };
-
-    socket.onAny((event, payload) => {
-      const checked = validateMessage(String(event), payload);
-      if (!checked.ok) return refuse(String(event), checked.error);
-      const message = checked.payload;
-
-      if (event === 'join') {
-        const joined = rooms.join(socket.id, message.room, message.role);
-        if (!joined.ok) return refuse(event, joined.error);
-        socket.join(message.room);
-        socket.emit('joined', { room: message.room, role: joined.role, peers: joined.peers });
-        for (const peer of joined.peers) io.to(peer).emit('peer-joined', { room: message.room, id: socket.id, role: joined.role });
-        emitLog('join', { socket: socket.id, room: message.room, role: joined.role, peers: joined.peers.length });
-      } else if (event === 'leave') {
-        if (!leave('leave')) return refuse(event, 'not in a room');
-        socket.emit('left', {});
-      } else if (RELAYED_EVENTS.includes(event)) {
-        const where = rooms.peerOf(socket.id);
-        if (!where) return refuse(event, 'not in a room: join one first');
-        if (!where.peer) return refuse(event, `no other member in room "${where.room}" yet`);
-        io.to(where.peer).emit(event, message);
-        emitLog('relay', { socket: socket.id, to: where.peer, room: where.room, message_event: event, bytes: JSON.stringify(message).length });
-      }
-    });
-
-    socket.on('disconnect', (reason) => {
-      leave('disconnect');
-      emitLog('disconnect', { socket: socket.id, reason });
-    });
-  });
+  io.on('connection', (socket) => relayFor(socket, io, rooms, emitLog));
 
   // One listening socket per address hands its connections to the one HTTP server (and so to one socket.io), which
   // itself listens nowhere: the server is reachable on exactly these addresses.
@@ -153,6 +93,83 @@ export async function startSignalingServer({ host = '0.0.0.0', hosts = [host], p
       emitLog('closed');
     },
   };
+}
+
+/**
+ * The route of the pages' frame samples: the picture's raw bytes as body, its description as the JSON object in the
+ * `x-rtclab-sample` header; each accepted sample goes to `frameSamples`.
+ * @param {(key: string, meta: Record<string, unknown>, body: Buffer) => void} frameSamples
+ * @returns {express.RequestHandler<{ key: string }>}
+ */
+function receiveFrameSample(frameSamples) {
+  return (req, res) => {
+    const key = req.params.key;
+    if (!SAMPLE_KEY.test(key)) return res.status(400).type('text').send('bad sample key');
+    /** @type {unknown} */
+    let meta;
+    try {
+      meta = JSON.parse(String(req.get('x-rtclab-sample') ?? ''));
+    } catch {
+      return res.status(400).type('text').send('x-rtclab-sample must be a JSON object');
+    }
+    if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return res.status(400).type('text').send('x-rtclab-sample must be a JSON object');
+    if (!Buffer.isBuffer(req.body) || req.body.length === 0) return res.status(400).type('text').send('no picture: the body must be application/octet-stream bytes');
+    frameSamples(key, /** @type {Record<string, unknown>} */ (meta), req.body);
+    return res.status(204).end();
+  };
+}
+
+/**
+ * One page's connection: its join and leave, and the relay of its signaling messages to the other member of its room.
+ * @param {import('socket.io').Socket} socket @param {Server} io @param {Rooms} rooms
+ * @param {(event: string, fields?: Record<string, unknown>) => void} emitLog
+ */
+function relayFor(socket, io, rooms, emitLog) {
+  emitLog('connect', { socket: socket.id, address: socket.handshake.address });
+
+  /** @param {string} event @param {string} message */
+  const refuse = (event, message) => {
+    emitLog('rejected', { socket: socket.id, message_event: event, error: message });
+    socket.emit('error', { event, message });
+  };
+
+  const leave = (/** @type {string} */ reason) => {
+    const left = rooms.leave(socket.id);
+    if (!left) return false;
+    socket.leave(left.room);
+    for (const peer of left.peers) io.to(peer).emit('peer-left', { room: left.room, id: socket.id });
+    emitLog('leave', { socket: socket.id, room: left.room, reason, remaining: left.peers.length });
+    return true;
+  };
+
+  socket.onAny((event, payload) => {
+    const checked = validateMessage(String(event), payload);
+    if (!checked.ok) return refuse(String(event), checked.error);
+    const message = checked.payload;
+
+    if (event === 'join') {
+      const joined = rooms.join(socket.id, message.room, message.role);
+      if (!joined.ok) return refuse(event, joined.error);
+      socket.join(message.room);
+      socket.emit('joined', { room: message.room, role: joined.role, peers: joined.peers });
+      for (const peer of joined.peers) io.to(peer).emit('peer-joined', { room: message.room, id: socket.id, role: joined.role });
+      emitLog('join', { socket: socket.id, room: message.room, role: joined.role, peers: joined.peers.length });
+    } else if (event === 'leave') {
+      if (!leave('leave')) return refuse(event, 'not in a room');
+      socket.emit('left', {});
+    } else if (RELAYED_EVENTS.includes(event)) {
+      const where = rooms.peerOf(socket.id);
+      if (!where) return refuse(event, 'not in a room: join one first');
+      if (!where.peer) return refuse(event, `no other member in room "${where.room}" yet`);
+      io.to(where.peer).emit(event, message);
+      emitLog('relay', { socket: socket.id, to: where.peer, room: where.room, message_event: event, bytes: JSON.stringify(message).length });
+    }
+  });
+
+  socket.on('disconnect', (reason) => {
+    leave('disconnect');
+    emitLog('disconnect', { socket: socket.id, reason });
+  });
 }
 
 /**

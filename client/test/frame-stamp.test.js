@@ -14,7 +14,8 @@ import {
   BITS, CELLS, COLUMNS, MAX_FRAMES, MIN_CONTRAST, ROWS, STAMP_VERSION, cellRect, decodeLevels, grayDecode, grayEncode,
   lumaLevels, stampCells, stripLevels, stripRect,
 } from '../frame-stamp.js';
-import { clipInfo, parseHeader, stampFrame, stampStream } from '../../media/stamp.js';
+import { stampFrame, stampStream } from '../../media/stamp.js';
+import { clipInfo, parseHeader } from '../../media/y4m.js';
 import { readConfig } from '../config.js';
 import { scenarioCall } from '../test-support/scenario.js';
 

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { validityChecks } from '../validity.js';
+import { crossTrafficDue, stepsDue, validityChecks } from '../validity.js';
 import { RunRecorder, summarizeReport } from '../recorder.js';
 
 const good = {
@@ -217,7 +217,7 @@ test('uml_lossless_outside_qdisc: a counter the probe could not read is not meas
   assert.equal(check({ seconds: 61, drops: { 'r-eth0.rx_dropped': 2 }, unreadable: ['softnet_dropped'] })?.ok, false);
 });
 
-/** The steps of a scenario with a capacity step and a delay step forward (ScheduledStep, harness/run.js stepsDue). */
+/** The steps of a scenario with a capacity step and a delay step forward (ScheduledStep, harness/validity.js stepsDue). */
 const STEPS = /** @type {const} */ ([{ direction: 'forward', event: 'capacity_change', at_s: 20, value: 500 },
   { direction: 'forward', event: 'delay_change', at_s: 30, value: 80 }]);
 const T0_NS = 1_800_000_000_000_000_000;
@@ -260,4 +260,21 @@ test('bottleneck_lateness_bounded (kernel): not measured, which neither fails th
   assert.match(check?.detail ?? '', /^not measured: /);
   assert.equal(v.valid, true);
   assert.equal(validityChecks({ ...good, hostCpuBusy: 0.99, backend: 'kernel' }).valid, false);
+});
+
+test('stepsDue: the links\' capacity and delay steps before the run\'s end, in ScheduledStep form', () => {
+  const link = (/** @type {any} */ rate, /** @type {any[]} */ delays) => /** @type {any} */ ({ rate, delay_schedule: delays });
+  const forward = link({ schedule: [{ at_s: 0, kbit: 2000 }, { at_s: 20, kbit: 500 }, { at_s: 70, kbit: 900 }] },
+    [{ at_s: 30, delay_ms: 80 }]);
+  const reverse = link(null, [{ at_s: 59.9, delay_ms: 10 }, { at_s: 60, delay_ms: 20 }]);
+  // The first schedule entry is the rate before any step; a step at or after the end (60 s) is not due.
+  assert.deepEqual(stepsDue({ forward, reverse }, 60), [...STEPS, { direction: 'reverse', event: 'delay_change', at_s: 59.9, value: 10 }]);
+  assert.deepEqual(stepsDue({ forward: link(null, []), reverse: link(null, []) }, 60), []);
+});
+
+test('crossTrafficDue: the items that start before the run\'s end and stop after they start; undefined without any', () => {
+  const items = [{ start_s: 0, stop_s: null }, { start_s: 60, stop_s: null }, { start_s: 10, stop_s: 10 }, { start_s: 59, stop_s: 80 }];
+  const seen = { started: new Set([3, 0]), failed: ['iperf3 client 3 exited with code 1 (see iperf3-3-client.log)'] };
+  assert.deepEqual(crossTrafficDue(items, 60, seen), { expected: [0, 3], started: [0, 3], failed: seen.failed });
+  assert.equal(crossTrafficDue([], 60, { started: new Set(), failed: [] }), undefined);
 });

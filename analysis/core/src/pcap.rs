@@ -1,62 +1,15 @@
 //! Reads a classic pcap file (microsecond or nanosecond timestamps) and decodes each IPv4 packet into columns:
-//! addresses, ports, ECN, the join key, and what the UDP payload is (RTP with its cleartext SRTP header, RTCP, STUN,
-//! DTLS). Field meanings follow Wireshark's dissectors (ip, udp, tcp, rtp, rtcp, stun, dtls).
+//! addresses, ports, ECN, the join key, and what the UDP payload is (packet.rs decodes each packet).
 
+use crate::packet::{
+    decode_ipv4, ipv4_of_frame, Decoded, LINKTYPE_ETHERNET, LINKTYPE_IPV4, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2,
+    LINKTYPE_RAW,
+};
 use std::fs::File;
 use std::path::Path;
 
-/// What a packet is, as stored in the `cls` column.
-pub mod cls {
-    pub const OTHER: u8 = 0;
-    pub const RTP: u8 = 1;
-    pub const RTCP: u8 = 2;
-    pub const STUN: u8 = 3;
-    pub const DTLS: u8 = 4;
-    pub const TCP: u8 = 5;
-    pub const UDP: u8 = 6;
-    pub const ICMP: u8 = 7;
-}
-
-const LINKTYPE_ETHERNET: u32 = 1;
-const LINKTYPE_RAW: u32 = 101;
-const LINKTYPE_IPV4: u32 = 228;
-const LINKTYPE_LINUX_SLL: u32 = 113;
-const LINKTYPE_LINUX_SLL2: u32 = 276;
-
 /// Largest record we believe; anything above it means the file is corrupt (tcpdump's own limit is 262144).
 const MAX_RECORD_BYTES: u32 = 262_144;
-/// The join key covers at most this many bytes after the IPv4 header (docs/bottleneck-log.md).
-pub const KEY_BYTES: usize = 64;
-
-/// FNV-1a 64 over `bytes`: the packet key shared with the bottleneck's ground-truth log.
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
-/// The capture-to-capture join key: the first KEY_BYTES after the IPv4 header with the UDP/TCP checksum zeroed (with
-/// transmit checksum offload on, the sender's capture sees a partial checksum that the wire never carries), hashed a
-/// word at a time (several times faster than FNV-1a's byte loop, which only the ground-truth join needs).
-pub fn join_key(payload: &[u8], proto: u8) -> u64 {
-    let mut buf = [0u8; KEY_BYTES];
-    let n = payload.len().min(KEY_BYTES);
-    buf[..n].copy_from_slice(&payload[..n]);
-    match proto {
-        17 if n >= 8 => buf[6..8].fill(0),
-        6 if n >= 18 => buf[16..18].fill(0),
-        _ => {}
-    }
-    let mut h: u64 = 0x243F_6A88_85A3_08D3 ^ (n as u64);
-    for w in buf.chunks_exact(8) {
-        let v = u64::from_le_bytes(w.try_into().unwrap());
-        h = (h ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
-    }
-    h ^ (h >> 32)
-}
 
 /// One column per field; row i is the i-th IPv4 packet of the file.
 #[derive(Default, Debug)]
@@ -140,209 +93,6 @@ pub struct Capture {
     pub error: Option<String>,
 }
 
-struct Decoded {
-    key: u64,
-    join_key: u64,
-    key_complete: bool,
-    cls: u8,
-    ssrc: u32,
-    rtp_seq: u16,
-    rtp_ts: u32,
-    rtp_pt: u8,
-    rtp_marker: bool,
-    twcc_seq: i32,
-    rtp_payload_len: i32,
-    tcp_seq: u32,
-    tcp_flags: u8,
-    sport: u16,
-    dport: u16,
-    payload_len: u32,
-}
-
-fn be16(b: &[u8], i: usize) -> u16 {
-    u16::from_be_bytes([b[i], b[i + 1]])
-}
-fn be32(b: &[u8], i: usize) -> u32 {
-    u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
-}
-
-/// Finds the transport-wide sequence number (a 2-byte element with id `twcc_id`) in an RTP header extension block.
-fn find_twcc(ext: &[u8], profile: u16, twcc_id: u8) -> i32 {
-    let mut i = 0;
-    if profile == 0xBEDE {
-        // RFC 8285 one-byte header: id (4 bits), length - 1 (4 bits); id 0 is padding, 15 ends the block.
-        while i < ext.len() {
-            let b = ext[i];
-            if b == 0 {
-                i += 1;
-                continue;
-            }
-            let id = b >> 4;
-            let len = (b & 0x0f) as usize + 1;
-            if id == 15 {
-                break;
-            }
-            if id == twcc_id && len == 2 && i + 3 <= ext.len() {
-                return be16(ext, i + 1) as i32;
-            }
-            i += 1 + len;
-        }
-    } else if profile & 0xfff0 == 0x1000 {
-        // RFC 8285 two-byte header: id byte, length byte.
-        while i + 1 < ext.len() {
-            let id = ext[i];
-            if id == 0 {
-                i += 1;
-                continue;
-            }
-            let len = ext[i + 1] as usize;
-            if id == twcc_id && len == 2 && i + 4 <= ext.len() {
-                return be16(ext, i + 2) as i32;
-            }
-            i += 2 + len;
-        }
-    }
-    -1
-}
-
-/// Classifies a UDP payload (captured part `p`, real length `len`) and fills the RTP/RTCP fields.
-fn decode_udp_payload(p: &[u8], len: usize, twcc_id: u8, d: &mut Decoded) {
-    d.cls = cls::UDP;
-    if p.len() < 2 || len < 2 {
-        return;
-    }
-    let b0 = p[0];
-    if b0 < 4 && p.len() >= 8 && be32(p, 4) == 0x2112_A442 {
-        d.cls = cls::STUN; // RFC 5389 magic cookie; RFC 7983 demultiplexing: 0-3 STUN
-        return;
-    }
-    if (20..=63).contains(&b0) {
-        d.cls = cls::DTLS; // RFC 7983: 20-63 DTLS
-        return;
-    }
-    if (128..=191).contains(&b0) && p.len() >= 8 {
-        let pt_byte = p[1];
-        if (192..=223).contains(&pt_byte) {
-            // RFC 5761: RTCP packet types 192-223 cannot be RTP payload types (with or without the marker bit).
-            d.cls = cls::RTCP;
-            d.rtp_pt = pt_byte;
-            d.ssrc = be32(p, 4);
-            return;
-        }
-        if p.len() < 12 || len < 12 {
-            return;
-        }
-        d.cls = cls::RTP;
-        d.rtp_marker = pt_byte & 0x80 != 0;
-        d.rtp_pt = pt_byte & 0x7f;
-        d.rtp_seq = be16(p, 2);
-        d.rtp_ts = be32(p, 4);
-        d.ssrc = be32(p, 8);
-        let cc = (b0 & 0x0f) as usize;
-        let ext_at = 12 + 4 * cc;
-        let mut header = Some(ext_at);
-        if b0 & 0x10 != 0 {
-            header = None; // the extension's length is in the header: unknown when the capture cut it off
-            if p.len() >= ext_at + 4 {
-                let profile = be16(p, ext_at);
-                let words = be16(p, ext_at + 2) as usize;
-                let end = (ext_at + 4 + 4 * words).min(p.len());
-                d.twcc_seq = find_twcc(&p[ext_at + 4..end], profile, twcc_id);
-                header = Some(ext_at + 4 + 4 * words);
-            }
-        }
-        d.rtp_payload_len = match header {
-            Some(h) if h <= len => (len - h) as i32,
-            _ => -1,
-        };
-    }
-}
-
-/// Decodes one IPv4 packet `ip` (captured bytes from the IP header on).
-fn decode_ipv4(ip: &[u8], twcc_id: u8) -> Option<(u32, u32, u8, u16, u16, u8, Decoded)> {
-    if ip.len() < 20 || ip[0] >> 4 != 4 {
-        return None;
-    }
-    let ihl = ((ip[0] & 0x0f) as usize) * 4;
-    if ihl < 20 || ip.len() < ihl {
-        return None;
-    }
-    let tos = ip[1];
-    let ip_len = be16(ip, 2);
-    let ip_id = be16(ip, 4);
-    let frag = be16(ip, 6);
-    let proto = ip[9];
-    let src = be32(ip, 12);
-    let dst = be32(ip, 16);
-    let payload_total = (ip_len as usize).saturating_sub(ihl);
-    let avail = &ip[ihl..ip.len().min(ihl + payload_total).max(ihl)];
-    let key_len = KEY_BYTES.min(payload_total);
-    let key_part = &avail[..key_len.min(avail.len())];
-    let mut d = Decoded {
-        key: fnv1a64(key_part),
-        join_key: join_key(key_part, proto),
-        key_complete: key_part.len() == key_len,
-        cls: cls::OTHER,
-        ssrc: 0,
-        rtp_seq: 0,
-        rtp_ts: 0,
-        rtp_pt: 0,
-        rtp_marker: false,
-        twcc_seq: -1,
-        rtp_payload_len: -1,
-        tcp_seq: 0,
-        tcp_flags: 0,
-        sport: 0,
-        dport: 0,
-        payload_len: payload_total as u32,
-    };
-    let first_fragment = frag & 0x1fff == 0;
-    if first_fragment {
-        match proto {
-            17 if avail.len() >= 8 => {
-                d.sport = be16(avail, 0);
-                d.dport = be16(avail, 2);
-                d.payload_len = payload_total.saturating_sub(8) as u32;
-                decode_udp_payload(&avail[8..], d.payload_len as usize, twcc_id, &mut d);
-            }
-            6 if avail.len() >= 20 => {
-                d.cls = cls::TCP;
-                d.sport = be16(avail, 0);
-                d.dport = be16(avail, 2);
-                d.tcp_seq = be32(avail, 4);
-                d.tcp_flags = avail[13];
-                let doff = ((avail[12] >> 4) as usize) * 4;
-                d.payload_len = payload_total.saturating_sub(doff) as u32;
-            }
-            1 => d.cls = cls::ICMP,
-            _ => {}
-        }
-    }
-    Some((src, dst, proto, ip_len, ip_id, tos, d))
-}
-
-/// Returns the IPv4 packet inside a link-layer frame, or None for anything else (ARP, IPv6, ...).
-fn ipv4_of_frame(frame: &[u8], linktype: u32) -> Option<&[u8]> {
-    match linktype {
-        LINKTYPE_ETHERNET => {
-            if frame.len() < 14 {
-                return None;
-            }
-            let mut et = be16(frame, 12);
-            let mut off = 14;
-            while (et == 0x8100 || et == 0x88a8) && frame.len() >= off + 4 {
-                et = be16(frame, off + 2);
-                off += 4;
-            }
-            (et == 0x0800).then(|| &frame[off..])
-        }
-        LINKTYPE_RAW | LINKTYPE_IPV4 => Some(frame),
-        LINKTYPE_LINUX_SLL => (frame.len() >= 16 && be16(frame, 14) == 0x0800).then(|| &frame[16..]),
-        LINKTYPE_LINUX_SLL2 => (frame.len() >= 20 && be16(frame, 0) == 0x0800).then(|| &frame[20..]),
-        _ => None,
-    }
-}
-
 fn advise_huge<T>(v: &Vec<T>) {
     #[cfg(target_os = "linux")]
     {
@@ -356,43 +106,107 @@ fn advise_huge<T>(v: &Vec<T>) {
     }
 }
 
+/// What the pcap file header says: byte order, timestamp resolution, snap length and link type.
+struct FileHeader {
+    swap: bool,
+    nanosecond: bool,
+    snaplen: u32,
+    linktype: u32,
+}
+
+impl FileHeader {
+    fn read(data: &[u8]) -> Result<FileHeader, String> {
+        if data.len() < 24 {
+            return Err(format!("not a pcap file: {} bytes, shorter than the 24-byte pcap header", data.len()));
+        }
+        let magic = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
+        let (swap, nanosecond) = match magic {
+            0xa1b2_c3d4 => (false, false),
+            0xa1b2_3c4d => (false, true),
+            0xd4c3_b2a1 => (true, false),
+            0x4d3c_b2a1 => (true, true),
+            0x0a0d_0d0a => {
+                return Err(
+                    "pcapng is not supported: convert with `editcap -F pcap IN OUT` (tcpdump -w writes pcap)".into()
+                )
+            }
+            m => return Err(format!("not a pcap file: magic {m:#010x}")),
+        };
+        let snaplen = read_u32(data, 16, swap);
+        let linktype = read_u32(data, 20, swap) & 0x0fff_ffff;
+        if !matches!(
+            linktype,
+            LINKTYPE_ETHERNET | LINKTYPE_RAW | LINKTYPE_IPV4 | LINKTYPE_LINUX_SLL | LINKTYPE_LINUX_SLL2
+        ) {
+            return Err(format!(
+                "unsupported link type {linktype} (Ethernet, raw IP and Linux cooked captures are read)"
+            ));
+        }
+        Ok(FileHeader { swap, nanosecond, snaplen, linktype })
+    }
+}
+
+/// The 32-bit word at byte `i` in the file's byte order.
+fn read_u32(data: &[u8], i: usize, swap: bool) -> u32 {
+    let v = u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);
+    if swap {
+        v.swap_bytes()
+    } else {
+        v
+    }
+}
+
+impl Columns {
+    /// Empty columns with room for `rows`, on transparent huge pages: a 4 KiB page fault per few hundred packets
+    /// costs more than parsing them.
+    fn with_capacity(rows: usize) -> Columns {
+        let mut c = Columns::default();
+        macro_rules! reserve_all { ($($f:ident),*) => { $( c.$f.reserve(rows); advise_huge(&c.$f); )* } }
+        for_each_column!(reserve_all);
+        c
+    }
+
+    /// Appends one decoded IPv4 packet: record number `frame`, its timestamp, its IPv4 header's fields and the rest.
+    fn push(
+        &mut self,
+        frame: u32,
+        ts_ns: i64,
+        (src, dst, proto, ip_len, ip_id, tos, d): (u32, u32, u8, u16, u16, u8, Decoded),
+    ) {
+        self.frame.push(frame);
+        self.ts_ns.push(ts_ns);
+        self.ip_src.push(src);
+        self.ip_dst.push(dst);
+        self.proto.push(proto);
+        self.ip_len.push(ip_len);
+        self.ip_id.push(ip_id);
+        self.tos.push(tos);
+        self.sport.push(d.sport);
+        self.dport.push(d.dport);
+        self.key.push(d.key);
+        self.join_key.push(d.join_key);
+        self.key_complete.push(d.key_complete);
+        self.cls.push(d.cls);
+        self.ssrc.push(d.ssrc);
+        self.rtp_seq.push(d.rtp_seq);
+        self.rtp_ts.push(d.rtp_ts);
+        self.rtp_pt.push(d.rtp_pt);
+        self.rtp_marker.push(d.rtp_marker);
+        self.twcc_seq.push(d.twcc_seq);
+        self.rtp_payload_len.push(d.rtp_payload_len);
+        self.tcp_seq.push(d.tcp_seq);
+        self.tcp_flags.push(d.tcp_flags);
+        self.payload_len.push(d.payload_len);
+    }
+}
+
 /// Decodes a whole pcap held in memory.
 pub fn parse_bytes(data: &[u8], twcc_id: u8) -> Result<Capture, String> {
-    if data.len() < 24 {
-        return Err(format!("not a pcap file: {} bytes, shorter than the 24-byte pcap header", data.len()));
-    }
-    let magic = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
-    let (swap, nanosecond) = match magic {
-        0xa1b2_c3d4 => (false, false),
-        0xa1b2_3c4d => (false, true),
-        0xd4c3_b2a1 => (true, false),
-        0x4d3c_b2a1 => (true, true),
-        0x0a0d_0d0a => {
-            return Err("pcapng is not supported: convert with `editcap -F pcap IN OUT` (tcpdump -w writes pcap)".into())
-        }
-        m => return Err(format!("not a pcap file: magic {m:#010x}")),
-    };
-    let rd32 = |i: usize| {
-        let v = u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);
-        if swap {
-            v.swap_bytes()
-        } else {
-            v
-        }
-    };
-    let snaplen = rd32(16);
-    let linktype = rd32(20) & 0x0fff_ffff;
-    if !matches!(linktype, LINKTYPE_ETHERNET | LINKTYPE_RAW | LINKTYPE_IPV4 | LINKTYPE_LINUX_SLL | LINKTYPE_LINUX_SLL2)
-    {
-        return Err(format!("unsupported link type {linktype} (Ethernet, raw IP and Linux cooked captures are read)"));
-    }
+    let FileHeader { swap, nanosecond, snaplen, linktype } = FileHeader::read(data)?;
+    let rd32 = |i: usize| read_u32(data, i, swap);
     let frac_ns: i64 = if nanosecond { 1 } else { 1000 };
     // A guess of the packet count from the file size keeps the columns from reallocating.
-    let guess = data.len() / (16 + snaplen.clamp(64, 1600) as usize / 2 + 1);
-    let mut c = Columns::default();
-    // Transparent huge pages for the columns: a 4 KiB page fault per few hundred packets costs more than parsing them.
-    macro_rules! reserve_all { ($($f:ident),*) => { $( c.$f.reserve(guess); advise_huge(&c.$f); )* } }
-    for_each_column!(reserve_all);
+    let mut c = Columns::with_capacity(data.len() / (16 + snaplen.clamp(64, 1600) as usize / 2 + 1));
     let mut off = 24usize;
     let mut records = 0u64;
     let mut non_ipv4 = 0u64;
@@ -433,34 +247,11 @@ pub fn parse_bytes(data: &[u8], twcc_id: u8) -> Result<Capture, String> {
             non_ipv4 += 1;
             continue;
         };
-        let Some((src, dst, proto, ip_len, ip_id, tos, d)) = decode_ipv4(ip, twcc_id) else {
+        let Some(packet) = decode_ipv4(ip, twcc_id) else {
             non_ipv4 += 1;
             continue;
         };
-        c.frame.push(records as u32);
-        c.ts_ns.push(ts);
-        c.ip_src.push(src);
-        c.ip_dst.push(dst);
-        c.proto.push(proto);
-        c.ip_len.push(ip_len);
-        c.ip_id.push(ip_id);
-        c.tos.push(tos);
-        c.sport.push(d.sport);
-        c.dport.push(d.dport);
-        c.key.push(d.key);
-        c.join_key.push(d.join_key);
-        c.key_complete.push(d.key_complete);
-        c.cls.push(d.cls);
-        c.ssrc.push(d.ssrc);
-        c.rtp_seq.push(d.rtp_seq);
-        c.rtp_ts.push(d.rtp_ts);
-        c.rtp_pt.push(d.rtp_pt);
-        c.rtp_marker.push(d.rtp_marker);
-        c.twcc_seq.push(d.twcc_seq);
-        c.rtp_payload_len.push(d.rtp_payload_len);
-        c.tcp_seq.push(d.tcp_seq);
-        c.tcp_flags.push(d.tcp_flags);
-        c.payload_len.push(d.payload_len);
+        c.push(records as u32, ts, packet);
     }
     Ok(Capture { cols: c, records, non_ipv4, span_ns, linktype, nanosecond, snaplen, error })
 }
@@ -485,6 +276,7 @@ pub fn parse_file(path: &Path, twcc_id: u8) -> Result<Capture, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packet::{cls, fnv1a64, join_key};
 
     fn pcap_header() -> Vec<u8> {
         let mut v = Vec::new();

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
 
-use crate::{join, pcap, series};
+use crate::{join, packet, pcap, series};
 
 /// Two numpy arrays, as a Python tuple.
 type ArrayPair<'py, A, B> = PyResult<(Bound<'py, PyArray1<A>>, Bound<'py, PyArray1<B>>)>;
@@ -132,7 +132,7 @@ fn join_key_mix<'py>(
 /// fnv1a64(data) -> the packet key of docs/bottleneck-log.md over `data`.
 #[pyfunction]
 fn fnv1a64(data: &[u8]) -> u64 {
-    pcap::fnv1a64(data)
+    packet::fnv1a64(data)
 }
 
 #[pymodule]
@@ -145,6 +145,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(direction_keys, m)?)?;
     m.add_function(wrap_pyfunction!(flow_ids, m)?)?;
     m.add_function(wrap_pyfunction!(join_key_mix, m)?)?;
-    m.add("KEY_BYTES", pcap::KEY_BYTES)?;
+    m.add("KEY_BYTES", packet::KEY_BYTES)?;
     Ok(())
 }

@@ -64,7 +64,7 @@ pub struct Link {
 
 impl Link {
     pub fn new(cfg: &LinkConfig, t0_ns: u64, now_ns: u64, mut rng: SmallRng) -> Link {
-        let qdisc = qdisc::build(&cfg.qdisc, now_ns, &mut rng);
+        let qdisc = cfg.qdisc.build(now_ns, &mut rng);
         Link {
             loss_probability: cfg.loss_percent / 100.0,
             delay_ns: qdisc::ms_to_ns(cfg.delay_ms),

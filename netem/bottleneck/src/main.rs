@@ -3,6 +3,7 @@
 //! See docs/bottleneck.md.
 
 mod actions;
+mod check;
 mod clock;
 mod config;
 mod gtlog;

@@ -11,11 +11,9 @@
 //! A hold is not extended while it runs: the rate of the window in which it ends decides whether a new one starts.
 //! Every start, end and window is recorded (`MeterRecord`, written as JSON lines by actions.rs).
 
-use crate::config::{check_integer, check_number, field, kbit_to_bits, read, whole_bits, ConfigError};
+use crate::check::{check_dscp, check_integer, check_number, field, kbit_to_bits, whole_bits, ConfigError};
 use crate::packet::Packet;
-use crate::qdisc::prio::check_dscp;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::HashMap;
 
 /// A rate meter of a prio discipline, as the link gives it.
@@ -86,21 +84,6 @@ impl MeterConfig {
                 check_number(&action, "gain", a.gain, 0.0, 1e6, true)?;
                 check_number(&action, "initial_fraction", a.initial_fraction, 0.0, 1.0, false)
             }
-        }
-    }
-}
-
-impl MeterActionConfig {
-    /// The error in an action serde could not read, found by reading its kind's fields alone (config.rs `read`).
-    pub fn error_in(kind: &str, fields: &Value, path: &str) -> Option<ConfigError> {
-        match kind {
-            "demote" => read::<DemoteAction>(fields, path).err(),
-            "ce_all" => read::<CeAllAction>(fields, path).err(),
-            "ce_fraction" => read::<CeFractionAction>(fields, path).err(),
-            other => Some(ConfigError::new(
-                &field(path, "kind"),
-                format!("is {other:?}, allowed: demote, ce_all, ce_fraction"),
-            )),
         }
     }
 }

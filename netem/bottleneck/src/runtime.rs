@@ -92,24 +92,9 @@ impl Runtime {
         let start = clock::now_ns();
         let mut next_stats = start;
         let mut next_report = start + REPORT_NS;
-        let (mut spin_window_start, mut spun_ns) = (start, 0u64);
+        let mut spin = SpinBudget { window_start: start, spun_ns: 0 };
         loop {
-            let report = self.queue.receive(&mut raw, 4096)?;
-            if report.overruns > 0 {
-                self.kernel_overruns += report.overruns;
-            }
-            let now = clock::now_ns();
-            for r in raw.drain(..) {
-                self.kernel_timestamped += r.kernel_ts_ns.is_some() as u64;
-                match Packet::parse(r.id, r.kernel_ts_ns.unwrap_or(now), r.data) {
-                    Ok(p) => {
-                        self.held.insert(p.id);
-                        self.link.arrive(p);
-                    }
-                    // Not IPv4 (the rules only queue IPv4): nothing to emulate, let it pass.
-                    Err(_) => self.queue.accept(r.id)?,
-                }
-            }
+            self.take_arrivals(&mut raw)?;
             self.give_drop_verdicts()?;
             let now = clock::now_ns();
             self.link.advance(now);
@@ -130,47 +115,7 @@ impl Runtime {
                 }
             }
 
-            // Wait for the next thing to do (reports wait for a wake-up that happens anyway).
-            let mut next = u64::MAX;
-            if self.stats.is_some() {
-                next = next.min(next_stats);
-            }
-            if let Some(t) = self.link.next_event_ns() {
-                next = next.min(t);
-            }
-            // A step's time wakes the loop, so that it is recorded when it comes into force, not at the next packet.
-            if let Some(t) = self.schedule.as_ref().and_then(|(s, _)| s.next_ns()) {
-                next = next.min(t);
-            }
-            let now = clock::now_ns();
-            if now - spin_window_start > SPIN_WINDOW_NS {
-                spin_window_start = now;
-                spun_ns = 0;
-            }
-            let may_spin = spun_ns < SPIN_BUDGET_NS;
-            let woken = if next <= now {
-                waiter.wait(0)?
-            } else if next - now <= SPIN_NS && may_spin {
-                loop {
-                    // Lets another real-time task of our priority (the other direction's bottleneck) run.
-                    unsafe { libc::sched_yield() };
-                    let w = waiter.wait(0)?;
-                    let t = clock::now_ns();
-                    if w.signalled || w.restart_schedule || w.packets || t >= next {
-                        spun_ns += t - now;
-                        break w;
-                    }
-                }
-            } else {
-                waiter.arm(if next == u64::MAX {
-                    0
-                } else if may_spin {
-                    next - SPIN_NS
-                } else {
-                    next
-                })?;
-                waiter.wait(-1)?
-            };
+            let woken = wait_until(&mut waiter, self.next_wake_ns(next_stats), &mut spin)?;
             if woken.restart_schedule {
                 let t0 = self.requested_time_zero(clock::now_ns());
                 self.link.restart_schedule(t0);
@@ -182,6 +127,45 @@ impl Runtime {
                 return self.shutdown();
             }
         }
+    }
+
+    /// Takes what the kernel queued since the last call: each IPv4 packet arrives at the link (at its kernel
+    /// timestamp when it has one), anything else is let pass.
+    fn take_arrivals(&mut self, raw: &mut Vec<RawPacket>) -> io::Result<()> {
+        let report = self.queue.receive(raw, 4096)?;
+        if report.overruns > 0 {
+            self.kernel_overruns += report.overruns;
+        }
+        let now = clock::now_ns();
+        for r in raw.drain(..) {
+            self.kernel_timestamped += r.kernel_ts_ns.is_some() as u64;
+            match Packet::parse(r.id, r.kernel_ts_ns.unwrap_or(now), r.data) {
+                Ok(p) => {
+                    self.held.insert(p.id);
+                    self.link.arrive(p);
+                }
+                // Not IPv4 (the rules only queue IPv4): nothing to emulate, let it pass.
+                Err(_) => self.queue.accept(r.id)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// When the loop has its next thing to do: the next stats line, the link's next event or the schedule's next
+    /// step (reports wait for a wake-up that happens anyway); u64::MAX: nothing but packets and signals.
+    fn next_wake_ns(&self, next_stats: u64) -> u64 {
+        let mut next = u64::MAX;
+        if self.stats.is_some() {
+            next = next.min(next_stats);
+        }
+        if let Some(t) = self.link.next_event_ns() {
+            next = next.min(t);
+        }
+        // A step's time wakes the loop, so that it is recorded when it comes into force, not at the next packet.
+        if let Some(t) = self.schedule.as_ref().and_then(|(s, _)| s.next_ns()) {
+            next = next.min(t);
+        }
+        next
     }
 
     /// The time 0 a SIGUSR1 that arrived at `arrived_ns` asks for: --t0-file's (a read of a few bytes, once per
@@ -364,6 +348,46 @@ impl Runtime {
         }
         self.log.close()
     }
+}
+
+/// How long the loop has spun in the current window (see SPIN_BUDGET_NS).
+struct SpinBudget {
+    window_start: u64,
+    spun_ns: u64,
+}
+
+/// Waits for the next thing to do at `next` (ns), a packet or a signal: spinning (yielding to the other direction's
+/// bottleneck) when `next` is within SPIN_NS and the window's budget allows, else sleeping on the timer.
+fn wait_until(waiter: &mut Waiter, next: u64, spin: &mut SpinBudget) -> io::Result<clock::Woken> {
+    let now = clock::now_ns();
+    if now - spin.window_start > SPIN_WINDOW_NS {
+        spin.window_start = now;
+        spin.spun_ns = 0;
+    }
+    let may_spin = spin.spun_ns < SPIN_BUDGET_NS;
+    if next <= now {
+        return waiter.wait(0);
+    }
+    if next - now <= SPIN_NS && may_spin {
+        loop {
+            // Lets another real-time task of our priority (the other direction's bottleneck) run.
+            unsafe { libc::sched_yield() };
+            let w = waiter.wait(0)?;
+            let t = clock::now_ns();
+            if w.signalled || w.restart_schedule || w.packets || t >= next {
+                spin.spun_ns += t - now;
+                return Ok(w);
+            }
+        }
+    }
+    waiter.arm(if next == u64::MAX {
+        0
+    } else if may_spin {
+        next - SPIN_NS
+    } else {
+        next
+    })?;
+    waiter.wait(-1)
 }
 
 /// Time 0 of a restart: the requested time, or the signal's arrival when the request came too late (a step due before

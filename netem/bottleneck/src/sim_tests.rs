@@ -276,7 +276,7 @@ fn prio_serves_band_0_first() {
         &|_| Err("".into()),
     )
     .unwrap();
-    let mut q = qdisc::build(&cfg.qdisc, 0, &mut SmallRng::seed_from_u64(1));
+    let mut q = cfg.qdisc.build(0, &mut SmallRng::seed_from_u64(1));
     let mut drops = Vec::new();
     for i in 0..5 {
         q.enqueue(udp_tos(1, 500, i, 0, 0), 0, &mut drops);

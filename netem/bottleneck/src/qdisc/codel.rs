@@ -3,7 +3,7 @@
 
 use super::codel_core::{codel_dequeue, CodelParams, CodelQueue, CodelVars};
 use super::{Dropped, Qdisc, QdiscParams};
-use crate::config::{check_integer, check_number, ConfigError};
+use crate::check::{check_integer, check_number, ConfigError};
 use crate::packet::{Event, Packet};
 use rand::rngs::SmallRng;
 use serde::{Deserialize, Serialize};

@@ -2,7 +2,7 @@
 //! A packet that does not fit is dropped at the tail.
 
 use super::{Dropped, Qdisc, QdiscParams};
-use crate::config::{check_integer, field, optional, ConfigError};
+use crate::check::{check_integer, field, optional, ConfigError};
 use crate::packet::{Event, Packet};
 use rand::rngs::SmallRng;
 use serde::{Deserialize, Serialize};

@@ -10,7 +10,7 @@ pub mod pie;
 pub mod prio;
 pub mod sfq;
 
-use crate::config::{ConfigError, QdiscConfig};
+use crate::check::ConfigError;
 use crate::packet::{Event, Packet};
 use rand::rngs::SmallRng;
 
@@ -53,11 +53,6 @@ pub trait QdiscParams {
     fn max_packets(&self) -> u64;
     /// The discipline; `rng` seeds the randomised ones (PIE's drops, SFQ's hash perturbation).
     fn build(&self, now_ns: u64, rng: &mut SmallRng) -> Box<dyn Qdisc>;
-}
-
-/// Builds the discipline a config names.
-pub fn build(cfg: &QdiscConfig, now_ns: u64, rng: &mut SmallRng) -> Box<dyn Qdisc> {
-    cfg.params().build(now_ns, rng)
 }
 
 pub fn ms_to_ns(ms: f64) -> u64 {

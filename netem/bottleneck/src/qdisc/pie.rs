@@ -17,7 +17,7 @@
 
 use super::codel_core::MTU_BYTES;
 use super::{ms_to_ns, Dropped, Qdisc, QdiscParams};
-use crate::config::{check_integer, check_number, field, ConfigError};
+use crate::check::{check_integer, check_number, field, ConfigError};
 use crate::packet::{Event, Packet};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

@@ -5,8 +5,13 @@
 //! each packet on arrival and may mark it CE or move it to another band; and a band may have a rate cap (a token
 //! bucket, as the thesis' HTB baseline).
 
+use super::codel::CodelConfig;
+use super::fifo::FifoConfig;
+use super::fq_codel::FqCodelConfig;
+use super::pie::PieConfig;
+use super::sfq::SfqConfig;
 use super::{Dropped, Qdisc, QdiscParams};
-use crate::config::{field, nullable, optional, ConfigError, QdiscConfig};
+use crate::check::{check_dscp, field, nullable, optional, ConfigError};
 use crate::meter::{Meter, MeterConfig, MeterRecord, RateCap, RateCapConfig};
 use crate::packet::Packet;
 use rand::rngs::SmallRng;
@@ -26,11 +31,33 @@ pub struct PrioBand {
     /// Absent on the last band, which takes every DSCP the others do not list.
     #[serde(default, deserialize_with = "optional", skip_serializing_if = "Option::is_none")]
     pub dscp: Option<Vec<u8>>,
-    /// Any kind but prio.
-    pub qdisc: QdiscConfig,
+    pub qdisc: BandQdiscConfig,
     /// A token bucket on the band (the thesis' HTB baseline): null for no cap.
     #[serde(deserialize_with = "nullable")]
     pub rate_cap: Option<RateCapConfig>,
+}
+
+/// A band's discipline: any kind but prio (a prio in a band is refused as the link is read: `nested_prio`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum BandQdiscConfig {
+    Fifo(FifoConfig),
+    Codel(CodelConfig),
+    Pie(PieConfig),
+    Sfq(SfqConfig),
+    FqCodel(FqCodelConfig),
+}
+
+impl BandQdiscConfig {
+    fn params(&self) -> &dyn QdiscParams {
+        match self {
+            BandQdiscConfig::Fifo(p) => p,
+            BandQdiscConfig::Codel(p) => p,
+            BandQdiscConfig::Pie(p) => p,
+            BandQdiscConfig::Sfq(p) => p,
+            BandQdiscConfig::FqCodel(p) => p,
+        }
+    }
 }
 
 impl PrioBand {
@@ -69,11 +96,7 @@ impl QdiscParams for PrioConfig {
                 }
                 None => {}
             }
-            let qdisc = field(&at, "qdisc");
-            if let QdiscConfig::Prio(_) = band.qdisc {
-                return Err(nested_prio(&qdisc));
-            }
-            band.qdisc.validate(&qdisc)?;
+            band.qdisc.params().validate(&field(&at, "qdisc"))?;
             if let Some(cap) = &band.rate_cap {
                 cap.validate(&field(&at, "rate_cap"))?;
             }
@@ -89,7 +112,7 @@ impl QdiscParams for PrioConfig {
     }
 
     fn max_packets(&self) -> u64 {
-        self.bands.iter().map(|b| b.qdisc.max_packets()).sum()
+        self.bands.iter().map(|b| b.qdisc.params().max_packets()).sum()
     }
 
     fn build(&self, now_ns: u64, rng: &mut SmallRng) -> Box<dyn Qdisc> {
@@ -113,17 +136,6 @@ pub fn nested_prio(band_qdisc: &str) -> ConfigError {
         &field(band_qdisc, "kind"),
         "cannot be prio inside a prio band (allowed: fifo, codel, pie, sfq, fq_codel)",
     )
-}
-
-/// A DSCP list (a band's, a meter's): not empty, each 0-63.
-pub fn check_dscp(path: &str, dscp: &[u8]) -> Result<(), ConfigError> {
-    if dscp.is_empty() {
-        return Err(ConfigError::new(path, "must be a non-empty array of integers 0-63"));
-    }
-    match dscp.iter().find(|d| **d > 63) {
-        Some(d) => Err(ConfigError::new(path, format!("holds {d}, not an integer 0-63"))),
-        None => Ok(()),
-    }
 }
 
 pub struct Band {

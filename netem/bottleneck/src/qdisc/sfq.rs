@@ -5,7 +5,7 @@
 //! longest flow loses its tail packet. Linux also caps each flow at 127 packets (`depth`), kept here.
 
 use super::{Dropped, Qdisc, QdiscParams};
-use crate::config::{check_integer, check_number, ConfigError};
+use crate::check::{check_integer, check_number, ConfigError};
 use crate::packet::{Event, Packet};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
