@@ -20,7 +20,7 @@ STATUS_NAMES = {DELIVERED: "delivered", LOST: "lost", DUPLICATE: "duplicate",
 FORWARD, REVERSE = 0, 1
 DIRECTION_NAMES = {FORWARD: "forward", REVERSE: "reverse"}
 
-# Packet classes as the Rust decoder numbers them (analysis/core/src/pcap.rs, mod cls).
+# Packet classes as the Rust decoder numbers them (analysis/core/src/packet.rs, mod cls).
 CLS_NAMES = {0: "other", 1: "rtp", 2: "rtcp", 3: "stun", 4: "dtls", 5: "tcp", 6: "udp", 7: "icmp"}
 CLS_RTP, CLS_RTCP, CLS_TCP = 1, 2, 5
 
