@@ -23,8 +23,9 @@ from typing import Any
 import yaml
 
 from .study import provenance
-from .study.aggregate import flow_values, summarise
+from .study.aggregate import summarise
 from .study.compare import welch
+from .study.metric_rows import flow_values
 from .study.report import StudyReportError, load
 from .study.tdist import t_quantile
 

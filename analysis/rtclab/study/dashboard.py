@@ -15,7 +15,9 @@ import numpy as np
 
 from .. import multiflow
 from .. import page as pages
-from .aggregate import CPU_FLOW, FRAMES_FLOW, FRAMES_METRICS, flow_labels, summarise
+from .aggregate import summarise
+from .catalogue import CPU_FLOW, FRAMES_FLOW, FRAMES_METRICS
+from .metric_rows import flow_labels
 from .report import CPU_METRICS, HEADERS, fmt_stat, phase_names, phase_title, report_phases, scale, stat
 
 VIDEO = "forward:video"
