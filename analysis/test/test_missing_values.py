@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rtclab import cli, dashboard, findings, findings_page
+from rtclab import cli, dashboard, findings, findings_page, verdicts
 from rtclab.study import aggregate as agg
 from rtclab.study import dashboard as study_dashboard
 from rtclab.study import distributions, metric_rows, report, studydir
@@ -193,7 +193,7 @@ def test_findings_name_the_runs_they_could_not_read(tmp_path: Path) -> None:
     m = findings.measure_point(s, "p", {"where": {"kind": "video"}, "metric": "throughput_bps"})
     assert m["stat"]["n"] == 1 and m["stat"]["mean"] == 1e6
     assert [x.split(":")[0] for x in m["left_out"]] == ["runs/p/2-1", "runs/p/3-1"]
-    row = findings.Row("p", "all", m, None, None, findings.INCONCLUSIVE, "")
+    row = findings.Row("p", "all", m, None, None, verdicts.INCONCLUSIVE, "")
     assert "2 run(s) left out (runs/p/2-1: metrics.json unreadable" in findings_page._invalid_text(row)
 
 

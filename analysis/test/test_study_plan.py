@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rtclab import findings
+from rtclab import verdicts
 from rtclab.study import aggregate as agg
 from rtclab.study import chi2dist, provenance, studydir
 from rtclab.study import plan as repplan
@@ -76,7 +76,7 @@ def test_sd_upper_limit_is_exceeded_by_sigma_one_time_in_five() -> None:
 
 # ---- the sample size -----------------------------------------------------------------------------------------------
 
-UNBOUNDED = {"flow": "forward:video", "metric": "a_metric_without_bounds"}  # findings.natural_bounds: none
+UNBOUNDED = {"flow": "forward:video", "metric": "a_metric_without_bounds"}  # verdicts.natural_bounds: none
 ONE_EDGE = {"id": "r", "kind": "range", "range": [0.0, 1e6], "measure": UNBOUNDED}  # mean 5: the upper edge is out of
 BAND = {"id": "b", "kind": "range", "range": [0.0, 10.0], "measure": UNBOUNDED}  # reach; a band: both edges 5 away
 T90 = {10: 1.372, 11: 1.363, 12: 1.356}  # t(0.90, df) of the printed table
@@ -113,7 +113,7 @@ def simulated_power(claim_range: tuple[float, float], n: int, t975: float, seed:
 
 
 def test_the_measure_has_no_natural_bounds() -> None:
-    assert findings.natural_bounds(UNBOUNDED) == findings.UNBOUNDED
+    assert verdicts.natural_bounds(UNBOUNDED) == verdicts.UNBOUNDED
 
 
 def test_the_planned_n_decides_with_its_power_in_simulated_studies() -> None:
@@ -163,12 +163,12 @@ JAIN = {"flow": "rfc8867", "metric": "media_jain_index"}  # [0, 1]
 def test_the_edges_planned_for_are_those_findings_rule_can_leave_open(kind: str, band: list[float | None],
                                                                      measure: dict[str, Any],
                                                                      live: list[float]) -> None:
-    """edges() against findings.decide itself: a narrow interval around a band edge is inconclusive exactly for the
+    """edges() against verdicts.decide itself: a narrow interval around a band edge is inconclusive exactly for the
     edges the planner plans for."""
     claim = {"id": "e", "kind": kind, "range": band, "measure": measure}
     assert repplan.edges(claim) == live
     for e in (float(x) for x in band if x is not None):
-        straddled = findings.decide(claim, e - 1e-6, e + 1e-6) == findings.INCONCLUSIVE
+        straddled = verdicts.decide(claim, e - 1e-6, e + 1e-6) == verdicts.INCONCLUSIVE
         assert straddled == (e in live), e
 
 
@@ -178,17 +178,17 @@ def test_a_band_no_interval_can_straddle_needs_min_n() -> None:
 
 
 def simulated_range(claim: dict[str, Any], n: int, mean: float, sd: float, seed: int) -> float:
-    """The share of 40000 simulated studies of n normal runs whose 95 % t interval findings.decide judges decided."""
+    """The share of 40000 simulated studies of n normal runs whose 95 % t interval verdicts.decide judges decided."""
     x = np.random.default_rng(seed).normal(mean, sd, size=(40_000, n))
     hw = t_quantile(0.975, n - 1) * x.std(axis=1, ddof=1) / math.sqrt(n)
     m = x.mean(axis=1)
-    return float(np.mean([findings.decide(claim, lo, hi) != findings.INCONCLUSIVE for lo, hi in zip(m - hw, m + hw)]))
+    return float(np.mean([verdicts.decide(claim, lo, hi) != verdicts.INCONCLUSIVE for lo, hi in zip(m - hw, m + hw)]))
 
 
 def test_a_range_clipped_at_a_natural_bound_is_planned_for_its_one_edge() -> None:
     """A loss band [0, 0.01], true mean 0.004, SD 0.006: the t interval often reaches below 0, but clipped there
-    (findings.decide_range) only the edge 0.01 can leave it open, so n is the one-edge n (s / d = 1: 10 by the t
-    table). Simulated studies judged by findings.decide decide in about 80 % of cases with it, and in fewer with one
+    (verdicts.decide_range) only the edge 0.01 can leave it open, so n is the one-edge n (s / d = 1: 10 by the t
+    table). Simulated studies judged by verdicts.decide decide in about 80 % of cases with it, and in fewer with one
     run less; planned as if 0 were an edge (the unclipped rule), n would be larger."""
     claim = {"id": "loss", "kind": "range", "range": [0, 0.01], "measure": LOSS}
     n = repplan.runs_needed(claim, 0.004, [0.006], 0.8, cap=100, min_n=2)
@@ -202,7 +202,7 @@ def test_a_range_clipped_at_a_natural_bound_is_planned_for_its_one_edge() -> Non
 def simulated_difference(claim: dict[str, Any], n: int, means: tuple[float, float], sds: tuple[float, float],
                          seed: int) -> float:
     """The share of 40000 simulated studies (n runs at each point of the pair) whose B - A Welch interval
-    findings.decide judges decided. The intervals by numpy (t at Welch's df rounded to 0.01, where t moves by less
+    verdicts.decide judges decided. The intervals by numpy (t at Welch's df rounded to 0.01, where t moves by less
     than 1e-4), the first 200 also by compare.welch, as findings computes them, which must agree."""
     rng = np.random.default_rng(seed)
     a = rng.normal(means[0], sds[0], size=(40_000, n))
@@ -216,7 +216,7 @@ def simulated_difference(claim: dict[str, Any], n: int, means: tuple[float, floa
         w = welch({"mean": a[k].mean(), "sd": a[k].std(ddof=1), "n": n},
                   {"mean": b[k].mean(), "sd": b[k].std(ddof=1), "n": n})
         assert w["diff"] == pytest.approx(diff[k]) and w["ci95_half_width"] == pytest.approx(hw[k], rel=1e-4)
-    return float(np.mean([findings.decide(claim, lo, hi) != findings.INCONCLUSIVE
+    return float(np.mean([verdicts.decide(claim, lo, hi) != verdicts.INCONCLUSIVE
                           for lo, hi in zip(diff - hw, diff + hw)]))
 
 
@@ -241,8 +241,8 @@ def sxx(xs: list[float]) -> float:
 
 def simulated_trend(claim: dict[str, Any], n: int, slope: float, sd: float, seed: int) -> float:
     """The share of 40000 simulated sweeps (n runs at each x of SWEEP_X, values on a line of the given slope plus
-    normal noise) whose slope interval findings.decide judges decided; the interval a least-squares fit over every
-    run, computed here with numpy (the first studies also through findings.trend_fit, which must agree)."""
+    normal noise) whose slope interval verdicts.decide judges decided; the interval a least-squares fit over every
+    run, computed here with numpy (the first studies also through verdicts.trend_fit, which must agree)."""
     x = np.repeat(np.array(SWEEP_X), n)
     y = 3.0 + slope * x + np.random.default_rng(seed).normal(0.0, sd, size=(40_000, x.size))
     xc = x - x.mean()
@@ -253,9 +253,9 @@ def simulated_trend(claim: dict[str, Any], n: int, slope: float, sd: float, seed
     for k in range(3):
         per_point = y[k].reshape(len(SWEEP_X), n)
         stats = [{"mean": v.mean(), "sd": v.std(ddof=1) if n > 1 else None, "n": n} for v in per_point]
-        fit = findings.trend_fit(SWEEP_X, stats)
+        fit = verdicts.trend_fit(SWEEP_X, stats)
         assert fit["slope"] == pytest.approx(b[k]) and fit["ci95_half_width"] == pytest.approx(hw[k])
-    return float(np.mean([findings.decide(claim, lo, hi) != findings.INCONCLUSIVE for lo, hi in zip(b - hw, b + hw)]))
+    return float(np.mean([verdicts.decide(claim, lo, hi) != verdicts.INCONCLUSIVE for lo, hi in zip(b - hw, b + hw)]))
 
 
 def test_a_trend_is_planned_for_its_slope_over_every_point() -> None:
