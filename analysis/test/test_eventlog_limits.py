@@ -187,13 +187,13 @@ def test_study_rows_carry_each_phase_shares():
 
 
 def test_the_dashboard_draws_the_limiter_under_the_target():
-    from rtclab import dashboard
+    from rtclab import dashboard_panels
     ser = {"target_bps": [[0.0, 1e6], [2.0, 2e6]], "delay_based_bps": [[0.0, 1e6]], "loss_based_bps": [[0.0, 1e6]]}
     bands = [[0.0, 1.0, "undetermined"], [1.0, 2.0, "delay_based"], [2.0, 3.0, "loss_based"],
              [3.0, 4.0, "delay_based"]]
     m = {"run": {"duration_s": 4.0},
          "congestion_controller": {"sides": {"a": {"series": ser, "limits": {"bands": bands}}}}}
-    title, unit, traces = dashboard._controller_panels(m)[0]
+    title, unit, traces = dashboard_panels.controller_panels(m)[0]
     strips = {t["name"]: t for t in traces if t["name"].startswith("target limited by")}
     assert set(strips) == {"target limited by: undetermined", "target limited by: delay_based",
                            "target limited by: loss_based"}

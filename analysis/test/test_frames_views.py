@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from rtclab import analyze, dashboard, synth
+from rtclab import analyze, dashboard, dashboard_tables, synth
 from rtclab.study import catalogue, studydir
 from rtclab.study.report import fmt
 from rtclab_study import plan as planmod
@@ -118,7 +118,7 @@ def test_the_dashboard_draws_the_frames_under_the_queue_with_the_freezes_shaded_
     assert rects[0]["x0"] == freeze["start_s"] and rects[0]["x1"] == pytest.approx(
         freeze["start_s"] + freeze["duration_ms"] / 1000)
     assert STALL[0] < rects[0]["x0"] < STALL[1] < rects[0]["x1"]
-    assert "glass-to-glass at b (frames)" in dashboard._cards(m)
+    assert "glass-to-glass at b (frames)" in dashboard_tables.cards(m)
 
 
 def test_a_run_analysed_before_the_series_says_so_instead_of_a_panel(run: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rtclab import cli, dashboard, findings, findings_page, verdicts
+from rtclab import cli, dashboard, dashboard_panels, dashboard_tables, findings, findings_page, verdicts
 from rtclab.study import aggregate as agg
 from rtclab.study import dashboard as study_dashboard
 from rtclab.study import distributions, metric_rows, report, studydir
@@ -272,9 +272,9 @@ def test_a_run_without_duration_or_freeze_figures_prints_them_as_missing(tmp_pat
     assert f"{m['run']['duration_s']:.1f} s, backend" in run_report.render(m).splitlines()[0]
     m["run"]["duration_s"] = None
     assert "duration unknown, backend" in run_report.render(m).splitlines()[0]
-    assert '<div class="k">duration</div><div class="v">-</div>' in dashboard._cards(m)
+    assert '<div class="k">duration</div><div class="v">-</div>' in dashboard_tables.cards(m)
     m["frames"]["b"]["freezes"] = {"count": None, "total_ms": None, "list": []}  # freezes not measured
-    panels, _, _ = dashboard._frame_panels(m)
+    panels, _, _ = dashboard_panels.frame_panels(m)
     assert "- freezes (Chrome's rule), -" in panels[0][0]
 
 
