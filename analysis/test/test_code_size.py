@@ -1,0 +1,470 @@
+"""Rooms small enough to live in: no file of the repository's own code over 600 lines, no function over 80.
+
+The code is that of analysis/, harness/, client/, signaling/, netem/, scripts/ and bench/: Python, JavaScript
+(.js, .mjs, .cjs, .ts), Rust and shell, as git lists it. A file's size is its line count (as `wc -l` counts, plus a
+last line without a newline). A function's size runs from its first line (the `def`/`fn`/`function` line, or a
+decorator's) to its last, both counted.
+
+How functions are found:
+- Python: by `ast`, every `def` and `async def` (methods and nested functions too; a nested function's lines count
+  in its outer function as well).
+- JavaScript and Rust: by a simple brace-matching scanner, not a parser. It blanks comments, strings, template
+  literals (their `${...}` stays code), Rust's raw strings and char literals and JavaScript's regex literals (a `/`
+  where an operand cannot end), then takes as a function every `fn NAME`, `function NAME`, `=> {` and method head
+  `NAME(...) {` and measures from that line to the line of the brace that closes its body. What it can misread (a
+  regex literal after `)`, say) would show as a function of an odd length, named with its line, in the failure.
+- Shell: files only (its functions are short by the scripts' own style, and a shell parser is out of scope here).
+
+Allowed beyond the limits: vendored and generated files (VENDORED), and, for now, the files and functions another
+branch (h-rsjs-rooms) is splitting (BEING_SPLIT, BEING_SPLIT_FUNCTIONS): those lists are temporary, to be emptied
+when that branch is merged.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+MAX_FILE_LINES = 600
+MAX_FUNCTION_LINES = 80
+CODE_DIRS = ("analysis", "harness", "client", "signaling", "netem", "scripts", "bench")
+PYTHON = (".py",)
+JAVASCRIPT = (".js", ".mjs", ".cjs", ".ts")
+RUST = (".rs",)
+SHELL = (".sh",)
+
+# Vendored or generated: not ours to split.
+VENDORED = {
+    "analysis/rtclab/vendor/plotly-gl2d.min.js",  # plotly's own build (analysis/rtclab/vendor/README.md)
+}
+# Being split in branch h-rsjs-rooms: temporary, remove each entry when that branch is merged. Whole files (their size
+# and every function in them) ...
+BEING_SPLIT = {
+    "netem/bottleneck/src/config.rs",
+    "analysis/core/src/pcap.rs",
+    "harness/run.js",
+}
+# ... and single functions, by (file, name as the failure names it).
+BEING_SPLIT_FUNCTIONS = {
+    ("client/frames.js", "watchFrames"),
+    ("harness/cli.js", "main"),
+    ("harness/validity.js", "validityChecks"),
+    ("netem/bottleneck/src/runtime.rs", "run"),
+    ("netem/test/link-features.integration.test.js", "test(...) callback"),
+    ("signaling/load.js", "runLoad"),
+    ("signaling/server.js", "startSignalingServer"),
+}
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    first_line: int
+    last_line: int
+
+    @property
+    def lines(self) -> int:
+        return self.last_line - self.first_line + 1
+
+
+def own_code_files() -> list[str]:
+    """The repository's own code files (paths relative to the root), as git lists them."""
+    out = subprocess.run(
+        ["git", "ls-files", "--", *CODE_DIRS], cwd=REPO, check=True, capture_output=True, text=True
+    ).stdout
+    return sorted(p for p in out.splitlines() if p.endswith(PYTHON + JAVASCRIPT + RUST + SHELL))
+
+
+def line_count(text: str) -> int:
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def python_functions(text: str) -> list[Function]:
+    functions = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            functions.append(Function(node.name, first, node.end_lineno or node.lineno))
+    return functions
+
+
+# Characters after which a `/` starts a regex literal in JavaScript (an operand cannot end there).
+_REGEX_AFTER = set("(,=:[!&|?{};+-*%<>~^") | {""}
+_REGEX_AFTER_WORDS = {"return", "typeof", "case", "do", "else", "in", "of", "new", "delete", "void", "throw", "yield"}
+
+
+def _word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def blank_literals(text: str, rust: bool) -> str:
+    """The text with comments and the insides of literals replaced by spaces (newlines kept), so that only code's
+    braces and parentheses remain, each at its own line and column."""
+    out = list(text)
+    n = len(text)
+    i = 0
+    # A stack of the template literals whose `${` we are inside (JavaScript): at the `}` that closes one, the
+    # template resumes. Each entry is the brace depth at its `${`.
+    template_depths: list[int] = []
+    depth = 0
+
+    def blank(a: int, b: int) -> None:
+        for k in range(a, min(b, n)):
+            if out[k] != "\n":
+                out[k] = " "
+
+    def last_significant(k: int) -> str:
+        """The code before position k, back to the last non-blank character: that character, or the word it ends."""
+        j = k - 1
+        while j >= 0 and out[j] in " \t\r\n":
+            j -= 1
+        if j < 0:
+            return ""
+        if out[j].isalnum() or out[j] in "_$":
+            e = j + 1
+            while j >= 0 and (out[j].isalnum() or out[j] in "_$"):
+                j -= 1
+            return "".join(out[j + 1 : e])
+        return out[j]
+
+    def skip_template(k: int) -> int:
+        """From inside a template literal at k: the position after its closing backtick, or of the `${` that opens
+        code (pushed on the stack)."""
+        nonlocal depth
+        start = k
+        while k < n:
+            c = text[k]
+            if c == "\\":
+                k += 2
+                continue
+            if c == "`":
+                blank(start, k)
+                return k + 1
+            if c == "$" and k + 1 < n and text[k + 1] == "{":
+                blank(start, k)
+                template_depths.append(depth)
+                depth += 1
+                return k + 2
+            k += 1
+        blank(start, n)
+        return n
+
+    while i < n:
+        c = text[i]
+        nxt = text[i + 1] if i + 1 < n else ""
+        if c == "/" and nxt == "/":
+            e = text.find("\n", i)
+            e = n if e < 0 else e
+            blank(i, e)
+            i = e
+        elif c == "/" and nxt == "*":
+            e = text.find("*/", i + 2)
+            e = n if e < 0 else e + 2
+            blank(i, e)
+            i = e
+        elif rust and c == "r" and (raw := re.match(r'r(#*)"', text[i:])) and not (i and _word_char(text[i - 1])):
+            hashes = raw.group(1)
+            close = '"' + hashes
+            e = text.find(close, i + 2 + len(hashes))
+            e = n if e < 0 else e + len(close)
+            blank(i + 1, e - 1)
+            i = e
+        elif c == '"' or (c == "'" and not rust):
+            k = i + 1
+            while k < n and text[k] != c and text[k] != "\n":
+                k += 2 if text[k] == "\\" else 1
+            blank(i + 1, k)
+            i = k + 1
+        elif c == "'" and rust:
+            # A char literal ('x', '\n', '\u{..}') or a lifetime ('a): only the former is blanked.
+            m = re.match(r"'(\\u\{[0-9a-fA-F]+\}|\\.|[^\\'])'", text[i:])
+            if m:
+                blank(i + 1, i + m.end() - 1)
+                i += m.end()
+            else:
+                i += 1
+        elif c == "`" and not rust:
+            i = skip_template(i + 1)
+        elif c == "/" and not rust and last_significant(i) in _REGEX_AFTER | _REGEX_AFTER_WORDS:
+            k = i + 1
+            in_class = False
+            while k < n and text[k] != "\n":
+                if text[k] == "\\":
+                    k += 2
+                    continue
+                if text[k] == "[":
+                    in_class = True
+                elif text[k] == "]":
+                    in_class = False
+                elif text[k] == "/" and not in_class:
+                    break
+                k += 1
+            blank(i + 1, k)
+            i = k + 1
+        elif c == "{":
+            depth += 1
+            i += 1
+        elif c == "}":
+            depth -= 1
+            if template_depths and template_depths[-1] == depth:
+                template_depths.pop()
+                i = skip_template(i + 1)
+            else:
+                i += 1
+        else:
+            i += 1
+    return "".join(out)
+
+
+_RUST_HEAD = re.compile(r"\bfn\s+(\w+)")
+_JS_HEADS = (
+    re.compile(r"\bfunction\b\s*\*?\s*(\w*)\s*\("),
+    # A method head: a name and its parameters, then its body's brace before any `;` (a call is not followed by one).
+    re.compile(r"(?:^|[^\w$.])(?:async\s+|static\s+|get\s+|set\s+|\*\s*)*([A-Za-z_$][\w$]*)\s*\((?=[^;]*?\)\s*\{)",
+               re.M),
+    re.compile(r"=>\s*(?=\{)"),
+)
+_NOT_METHODS = {"if", "for", "while", "switch", "catch", "function", "return", "with", "typeof", "await", "new"}
+
+
+def brace_functions(text: str, rust: bool) -> list[Function]:
+    """Functions found by their heads and measured to the brace that closes their body (see the module's
+    docstring)."""
+    code = blank_literals(text, rust)
+    line_starts = [0] + [m.end() for m in re.finditer("\n", code)]
+
+    def line_of(pos: int) -> int:
+        lo, hi = 0, len(line_starts)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if line_starts[mid] <= pos:
+                lo = mid
+            else:
+                hi = mid
+        return lo + 1
+
+    heads: dict[int, tuple[str, int]] = {}  # position of the body's opening brace -> (function name, head position)
+    if rust:
+        matches = [(m, m.group(1)) for m in _RUST_HEAD.finditer(code)]
+    else:
+        matches = []
+        for pattern in _JS_HEADS:
+            for m in pattern.finditer(code):
+                name = m.group(1) if pattern.groups else arrow_name(code, m.start())
+                if name in _NOT_METHODS:
+                    continue
+                matches.append((m, name or "(anonymous)"))
+    for m, name in matches:
+        body = body_brace(code, m.end() if not rust else m.end(), rust)
+        if body is not None and body not in heads:
+            heads[body] = (name, m.start(1) if pattern_has_name(m) else m.start())
+    functions = []
+    for open_pos, (name, head_pos) in heads.items():
+        close_pos = matching_brace(code, open_pos)
+        if close_pos is not None:
+            functions.append(Function(name, line_of(head_pos), line_of(close_pos)))
+    return functions
+
+
+def pattern_has_name(m: re.Match[str]) -> bool:
+    """Whether the head's match names its function (its group 1), which starts the head; else the match does."""
+    return bool(m.re.groups) and m.start(1) >= 0
+
+
+def arrow_name(code: str, pos: int) -> str:
+    """An arrow function's name from its line: the variable it is assigned to, or the call it is passed to (a test's
+    callback: `test(...) callback`)."""
+    line = code[code.rfind("\n", 0, pos) + 1 : pos]
+    if m := re.search(r"\b(?:const|let|var)\s+([\w$]+)\s*=", line):
+        return m.group(1)
+    if m := re.match(r"\s*(?:await\s+)?([\w$.]+)\(", line):
+        return f"{m.group(1)}(...) callback"
+    return "(arrow)"
+
+
+def body_brace(code: str, pos: int, rust: bool) -> int | None:
+    """The position of a function body's opening brace, from just after its head: past its balanced parameter list
+    (whose default values or patterns may hold braces), then the first `{`; None for a declaration without a body
+    (a trait's `fn f();`)."""
+    k = pos
+    n = len(code)
+    # Back up to the parameter list's "(" when the head's match ended just past it.
+    if k > 0 and code[k - 1] == "(":
+        k -= 1
+    while k < n and code[k] in " \t\r\n":
+        k += 1
+    if k < n and code[k] == "(":
+        level = 0
+        while k < n:
+            if code[k] == "(":
+                level += 1
+            elif code[k] == ")":
+                level -= 1
+                if level == 0:
+                    k += 1
+                    break
+            k += 1
+    elif rust:
+        # Generic parameters before the parameter list: `fn f<T: Fn() -> U>(`.
+        p = code.find("(", k)
+        if p < 0:
+            return None
+        return body_brace(code, p, rust)
+    while k < n:
+        if code[k] == "{":
+            return k
+        if code[k] == ";" or (not rust and code[k] in ",)"):
+            return None
+        k += 1
+    return None
+
+
+def matching_brace(code: str, open_pos: int) -> int | None:
+    level = 0
+    for k in range(open_pos, len(code)):
+        if code[k] == "{":
+            level += 1
+        elif code[k] == "}":
+            level -= 1
+            if level == 0:
+                return k
+    return None
+
+
+def functions_of(path: str, text: str) -> list[Function]:
+    if path.endswith(PYTHON):
+        return python_functions(text)
+    if path.endswith(JAVASCRIPT):
+        return brace_functions(text, rust=False)
+    if path.endswith(RUST):
+        return brace_functions(text, rust=True)
+    return []
+
+
+def oversized(paths: list[str]) -> list[str]:
+    """Each file over MAX_FILE_LINES and each function over MAX_FUNCTION_LINES, outside the allow-lists."""
+    problems = []
+    for path in paths:
+        if path in VENDORED or path in BEING_SPLIT:
+            continue
+        text = (REPO / path).read_text(encoding="utf-8")
+        lines = line_count(text)
+        if lines > MAX_FILE_LINES:
+            problems.append(f"{path}: {lines} lines (over {MAX_FILE_LINES})")
+        for f in functions_of(path, text):
+            if f.lines > MAX_FUNCTION_LINES and (path, f.name) not in BEING_SPLIT_FUNCTIONS:
+                problems.append(
+                    f"{path}:{f.first_line}: function {f.name} is {f.lines} lines (over {MAX_FUNCTION_LINES})"
+                )
+    return problems
+
+
+def test_no_file_of_our_code_is_over_600_lines_nor_any_function_over_80():
+    files = own_code_files()
+    assert len(files) > 100, f"git listed only {len(files)} code files under {CODE_DIRS}"
+    problems = oversized(files)
+    assert not problems, "too big to live in; split where the steps are:\n" + "\n".join(problems)
+
+
+def test_the_allow_lists_name_files_that_exist():
+    files = set(own_code_files())
+    missing = sorted((VENDORED | BEING_SPLIT | {path for path, _ in BEING_SPLIT_FUNCTIONS}) - files)
+    assert not missing, f"allow-listed but not in the repository (remove them from the list): {missing}"
+
+
+def test_each_file_and_function_allowed_for_now_is_still_over_the_limits():
+    # An entry whose file or function was split (or renamed) is stale: it would let a new long one in.
+    stale: list[tuple[str, str]] = []
+    for path in sorted(BEING_SPLIT):
+        text = (REPO / path).read_text(encoding="utf-8")
+        if line_count(text) <= MAX_FILE_LINES and all(f.lines <= MAX_FUNCTION_LINES for f in functions_of(path, text)):
+            stale.append((path, "(the whole file)"))
+    for path, name in sorted(BEING_SPLIT_FUNCTIONS):
+        found = functions_of(path, (REPO / path).read_text(encoding="utf-8"))
+        if not any(f.name == name and f.lines > MAX_FUNCTION_LINES for f in found):
+            stale.append((path, name))
+    assert not stale, f"within the limits now: remove from BEING_SPLIT / BEING_SPLIT_FUNCTIONS: {stale}"
+
+
+# The measures themselves, against functions whose lengths are known by construction.
+
+
+def _python_function(name: str, body_lines: int) -> str:
+    return f"def {name}():\n" + "".join(f"    x{k} = {k}\n" for k in range(body_lines))
+
+
+def test_python_functions_are_measured_from_decorator_to_last_line():
+    text = "import functools\n\n@functools.cache\n" + _python_function("f", 81)
+    text += "\n\nclass C:\n    def m(self):\n        return 1\n"
+    by_name = {f.name: f for f in python_functions(text)}
+    assert (by_name["f"].first_line, by_name["f"].lines) == (3, 83)
+    assert by_name["m"].lines == 2
+
+
+JS_SAMPLE = """\
+// function commented(a) { not code }
+const re = /[{]\\}/g;
+function plain(a, { b = {} } = {}) {
+  const s = "}}}"; const t = '{';
+  const u = `x ${ {a: 1}.a } } ${`nested ${b}`} {`;
+  if (a) { return re.test(s); }
+  return t + u;
+}
+class K {
+  static async method(x) {
+    return x.map((y) => {
+      return y / 2;
+    });
+  }
+}
+export const arrow = async (a) => {
+  /* { */
+  return a;
+};
+"""
+
+
+def test_the_brace_scanner_measures_javascript_functions_whatever_their_literals_hold():
+    found = {(f.name, f.first_line, f.last_line) for f in brace_functions(JS_SAMPLE, rust=False)}
+    assert ("plain", 3, 8) in found
+    assert ("method", 10, 14) in found
+    assert ("(arrow)", 11, 13) in found
+    assert ("arrow", 16, 19) in found
+    assert not any(name in {"commented", "if", "test"} for name, _, _ in found), found
+
+
+RUST_SAMPLE = """\
+/// fn documented() { }
+pub trait T {
+    fn declared(&self) -> u32;
+}
+impl<'a> S<'a> {
+    pub fn generic<F: Fn() -> u32>(&'a self, f: F) -> Result<u32, String> {
+        let open = '{';
+        let raw = r#"}}"#;
+        let s = "}";
+        if f() > 0 { Ok(1) } else { Err(format!("{open}{raw}{s}")) }
+    }
+}
+fn free() {}
+"""
+
+
+def test_the_brace_scanner_measures_rust_functions_whatever_their_literals_hold():
+    found = {(f.name, f.first_line, f.last_line) for f in brace_functions(RUST_SAMPLE, rust=True)}
+    assert found == {("generic", 6, 11), ("free", 13, 13)}
+
+
+@pytest.mark.parametrize("lines", [80, 81])
+def test_a_function_is_over_the_limit_from_81_lines(tmp_path, lines):
+    # The limit in the check itself: 80 lines pass, 81 fail (a body of lines - 1 after the head).
+    text = _python_function("f", lines - 1)
+    (f,) = python_functions(text)
+    assert f.lines == lines
+    assert (f.lines > MAX_FUNCTION_LINES) == (lines == 81)
