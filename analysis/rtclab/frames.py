@@ -291,8 +291,7 @@ def _never_shown(sf: SentFrames, first_send: np.ndarray, joined: np.ndarray, rtp
     """Frames that left the sender between the first and the last frame shown and were never shown, with their
     estimated numbers; and their send times (ms since t0) for the series."""
     out: dict[str, Any] = {}
-    # Frames that left the sender between the first and the last frame shown and were never shown (a frame shown
-    # but not joined, e.g. one whose repair no capture saw, was shown).
+    # (A frame shown but not joined, e.g. one whose repair no capture saw, was shown.)
     if joined.any():
         fs_shown = first_send[joined]
         window = (sf.first_send_ns >= fs_shown.min()) & (sf.first_send_ns <= fs_shown.max())
