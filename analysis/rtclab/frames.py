@@ -361,7 +361,8 @@ def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, 
 
     # Frame numbers across the clip's loops, and what they say about the order frames were shown in.
     rtp_u = unwrap_rtp(rtp)
-    numbers = frame_numbers(index, rtp_u, clip_frames, fps) if stamped and clip_frames else [None] * len(recs)
+    numbers: list[int | None] = \
+        frame_numbers(index, rtp_u, clip_frames, fps) if stamped and clip_frames else [None] * len(recs)
     out["frame_numbers"] = stamped
     order_fields, order, nums = _display_order(numbers, rtp, rtp_u, fps)
     out |= order_fields

@@ -99,29 +99,129 @@ _REGEX_AFTER = set("(,=:[!&|?{};+-*%<>~^") | {""}
 _REGEX_AFTER_WORDS = {"return", "typeof", "case", "do", "else", "in", "of", "new", "delete", "void", "throw", "yield"}
 
 
-def _word_char(c: str) -> bool:
-    return c.isalnum() or c == "_"
+_RAW_STRING = re.compile(r'r(#*)"')
+_CHAR_LITERAL = re.compile(r"'(\\u\{[0-9a-fA-F]+\}|\\.|[^\\'])'")
 
 
-def blank_literals(text: str, rust: bool) -> str:
-    """The text with comments and the insides of literals replaced by spaces (newlines kept), so that only code's
-    braces and parentheses remain, each at its own line and column."""
-    out = list(text)
-    n = len(text)
-    i = 0
-    # A stack of the template literals whose `${` we are inside (JavaScript): at the `}` that closes one, the
-    # template resumes. Each entry is the brace depth at its `${`.
-    template_depths: list[int] = []
-    depth = 0
+class _Blanker:
+    """One pass over a file's text (see blank_literals), one method per kind of literal; each takes the position of
+    the literal's first character and returns the position after it."""
 
-    def blank(a: int, b: int) -> None:
-        for k in range(a, min(b, n)):
-            if out[k] != "\n":
-                out[k] = " "
+    def __init__(self, text: str, rust: bool) -> None:
+        self.text, self.rust, self.n = text, rust, len(text)
+        self.out = list(text)
+        self.depth = 0  # of braces in code
+        # The template literals whose `${` we are inside (JavaScript), each by the brace depth at its `${`: at the
+        # `}` that closes it, the template resumes.
+        self.template_depths: list[int] = []
 
-    def last_significant(k: int) -> str:
+    def run(self) -> str:
+        text, rust, i = self.text, self.rust, 0
+        while i < self.n:
+            c, nxt = text[i], text[i + 1 : i + 2]
+            if c == "/" and nxt in ("/", "*"):
+                i = self.comment(i)
+            elif rust and c == "r" and _RAW_STRING.match(text, i) and not (i and _word_char(text[i - 1])):
+                i = self.raw_string(i)
+            elif c == '"' or (c == "'" and not rust):
+                i = self.string(i)
+            elif c == "'":
+                i = self.char_literal(i)
+            elif c == "`" and not rust:
+                i = self.template(i + 1)
+            elif c == "/" and not rust and self.last_significant(i) in _REGEX_AFTER | _REGEX_AFTER_WORDS:
+                i = self.regex(i)
+            else:
+                i = self.code(i)
+        return "".join(self.out)
+
+    def blank(self, a: int, b: int) -> None:
+        for k in range(a, min(b, self.n)):
+            if self.out[k] != "\n":
+                self.out[k] = " "
+
+    def comment(self, i: int) -> int:
+        line = self.text[i + 1] == "/"
+        e = self.text.find("\n" if line else "*/", i + 2)
+        e = self.n if e < 0 else e + (0 if line else 2)
+        self.blank(i, e)
+        return e
+
+    def raw_string(self, i: int) -> int:
+        raw = _RAW_STRING.match(self.text, i)
+        assert raw is not None
+        close = '"' + raw.group(1)
+        e = self.text.find(close, raw.end())
+        e = self.n if e < 0 else e + len(close)
+        self.blank(i + 1, e - 1)
+        return e
+
+    def string(self, i: int) -> int:
+        quote, k = self.text[i], i + 1
+        while k < self.n and self.text[k] != quote and self.text[k] != "\n":
+            k += 2 if self.text[k] == "\\" else 1
+        self.blank(i + 1, k)
+        return k + 1
+
+    def char_literal(self, i: int) -> int:
+        # Rust: a char literal ('x', '\n', '\u{..}') or a lifetime ('a): only the former is blanked.
+        m = _CHAR_LITERAL.match(self.text, i)
+        if not m:
+            return i + 1
+        self.blank(i + 1, m.end() - 1)
+        return m.end()
+
+    def template(self, k: int) -> int:
+        """From inside a template literal at k: the position after its closing backtick, or after the `${` that
+        opens code (pushed on the stack)."""
+        start = k
+        while k < self.n:
+            c = self.text[k]
+            if c == "\\":
+                k += 2
+            elif c == "`":
+                self.blank(start, k)
+                return k + 1
+            elif c == "$" and self.text[k + 1 : k + 2] == "{":
+                self.blank(start, k)
+                self.template_depths.append(self.depth)
+                self.depth += 1
+                return k + 2
+            else:
+                k += 1
+        self.blank(start, self.n)
+        return self.n
+
+    def regex(self, i: int) -> int:
+        k, in_class = i + 1, False
+        while k < self.n and self.text[k] != "\n":
+            c = self.text[k]
+            if c == "\\":
+                k += 1
+            elif c == "[":
+                in_class = True
+            elif c == "]":
+                in_class = False
+            elif c == "/" and not in_class:
+                break
+            k += 1
+        self.blank(i + 1, k)
+        return k + 1
+
+    def code(self, i: int) -> int:
+        c = self.text[i]
+        if c == "{":
+            self.depth += 1
+        elif c == "}":
+            self.depth -= 1
+            if self.template_depths and self.template_depths[-1] == self.depth:
+                self.template_depths.pop()
+                return self.template(i + 1)
+        return i + 1
+
+    def last_significant(self, k: int) -> str:
         """The code before position k, back to the last non-blank character: that character, or the word it ends."""
-        j = k - 1
+        out, j = self.out, k - 1
         while j >= 0 and out[j] in " \t\r\n":
             j -= 1
         if j < 0:
@@ -133,93 +233,15 @@ def blank_literals(text: str, rust: bool) -> str:
             return "".join(out[j + 1 : e])
         return out[j]
 
-    def skip_template(k: int) -> int:
-        """From inside a template literal at k: the position after its closing backtick, or of the `${` that opens
-        code (pushed on the stack)."""
-        nonlocal depth
-        start = k
-        while k < n:
-            c = text[k]
-            if c == "\\":
-                k += 2
-                continue
-            if c == "`":
-                blank(start, k)
-                return k + 1
-            if c == "$" and k + 1 < n and text[k + 1] == "{":
-                blank(start, k)
-                template_depths.append(depth)
-                depth += 1
-                return k + 2
-            k += 1
-        blank(start, n)
-        return n
 
-    while i < n:
-        c = text[i]
-        nxt = text[i + 1] if i + 1 < n else ""
-        if c == "/" and nxt == "/":
-            e = text.find("\n", i)
-            e = n if e < 0 else e
-            blank(i, e)
-            i = e
-        elif c == "/" and nxt == "*":
-            e = text.find("*/", i + 2)
-            e = n if e < 0 else e + 2
-            blank(i, e)
-            i = e
-        elif rust and c == "r" and (raw := re.match(r'r(#*)"', text[i:])) and not (i and _word_char(text[i - 1])):
-            hashes = raw.group(1)
-            close = '"' + hashes
-            e = text.find(close, i + 2 + len(hashes))
-            e = n if e < 0 else e + len(close)
-            blank(i + 1, e - 1)
-            i = e
-        elif c == '"' or (c == "'" and not rust):
-            k = i + 1
-            while k < n and text[k] != c and text[k] != "\n":
-                k += 2 if text[k] == "\\" else 1
-            blank(i + 1, k)
-            i = k + 1
-        elif c == "'" and rust:
-            # A char literal ('x', '\n', '\u{..}') or a lifetime ('a): only the former is blanked.
-            m = re.match(r"'(\\u\{[0-9a-fA-F]+\}|\\.|[^\\'])'", text[i:])
-            if m:
-                blank(i + 1, i + m.end() - 1)
-                i += m.end()
-            else:
-                i += 1
-        elif c == "`" and not rust:
-            i = skip_template(i + 1)
-        elif c == "/" and not rust and last_significant(i) in _REGEX_AFTER | _REGEX_AFTER_WORDS:
-            k = i + 1
-            in_class = False
-            while k < n and text[k] != "\n":
-                if text[k] == "\\":
-                    k += 2
-                    continue
-                if text[k] == "[":
-                    in_class = True
-                elif text[k] == "]":
-                    in_class = False
-                elif text[k] == "/" and not in_class:
-                    break
-                k += 1
-            blank(i + 1, k)
-            i = k + 1
-        elif c == "{":
-            depth += 1
-            i += 1
-        elif c == "}":
-            depth -= 1
-            if template_depths and template_depths[-1] == depth:
-                template_depths.pop()
-                i = skip_template(i + 1)
-            else:
-                i += 1
-        else:
-            i += 1
-    return "".join(out)
+def _word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def blank_literals(text: str, rust: bool) -> str:
+    """The text with comments and the insides of literals replaced by spaces (newlines kept), so that only code's
+    braces and parentheses remain, each at its own line and column."""
+    return _Blanker(text, rust).run()
 
 
 _RUST_HEAD = re.compile(r"\bfn\s+(\w+)")
