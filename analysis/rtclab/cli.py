@@ -174,17 +174,9 @@ def run_node_program(name: str, args: list[str]) -> int:
         return 130
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["study"]:  # its own parser: rtclab study run FILE ... | aggregate OUT (docs/studies.md)
-        # The one rtclab module that names the orchestrator, the package rtclab_study: it sits upstream of the
-        # analyzer (it imports rtclab and drives Node and Ray), so no other rtclab module may import it
-        # (test_package_split.py). `rtclab study ...` dispatches to it so that one console command runs and analyses
-        # studies; the import is lazy, inside this branch, so that importing rtclab never loads the orchestrator.
-        from rtclab_study.__main__ import main as study_main
-        return study_main(argv[1:])
-    if argv[:1] and argv[0] in NODE_PROGRAMS:  # rtclab call [--scenario FILE ...], rtclab net up|down ..., clean
-        return run_node_program(argv[0], argv[1:])
+def parser() -> argparse.ArgumentParser:
+    """The analyzer's own commands (the study, call, net and clean ones are listed for --help; main hands them on
+    before parsing)."""
     p = argparse.ArgumentParser(prog="rtclab", description="Analyse rtclab run directories; run and aggregate studies.")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("study",
@@ -254,7 +246,21 @@ def main(argv: list[str] | None = None) -> int:
     y.add_argument("--stall", type=float, nargs=2, metavar=("FROM_S", "TO_S"),
                    help="with the frames: show none of the frames sent in this interval (a freeze)")
     y.set_defaults(func=cmd_synth)
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["study"]:  # its own parser: rtclab study run FILE ... | aggregate OUT (docs/studies.md)
+        # The one rtclab module that names the orchestrator, the package rtclab_study: it sits upstream of the
+        # analyzer (it imports rtclab and drives Node and Ray), so no other rtclab module may import it
+        # (test_package_split.py). `rtclab study ...` dispatches to it so that one console command runs and analyses
+        # studies; the import is lazy, inside this branch, so that importing rtclab never loads the orchestrator.
+        from rtclab_study.__main__ import main as study_main
+        return study_main(argv[1:])
+    if argv[:1] and argv[0] in NODE_PROGRAMS:  # rtclab call [--scenario FILE ...], rtclab net up|down ..., clean
+        return run_node_program(argv[0], argv[1:])
+    args = parser().parse_args(argv)
     return args.func(args)
 
 

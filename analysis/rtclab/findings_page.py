@@ -9,23 +9,25 @@ from pathlib import Path
 from typing import Any
 
 from .findings import (
-    AGREES,
     DEFAULT_CLAIMS,
+    Finding,
+    Row,
+    Study,
+    findings,
+    repo_relative,
+    run_commands,
+)
+from .study import archive, provenance
+from .verdicts import (
+    AGREES,
     DEVIATES,
     INCONCLUSIVE,
     NOT_RUN,
     RULES,
     UNBOUNDED,
-    Finding,
-    Row,
-    Study,
     claim_band,
-    findings,
     natural_bounds,
-    repo_relative,
-    run_commands,
 )
-from .study import archive, provenance
 
 
 def fmt(x: float | None) -> str:

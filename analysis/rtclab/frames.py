@@ -208,47 +208,33 @@ def _ms(v: Any) -> float:
     return float(v) if isinstance(v, (int, float)) else np.nan
 
 
-def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, duration_s: float,
-                 reports: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
-                 inbound: dict[int, list[dict[str, Any]]] | None = None,
-                 rtx: dict[int, int] | None = None) -> dict[str, Any]:
-    """The frames side `side` presented during the call, joined with the packets of the stream it received.
-    `reports`: the sender's RTCP sender reports (sender_reports), the capture clock; without them (or without one
-    for the stream) the page's captureTime, Chrome's estimate, is the capture time. `inbound`: the receiver's
-    getStats inbound-rtp samples per SSRC, for the freeze cross-check. `rtx`: media SSRC -> its RTX SSRC."""
-    direction = FORWARD if side == "b" else REVERSE
-    clip = frames.header.get("clip") or {}
-    clip_frames = clip.get("frames") if isinstance(clip.get("frames"), int) else None
-    fps = float(clip.get("fps") or 30.0)
-    stamped = clip.get("stamp_version") is not None and clip_frames is not None
-    # The call's span in whole milliseconds (the clock the page and the harness stamp in): compared in floating-point
-    # nanoseconds, a frame shown in the very millisecond the call started fell in or out by rounding.
-    lo = round(t0_ns / 1e6)
-    hi = lo + round(duration_s * 1000)
-    recs = [r for r in frames.frames if isinstance(r.get("expected_display_ms"), (int, float))
-            and lo <= r["expected_display_ms"] < hi and isinstance(r.get("rtp_timestamp"), int)]
-    out: dict[str, Any] = {"direction": "forward" if direction == FORWARD else "reverse",
-                           "read_every": frames.header.get("read_every"), "clip": clip or None,
-                           "records": len(recs), "dropped_records": frames.dropped}
-    if not recs:
-        return out | {"ssrc": None}
-    rtp = np.array([r["rtp_timestamp"] for r in recs], dtype=np.int64)
+def _packet_ms(v: np.ndarray, t0_ns: int) -> np.ndarray:
+    """Packet times (epoch ns, -1 when not seen) as ms since t0 (NaN when not seen)."""
+    return np.where(v >= 0, (v - t0_ns) / _NS, np.nan)
+
+
+def _record_counts(recs: list[dict[str, Any]], index: list[int | None]) -> dict[str, Any]:
+    """How many frames the page presented and how many of its records were read and numbered (index: each
+    record's clip_index, None when not read)."""
+    out: dict[str, Any] = {}
     presented = [r.get("presented_frames") for r in recs]
     ints = [p for p in presented if isinstance(p, int)]
     out["presented_frames"] = (max(ints) - min(ints) + 1) if ints else None
     out["callbacks_missed"] = (out["presented_frames"] - len(recs)) if ints else None
     read = [bool(r.get("read")) for r in recs]
-    index = [r.get("clip_index") if isinstance(r.get("clip_index"), int) else None for r in recs]
     out["read"] = sum(read)
     out["numbered"] = sum(i is not None for i in index)
     out["numbered_ratio"] = out["numbered"] / out["read"] if out["read"] else None
     read_ms = np.array([r["read_ms"] for r in recs if isinstance(r.get("read_ms"), (int, float))])
     out["read_ms"] = distribution(read_ms) if read_ms.size else None
+    return out
 
-    # Frame numbers across the clip's loops, and what they say about the order frames were shown in.
-    rtp_u = unwrap_rtp(rtp)
-    numbers = frame_numbers(index, rtp_u, clip_frames, fps) if stamped and clip_frames else [None] * len(recs)
-    out["frame_numbers"] = stamped
+
+def _display_order(numbers: list[int | None], rtp: np.ndarray, rtp_u: np.ndarray,
+                   fps: float) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+    """What the frame numbers say about the order frames were shown in (shown twice, repeated pictures, out of order,
+    jumps against the RTP clock); with the numbered records' indices in RTP order and their numbers."""
+    out: dict[str, Any] = {}
     # Shown twice: one sent frame (one RTP timestamp) in more than one record. The same picture in two different
     # sent frames is the camera's doing (Chrome's file camera delivers a clip frame twice now and then, and the first
     # frame twice at every loop): counted apart, as repeated pictures.
@@ -284,59 +270,28 @@ def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, 
         out["number_jumps"] = int((np.abs(steps) > 1.5).sum())
     else:
         out["number_jumps"] = 0
+    return out, order, nums
 
-    # The join with the packets.
-    ssrc = media_ssrc(table, direction, rtp)
-    out["ssrc"] = ssrc
-    shown = [r for r in recs if isinstance(r.get("presentation_ms"), (int, float))]
-    out["freezes"] = freezes.analyse([float(r["presentation_ms"]) for r in shown],
-                                     (inbound or {}).get(ssrc) if ssrc is not None else None, t0_ns / _NS,
-                                     [r.get("presented_frames") for r in shown])
-    if ssrc is None:
-        return out | {"joined": 0, "joined_ratio": 0.0}
-    rtx_ssrc = (rtx or {}).get(ssrc)
-    out["rtx_ssrc"] = rtx_ssrc
-    sf = sent_frames(table, direction, ssrc, rtx_ssrc)
+
+def _join(sf: SentFrames, rtp: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each record's sent frame by RTP timestamp: its index in sf, whether it is there, the frame's first send and
+    last receive (ns, -1 when not seen), and whether both were seen (joined)."""
     pos = np.searchsorted(sf.rtp_ts, rtp)
     pos = np.minimum(pos, max(len(sf.rtp_ts) - 1, 0))
     matched = (sf.rtp_ts[pos] == rtp) if sf.rtp_ts.size else np.zeros(len(rtp), bool)
     first_send = np.where(matched, sf.first_send_ns[pos], -1)
     last_recv = np.where(matched, sf.last_recv_ns[pos], -1)
     joined = matched & (first_send >= 0) & (last_recv >= 0)
-    out["joined"] = int(joined.sum())
-    out["joined_ratio"] = out["joined"] / len(recs)
-    out["completed_by_rtx"] = int((joined & (np.where(matched, sf.repaired[pos], 0) > 0)).sum())
-    out["unrepaired"] = int((matched & (np.where(matched, sf.missing[pos], 0) > 0)).sum())
+    return pos, matched, first_send, last_recv, joined
 
-    # Times in ms since t0, so float64 keeps sub-microsecond precision (epoch ns in a float do not).
-    t0_ms = t0_ns / _NS
-    rel = lambda key: np.array([_ms(r.get(key)) for r in recs], dtype=float) - t0_ms
-    display, chrome_capture, receive = rel("expected_display_ms"), rel("capture_ms"), rel("receive_ms")
-    stream_reports = (reports or {}).get(ssrc)
-    if stream_reports is not None and stream_reports[0].size:
-        out["capture_source"] = "sender_reports"
-        capture = capture_from_reports(rtp, (stream_reports[0], stream_reports[1] - t0_ms))
-        got_both = ~np.isnan(chrome_capture)
-        out["chrome_capture_estimate_error_ms"] = distribution((chrome_capture - capture)[got_both])
-    else:
-        out["capture_source"] = "chrome_estimate"
-        capture = chrome_capture
-    pkt = lambda v: np.where(v >= 0, (v - t0_ns) / _NS, np.nan)
-    first_send_ms, last_recv_ms = pkt(first_send), pkt(last_recv)
-    full = joined & ~np.isnan(capture)
-    out["with_capture_time"] = int((~np.isnan(capture)).sum())
-    out["glass_to_glass_ms"] = distribution((display - capture)[full])
-    out["sender_ms"] = distribution((first_send_ms - capture)[full])
-    out["network_ms"] = distribution((last_recv_ms - first_send_ms)[joined])
-    out["receiver_ms"] = distribution((display - last_recv_ms)[joined])
-    owd = np.where(matched, sf.last_owd_ns[pos], -1)
-    out["last_packet_owd_ms"] = distribution(owd[joined & (owd >= 0)].astype(float) / _NS)
-    # Chrome's own receive time (rVFC receiveTime: its last packet of the frame) against the capture's.
-    got = joined & ~np.isnan(receive)
-    out["receive_time_vs_capture_ms"] = distribution((receive - last_recv_ms)[got])
 
-    # Frames that left the sender between the first and the last frame shown and were never shown (a frame shown
-    # but not joined, e.g. one whose repair no capture saw, was shown).
+def _never_shown(sf: SentFrames, first_send: np.ndarray, joined: np.ndarray, rtp: np.ndarray, rtp_u: np.ndarray,
+                 order: np.ndarray, nums: np.ndarray, fps: float,
+                 t0_ns: int) -> tuple[dict[str, Any], np.ndarray]:
+    """Frames that left the sender between the first and the last frame shown and were never shown, with their
+    estimated numbers; and their send times (ms since t0) for the series."""
+    out: dict[str, Any] = {}
+    # (A frame shown but not joined, e.g. one whose repair no capture saw, was shown.)
     if joined.any():
         fs_shown = first_send[joined]
         window = (sf.first_send_ns >= fs_shown.min()) & (sf.first_send_ns <= fs_shown.max())
@@ -353,9 +308,104 @@ def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, 
                                                        < np.abs(ref_u[near] - u)), near + 1, near)
             est = nums[near] + (u - ref_u[near]) * fps / VIDEO_CLOCK_HZ
             out["never_shown_numbers"] = [int(round(x)) for x in est][:50]
-        never_send_ms = pkt(sf.first_send_ns[never])
+        never_send_ms = _packet_ms(sf.first_send_ns[never], t0_ns)
     else:
         never_send_ms = np.zeros(0)
+    return out, never_send_ms
+
+
+def _capture_times(rtp: np.ndarray, chrome_capture: np.ndarray,
+                   stream_reports: tuple[np.ndarray, np.ndarray] | None,
+                   t0_ms: float) -> tuple[np.ndarray, dict[str, Any]]:
+    """Each frame's capture time (ms since t0): from the sender's reports when the stream has any, else Chrome's
+    estimate; with the source named (and, with reports, the estimate's error against them)."""
+    out: dict[str, Any] = {}
+    if stream_reports is not None and stream_reports[0].size:
+        out["capture_source"] = "sender_reports"
+        capture = capture_from_reports(rtp, (stream_reports[0], stream_reports[1] - t0_ms))
+        got_both = ~np.isnan(chrome_capture)
+        out["chrome_capture_estimate_error_ms"] = distribution((chrome_capture - capture)[got_both])
+    else:
+        out["capture_source"] = "chrome_estimate"
+        capture = chrome_capture
+    return capture, out
+
+
+def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, duration_s: float,
+                 reports: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
+                 inbound: dict[int, list[dict[str, Any]]] | None = None,
+                 rtx: dict[int, int] | None = None) -> dict[str, Any]:
+    """The frames side `side` presented during the call, joined with the packets of the stream it received.
+    `reports`: the sender's RTCP sender reports (sender_reports), the capture clock; without them (or without one
+    for the stream) the page's captureTime, Chrome's estimate, is the capture time. `inbound`: the receiver's
+    getStats inbound-rtp samples per SSRC, for the freeze cross-check. `rtx`: media SSRC -> its RTX SSRC."""
+    direction = FORWARD if side == "b" else REVERSE
+    clip = frames.header.get("clip") or {}
+    clip_frames = clip.get("frames") if isinstance(clip.get("frames"), int) else None
+    fps = float(clip.get("fps") or 30.0)
+    stamped = clip.get("stamp_version") is not None and clip_frames is not None
+    # The call's span in whole milliseconds (the clock the page and the harness stamp in): compared in floating-point
+    # nanoseconds, a frame shown in the very millisecond the call started fell in or out by rounding.
+    lo = round(t0_ns / 1e6)
+    hi = lo + round(duration_s * 1000)
+    recs = [r for r in frames.frames if isinstance(r.get("expected_display_ms"), (int, float))
+            and lo <= r["expected_display_ms"] < hi and isinstance(r.get("rtp_timestamp"), int)]
+    out: dict[str, Any] = {"direction": "forward" if direction == FORWARD else "reverse",
+                           "read_every": frames.header.get("read_every"), "clip": clip or None,
+                           "records": len(recs), "dropped_records": frames.dropped}
+    if not recs:
+        return out | {"ssrc": None}
+    rtp = np.array([r["rtp_timestamp"] for r in recs], dtype=np.int64)
+    index = [r.get("clip_index") if isinstance(r.get("clip_index"), int) else None for r in recs]
+    out |= _record_counts(recs, index)
+
+    # Frame numbers across the clip's loops, and what they say about the order frames were shown in.
+    rtp_u = unwrap_rtp(rtp)
+    numbers: list[int | None] = \
+        frame_numbers(index, rtp_u, clip_frames, fps) if stamped and clip_frames else [None] * len(recs)
+    out["frame_numbers"] = stamped
+    order_fields, order, nums = _display_order(numbers, rtp, rtp_u, fps)
+    out |= order_fields
+
+    # The join with the packets.
+    ssrc = media_ssrc(table, direction, rtp)
+    out["ssrc"] = ssrc
+    shown = [r for r in recs if isinstance(r.get("presentation_ms"), (int, float))]
+    out["freezes"] = freezes.analyse([float(r["presentation_ms"]) for r in shown],
+                                     (inbound or {}).get(ssrc) if ssrc is not None else None, t0_ns / _NS,
+                                     [r.get("presented_frames") for r in shown])
+    if ssrc is None:
+        return out | {"joined": 0, "joined_ratio": 0.0}
+    rtx_ssrc = (rtx or {}).get(ssrc)
+    out["rtx_ssrc"] = rtx_ssrc
+    sf = sent_frames(table, direction, ssrc, rtx_ssrc)
+    pos, matched, first_send, last_recv, joined = _join(sf, rtp)
+    out["joined"] = int(joined.sum())
+    out["joined_ratio"] = out["joined"] / len(recs)
+    out["completed_by_rtx"] = int((joined & (np.where(matched, sf.repaired[pos], 0) > 0)).sum())
+    out["unrepaired"] = int((matched & (np.where(matched, sf.missing[pos], 0) > 0)).sum())
+
+    # Times in ms since t0, so float64 keeps sub-microsecond precision (epoch ns in a float do not).
+    t0_ms = t0_ns / _NS
+    rel = lambda key: np.array([_ms(r.get(key)) for r in recs], dtype=float) - t0_ms
+    display, chrome_capture, receive = rel("expected_display_ms"), rel("capture_ms"), rel("receive_ms")
+    capture, capture_fields = _capture_times(rtp, chrome_capture, (reports or {}).get(ssrc), t0_ms)
+    out |= capture_fields
+    first_send_ms, last_recv_ms = _packet_ms(first_send, t0_ns), _packet_ms(last_recv, t0_ns)
+    full = joined & ~np.isnan(capture)
+    out["with_capture_time"] = int((~np.isnan(capture)).sum())
+    out["glass_to_glass_ms"] = distribution((display - capture)[full])
+    out["sender_ms"] = distribution((first_send_ms - capture)[full])
+    out["network_ms"] = distribution((last_recv_ms - first_send_ms)[joined])
+    out["receiver_ms"] = distribution((display - last_recv_ms)[joined])
+    owd = np.where(matched, sf.last_owd_ns[pos], -1)
+    out["last_packet_owd_ms"] = distribution(owd[joined & (owd >= 0)].astype(float) / _NS)
+    # Chrome's own receive time (rVFC receiveTime: its last packet of the frame) against the capture's.
+    got = joined & ~np.isnan(receive)
+    out["receive_time_vs_capture_ms"] = distribution((receive - last_recv_ms)[got])
+
+    never_fields, never_send_ms = _never_shown(sf, first_send, joined, rtp, rtp_u, order, nums, fps, t0_ns)
+    out |= never_fields
     out["series"] = frame_series(display, capture, first_send_ms, last_recv_ms, joined, never_send_ms)
     return out
 

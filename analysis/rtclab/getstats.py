@@ -165,6 +165,92 @@ def rtx_ssrcs(sides: dict[str, SideStats | None]) -> dict[int, int]:
     return out
 
 
+def _add_sent_streams(d: dict[str, Any], sender: SideStats, run: RunDir, t0: float, rttm_ms: float | None) -> None:
+    """The direction's streams as their sender saw them (outbound-rtp and the receiver's reports back: RTT, Tq), and
+    their series, added to d."""
+    for ssrc, objs in sender.outbound.items():
+        kind = _last(objs, "kind")
+        send_rate = _rate_series(objs, "bytesSent", t0)
+        target = _series(objs, "targetBitrate", t0)
+        fps = _series(objs, "framesPerSecond", t0)
+        height = _series(objs, "frameHeight", t0)
+        reasons: dict[str, int] = {}
+        for o in objs:
+            r = o.get("qualityLimitationReason")
+            if isinstance(r, str):
+                reasons[r] = reasons.get(r, 0) + 1
+        rtt = _rtt_samples(sender.remote_inbound.get(ssrc, []), t0)
+        rtt_min = min((v for _, v in rtt), default=None)
+        # Carlucci et al.'s Tq = RTT - RTTm, RTTm the configured round-trip propagation delay; beside it the
+        # older baseline, the smallest RTT sample (which holds any standing queue the call never saw drain).
+        tq = [(t, v - run.scenario.round_trip_propagation_ms_at(t)) for t, v in rtt] if run.scenario else []
+        tq_vs_min = [(t, v - rtt_min) for t, v in rtt] if rtt_min is not None else []
+        stream = {
+            "ssrc": ssrc, "kind": kind,
+            "sent_bitrate_bps": _summary(send_rate),
+            "target_bitrate_bps": _summary(target),
+            "sent_fps": _summary(fps),
+            "sent_frame_height": _summary(height),
+            "quality_limitation": reasons,
+            "quality_limitation_durations_s": _last(objs, "qualityLimitationDurations"),
+            "nack_received": _last(objs, "nackCount"), "pli_received": _last(objs, "pliCount"),
+            "rtt_ms": distribution(np.array([v for _, v in rtt])) if rtt else None,
+            "rtt_min_ms": rtt_min,
+            "rttm_ms": rttm_ms,
+            "tq_ms": _tq(tq),
+            "tq_vs_min_rtt_ms": _tq(tq_vs_min),
+            "packets_sent": _last(objs, "packetsSent"),
+            "remote_packets_lost": _last(sender.remote_inbound.get(ssrc, []), "packetsLost"),
+        }
+        d["streams"].append(stream)
+        d["series"][f"sent_bitrate_bps:{kind}:{ssrc}"] = send_rate
+        if target:
+            d["series"][f"target_bitrate_bps:{kind}:{ssrc}"] = target
+        if rtt:
+            d["series"][f"rtt_ms:{kind}:{ssrc}"] = rtt
+            if tq:
+                d["series"][f"tq_ms:{kind}:{ssrc}"] = tq
+            d["series"][f"tq_vs_min_rtt_ms:{kind}:{ssrc}"] = tq_vs_min
+        if fps:
+            d["series"][f"sent_fps:{kind}:{ssrc}"] = fps
+
+
+def _add_received_streams(d: dict[str, Any], receiver: SideStats, t0: float) -> None:
+    """The direction's streams as their receiver saw them (inbound-rtp), merged into d's streams by SSRC (a stream
+    its sender did not report is added), and their series."""
+    for ssrc, objs in receiver.inbound.items():
+        kind = _last(objs, "kind")
+        recv_rate = _rate_series(objs, "bytesReceived", t0)
+        fps = _series(objs, "framesPerSecond", t0)
+        width, height = _series(objs, "frameWidth", t0), _series(objs, "frameHeight", t0)
+        jb = _jitter_buffer_ms(objs, t0)
+        match = next((s for s in d["streams"] if s["ssrc"] == ssrc), None)
+        rx = {
+            "received_bitrate_bps": _summary(recv_rate),
+            "received_fps": _summary(fps),
+            "frame_width": _summary(width), "frame_height": _summary(height),
+            "freeze_count": _last(objs, "freezeCount"),
+            "total_freezes_duration_s": _last(objs, "totalFreezesDuration"),
+            "jitter_buffer_delay_ms": _summary(jb),
+            "nack_sent": _last(objs, "nackCount"), "pli_sent": _last(objs, "pliCount"),
+            "packets_lost": _last(objs, "packetsLost"), "packets_received": _last(objs, "packetsReceived"),
+            "jitter_ms": _summary(_series(objs, "jitter", t0, 1000.0)),
+            "jitter_ms_last": (_last(objs, "jitter") or 0) * 1000
+            if _last(objs, "jitter") is not None else None,
+        }
+        if match is None:
+            match = {"ssrc": ssrc, "kind": kind}
+            d["streams"].append(match)
+        match.update(rx)
+        d["series"][f"received_bitrate_bps:{kind}:{ssrc}"] = recv_rate
+        if fps:
+            d["series"][f"received_fps:{kind}:{ssrc}"] = fps
+        if height:
+            d["series"][f"frame_height:{kind}:{ssrc}"] = height
+        if jb:
+            d["series"][f"jitter_buffer_delay_ms:{kind}:{ssrc}"] = jb
+
+
 def analyse(run: RunDir, t0: float) -> dict[str, Any]:
     """getStats summary and time series per direction ('forward': a sends, b receives)."""
     sides = {s: read_side(run.file(f"getstats-{s}.jsonl"), run.problems) for s in ("a", "b")}
@@ -175,88 +261,14 @@ def analyse(run: RunDir, t0: float) -> dict[str, Any]:
         sender, receiver = sides[snd], sides[rcv]
         d: dict[str, Any] = {"streams": [], "series": {}}
         if sender is not None:
-            for ssrc, objs in sender.outbound.items():
-                kind = _last(objs, "kind")
-                send_rate = _rate_series(objs, "bytesSent", t0)
-                target = _series(objs, "targetBitrate", t0)
-                fps = _series(objs, "framesPerSecond", t0)
-                height = _series(objs, "frameHeight", t0)
-                reasons: dict[str, int] = {}
-                for o in objs:
-                    r = o.get("qualityLimitationReason")
-                    if isinstance(r, str):
-                        reasons[r] = reasons.get(r, 0) + 1
-                rtt = _rtt_samples(sender.remote_inbound.get(ssrc, []), t0)
-                rtt_min = min((v for _, v in rtt), default=None)
-                # Carlucci et al.'s Tq = RTT - RTTm, RTTm the configured round-trip propagation delay; beside it the
-                # older baseline, the smallest RTT sample (which holds any standing queue the call never saw drain).
-                tq = [(t, v - run.scenario.round_trip_propagation_ms_at(t)) for t, v in rtt] if run.scenario else []
-                tq_vs_min = [(t, v - rtt_min) for t, v in rtt] if rtt_min is not None else []
-                stream = {
-                    "ssrc": ssrc, "kind": kind,
-                    "sent_bitrate_bps": _summary(send_rate),
-                    "target_bitrate_bps": _summary(target),
-                    "sent_fps": _summary(fps),
-                    "sent_frame_height": _summary(height),
-                    "quality_limitation": reasons,
-                    "quality_limitation_durations_s": _last(objs, "qualityLimitationDurations"),
-                    "nack_received": _last(objs, "nackCount"), "pli_received": _last(objs, "pliCount"),
-                    "rtt_ms": distribution(np.array([v for _, v in rtt])) if rtt else None,
-                    "rtt_min_ms": rtt_min,
-                    "rttm_ms": rttm_ms,
-                    "tq_ms": _tq(tq),
-                    "tq_vs_min_rtt_ms": _tq(tq_vs_min),
-                    "packets_sent": _last(objs, "packetsSent"),
-                    "remote_packets_lost": _last(sender.remote_inbound.get(ssrc, []), "packetsLost"),
-                }
-                d["streams"].append(stream)
-                d["series"][f"sent_bitrate_bps:{kind}:{ssrc}"] = send_rate
-                if target:
-                    d["series"][f"target_bitrate_bps:{kind}:{ssrc}"] = target
-                if rtt:
-                    d["series"][f"rtt_ms:{kind}:{ssrc}"] = rtt
-                    if tq:
-                        d["series"][f"tq_ms:{kind}:{ssrc}"] = tq
-                    d["series"][f"tq_vs_min_rtt_ms:{kind}:{ssrc}"] = tq_vs_min
-                if fps:
-                    d["series"][f"sent_fps:{kind}:{ssrc}"] = fps
+            _add_sent_streams(d, sender, run, t0, rttm_ms)
             avail = _series(sender.pair, "availableOutgoingBitrate", t0)
             d["series"]["available_outgoing_bitrate_bps"] = avail
             d["available_outgoing_bitrate_bps"] = _summary(avail)
             pair_rtt = _series(sender.pair, "currentRoundTripTime", t0, 1000.0)
             d["series"]["candidate_pair_rtt_ms"] = pair_rtt
         if receiver is not None:
-            for ssrc, objs in receiver.inbound.items():
-                kind = _last(objs, "kind")
-                recv_rate = _rate_series(objs, "bytesReceived", t0)
-                fps = _series(objs, "framesPerSecond", t0)
-                width, height = _series(objs, "frameWidth", t0), _series(objs, "frameHeight", t0)
-                jb = _jitter_buffer_ms(objs, t0)
-                match = next((s for s in d["streams"] if s["ssrc"] == ssrc), None)
-                rx = {
-                    "received_bitrate_bps": _summary(recv_rate),
-                    "received_fps": _summary(fps),
-                    "frame_width": _summary(width), "frame_height": _summary(height),
-                    "freeze_count": _last(objs, "freezeCount"),
-                    "total_freezes_duration_s": _last(objs, "totalFreezesDuration"),
-                    "jitter_buffer_delay_ms": _summary(jb),
-                    "nack_sent": _last(objs, "nackCount"), "pli_sent": _last(objs, "pliCount"),
-                    "packets_lost": _last(objs, "packetsLost"), "packets_received": _last(objs, "packetsReceived"),
-                    "jitter_ms": _summary(_series(objs, "jitter", t0, 1000.0)),
-                    "jitter_ms_last": (_last(objs, "jitter") or 0) * 1000
-                    if _last(objs, "jitter") is not None else None,
-                }
-                if match is None:
-                    match = {"ssrc": ssrc, "kind": kind}
-                    d["streams"].append(match)
-                match.update(rx)
-                d["series"][f"received_bitrate_bps:{kind}:{ssrc}"] = recv_rate
-                if fps:
-                    d["series"][f"received_fps:{kind}:{ssrc}"] = fps
-                if height:
-                    d["series"][f"frame_height:{kind}:{ssrc}"] = height
-                if jb:
-                    d["series"][f"jitter_buffer_delay_ms:{kind}:{ssrc}"] = jb
+            _add_received_streams(d, receiver, t0)
         out["directions"][direction] = d
     out["_sides"] = sides  # for flow classification; removed before JSON output
     return out

@@ -97,6 +97,66 @@ def _rate_bps(t_ns: np.ndarray, nbytes: np.ndarray, phase_s: float) -> float | N
     return float(nbytes.sum()) * 8 / min(MIN_RATE_SPAN_S, phase_s)
 
 
+def _rate_fields(c: dict[str, np.ndarray], arrivals: np.ndarray, sent_rows: np.ndarray, n_sent: int, lo_ns: int,
+                 hi_ns: int, t0_ns: int, capacity: CapacityFn | None) -> dict[str, Any]:
+    """The subset's received rate (mean and per window), send rate, active span and utilisation; arrivals in the
+    receiving capture's order, sent_rows in send order."""
+    # Rates from link-layer bytes: received over the arrivals' own span (so the windows start at the first arrival,
+    # not one delay before it), sent over the departures' span.
+    frame_bytes = c["ip_len"]  # plus ETHERNET_HEADER_BYTES per packet
+    tr = c["t_recv_ns"][arrivals]
+    fb = frame_bytes[arrivals].astype(np.int64) + ETHERNET_HEADER_BYTES
+    phase_s = (hi_ns - lo_ns) / 1e9
+    mean = _rate_bps(tr, fb, phase_s)
+    if mean is None and n_sent:
+        mean = 0.0  # sent and seen lost: nothing received
+    thr: dict[str, Any] = {"mean": mean, "windows": {}}
+    span_lo = int(tr[0]) if tr.size else 0
+    span_hi = int(tr[-1]) if tr.size else 0
+    for w in WINDOWS_S:
+        rates = windowed_rate(tr, fb, span_lo, span_hi, w)
+        thr["windows"][f"{w:g}s"] = {"mean": float(rates.mean()) if rates.size else None,
+                                      "sd": float(rates.std()) if rates.size else None, "count": int(rates.size)}
+    out: dict[str, Any] = {"throughput_bps": thr}
+    ts = c["t_send_ns"][sent_rows]
+    out["send_rate_bps"] = _rate_bps(ts, frame_bytes[sent_rows].astype(np.int64) + ETHERNET_HEADER_BYTES, phase_s)
+    out["active_s"] = (span_hi - span_lo) / 1e9
+    # U = R / b with b the capacity over the same span as R (at least MIN_RATE_SPAN_S, as R's).
+    out["utilisation"] = None
+    if capacity is not None and mean is not None and tr.size:
+        start_s = (span_lo - t0_ns) / 1e9
+        cap = capacity(start_s, start_s + max(out["active_s"], min(MIN_RATE_SPAN_S, phase_s)))
+        out["utilisation"] = (mean / cap) if cap else None
+    return out
+
+
+def _rtp_fields(c: dict[str, np.ndarray], arrivals: np.ndarray, kind: str, clock_hz: float | None) -> dict[str, Any]:
+    """An RTP flow's sequence-number loss and, for media, its RFC 3550 interarrival jitter (None for other kinds)."""
+    out: dict[str, Any] = {"jitter_ms": None, "rtp_seq_lost": None}
+    if kind in ("video", "audio", "rtx", "fec") and arrivals.size:
+        tr = c["t_recv_ns"][arrivals]
+        seq = c["rtp_seq"][arrivals]
+        ext = np.unwrap(seq.astype(np.float64), period=65536).astype(np.int64)
+        expected = int(ext.max() - ext.min() + 1)
+        out["rtp_seq_expected"] = expected
+        distinct = int(np.count_nonzero(np.bincount(ext - ext.min()))) if expected < 50 * ext.size + 65536 else \
+            int(np.unique(ext).size)  # a counting pass unless the range is absurd (a garbled stream)
+        out["rtp_seq_lost"] = expected - distinct
+        # RTX and FEC carry the timestamps of the packets they repair: no interarrival jitter for them.
+        if clock_hz and arrivals.size > 1 and kind in ("video", "audio"):
+            j_s = _core.rfc3550_jitter_s(tr.astype(np.int64), c["rtp_ts"][arrivals].astype(np.uint32), clock_hz)
+            # tshark's maximum leaves out the first packet, packets with the marker bit and packets whose timestamp
+            # goes backwards: kept apart so the cross-check compares like with like.
+            rtp_ts = c["rtp_ts"][arrivals].astype(np.int64)
+            regular = ~c["rtp_marker"][arrivals].astype(bool)
+            regular[0] = False
+            regular[1:] &= ((rtp_ts[1:] - rtp_ts[:-1]) % 2**32) < 2**31
+            out["jitter_ms"] = {"mean": float(j_s.mean() * 1e3), "max": float(j_s.max() * 1e3),
+                                "last": float(j_s[-1] * 1e3), "clock_hz": clock_hz,
+                                "max_tshark_rule": float(j_s[regular].max() * 1e3) if regular.any() else None}
+    return out
+
+
 def _subset_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int, kind: str,
                     clock_hz: float | None, t0_ns: int, capacity: CapacityFn | None) -> dict[str, Any]:
     c = t.cols
@@ -156,53 +216,8 @@ def _subset_metrics(t: PacketTable, rows: np.ndarray, lo_ns: int, hi_ns: int, ki
         "ecn_ce_received": int(((c["ecn_recv"][got] == 3) & (c["ecn_send"][got] != 3)).sum()),
         "ecn": ecn.ecn_account(c["ecn_send"][sent_rows], c["ecn_send"][got], c["ecn_recv"][got]),
     }
-    # Rates from link-layer bytes: received over the arrivals' own span (so the windows start at the first arrival,
-    # not one delay before it), sent over the departures' span.
-    tr = c["t_recv_ns"][arrivals]
-    fb = frame_bytes[arrivals].astype(np.int64) + ETHERNET_HEADER_BYTES
-    phase_s = (hi_ns - lo_ns) / 1e9
-    mean = _rate_bps(tr, fb, phase_s)
-    if mean is None and n_sent:
-        mean = 0.0  # sent and seen lost: nothing received
-    thr: dict[str, Any] = {"mean": mean, "windows": {}}
-    span_lo = int(tr[0]) if tr.size else 0
-    span_hi = int(tr[-1]) if tr.size else 0
-    for w in WINDOWS_S:
-        rates = windowed_rate(tr, fb, span_lo, span_hi, w)
-        thr["windows"][f"{w:g}s"] = {"mean": float(rates.mean()) if rates.size else None,
-                                      "sd": float(rates.std()) if rates.size else None, "count": int(rates.size)}
-    out["throughput_bps"] = thr
-    ts = c["t_send_ns"][sent_rows]
-    out["send_rate_bps"] = _rate_bps(ts, frame_bytes[sent_rows].astype(np.int64) + ETHERNET_HEADER_BYTES, phase_s)
-    out["active_s"] = (span_hi - span_lo) / 1e9
-    # U = R / b with b the capacity over the same span as R (at least MIN_RATE_SPAN_S, as R's).
-    out["utilisation"] = None
-    if capacity is not None and mean is not None and tr.size:
-        start_s = (span_lo - t0_ns) / 1e9
-        cap = capacity(start_s, start_s + max(out["active_s"], min(MIN_RATE_SPAN_S, phase_s)))
-        out["utilisation"] = (mean / cap) if cap else None
-    out["jitter_ms"] = None
-    out["rtp_seq_lost"] = None
-    if kind in ("video", "audio", "rtx", "fec") and arrivals.size:
-        seq = c["rtp_seq"][arrivals]
-        ext = np.unwrap(seq.astype(np.float64), period=65536).astype(np.int64)
-        expected = int(ext.max() - ext.min() + 1)
-        out["rtp_seq_expected"] = expected
-        distinct = int(np.count_nonzero(np.bincount(ext - ext.min()))) if expected < 50 * ext.size + 65536 else \
-            int(np.unique(ext).size)  # a counting pass unless the range is absurd (a garbled stream)
-        out["rtp_seq_lost"] = expected - distinct
-        # RTX and FEC carry the timestamps of the packets they repair: no interarrival jitter for them.
-        if clock_hz and arrivals.size > 1 and kind in ("video", "audio"):
-            j_s = _core.rfc3550_jitter_s(tr.astype(np.int64), c["rtp_ts"][arrivals].astype(np.uint32), clock_hz)
-            # tshark's maximum leaves out the first packet, packets with the marker bit and packets whose timestamp
-            # goes backwards: kept apart so the cross-check compares like with like.
-            rtp_ts = c["rtp_ts"][arrivals].astype(np.int64)
-            regular = ~c["rtp_marker"][arrivals].astype(bool)
-            regular[0] = False
-            regular[1:] &= ((rtp_ts[1:] - rtp_ts[:-1]) % 2**32) < 2**31
-            out["jitter_ms"] = {"mean": float(j_s.mean() * 1e3), "max": float(j_s.max() * 1e3),
-                                "last": float(j_s[-1] * 1e3), "clock_hz": clock_hz,
-                                "max_tshark_rule": float(j_s[regular].max() * 1e3) if regular.any() else None}
+    out |= _rate_fields(c, arrivals, sent_rows, n_sent, lo_ns, hi_ns, t0_ns, capacity)
+    out |= _rtp_fields(c, arrivals, kind, clock_hz)
     return out
 
 

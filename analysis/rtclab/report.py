@@ -65,7 +65,9 @@ def _backend_kernel(run: dict[str, Any]) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
-def render(m: dict[str, Any]) -> str:
+def _header_lines(m: dict[str, Any]) -> list[str]:
+    """The run, its validity and what the report's numbers rest on: capacity, propagation delay, the
+    captures' leftovers, problems, gaps and schedule changes not applied."""
     out: list[str] = []
     run = m["run"]
     out.append(f"rtclab analysis of run {run['id']} ({run.get('scenario') or 'scenario unknown'}), "
@@ -98,6 +100,12 @@ def render(m: dict[str, Any]) -> str:
     for g in m.get("gaps", []):
         out.append(f"gap: {g}")
     out += _off_schedule_lines(m)
+    return out
+
+
+def _flow_table_lines(m: dict[str, Any]) -> list[str]:
+    """One table per direction of the flows the report shows."""
+    out: list[str] = []
     for direction in ("forward", "reverse"):
         flows = [f for f in m["flows"] if f["direction"] == direction
                  and _shown(f)]
@@ -125,8 +133,13 @@ def render(m: dict[str, Any]) -> str:
         out.append("  (delays in ms; queue = OWD - configured propagation delay, time at the bottleneck; q-minOWD = "
                    "OWD - the flow's smallest OWD; rate = received link-layer bits/s; U = rate / forward capacity "
                    "over the same span)")
-    out += _multiflow_lines(m.get("multiflow"))
-    out += _ecn_lines(m)
+    return out
+
+
+def _phase_lines(m: dict[str, Any]) -> list[str]:
+    """Per phase: the forward video's rate, queue and loss (with a call) and all forward traffic's."""
+    out: list[str] = []
+    no_call = m["run"].get("calls") == 0
     # A run without a call has no video columns, and its whole run is a phase when the cross traffic has no other.
     phases = [p for p in m.get("phases", []) if p["name"] != "all"]
     if no_call and not phases:
@@ -155,6 +168,12 @@ def render(m: dict[str, Any]) -> str:
             who = "the scenario's forward TCP flows" if no_call else \
                 "the call's forward media and the scenario's forward TCP flows"
             out.append(f"  headline Jain's index: {fair['jain_index']:.3f} ({phase}); competitors: {who}")
+    return out
+
+
+def _getstats_lines(m: dict[str, Any]) -> list[str]:
+    """The forward streams as getStats saw them, with Tq."""
+    out: list[str] = []
     gs = m.get("getstats") or {}
     fwd = (gs.get("directions") or {}).get("forward") or {}
     if fwd.get("streams"):
@@ -183,6 +202,17 @@ def render(m: dict[str, Any]) -> str:
         aob = (fwd.get("available_outgoing_bitrate_bps") or {}).get("mean")
         if aob:
             out.append(f"  available outgoing bitrate (congestion controller): mean {_rate(aob)}")
+    return out
+
+
+def render(m: dict[str, Any]) -> str:
+    """The terminal report of a run's metrics.json: its header, then each table and section in turn."""
+    out: list[str] = _header_lines(m)
+    out += _flow_table_lines(m)
+    out += _multiflow_lines(m.get("multiflow"))
+    out += _ecn_lines(m)
+    out += _phase_lines(m)
+    out += _getstats_lines(m)
     bq = m.get("bottleneck_queue")
     if bq and bq.get("queue_delay_ms", {}).get("mean") is not None:
         out.append(f"forward bottleneck queue ({bq['source']}): mean {_f(bq['queue_delay_ms']['mean'])} ms, "

@@ -144,6 +144,34 @@ def _mean(xs: list[float]) -> float | None:
     return float(np.mean(xs)) if xs else None
 
 
+def _target_segments(r: np.ndarray, tg: np.ndarray, w: float, band: float) -> list[dict[str, Any]]:
+    """Each stretch of one target: its span, the flow's mean rate in it and how long the rate took to converge
+    (None: it did not)."""
+    segs = []
+    for k0, k1 in segments(tg):
+        kc = convergence(r, tg, k0, k1, band)
+        segs.append({"start_s": k0 * w, "end_s": k1 * w, "target_bps": float(tg[k0]),
+                     "mean_rate_bps": float(r[k0:k1].mean()),
+                     "converged_after_s": None if kc is None else (kc - k0) * w})
+    return segs
+
+
+def _ramp_ups(tm: np.ndarray, r: np.ndarray, tg: np.ndarray, n: int, w: float, band: float,
+              gap_s: float) -> list[dict[str, Any]]:
+    """Ramp-up: from the flow's first packet (tm: its media packets' times), and from each resume after a pause, to
+    the end of the first window whose rate reaches (1 - band) x its target, before the flow pauses or ends."""
+    ramp = []
+    stops = [b for b, _ in pauses(tm, gap_s)] + [float(tm[-1]) if tm.size else 0.0]
+    begins = ([float(tm[0])] if tm.size else []) + [a for _, a in pauses(tm, gap_s)]
+    for j, (t_begin, t_stop) in enumerate(zip(begins, stops)):
+        t_begin = max(t_begin, 0.0)  # media may start a moment before the call's recorded start
+        k0, k1 = int(math.floor(t_begin / w)), min(n, int(math.floor(t_stop / w)) + 1)
+        k = first_crossing(r, tg, k0, k1, down=False, band=band) if k0 < n else None
+        ramp.append({"kind": "start" if j == 0 else "resume", "at_s": t_begin,
+                     "ramp_up_s": None if k is None else (k + 1) * w - t_begin})
+    return ramp
+
+
 def analyse(flows: list[MediaFlow], duration_s: float, capacity: CapacityFn | None, tcp_flows: CompetitorsFn,
             steps: list[list[float]] | None, w: float = WINDOW_S, band: float = BAND,
             gap_s: float = PAUSE_GAP_S) -> dict[str, Any]:
@@ -171,29 +199,11 @@ def analyse(flows: list[MediaFlow], duration_s: float, capacity: CapacityFn | No
         ratio = float(r[has_target].sum() / tg[has_target].sum()) if has_target.any() else None
         if ratio is not None:
             ratios.append(ratio)
-        segs = []
-        for k0, k1 in segments(tg):
-            kc = convergence(r, tg, k0, k1, band)
-            segs.append({"start_s": k0 * w, "end_s": k1 * w, "target_bps": float(tg[k0]),
-                         "mean_rate_bps": float(r[k0:k1].mean()),
-                         "converged_after_s": None if kc is None else (kc - k0) * w})
-            conv_flags.append(kc is not None)
-            if kc is not None:
-                conv_times.append((kc - k0) * w)
-        # Ramp-up: from the flow's first packet, and from each resume after a pause, to the end of the first window
-        # whose rate reaches (1 - band) x its target, before the flow pauses or ends.
-        ramp = []
-        tm = f.t_media_s
-        stops = [b for b, _ in pauses(tm, gap_s)] + [float(tm[-1]) if tm.size else 0.0]
-        begins = ([float(tm[0])] if tm.size else []) + [a for _, a in pauses(tm, gap_s)]
-        for j, (t_begin, t_stop) in enumerate(zip(begins, stops)):
-            t_begin = max(t_begin, 0.0)  # media may start a moment before the call's recorded start
-            k0, k1 = int(math.floor(t_begin / w)), min(n, int(math.floor(t_stop / w)) + 1)
-            k = first_crossing(r, tg, k0, k1, down=False, band=band) if k0 < n else None
-            ramp.append({"kind": "start" if j == 0 else "resume", "at_s": t_begin,
-                         "ramp_up_s": None if k is None else (k + 1) * w - t_begin})
-            if k is not None:
-                ramps.append((k + 1) * w - t_begin)
+        segs = _target_segments(r, tg, w, band)
+        conv_flags += [s["converged_after_s"] is not None for s in segs]
+        conv_times += [s["converged_after_s"] for s in segs if s["converged_after_s"] is not None]
+        ramp = _ramp_ups(f.t_media_s, r, tg, n, w, band, gap_s)
+        ramps += [x["ramp_up_s"] for x in ramp if x["ramp_up_s"] is not None]
         for st, (at, _, _) in zip(step_out, changes):
             k0 = int(math.ceil(at / w - 1e-9))
             nxt = [c[0] for c in changes if c[0] > at]

@@ -295,9 +295,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return runner.EXIT_OK
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="rtclab study", description="Batches of real calls from a study file.")
-    sub = p.add_subparsers(dest="command", required=True)
+def add_run_command(sub: Any) -> None:
+    """`rtclab study run FILE` and its options (the longest list of the commands)."""
     r = sub.add_parser("run", help="run (or resume) every point x repetition, then aggregate")
     r.add_argument("file", help="study file (YAML), format in docs/studies.md")
     r.add_argument("--out", help="study directory (default: results/studies/<name>[-quick<F>])")
@@ -333,6 +332,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="start no run after DURATION (e.g. 45m, 1h30m), let the running ones end, and stop with exit "
                         "4; run the same command again to go on (the machine free between two slices)")
     r.set_defaults(func=cmd_run)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="rtclab study", description="Batches of real calls from a study file.")
+    sub = p.add_subparsers(dest="command", required=True)
+    add_run_command(sub)
     pl = sub.add_parser("plan", help="the repetitions per point each claim reading the study needs to be decided, "
                         "from a pilot's measured variance (docs/studies.md, Planning repetitions from a pilot)")
     pl.add_argument("pilot", nargs="+", metavar="DIR",

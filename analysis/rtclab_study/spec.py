@@ -340,16 +340,9 @@ def _load_base(base: Any, study_dir: Path, what: str, file: str) -> tuple[dict[s
     return copy.deepcopy(base), "inline", study_dir
 
 
-def load(file: Path | str) -> Study:
-    """Reads and validates a study file and expands its points (their scenarios are checked by `check_points`)."""
-    file = Path(file)
-    label = str(file)
-    doc = _read_doc(file, "study")
-    validate_study_doc(doc, label)
-    study_dir = file.resolve().parent
-    problems: list[str] = []
-    base_doc, base_label, base_dir = _load_base(doc["base"], study_dir, "base", label)
-
+def _axes(doc: dict[str, Any], problems: list[str]) -> list[Axis]:
+    """The study file's axes (a zip group as one axis), each name and field path checked; what is wrong is added to
+    problems."""
     axes: list[Axis] = []
     for i, a in enumerate(doc.get("axes", study_default("axes"))):
         if "zip" in a:
@@ -394,7 +387,15 @@ def load(file: Path | str) -> Study:
             if p in seen_paths:
                 problems.append(f"{ax.source}: field {p} is already varied by {seen_paths[p]}")
             seen_paths[p] = ax.source
+    return axes
 
+
+def _points(doc: dict[str, Any], axes: list[Axis], base: tuple[dict[str, Any], str, Path], study_dir: Path,
+            label: str, problems: list[str]) -> list[Point]:
+    """The points: every combination of the axes' values, then the named points, or the base alone when there is
+    neither; base is the study's (doc, label, directory). A duplicate name or an unknown field path is added to
+    problems."""
+    base_doc, base_label, base_dir = base
     points: list[Point] = []
     if axes:
         for combo in itertools.product(*[range(len(ax.values)) for ax in axes]):
@@ -433,6 +434,21 @@ def load(file: Path | str) -> Study:
     for name, n in counts.items():
         if n > 1:
             problems.append(f"duplicate point name {name!r} ({n} points): point names must be unique")
+    return points
+
+
+def load(file: Path | str) -> Study:
+    """Reads and validates a study file and expands its points (their scenarios are checked by `check_points`)."""
+    file = Path(file)
+    label = str(file)
+    doc = _read_doc(file, "study")
+    validate_study_doc(doc, label)
+    study_dir = file.resolve().parent
+    problems: list[str] = []
+    base_doc, base_label, base_dir = _load_base(doc["base"], study_dir, "base", label)
+
+    axes = _axes(doc, problems)
+    points = _points(doc, axes, (base_doc, base_label, base_dir), study_dir, label, problems)
     if problems:
         raise StudyError(label, problems)
 

@@ -18,9 +18,8 @@ from typing import Any
 import pytest
 
 from rtclab import analyze, cli, dashboard, report, synth
-from rtclab.study import aggregate as agg
+from rtclab.study import catalogue, studydir
 from rtclab.study import report as study_report
-from rtclab.study import studydir
 from rtclab_study import plan as planmod
 from rtclab_study import spec
 
@@ -244,7 +243,7 @@ def test_a_study_aggregates_each_runs_cpu_over_the_call(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     doc = json.loads((out / "study.json").read_text())
     stats = doc["points"][0]["flows"]["cpu"]["all"]
-    assert set(stats) == set(agg.CPU_CATALOGUE) and set(agg.CPU_CATALOGUE) <= set(doc["metrics"])
+    assert set(stats) == set(catalogue.CPU_CATALOGUE) and set(catalogue.CPU_CATALOGUE) <= set(doc["metrics"])
     per_run = {
         "cpu_host_busy_cores": [m["cpu"]["host_busy"]["mean_cores"] for m in ms],
         "cpu_outside_run_cores": [m["cpu"]["outside_run"]["mean_cores"] for m in ms],

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from rtclab import dashboard, ecn, synth
+from rtclab import dashboard_panels, ecn, synth
 from rtclab.analyze import analyze
 
 
@@ -100,7 +100,7 @@ def test_the_action_log_is_read_summarised_and_drawn(tmp_path):
     assert series[1]["holds"] == [[pytest.approx(0.1), pytest.approx(2.1)]]
     # The dashboard draws both: rates with the limit, and the fraction and the hold.
     m = {"ground_truth": {"meter_actions": got}}
-    panels = dashboard._meter_panels(m)
+    panels = dashboard_panels.meter_panels(m)
     assert [len(p[2]) for p in panels] == [4, 2]
     hold = next(tr for tr in panels[1][2] if "hold" in tr["name"])
     assert hold["y"][:4] == [0, 1, 1, 0] and hold["x"][1] == pytest.approx(0.1)

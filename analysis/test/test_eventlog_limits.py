@@ -15,7 +15,7 @@ import pytest
 
 from rtclab import metrics_schema, report
 from rtclab.eventlog import analysis, gcc, limits, parser
-from rtclab.study import aggregate
+from rtclab.study import aggregate, catalogue, metric_rows
 
 N, O = parser.NORMAL, parser.OVERUSING  # noqa: E741 one letter each, for the tables below
 DATA = Path(__file__).parent / "data"
@@ -179,21 +179,21 @@ def test_study_rows_carry_each_phase_shares():
                     {"name": "cross_traffic", "start_s": 5.0, "end_s": 12.0, "cross_traffic": True}],
          "congestion_controller": {"sides": {"a": {"controller": {"n_dd": 3}, "limits": {"phases": {
              "all": {"share": share}, "cross_traffic": {"share": dict(share, probe=None)}}}}}}}
-    rows = [r for r in aggregate.run_rows(m) if r["flow"] == aggregate.LIMITS_FLOW]
+    rows = [r for r in metric_rows.run_rows(m) if r["flow"] == catalogue.LIMITS_FLOW]
     assert [r["phase"] for r in rows] == ["all", "cross_traffic"]
     assert rows[0]["limited_by_loss_based"] == 0.3 and rows[0]["limited_by_undetermined"] is None
     assert rows[1]["limited_by_probe"] is None and rows[1]["phase_cross_traffic"] is True
-    assert aggregate.flow_family(aggregate.LIMITS_FLOW) == "limits"
+    assert aggregate.flow_family(catalogue.LIMITS_FLOW) == "limits"
 
 
 def test_the_dashboard_draws_the_limiter_under_the_target():
-    from rtclab import dashboard
+    from rtclab import dashboard_panels
     ser = {"target_bps": [[0.0, 1e6], [2.0, 2e6]], "delay_based_bps": [[0.0, 1e6]], "loss_based_bps": [[0.0, 1e6]]}
     bands = [[0.0, 1.0, "undetermined"], [1.0, 2.0, "delay_based"], [2.0, 3.0, "loss_based"],
              [3.0, 4.0, "delay_based"]]
     m = {"run": {"duration_s": 4.0},
          "congestion_controller": {"sides": {"a": {"series": ser, "limits": {"bands": bands}}}}}
-    title, unit, traces = dashboard._controller_panels(m)[0]
+    title, unit, traces = dashboard_panels.controller_panels(m)[0]
     strips = {t["name"]: t for t in traces if t["name"].startswith("target limited by")}
     assert set(strips) == {"target limited by: undetermined", "target limited by: delay_based",
                            "target limited by: loss_based"}
@@ -208,9 +208,9 @@ def test_the_dashboard_draws_the_limiter_under_the_target():
 def test_the_study_report_shows_each_phase_shares_with_their_ci():
     from rtclab.study import report as study_report
     runs = [0.2, 0.4, 0.6]  # three runs' loss-based share in the phase
-    stats = {f"limited_by_{x}": aggregate.summarise(runs if x == "loss_based" else []) for x in aggregate.LIMITERS}
+    stats = {f"limited_by_{x}": aggregate.summarise(runs if x == "loss_based" else []) for x in catalogue.LIMITERS}
     doc = {"points": [{"name": "p1", "phases": [{"name": "cross_traffic", "start_s": 5.0, "end_s": 12.0}],
-                       "flows": {aggregate.LIMITS_FLOW: {"cross_traffic": stats}}}]}
+                       "flows": {catalogue.LIMITS_FLOW: {"cross_traffic": stats}}}]}
     table = next(t for t in study_report.tables(doc, "cross_traffic") if "target" in t.title)
     assert table.title.startswith("phase cross_traffic (5-12 s of the call): which estimate set")
     assert table.head == ["point", "n", "delay-based", "probe", "loss-based", "receiver (REMB)", "undetermined"]

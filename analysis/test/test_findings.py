@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from rtclab import findings
+from rtclab import findings, verdicts
 from rtclab.study import aggregate as agg
 from rtclab.study import archive, provenance, studydir
 from rtclab_study import plan as planmod
@@ -312,30 +312,30 @@ def test_trend_uses_every_point_on_a_log_scale_with_unequal_n(page: dict[str, An
 
 
 def test_the_decision_rules_one_function_per_kind() -> None:
-    unit, nonneg = findings.UNIT_INTERVAL, findings.NON_NEGATIVE
+    unit, nonneg = verdicts.UNIT_INTERVAL, verdicts.NON_NEGATIVE
     # range: clipped to the natural bounds before it is judged
-    assert findings.decide_range(-0.001, 0.003, (0, 0.01), unit) == "agrees"
-    assert findings.decide_range(-0.001, 0.003, (0, 0.01)) == "inconclusive"  # unbounded: it straddles 0
-    assert findings.decide_range(0.95, 1.02, (0.9, 1.0), unit) == "agrees"
-    assert findings.decide_range(0.85, 1.02, (0.9, 1.0), unit) == "inconclusive"
-    assert findings.decide_range(1.1, 1.3, (0.9, 1.0), nonneg) == "deviates"
-    assert findings.decide_range(None, 1.0, (0, 1)) == "inconclusive"
-    assert findings.clip(-0.2, 1.4, unit) == (0.0, 1.0, True) and findings.clip(0.1, 0.2, unit) == (0.1, 0.2, False)
-    assert findings.clip(1.2, 1.4, unit) == (1.0, 1.0, True)  # wholly past a bound: onto it
+    assert verdicts.decide_range(-0.001, 0.003, (0, 0.01), unit) == "agrees"
+    assert verdicts.decide_range(-0.001, 0.003, (0, 0.01)) == "inconclusive"  # unbounded: it straddles 0
+    assert verdicts.decide_range(0.95, 1.02, (0.9, 1.0), unit) == "agrees"
+    assert verdicts.decide_range(0.85, 1.02, (0.9, 1.0), unit) == "inconclusive"
+    assert verdicts.decide_range(1.1, 1.3, (0.9, 1.0), nonneg) == "deviates"
+    assert verdicts.decide_range(None, 1.0, (0, 1)) == "inconclusive"
+    assert verdicts.clip(-0.2, 1.4, unit) == (0.0, 1.0, True) and verdicts.clip(0.1, 0.2, unit) == (0.1, 0.2, False)
+    assert verdicts.clip(1.2, 1.4, unit) == (1.0, 1.0, True)  # wholly past a bound: onto it
     # difference: open ends
-    assert findings.decide_difference(0.5, 2.0, (0, None)) == "agrees"
-    assert findings.decide_difference(-0.5, 2.0, (0, None)) == "inconclusive"
-    assert findings.decide_difference(-2.0, -0.5, (0, None)) == "deviates"
-    assert findings.decide_difference(-2.0, -0.5, (None, 0)) == "agrees"
-    assert findings.decide_difference(-0.05, 0.05, (-0.1, 0.1)) == "agrees"
+    assert verdicts.decide_difference(0.5, 2.0, (0, None)) == "agrees"
+    assert verdicts.decide_difference(-0.5, 2.0, (0, None)) == "inconclusive"
+    assert verdicts.decide_difference(-2.0, -0.5, (0, None)) == "deviates"
+    assert verdicts.decide_difference(-2.0, -0.5, (None, 0)) == "agrees"
+    assert verdicts.decide_difference(-0.05, 0.05, (-0.1, 0.1)) == "agrees"
     # trend: the slope's interval against the direction
-    assert findings.decide_trend(0.1, 0.3, "increasing") == "agrees"
-    assert findings.decide_trend(0.1, 0.3, "decreasing") == "deviates"
-    assert findings.decide_trend(-0.1, 0.3, "decreasing") == "inconclusive"
-    assert findings.decide_trend(None, None, "increasing") == "inconclusive"
+    assert verdicts.decide_trend(0.1, 0.3, "increasing") == "agrees"
+    assert verdicts.decide_trend(0.1, 0.3, "decreasing") == "deviates"
+    assert verdicts.decide_trend(-0.1, 0.3, "decreasing") == "inconclusive"
+    assert verdicts.decide_trend(None, None, "increasing") == "inconclusive"
     # a claim's own rule
     claim = {"kind": "range", "range": [0, 0.01], "measure": {"flow": "forward:video", "metric": "loss_ratio_bytes"}}
-    assert findings.decide(claim, -0.001, 0.003) == "agrees"
+    assert verdicts.decide(claim, -0.001, 0.003) == "agrees"
 
 
 def test_natural_bounds_clip_the_interval_on_the_page(page: dict[str, Any]) -> None:
@@ -352,7 +352,7 @@ def test_natural_bounds_clip_the_interval_on_the_page(page: dict[str, Any]) -> N
                                                 "n": 3}
     assert r.verdict == "agrees"
     assert f"| jain | all | {mean:.4g} | [{lo:.4g}, 1] (clipped) | 3 |" in page["md"]
-    assert findings.RULES["bounds"] in page["md"] and "Natural bounds of the measure: [0, 1]." in page["md"]
+    assert verdicts.RULES["bounds"] in page["md"] and "Natural bounds of the measure: [0, 1]." in page["md"]
 
 
 def test_a_difference_between_two_points_of_one_study(page: dict[str, Any]) -> None:
@@ -472,7 +472,7 @@ def test_the_markdown_page(page: dict[str, Any], studies: dict[str, Path]) -> No
               for v in ("agrees", "deviates", "inconclusive", "not run")}
     assert (f"{len(CLAIMS['claims'])} claims: {counts['agrees']} agree, {counts['deviates']} deviate, "
             f"{counts['inconclusive']} inconclusive, {counts['not run']} not run.") in md
-    for rule in findings.RULES.values():  # the rule is written on the page
+    for rule in verdicts.RULES.values():  # the rule is written on the page
         assert rule in md
     mean, lo, hi = ci([10, 12, 14])
     assert f"| agree | all | {mean:.4g} | [{lo:.4g}, {hi:.4g}] | 3 | 0 INVALID of 3 attempts | agrees |" in md

@@ -31,39 +31,9 @@ pytestmark = [
 ]
 
 
-def test_a_real_call_numbers_and_joins_the_frames_it_shows(default_call_run):
-    run = default_call_run
-    manifest = json.loads((run / "manifest.json").read_text())
-    measure_run_timing("frames.default", run)
-    assert manifest["validity"]["valid"], manifest["validity"]
-    lines = [json.loads(x) for x in (run / "frames-b.jsonl").read_text().splitlines()]
-    assert lines[0]["kind"] == "header" and lines[0]["read_every"] == 1
-    assert lines[0]["clip"]["stamp_version"] is not None and lines[0]["clip"]["frames"] == 150
-    assert not (run / "frames-a.jsonl").exists()  # the default call sends a -> b only
-
-    m, _ = analyze.analyze(run, run_tshark=False)
-    b = m["frames"]["b"]
-    measure("frames.default.records_per_s", b["records"] / m["run"]["duration_s"], 3)
-    measure("frames.default.numbered_ratio", b.get("numbered_ratio"), 5)
-    measure("frames.default.joined_ratio", b.get("joined_ratio"), 5)
-    measure("frames.default.with_capture_time_ratio",
-            b["with_capture_time"] / b["records"] if b["records"] else None, 5)
-    measure("frames.default.number_jumps_ratio", b["number_jumps"] / b["numbered"] if b["numbered"] else None, 5)
-    measure("frames.default.g2g_p50_ms", b["glass_to_glass_ms"].get("p50"), 3)
-    # About 30 fps for 30 s: far fewer would mean the page missed frames or the call stalled.
-    assert b["records"] >= 0.7 * 30 * m["run"]["duration_s"], b["records"]
-    assert b["read"] == b["records"]
-    assert b["numbered_ratio"] >= 0.99, b
-    assert b["joined_ratio"] >= 0.99, b
-    assert b["with_capture_time"] >= 0.99 * b["records"], b
-    assert b["number_jumps"] <= 0.01 * b["numbered"], b  # misread stamps
-    assert b["shown_twice"] == 0, b
-    # The sender's own reports give the capture clock; no frame can leave before it was captured.
-    assert b["capture_source"] == "sender_reports"
-    assert b["sender_ms"]["min"] >= 0, b["sender_ms"]
-    g2g = b["glass_to_glass_ms"]
-    assert 25 < g2g["p50"] < 2000, g2g  # at least the 25 ms propagation delay, and not absurd
-
+def joined_by_hand(run: Path, m: dict, b: dict, lines: list[dict]) -> tuple[list[float], list[float]]:
+    """The network and receiver parts (ms) of each shown frame the analyzer joins (b: metrics.json frames.b; lines:
+    frames-b.jsonl), by the join done here by hand."""
     # The same join by hand: per shown frame, the first departure and last arrival of its RTP timestamp's packets, a
     # lost one's repair on the RTX stream in its place (docs/metrics.md "frames": in arrival order, each RTX packet
     # repairs the earliest-sent lost original of its frame whose payload is 2 bytes shorter and that left before it).
@@ -108,6 +78,43 @@ def test_a_real_call_numbers_and_joins_the_frames_it_shows(default_call_run):
         if ts in first_send and ts in last_recv and ts not in unrepaired:
             network.append((last_recv[ts] - first_send[ts]) / 1e6)
             receiver.append(f["expected_display_ms"] - last_recv[ts] / 1e6)
+    return network, receiver
+
+
+def test_a_real_call_numbers_and_joins_the_frames_it_shows(default_call_run):
+    run = default_call_run
+    manifest = json.loads((run / "manifest.json").read_text())
+    measure_run_timing("frames.default", run)
+    assert manifest["validity"]["valid"], manifest["validity"]
+    lines = [json.loads(x) for x in (run / "frames-b.jsonl").read_text().splitlines()]
+    assert lines[0]["kind"] == "header" and lines[0]["read_every"] == 1
+    assert lines[0]["clip"]["stamp_version"] is not None and lines[0]["clip"]["frames"] == 150
+    assert not (run / "frames-a.jsonl").exists()  # the default call sends a -> b only
+
+    m, _ = analyze.analyze(run, run_tshark=False)
+    b = m["frames"]["b"]
+    measure("frames.default.records_per_s", b["records"] / m["run"]["duration_s"], 3)
+    measure("frames.default.numbered_ratio", b.get("numbered_ratio"), 5)
+    measure("frames.default.joined_ratio", b.get("joined_ratio"), 5)
+    measure("frames.default.with_capture_time_ratio",
+            b["with_capture_time"] / b["records"] if b["records"] else None, 5)
+    measure("frames.default.number_jumps_ratio", b["number_jumps"] / b["numbered"] if b["numbered"] else None, 5)
+    measure("frames.default.g2g_p50_ms", b["glass_to_glass_ms"].get("p50"), 3)
+    # About 30 fps for 30 s: far fewer would mean the page missed frames or the call stalled.
+    assert b["records"] >= 0.7 * 30 * m["run"]["duration_s"], b["records"]
+    assert b["read"] == b["records"]
+    assert b["numbered_ratio"] >= 0.99, b
+    assert b["joined_ratio"] >= 0.99, b
+    assert b["with_capture_time"] >= 0.99 * b["records"], b
+    assert b["number_jumps"] <= 0.01 * b["numbered"], b  # misread stamps
+    assert b["shown_twice"] == 0, b
+    # The sender's own reports give the capture clock; no frame can leave before it was captured.
+    assert b["capture_source"] == "sender_reports"
+    assert b["sender_ms"]["min"] >= 0, b["sender_ms"]
+    g2g = b["glass_to_glass_ms"]
+    assert 25 < g2g["p50"] < 2000, g2g  # at least the 25 ms propagation delay, and not absurd
+
+    network, receiver = joined_by_hand(run, m, b, lines)
     assert len(network) == b["joined"]
     assert statistics.median(network) == pytest.approx(b["network_ms"]["p50"], abs=1e-3)
     assert statistics.median(receiver) == pytest.approx(b["receiver_ms"]["p50"], abs=1e-3)
@@ -116,36 +123,8 @@ def test_a_real_call_numbers_and_joins_the_frames_it_shows(default_call_run):
     assert "frames shown at b (forward" in text and "delay p50/p95 ms: glass-to-glass" in text
 
 
-def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(tmp_path):
-    """The forward link drops to 1 kbit/s (nothing of the call fits: DT/300 holds less than a packet) from 12 to
-    14 s of a 37 s call: the record's freezes cover most of it (the picture resumes when a frame decodable after the
-    outage arrives; 1 kbit/s can still carry a small one before, which may split the freeze), and getStats' own
-    totalFreezesDuration over the same span holds them.
-    At 31 s the forward propagation delay steps from 25 to 125 ms: the network part of glass-to-glass (first packet
-    of a frame sent to its last received) steps with it, by 100 ms once the queuing delay its packets saw is taken
-    out (issue 20's "the network part of glass-to-glass tracks a configured delay step").
-    From 20 s on the link carries 300 kbit/s: the picture quality of the frames sampled there (from 24 s, once GCC
-    has come down) is lower, in PSNR and in SSIM, than that of the frames shown at 1 Mbit/s before the outage
-    (4-12 s, after GCC's start) - issue 20's "unimpaired call against a 300 kbit/s call of the same clip", as two
-    phases of one call."""
-    doc = yaml.safe_load((ROOT / "scenarios" / "default.yaml").read_text())
-    doc["name"] = "outage-2s"
-    doc["network"]["forward"]["rate"] = {"schedule": [{"at_s": 0, "kbit": 1000}, {"at_s": 12, "kbit": 1},
-                                                      {"at_s": 14, "kbit": 1000}, {"at_s": 20, "kbit": 300}]}
-    # And a step of the propagation delay, 25 -> 125 ms at 31 s, after the picture quality's window (24-31 s: the
-    # freezes the step can cause left too few sampled frames there once): the frames' network part follows it.
-    doc["network"]["forward"]["delay_schedule"] = [{"at_s": 31, "delay_ms": 125}]
-    scenario = tmp_path / "outage.yaml"
-    scenario.write_text(yaml.safe_dump(doc))
-    run = tmp_path / "run"
-    # Every 5th presented frame sampled (the default is every 30th): enough samples in each phase (8, 7 s) even at
-    # the 12-15 fps of 300 kbit/s.
-    proc = subprocess.run(["node", str(ROOT / "harness" / "cli.js"), "--scenario", str(scenario), "--duration", "37",
-                           "--out", str(run), "--no-analyze"], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "RTCLAB_FRAMES_SAMPLE_EVERY": "5"})
-    manifest = json.loads((run / "manifest.json").read_text())
-    assert manifest["status"] == "complete", proc.stdout + proc.stderr
-    m, _ = analyze.analyze(run, run_tshark=False)
+def check_the_outage_froze_the_picture(run: Path, m: dict) -> None:
+    """The freezes of the 12-14 s outage, in the record and in getStats (the test's docstring)."""
     fz = m["frames"]["b"]["freezes"]
     # The outage freezes the picture for most of it, and nothing froze it for a second or more before. Where the
     # freeze starts and how it ends is the call's: the frames already in the 300 ms queue and in the receiver's jitter
@@ -196,6 +175,9 @@ def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(t
             if around["freezes_ms"] else None, 2)
     assert abs(around["freezes_ms"] - around["record_freezes_ms"]) <= 0.1 * around["freezes_ms"], around
 
+
+def check_the_picture_was_worse_at_300_kbit(run: Path, m: dict) -> None:
+    """PSNR and SSIM of the frames sampled at 300 kbit/s (24-31 s) against those at 1 Mbit/s (4-12 s)."""
     q = m["frames"]["b"]["quality"]
     assert "error" not in q, q
     rows = [json.loads(x) for x in (run / q["rows_file"]).read_text().splitlines()]
@@ -216,6 +198,9 @@ def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(t
     assert mean(full, "ssim") > mean(low, "ssim")
     assert "picture quality of" in report.render(m)
 
+
+def check_the_network_part_follows_the_delay_step(run: Path, m: dict) -> None:
+    """The network part of glass-to-glass steps by the 100 ms of the delay step at 31 s, queuing delay taken out."""
     t0_ns = round(m["run"]["call_start"] * 1e9)
     parts = frame_network_parts(run, m["frames"]["b"]["ssrc"])
     window = lambda lo, hi: [x for x in parts if t0_ns + lo * 1e9 <= x[0] < t0_ns + hi * 1e9]
@@ -234,6 +219,41 @@ def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(t
     # (with the queue) is printed, not asserted: GCC may drain the queue across the step (41.2 ms once, on a new
     # machine's first fresh-clone CI), which is the call's doing, not the emulator's.
     assert 90 <= step_net <= 110, step_net
+
+
+def test_a_2_s_outage_is_one_freeze_of_about_2_s_in_the_record_and_in_getstats(tmp_path):
+    """The forward link drops to 1 kbit/s (nothing of the call fits: DT/300 holds less than a packet) from 12 to
+    14 s of a 37 s call: the record's freezes cover most of it (the picture resumes when a frame decodable after the
+    outage arrives; 1 kbit/s can still carry a small one before, which may split the freeze), and getStats' own
+    totalFreezesDuration over the same span holds them.
+    At 31 s the forward propagation delay steps from 25 to 125 ms: the network part of glass-to-glass (first packet
+    of a frame sent to its last received) steps with it, by 100 ms once the queuing delay its packets saw is taken
+    out (issue 20's "the network part of glass-to-glass tracks a configured delay step").
+    From 20 s on the link carries 300 kbit/s: the picture quality of the frames sampled there (from 24 s, once GCC
+    has come down) is lower, in PSNR and in SSIM, than that of the frames shown at 1 Mbit/s before the outage
+    (4-12 s, after GCC's start) - issue 20's "unimpaired call against a 300 kbit/s call of the same clip", as two
+    phases of one call."""
+    doc = yaml.safe_load((ROOT / "scenarios" / "default.yaml").read_text())
+    doc["name"] = "outage-2s"
+    doc["network"]["forward"]["rate"] = {"schedule": [{"at_s": 0, "kbit": 1000}, {"at_s": 12, "kbit": 1},
+                                                      {"at_s": 14, "kbit": 1000}, {"at_s": 20, "kbit": 300}]}
+    # And a step of the propagation delay, 25 -> 125 ms at 31 s, after the picture quality's window (24-31 s: the
+    # freezes the step can cause left too few sampled frames there once): the frames' network part follows it.
+    doc["network"]["forward"]["delay_schedule"] = [{"at_s": 31, "delay_ms": 125}]
+    scenario = tmp_path / "outage.yaml"
+    scenario.write_text(yaml.safe_dump(doc))
+    run = tmp_path / "run"
+    # Every 5th presented frame sampled (the default is every 30th): enough samples in each phase (8, 7 s) even at
+    # the 12-15 fps of 300 kbit/s.
+    proc = subprocess.run(["node", str(ROOT / "harness" / "cli.js"), "--scenario", str(scenario), "--duration", "37",
+                           "--out", str(run), "--no-analyze"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "RTCLAB_FRAMES_SAMPLE_EVERY": "5"})
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "complete", proc.stdout + proc.stderr
+    m, _ = analyze.analyze(run, run_tshark=False)
+    check_the_outage_froze_the_picture(run, m)
+    check_the_picture_was_worse_at_300_kbit(run, m)
+    check_the_network_part_follows_the_delay_step(run, m)
     events = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
     assert any(e.get("event") == "delay_change" and e.get("delay_ms") == 125 and e.get("ok") for e in events)
 

@@ -17,9 +17,8 @@ from typing import Any
 
 import pytest
 
-from rtclab import analyze, dashboard, synth
-from rtclab.study import aggregate as agg
-from rtclab.study import studydir
+from rtclab import analyze, dashboard, dashboard_tables, synth
+from rtclab.study import catalogue, studydir
 from rtclab.study.report import fmt
 from rtclab_study import plan as planmod
 from rtclab_study import spec
@@ -119,7 +118,7 @@ def test_the_dashboard_draws_the_frames_under_the_queue_with_the_freezes_shaded_
     assert rects[0]["x0"] == freeze["start_s"] and rects[0]["x1"] == pytest.approx(
         freeze["start_s"] + freeze["duration_ms"] / 1000)
     assert STALL[0] < rects[0]["x0"] < STALL[1] < rects[0]["x1"]
-    assert "glass-to-glass at b (frames)" in dashboard._cards(m)
+    assert "glass-to-glass at b (frames)" in dashboard_tables.cards(m)
 
 
 def test_a_run_analysed_before_the_series_says_so_instead_of_a_panel(run: dict[str, Any]) -> None:
@@ -238,13 +237,13 @@ def test_study_frames_metrics_equal_an_independent_computation_over_the_valid_ru
     for key, ns in (("a", {"short": 3, "long": 3}), ("b", {"short": 2, "long": 3})):
         out = studies[key]
         doc = json.loads((out / "study.json").read_text())
-        assert set(agg.FRAMES_METRICS) <= set(doc["metrics"]) and len(agg.FRAMES_METRICS) == 12
+        assert set(catalogue.FRAMES_METRICS) <= set(doc["metrics"]) and len(catalogue.FRAMES_METRICS) == 12
         for point, n in ns.items():
             entry = next(p for p in doc["points"] if p["name"] == point)
             assert set(entry["flows"]["frames:b"]) == {"all"}  # whole call only
             got = entry["flows"]["frames:b"]["all"]
             want = _expected(out, point)
-            assert set(got) == set(want) == set(agg.FRAMES_METRICS)
+            assert set(got) == set(want) == set(catalogue.FRAMES_METRICS)
             for metric, w in want.items():
                 assert got[metric]["n"] == n, (key, point, metric)
                 for k in ("mean", "sd", "ci95_half_width"):
@@ -281,7 +280,7 @@ def test_the_report_compare_and_study_dashboard_show_them(studies: dict[str, Pat
     assert r.returncode == 0, r.stderr
     short_b = next(p for p in doc_b["points"] if p["name"] == "short")["flows"]["frames:b"]["all"]
     rows = [x for x in r.stdout.splitlines() if x.startswith("short") and "frames:b" in x]
-    assert len(rows) == len(agg.FRAMES_METRICS)
+    assert len(rows) == len(catalogue.FRAMES_METRICS)
     ratio = next(x for x in rows if "freeze time share" in x)
     sa, sb = short_a["freeze_time_ratio"], short_b["freeze_time_ratio"]
     assert (sa["n"], sb["n"]) == (3, 2)

@@ -17,10 +17,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rtclab import cli, dashboard, findings, findings_page
+from rtclab import cli, dashboard, dashboard_panels, dashboard_tables, findings, findings_page, verdicts
 from rtclab.study import aggregate as agg
 from rtclab.study import dashboard as study_dashboard
-from rtclab.study import report, studydir
+from rtclab.study import distributions, metric_rows, report, studydir
 from rtclab_study import plan as planmod
 from rtclab_study import spec
 
@@ -79,12 +79,12 @@ def point(doc: dict[str, Any]) -> dict[str, Any]:
 # ---- per-run values -------------------------------------------------------------------------------------------------
 
 def test_a_cpu_component_the_run_did_not_account_is_null_not_zero() -> None:
-    v = agg.cpu_values(run_metrics(1e6)["cpu"])
+    v = metric_rows.cpu_values(run_metrics(1e6)["cpu"])
     assert v["cpu_chromium_a_cores"] == 0.25 and v["cpu_harness_cores"] == 0.5
     assert v["cpu_chromium_b_cores"] is None and v["cpu_iperf3_cores"] is None and v["cpu_bottleneck_cores"] is None
     assert v["cpu_chromium_cores"] == 0.25
     # No browser accounted at all: the browsers' sum is unknown, not 0.
-    assert agg.cpu_values({"components": {"harness": {"mean_cores": 0.5}}})["cpu_chromium_cores"] is None
+    assert metric_rows.cpu_values({"components": {"harness": {"mean_cores": 0.5}}})["cpu_chromium_cores"] is None
 
 
 def test_a_study_mean_of_a_component_is_over_the_runs_that_had_it(tmp_path: Path) -> None:
@@ -101,19 +101,19 @@ def test_a_study_mean_of_a_component_is_over_the_runs_that_had_it(tmp_path: Path
 def test_a_call_connection_without_a_rate_makes_the_calls_sum_unknown() -> None:
     fair = {"connections": [{"role": "call", "throughput_bps": 5e5, "share_of_fair_share": 0.5},
                             {"role": "call", "throughput_bps": None, "share_of_fair_share": None}]}
-    v = agg.bottleneck_values(fair)
+    v = metric_rows.bottleneck_values(fair)
     assert v["call_throughput_bps"] is None and v["call_share_of_fair_share"] is None
     fair["connections"][1]["throughput_bps"] = 2.5e5
-    assert agg.bottleneck_values(fair)["call_throughput_bps"] == 7.5e5
+    assert metric_rows.bottleneck_values(fair)["call_throughput_bps"] == 7.5e5
 
 
 # ---- the boxes: samples a run cannot give ---------------------------------------------------------------------------
 
 def test_a_run_without_call_start_gives_the_whole_call_but_no_phase_and_says_why(tmp_path: Path) -> None:
     write_packets(tmp_path, [5.0, 7.0, 9.0, 11.0, 13.0, 15.0, 17.0])
-    with_start = agg.run_samples(tmp_path, run_metrics(1e6), lambda _: True, "r")
+    with_start = distributions.run_samples(tmp_path, run_metrics(1e6), lambda _: True, "r")
     assert with_start.samples[("forward:video", "first", "queuing_delay_ms")].tolist() == [5.0, 7.0, 9.0, 11.0, 13.0]
-    got = agg.run_samples(tmp_path, run_metrics(1e6, call_start=None), lambda _: True, "r")
+    got = distributions.run_samples(tmp_path, run_metrics(1e6, call_start=None), lambda _: True, "r")
     assert got.samples[("forward:video", "all", "queuing_delay_ms")].size == 7
     assert ("forward:video", "first", "queuing_delay_ms") not in got.samples
     assert "call_start" in got.left_out[("forward:video", "first", "queuing_delay_ms")]
@@ -193,7 +193,7 @@ def test_findings_name_the_runs_they_could_not_read(tmp_path: Path) -> None:
     m = findings.measure_point(s, "p", {"where": {"kind": "video"}, "metric": "throughput_bps"})
     assert m["stat"]["n"] == 1 and m["stat"]["mean"] == 1e6
     assert [x.split(":")[0] for x in m["left_out"]] == ["runs/p/2-1", "runs/p/3-1"]
-    row = findings.Row("p", "all", m, None, None, findings.INCONCLUSIVE, "")
+    row = findings.Row("p", "all", m, None, None, verdicts.INCONCLUSIVE, "")
     assert "2 run(s) left out (runs/p/2-1: metrics.json unreadable" in findings_page._invalid_text(row)
 
 
@@ -272,9 +272,9 @@ def test_a_run_without_duration_or_freeze_figures_prints_them_as_missing(tmp_pat
     assert f"{m['run']['duration_s']:.1f} s, backend" in run_report.render(m).splitlines()[0]
     m["run"]["duration_s"] = None
     assert "duration unknown, backend" in run_report.render(m).splitlines()[0]
-    assert '<div class="k">duration</div><div class="v">-</div>' in dashboard._cards(m)
+    assert '<div class="k">duration</div><div class="v">-</div>' in dashboard_tables.cards(m)
     m["frames"]["b"]["freezes"] = {"count": None, "total_ms": None, "list": []}  # freezes not measured
-    panels, _, _ = dashboard._frame_panels(m)
+    panels, _, _ = dashboard_panels.frame_panels(m)
     assert "- freezes (Chrome's rule), -" in panels[0][0]
 
 

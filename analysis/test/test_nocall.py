@@ -174,6 +174,60 @@ def _tshark_forward_tcp(capture: Path) -> dict[int, dict[str, Any]]:
     return flows
 
 
+def watch_namespaces(out: Path, done: threading.Event, seen: set[str], seen_chromium: list[str]) -> None:
+    """Every process in the run's namespaces a and b while the run goes (until done), its program name into seen and
+    any browser's command line into seen_chromium: a browser of a call runs there."""
+    run_id = None
+    while not done.is_set():
+        try:
+            run_id = run_id or json.loads((out / "manifest.json").read_text())["id"]
+        except (OSError, ValueError, KeyError):
+            time.sleep(0.05)
+            continue
+        for side in ("a", "b"):
+            pids = subprocess.run(["ip", "netns", "pids", f"rtclab-{run_id}-{side}"], capture_output=True,
+                                  text=True).stdout.split()
+            for pid in pids:
+                try:
+                    args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                except OSError:
+                    continue
+                seen.add(args.split(" ", 1)[0].rsplit("/", 1)[-1])
+                if "chrom" in args.lower():
+                    seen_chromium.append(args)
+        time.sleep(0.2)
+
+
+def check_the_tcp_flows_against_tshark(out: Path) -> tuple[list[dict], dict[int, dict]]:
+    """The run's metrics.json against tshark's reading of capture-b: no call section, the two iperf3 flows' rates
+    and CE marks, the link filled, CE seen. Returns the forward TCP flows to the iperf3 servers and tshark's data
+    connections by source port."""
+    m = json.loads((out / "metrics.json").read_text())
+    for key in CALL_SECTIONS:
+        assert key not in m
+    ours = [f for f in m["flows"] if f["direction"] == "forward" and f["protocol"] == "tcp"
+            and f["dst"].endswith((":5201", ":5202"))]
+    wire = _tshark_forward_tcp(out / "capture-b.pcap")
+    data = {port: f for port, f in wire.items() if sum(f["len"]) > 1e6}  # iperf3's data connections, not control
+    assert len(data) == 2, {p: sum(f["len"]) for p, f in wire.items()}
+    for port, w in data.items():
+        f = next(x for x in ours if int(x["src"].rsplit(":", 1)[1]) == port)
+        tt = np.array(w["t"])
+        # metrics.md: received link-layer bytes after the first over the arrivals' span.
+        rate_bps = sum(w["len"][1:]) * 8 / (tt.max() - tt.min())
+        assert f["throughput_bps"]["mean"] == pytest.approx(rate_bps, rel=0.01), (port, f["throughput_bps"], rate_bps)
+        assert f["ecn"]["received"]["ce"] == pytest.approx(w["ce"], abs=3), (port, f["ecn"], w["ce"])
+        assert f["ecn"]["ect_delivered"] > 0
+    # Both flows share the 8 Mbit/s link: together they fill most of it.
+    measure("nocall.real.tcp_sum_mbps",
+            sum(f["throughput_bps"]["mean"] for f in ours if int(f["src"].rsplit(":", 1)[1]) in data) / 1e6, 3)
+    assert sum(f["throughput_bps"]["mean"] for f in ours if int(f["src"].rsplit(":", 1)[1]) in data) > 0.7 * 8e6
+    # CoDel with ECN marks instead of dropping: the flows saw CE, and the ground-truth log agrees with the capture.
+    assert sum(w["ce"] for w in data.values()) > 0
+    assert m["ground_truth"] is not None
+    return ours, data
+
+
 @pytest.mark.real_calls
 def test_a_real_run_without_a_call(tmp_path: Path) -> None:
     """A 12 s run of two ECN-capable CUBIC flows through CoDel with ECN, no call: valid, no Chromium started, its
@@ -187,28 +241,7 @@ def test_a_real_run_without_a_call(tmp_path: Path) -> None:
     seen: set[str] = set()  # every program seen in the namespaces: the watch saw the run (iperf3 among them)
     done = threading.Event()
 
-    def watch() -> None:
-        """Every process in the run's namespaces a and b while the run goes: a browser of a call runs there."""
-        run_id = None
-        while not done.is_set():
-            try:
-                run_id = run_id or json.loads((out / "manifest.json").read_text())["id"]
-            except (OSError, ValueError, KeyError):
-                time.sleep(0.05)
-                continue
-            for side in ("a", "b"):
-                pids = subprocess.run(["ip", "netns", "pids", f"rtclab-{run_id}-{side}"], capture_output=True,
-                                      text=True).stdout.split()
-                for pid in pids:
-                    try:
-                        args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                    except OSError:
-                        continue
-                    seen.add(args.split(" ", 1)[0].rsplit("/", 1)[-1])
-                    if "chrom" in args.lower():
-                        seen_chromium.append(args)
-            time.sleep(0.2)
-    watcher = threading.Thread(target=watch, daemon=True)
+    watcher = threading.Thread(target=watch_namespaces, args=(out, done, seen, seen_chromium), daemon=True)
     watcher.start()
     t = time.monotonic()
     r = subprocess.run(["node", str(ROOT / "harness" / "cli.js"), "--scenario", str(scenario), "--out", str(out)],
@@ -239,29 +272,7 @@ def test_a_real_run_without_a_call(tmp_path: Path) -> None:
     assert [e for e in events if e["event"] == "call_end"][0]["calls"] == 0
     assert "no call in this run" in r.stdout + r.stderr  # the analyzer's report, printed by the CLI
 
-    m = json.loads((out / "metrics.json").read_text())
-    for key in CALL_SECTIONS:
-        assert key not in m
-    ours = [f for f in m["flows"] if f["direction"] == "forward" and f["protocol"] == "tcp"
-            and f["dst"].endswith((":5201", ":5202"))]
-    wire = _tshark_forward_tcp(out / "capture-b.pcap")
-    data = {port: f for port, f in wire.items() if sum(f["len"]) > 1e6}  # iperf3's data connections, not control
-    assert len(data) == 2, {p: sum(f["len"]) for p, f in wire.items()}
-    for port, w in data.items():
-        f = next(x for x in ours if int(x["src"].rsplit(":", 1)[1]) == port)
-        tt = np.array(w["t"])
-        # metrics.md: received link-layer bytes after the first over the arrivals' span.
-        rate_bps = sum(w["len"][1:]) * 8 / (tt.max() - tt.min())
-        assert f["throughput_bps"]["mean"] == pytest.approx(rate_bps, rel=0.01), (port, f["throughput_bps"], rate_bps)
-        assert f["ecn"]["received"]["ce"] == pytest.approx(w["ce"], abs=3), (port, f["ecn"], w["ce"])
-        assert f["ecn"]["ect_delivered"] > 0
-    # Both flows share the 8 Mbit/s link: together they fill most of it.
-    measure("nocall.real.tcp_sum_mbps",
-            sum(f["throughput_bps"]["mean"] for f in ours if int(f["src"].rsplit(":", 1)[1]) in data) / 1e6, 3)
-    assert sum(f["throughput_bps"]["mean"] for f in ours if int(f["src"].rsplit(":", 1)[1]) in data) > 0.7 * 8e6
-    # CoDel with ECN marks instead of dropping: the flows saw CE, and the ground-truth log agrees with the capture.
-    assert sum(w["ce"] for w in data.values()) > 0
-    assert m["ground_truth"] is not None
+    ours, data = check_the_tcp_flows_against_tshark(out)
     # The thesis' table (studies/thesis/ecn_table.py) from a study of this one run: item 0 (DSCP 46) is the priority
     # flow, item 1 the best effort.
     (tmp_path / "study.json").write_text(json.dumps({"points": [{"name": "p", "runs_used": ["run"]}], "runs": []}))

@@ -21,7 +21,7 @@ import pytest
 
 from rtclab import cli, synth
 from rtclab.study import aggregate as agg
-from rtclab.study import studydir
+from rtclab.study import catalogue, metric_rows, studydir
 from rtclab.study.tdist import t_cdf, t_quantile
 from rtclab_study import plan as planmod
 from rtclab_study import spec
@@ -183,7 +183,7 @@ def test_the_example_study_is_valid_and_its_dry_run_lists_every_run() -> None:
 
 
 def test_metrics_enum_in_the_schema_is_the_catalogue() -> None:
-    assert spec.metric_catalogue_names() == list(agg.CATALOGUE)
+    assert spec.metric_catalogue_names() == list(catalogue.CATALOGUE)
 
 
 # ---- Student's t ---------------------------------------------------------------------------------------------------
@@ -451,7 +451,7 @@ def test_flow_labels_rank_flows_of_the_same_kind_by_packets() -> None:
              {"id": 1, "direction": "forward", "kind": "tcp", "packets_sent": 500},
              {"id": 2, "direction": "forward", "kind": "video", "packets_sent": 5},
              {"id": 3, "direction": "reverse", "kind": "tcp", "packets_sent": 7}]
-    assert agg.flow_labels(flows) == ["forward:tcp:2", "forward:tcp", "forward:video", "reverse:tcp"]
+    assert metric_rows.flow_labels(flows) == ["forward:tcp:2", "forward:tcp", "forward:video", "reverse:tcp"]
 
 
 def test_summarise_with_one_and_no_values() -> None:

@@ -30,7 +30,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from rtclab.study import aggregate as agg
+from rtclab.study import metric_rows
 from rtclab_study.__main__ import main as study_main
 from rtclab_study.executors import ExecutorError, Job, _Running, fmt_cpus, split_cpus
 from rtclab_study.packed import CPU_SET_TARGET, PackedExecutor, cpus_needed, measured_costs, run_cost
@@ -416,7 +416,7 @@ def check_ray_study(tmp_path: Path, f: Path, out: Path, victim: dict[str, Any], 
         assert (out / "runs" / point / f"1-{attempt}.log").stat().st_size > 0
         gm, sm = (json.loads((d / "metrics.json").read_text()) for d in (got, ref))
         assert set(gm) == set(sm)
-        for labels in (agg.flow_labels(gm["flows"]), agg.flow_labels(sm["flows"])):
+        for labels in (metric_rows.flow_labels(gm["flows"]), metric_rows.flow_labels(sm["flows"])):
             assert {"forward:video", "reverse:video"} <= set(labels)
         manifest = json.loads((got / "manifest.json").read_text())
         assert manifest["executor"]["kind"] == "ray" and manifest["executor"]["captures_on_node"] is True

@@ -22,6 +22,7 @@ import json
 import re
 import site
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 try:
@@ -47,22 +48,27 @@ def pct(values):
             "p99_9": round(percentile(v, 99.9), 1), "max": round(float(v.max()), 1)}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("perf_script")
-    ap.add_argument("--tid", required=True)
-    ap.add_argument("--offset-ns", type=int, required=True, help="CLOCK_REALTIME - CLOCK_MONOTONIC, ns")
-    ap.add_argument("--log", required=True)
-    ap.add_argument("--late-us", type=float, default=150.0)
-    a = ap.parse_args()
+@dataclass
+class Trace:
+    loop: list  # (t_ns, "enter"|"exit", nr) of the loop's system calls
+    arms: list  # (t_ns, expiry in monotonic ns) of the loop's timerfd
+    expiries: list  # t_ns when the timerfd's expiry handler ran
+    durations: dict  # system call -> its durations (us)
+    faults: int
+    switch_out: Counter  # how the loop's thread left the CPU, by prev_state
+    timer_late: dict  # timer function -> its expiry delays (us)
 
+
+def read_trace(perf_script, thread, offset_ns):
+    """The bottleneck loop's system calls, timer arms and expiries, page faults and CPU switches, and every timer's
+    delay, from `perf script` output (thread: the loop's thread id)."""
     loop = []  # (t_ns, "enter"|"exit", nr) of the loop's system calls
     arms = []  # (t_ns, expiry in monotonic ns) of the loop's timerfd
     expiries = []  # t_ns when the timerfd's expiry handler ran
     durations, faults, switch_out = defaultdict(list), 0, Counter()
     starts, timer_late = {}, defaultdict(list)
     enter = None
-    for line in open(a.perf_script, errors="replace"):
+    for line in open(perf_script, errors="replace"):
         m = LINE.match(line)
         if not m:
             continue
@@ -71,10 +77,10 @@ def main():
         if event == "timer:hrtimer_start":
             h, fn, exp = re.search(r"hrtimer=(\S+) function=(\S+) expires=(\d+)", rest).groups()
             if fn == "timerfd_tmrproc":
-                if tid != a.tid:
+                if tid != thread:
                     continue  # another program's timerfd, on a clock base not known here
                 fn = "bottleneck_timerfd"  # ours runs on CLOCK_REALTIME
-                arms.append((t, int(exp) - a.offset_ns))
+                arms.append((t, int(exp) - offset_ns))
             starts[h] = (fn, arms[-1][1] if fn == "bottleneck_timerfd" else int(exp))
         elif event == "timer:hrtimer_expire_entry":
             h = re.search(r"hrtimer=(\S+)", rest).group(1)
@@ -83,7 +89,7 @@ def main():
                 timer_late[fn].append((t - exp) / 1e3)
                 if fn == "bottleneck_timerfd":
                     expiries.append(t)
-        elif tid != a.tid:
+        elif tid != thread:
             continue
         elif event == "raw_syscalls:sys_enter":
             nr = int(re.search(r"NR (\d+)", rest).group(1))
@@ -97,20 +103,19 @@ def main():
             loop.append((t, "exit", nr))
         elif event == "exceptions:page_fault_user":
             faults += 1
-        elif event == "sched:sched_switch" and f"prev_pid={a.tid} " in rest:
+        elif event == "sched:sched_switch" and f"prev_pid={thread} " in rest:
             switch_out[re.search(r"prev_state=(\S+)", rest).group(1)] += 1
-    if not loop:
-        raise SystemExit(f"no system calls of thread {a.tid} in {a.perf_script}")
+    return Trace(loop, arms, expiries, durations, faults, switch_out, timer_late)
 
-    log = rundir.read_gtlog(Path(a.log)).records
-    fwd = log[np.isin(log["event"], list(rundir.GTLOG_FORWARDED))]
-    due = fwd["due_ns"].astype(np.int64) - a.offset_ns
-    rel = fwd["release_ns"].astype(np.int64) - a.offset_ns
-    late_us = (rel - due) / 1e3
+
+def late_causes(tr, due, rel, late):
+    """What the loop was doing at each late release's due time (due, rel: due and release times in monotonic ns;
+    late: which releases count), and the timer expiry delays of the ones asleep with their timer armed."""
+    loop, arms, expiries = tr.loop, tr.arms, tr.expiries
     times = [x[0] for x in loop]
     arm_times = [x[0] for x in arms]
     kinds, expiry_delay = Counter(), []
-    for i in np.flatnonzero(late_us > a.late_us):
+    for i in np.flatnonzero(late):
         d = int(due[i])
         k = bisect.bisect_right(times, d) - 1
         if k < 0 or rel[i] > times[-1]:
@@ -128,13 +133,35 @@ def main():
             kinds["in_" + SYSCALLS.get(nr, str(nr))] += 1
         else:
             kinds["running"] += 1
+    return kinds, expiry_delay
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("perf_script")
+    ap.add_argument("--tid", required=True)
+    ap.add_argument("--offset-ns", type=int, required=True, help="CLOCK_REALTIME - CLOCK_MONOTONIC, ns")
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--late-us", type=float, default=150.0)
+    a = ap.parse_args()
+
+    tr = read_trace(a.perf_script, a.tid, a.offset_ns)
+    if not tr.loop:
+        raise SystemExit(f"no system calls of thread {a.tid} in {a.perf_script}")
+
+    log = rundir.read_gtlog(Path(a.log)).records
+    fwd = log[np.isin(log["event"], list(rundir.GTLOG_FORWARDED))]
+    due = fwd["due_ns"].astype(np.int64) - a.offset_ns
+    rel = fwd["release_ns"].astype(np.int64) - a.offset_ns
+    late_us = (rel - due) / 1e3
+    kinds, expiry_delay = late_causes(tr, due, rel, late_us > a.late_us)
     print(json.dumps({
-        "loop_syscalls_us": {k: pct(v) for k, v in sorted(durations.items())},
-        "loop_page_faults": faults, "loop_left_cpu_by_state": dict(switch_out),
+        "loop_syscalls_us": {k: pct(v) for k, v in sorted(tr.durations.items())},
+        "loop_page_faults": tr.faults, "loop_left_cpu_by_state": dict(tr.switch_out),
         "late": {"threshold_us": a.late_us, "releases": int(fwd.size), "by_cause": dict(kinds),
                  "timer_expiry_delay_us_of_asleep_timer_late": pct(expiry_delay)},
         # (the tick's timer is moved rather than expired when a CPU goes idle: its numbers would mean nothing)
-        "hrtimers_expiry_delay_us": {fn: pct(v) for fn, v in sorted(timer_late.items())
+        "hrtimers_expiry_delay_us": {fn: pct(v) for fn, v in sorted(tr.timer_late.items())
                                      if len(v) >= 100 and fn != "tick_nohz_handler"},
     }, indent=1))
 

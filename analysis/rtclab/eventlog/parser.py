@@ -312,10 +312,13 @@ def rtp_header_fields(header: bytes, transport_cc_id: int | None) -> tuple[int, 
     return marker, pt, seq, ts, ssrc, pos, twcc
 
 
-def _parse_v1(s: Any) -> EventLog:
-    events = list(s.stream)
+def _v1_stream_configs(events: list[Any]) -> tuple[dict[int, int], set[int], set[int], set[int]]:
+    """From a v1 log's stream configs: each SSRC's transport-cc extension id, and the video, RTX and audio SSRCs
+    sent."""
     ext_ids: dict[int, int] = {}  # ssrc -> transport-cc extension id, from the stream configs
-    video, rtx, audio = set(), set(), set()
+    video: set[int] = set()
+    rtx: set[int] = set()
+    audio: set[int] = set()
     for e in events:
         if e.HasField("video_sender_config"):
             c = e.video_sender_config
@@ -337,6 +340,12 @@ def _parse_v1(s: Any) -> EventLog:
                 ids = [x.id for x in c.header_extensions if x.name == TRANSPORT_CC_URI]
                 if ids:
                     ext_ids[c.remote_ssrc] = ids[0]
+    return ext_ids, video, rtx, audio
+
+
+def _parse_v1(s: Any) -> EventLog:
+    events = list(s.stream)
+    ext_ids, video, rtx, audio = _v1_stream_configs(events)
     default_id = next(iter(ext_ids.values()), None)
     rows: dict[bool, list[tuple[int, ...]]] = {True: [], False: []}
     rtcp: dict[bool, list[tuple[int, bytes]]] = {True: [], False: []}

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import page as pages
-from .aggregate import CATALOGUE, FRAMES_FLOW, FRAMES_METRICS
+from .catalogue import CATALOGUE, FRAMES_FLOW, FRAMES_METRICS
 from .report import (
     BOTTLENECK_METRICS,
     FLOW_METRICS,

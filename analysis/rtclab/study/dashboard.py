@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +14,13 @@ import numpy as np
 
 from .. import multiflow
 from .. import page as pages
-from .aggregate import CPU_FLOW, FRAMES_FLOW, FRAMES_METRICS, flow_labels, summarise
+from .aggregate import summarise
+from .catalogue import CPU_FLOW, FRAMES_FLOW
+from .dashboard_tables import excluded_table, frames_table, points_table
+from .metric_rows import flow_labels
+from .points import VIDEO, groups, main_flow, numeric_parameters, same_partition, varied
 from .report import CPU_METRICS, HEADERS, fmt_stat, phase_names, phase_title, report_phases, scale, stat
 
-VIDEO = "forward:video"
 # (flow, metric, title) of the bar charts; the fair-share chart adds the TCP competitors' mean share.
 BARS = [(VIDEO, "utilisation", "Channel utilisation U of the video flow"),
         (VIDEO, "loss_ratio_bytes", "Loss ratio (bytes) of the video flow"),
@@ -37,8 +39,6 @@ FRAME_BARS = [(FRAMES_FLOW, "glass_to_glass_ms_p50", "Glass-to-glass delay at b,
 METRIC_TITLES = {m: t for _, m, t in BARS + FRAME_BARS}
 SWEEP_METRICS = [(VIDEO, "queuing_delay_ms_mean"), (VIDEO, "tq_ms_mean"), (VIDEO, "utilisation"),
                  (VIDEO, "loss_ratio_bytes")]
-# A study without a call (its base has `calls: []`) has no video flow: its charts follow the busiest forward TCP flow.
-TCP = "forward:tcp"
 CALL_ONLY_METRICS = ("tq_ms_mean", "tq_ms")  # from getStats: none without a call
 MAX_SERIES_RUNS = 40  # time series drawn at most (the first valid run of each point, in plan order)
 SERIES_WINDOW_S = 1.0
@@ -46,125 +46,6 @@ COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
            "#17becf"]
 
 Figure = dict[str, Any]
-
-
-def main_flow(doc: dict[str, Any]) -> tuple[str, str]:
-    """(label, words) of the flow the charts follow: the video flow, or in a study without one (no call) the busiest
-    forward TCP flow."""
-    if any(VIDEO in (p.get("flows") or {}) for p in doc["points"]) or \
-            not any(TCP in (p.get("flows") or {}) for p in doc["points"]):
-        return VIDEO, "the video flow"
-    return TCP, "the busiest forward TCP flow"
-
-
-# ---- what the points vary ------------------------------------------------------------------------------------------
-
-def value_label(v: Any, detail: bool = False) -> str:
-    """A short label of a setting's value: a number or string as it is, a mapping by its kind (with its other fields
-    when `detail`), a list item by item."""
-    if isinstance(v, dict):
-        if "kind" in v:
-            n = v.get("flows")
-            text = f"{v['kind']}" + (f" x{n}" if isinstance(n, int) else "")
-            if detail:
-                text += "".join(f" {k}={v[k]}" for k in sorted(v) if k not in ("kind", "flows"))
-            return text
-        return json.dumps(v, sort_keys=True)
-    if isinstance(v, list):
-        return "+".join(value_label(x, detail) for x in v) or "none"
-    return f"{v:g}" if isinstance(v, float) else str(v)
-
-
-def _number(x: Any) -> float | None:
-    if isinstance(x, bool):
-        return None
-    if isinstance(x, (int, float)):
-        return float(x)
-    try:
-        return float(str(x))
-    except ValueError:
-        return None
-
-
-def _short_names(paths: list[str]) -> dict[str, str]:
-    """A field path's last name (network.forward.rate.kbit -> kbit) where that is unambiguous, else the path."""
-    last = {p: p.split(".")[-1].split("[")[0] for p in paths}
-    return {p: (n if list(last.values()).count(n) == 1 else p) for p, n in last.items()}
-
-
-def _settings_by_path(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """{field path: {point: value}} of every field a point sets (axes' and named points' settings)."""
-    out: dict[str, dict[str, Any]] = {}
-    for p in doc["points"]:
-        for st in p.get("settings") or []:
-            out.setdefault(st["path"], {})[p["name"]] = st["value"]
-    return out
-
-
-def varied(doc: dict[str, Any]) -> dict[str, dict[str, str]]:
-    """What tells the points apart: {parameter: {point: label}}: the axes by name (their labels), else the fields the
-    named points set, by short name (a mapping by its kind, its other fields too where the kinds alone would not
-    tell two points apart); only parameters with more than one value."""
-    points = doc["points"]
-    names = [p["name"] for p in points]
-    axes = list(dict.fromkeys(a for p in points for a in p.get("labels") or {}))
-    if axes:  # a named point beside the axes has no label on them: "-"
-        out = {a: {p["name"]: str((p.get("labels") or {}).get(a, "-")) for p in points} for a in axes}
-    else:
-        by_path = _settings_by_path(doc)
-        short = _short_names(list(by_path))
-
-        def labels(detail: bool) -> dict[str, dict[str, str]]:
-            return {short[path]: {n: value_label(vals[n], detail) if n in vals else "base" for n in names}
-                    for path, vals in by_path.items()}
-        out = labels(False)
-        if len({tuple(v[n] for v in out.values()) for n in names}) < len(names):
-            out = labels(True)
-    return {k: v for k, v in out.items() if len(set(v.values())) > 1}
-
-
-def numeric_parameters(doc: dict[str, Any]) -> dict[str, dict[str, float]]:
-    """The varied parameters with a number for every point, {parameter: {point: value}}: the varied parameters whose
-    labels are numbers, and the fields every point sets to a number (e.g. a zip axis' capacity)."""
-    candidates = {name: {pt: _number(lab) for pt, lab in labels.items()} for name, labels in varied(doc).items()}
-    by_path = _settings_by_path(doc)
-    short = _short_names(list(by_path))
-    for path, vals in by_path.items():
-        if len(vals) == len(doc["points"]):
-            candidates.setdefault(short[path], {pt: None if isinstance(v, str) else _number(v)
-                                                for pt, v in vals.items()})
-    out: dict[str, dict[str, float]] = {}
-    seen: set[tuple[float, ...]] = set()
-    for name, nums in candidates.items():
-        values = [v for v in nums.values() if v is not None]
-        if len(values) < len(nums) or len(set(values)) < 2 or tuple(values) in seen:
-            continue
-        seen.add(tuple(values))
-        out[name] = {pt: float(v) for pt, v in nums.items() if v is not None}
-    return out
-
-
-def _same_partition(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Whether two parameters split the points the same way (a zip axis' label and one of its fields)."""
-    pairs = {(a[k], b[k]) for k in a if k in b}
-    return len(pairs) == len(set(a.values())) == len(set(b.values()))
-
-
-def groups(doc: dict[str, Any]) -> tuple[str, list[str], dict[str, tuple[str, str]]]:
-    """How the bar charts group the points: (x axis title, x categories in order, {point: (x, trace)}): x is the first
-    axis (the discipline in the reference studies; for named points the first varied field that is not a number),
-    one trace per combination of the others."""
-    v = varied(doc)
-    names = [p["name"] for p in doc["points"]]
-    if not v:
-        return "point", names, {n: (n, "") for n in names}
-    order = list(v)
-    if not any(p.get("labels") for p in doc["points"]):
-        order.sort(key=lambda k: all(_number(x) is not None for x in v[k].values()))
-    first, *rest = order
-    where = {n: (v[first][n], ", ".join(f"{r}={v[r][n]}" for r in rest)) for n in names}
-    xs = list(dict.fromkeys(where[n][0] for n in names))
-    return first, xs, where
 
 
 # ---- figures ---------------------------------------------------------------------------------------------------------
@@ -266,7 +147,7 @@ def box_figure(doc: dict[str, Any], phases: list[str], dist: str, title: str, yt
 def sweep_figure(doc: dict[str, Any], phases: list[str], param: str, values: dict[str, float], flow: str,
                  metric: str) -> Figure | None:
     v = varied(doc)
-    others = [k for k in v if k != param and not _same_partition(v[k], values)]
+    others = [k for k in v if k != param and not same_partition(v[k], values)]
     line_of = {p: ", ".join(f"{o}={v[o][p]}" for o in others) for p in values}
     data, trace_phase = [], []
     for ph in phases:
@@ -587,76 +468,6 @@ def shares_figure(doc: dict[str, Any], out: Path) -> Figure | None:
                                          "the flows' summed rate while all are active (metrics.json multiflow.shares);"
                                          " achieved: mean and 95% CI over the point's valid runs</sub>"},
                        "yaxis": {"title": {"text": "share of the flows' rate"}}}}
-
-
-# ---- tables ----------------------------------------------------------------------------------------------------------
-
-def _link(out: Path, page: Path, run_dir: str) -> str:
-    """A link (relative to the page) to a run's dashboard, else its report, else its directory."""
-    for name in ("dashboard.html", "report.txt", ""):
-        target = out / run_dir / name
-        if target.exists():
-            rel = os.path.relpath(target, page.parent)
-            return f'<a href="{html.escape(rel)}">{html.escape(Path(run_dir).name)}</a>'
-    return html.escape(Path(run_dir).name) + " (gone)"
-
-
-def points_table(doc: dict[str, Any], out: Path, page: Path, phase: str) -> str:
-    v = varied(doc)
-    main, words = main_flow(doc)
-    head = ["point", *v, "runs used", "queue ms", "Tq ms", "U", "loss (bytes)"]
-    rows = []
-    for p in doc["points"]:
-        cells = [html.escape(p["name"]), *(html.escape(v[k][p["name"]]) for k in v),
-                 " ".join(_link(out, page, d) for d in p.get("runs_used") or []) or "none"]
-        cells[-1] += "".join(f"; left out {_link(out, page, x['dir'])}: {html.escape(x['reason'])}"
-                             for x in p.get("runs_left_out") or [])
-        cells += [html.escape(fmt_stat(m, stat(p, main, phase, m), with_n=True)) for m in
-                  ("queuing_delay_ms_mean", "tq_ms_mean", "utilisation", "loss_ratio_bytes")]
-        rows.append(f'<tr id="point-{html.escape(p["name"])}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    return (f"<p>{html.escape(words[0].upper() + words[1:])}'s means in phase {html.escape(phase_title(doc, phase))}, "
-            "±95% CI half-width, n runs. "
-            f"Click a bar, box or point of a chart to come here.</p><table><thead><tr>{th}</tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table>")
-
-
-def frames_table(doc: dict[str, Any]) -> str:
-    """Per point, what the viewer at b saw over the whole call (study.json frames:b): each frames metric's mean ±95%
-    CI half-width, n runs; empty when no point has it."""
-    if not any(FRAMES_FLOW in (p.get("flows") or {}) for p in doc["points"]):
-        return ""
-    head = ["point"] + [HEADERS.get(m, m) for m in FRAMES_METRICS]
-    rows = []
-    for p in doc["points"]:
-        cells = [html.escape(p["name"])] + [html.escape(fmt_stat(m, stat(p, FRAMES_FLOW, "all", m), with_n=True))
-                                            for m in FRAMES_METRICS]
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    return ("<h2>Frames shown at b (whole call)</h2><p>Each run's own p50 and p95 over its shown frames of glass-to-"
-            "glass delay (display - capture) and its sender, network and receiver parts; the freeze time share "
-            "(freezes by Chrome's rule / the span shown) and the share of frames sent but never shown; mean ±95% CI "
-            "half-width over the point's runs, n runs (docs/metrics.md, \"Frames\"; docs/studies.md).</p>"
-            f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
-
-
-
-def excluded_table(doc: dict[str, Any], out: Path, page: Path) -> str:
-    parts = []
-    ex = doc.get("excluded") or []
-    if ex:
-        rows = "".join(f"<tr><td>{html.escape(e['point'])}</td><td>{e['rep']}</td><td>{e['attempt']}</td>"
-                       f"<td>{_link(out, page, e['dir'])}</td><td>{html.escape(str(e.get('status')))}</td>"
-                       f"<td>{html.escape(str(e.get('excluded_because') or ''))}</td></tr>" for e in ex)
-        parts.append("<h3>Excluded runs</h3><table><thead><tr><th>point</th><th>rep</th><th>attempt</th><th>run</th>"
-                     f"<th>status</th><th>why (failed checks)</th></tr></thead><tbody>{rows}</tbody></table>")
-    miss = doc.get("missing") or []
-    if miss:
-        rows = "".join(f"<tr><td>{html.escape(m['point'])}</td><td>{m['rep']}</td><td>{html.escape(m['state'])}</td>"
-                       f"<td>{m['attempts']}</td></tr>" for m in miss)
-        parts.append("<h3>Repetitions without a valid run</h3><table><thead><tr><th>point</th><th>rep</th>"
-                     f"<th>state</th><th>attempts</th></tr></thead><tbody>{rows}</tbody></table>")
-    return "".join(parts) or "<p>No run was excluded; every repetition has a valid run.</p>"
 
 
 # The study dashboard's own style (page.py has the shared one); a click on a point's bar or box goes to its row.

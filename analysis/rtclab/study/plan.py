@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import findings
+from .. import findings, verdicts
 from .chi2dist import chi2_quantile
 from .tdist import t_cdf, t_quantile
 
@@ -37,7 +37,7 @@ DEFAULT_UCL = 0.8  # the SD's one-sided upper confidence limit: 80 %, as Browne 
 DEFAULT_CAP = 30
 PLAN_FORMAT = "rtclab-repetitions-plan"
 PLAN_FORMAT_VERSION = 1
-TREND_MIN_RUNS = 3  # findings.trend_fit: a slope's interval needs N >= 3 runs (N - 2 degrees of freedom)
+TREND_MIN_RUNS = 3  # verdicts.trend_fit: a slope's interval needs N >= 3 runs (N - 2 degrees of freedom)
 
 
 class PlanError(Exception):
@@ -75,7 +75,7 @@ def welch_df(sds: list[float], n: int) -> float:
 @dataclass(frozen=True)
 class Slope:
     """A trend's design: the planned study's sweep points' x (log10 of the parameter on a log scale), every run of a
-    point one observation at its x (findings.trend_fit)."""
+    point one observation at its x (verdicts.trend_fit)."""
     xs: tuple[float, ...]
 
     @property
@@ -92,7 +92,7 @@ class Slope:
 def interval_model(sds: list[float], n: int, slope: Slope | None = None) -> tuple[float, float]:
     """(SE, df) of the estimate's 95 % interval with n runs per point: one mean, s / sqrt(n) on n - 1 df; a
     difference of two means (compare.welch), sqrt((sA^2 + sB^2) / n) on Welch's df; a trend's slope
-    (findings.trend_fit), s / sqrt(n Sxx) on n k - 2 df, s the residual SD."""
+    (verdicts.trend_fit), s / sqrt(n Sxx) on n k - 2 df, s the residual SD."""
     if slope is not None:
         return sds[0] / math.sqrt(n * slope.sxx), float(n * len(slope.xs) - 2)
     se = math.sqrt(sum(s * s for s in sds) / n)
@@ -107,7 +107,7 @@ def decision_power(claim: dict[str, Any], mean: float, sds: list[float], n: int,
     with two edges near, as a band's, each must be missed less often)."""
     se, df = interval_model(sds, n, slope)
     if se == 0.0:  # every pilot run gave the same value (on the line): a zero-width interval, judged by the rule
-        return 1.0 if findings.decide(claim, mean, mean) != findings.INCONCLUSIVE else 0.0
+        return 1.0 if verdicts.decide(claim, mean, mean) != verdicts.INCONCLUSIVE else 0.0
     t_a = t_quantile(1.0 - ALPHA / 2.0, df)
     miss = sum(1.0 - t_cdf(abs(mean - e) / se - t_a, df) for e in edges(claim))
     return max(0.0, 1.0 - miss)
@@ -117,7 +117,7 @@ def runs_needed(claim: dict[str, Any], mean: float, sds: list[float], power: flo
                 min_n: int, slope: Slope | None = None) -> int | None:
     """The fewest runs per point (from the least n the rule judges, to cap) at which the claim's interval is decided
     with probability `power` (decision_power); None when even cap runs do not reach it. A range or difference claim
-    starts at the rule's min_n (and 2, an SD); a trend at the n that gives N >= 3 runs (findings.trend_fit; min_n is
+    starts at the rule's min_n (and 2, an SD); a trend at the n that gives N >= 3 runs (verdicts.trend_fit; min_n is
     not a trend's rule)."""
     first = slope.least_n() if slope is not None else max(min_n, 2)
     for n in range(first, cap + 1):
@@ -129,8 +129,8 @@ def runs_needed(claim: dict[str, Any], mean: float, sds: list[float], power: flo
 # ---- the rule: what makes an interval decided (findings.py's, called) ---------------------------------------------
 
 def edges(claim: dict[str, Any]) -> list[float]:
-    """The values the claim's interval can straddle, each leaving its verdict inconclusive (findings.decide): for a
-    range, the band's finite edges strictly inside the measure's natural bounds (findings.decide_range clips the
+    """The values the claim's interval can straddle, each leaving its verdict inconclusive (verdicts.decide): for a
+    range, the band's finite edges strictly inside the measure's natural bounds (verdicts.decide_range clips the
     interval to them first, so an edge on a bound or past it, such as 0 of a loss band [0, x], is never straddled);
     for a difference, the band's finite edges (decide_difference does not clip); for a trend, 0 (the slope's interval
     must exclude it, on either side)."""
@@ -139,14 +139,14 @@ def edges(claim: dict[str, Any]) -> list[float]:
     band = [float(e) for e in claim["range"] if e is not None]  # an open end ([lo, null]) is no edge
     if claim["kind"] != "range":
         return band
-    bounds = findings.natural_bounds(claim["measure"])
+    bounds = verdicts.natural_bounds(claim["measure"])
     return [e for e in band if _straddled_after_clipping(e, bounds)]
 
 
-def _straddled_after_clipping(e: float, bounds: findings.Bounds) -> bool:
-    """Whether an interval around e still holds e strictly inside once clipped to the bounds (findings.clip): false
+def _straddled_after_clipping(e: float, bounds: verdicts.Bounds) -> bool:
+    """Whether an interval around e still holds e strictly inside once clipped to the bounds (verdicts.clip): false
     exactly when e lies on a bound or beyond it, whatever the interval's width (1 here)."""
-    lo, hi, _ = findings.clip(e - 1.0, e + 1.0, bounds)
+    lo, hi, _ = verdicts.clip(e - 1.0, e + 1.0, bounds)
     return lo < e < hi
 
 
@@ -235,7 +235,7 @@ def _of_means(label: str, points: list[str], parts: list[PilotPoint]) -> Estimat
 
 def _trend(claim: dict[str, Any], own: findings.Study | None, target: findings.Study) -> Estimate:
     """The slope over every point of the planned sweep: its design from the planned points' x, its value and
-    residual SD from findings.trend_fit over the pilot's points."""
+    residual SD from verdicts.trend_fit over the pilot's points."""
     xspec = claim["x"]
     log = xspec.get("scale", "linear") == "log"
     per = f"per decade of {xspec['param']}" if log else f"per unit of {xspec['param']}"
@@ -268,7 +268,7 @@ def _trend(claim: dict[str, Any], own: findings.Study | None, target: findings.S
             continue
         fit_xs.append(x)
         stats.append(pp.stat)
-    fit = findings.trend_fit(fit_xs, stats)
+    fit = verdicts.trend_fit(fit_xs, stats)
     e.pilot_n = [int(fit["n_runs"])]
     e.value = fit["slope"]
     e.note = "; ".join([f"pilot: {fit['n_runs']} runs at {fit['n_points']} points; the plan: {len(xs)} points"]

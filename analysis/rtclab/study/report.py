@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .aggregate import (
+from .aggregate import left_out_lines
+from .catalogue import (
     CATALOGUE,
     CONTROLLER_FLOW,
     CPU_FLOW,
@@ -22,7 +23,6 @@ from .aggregate import (
     LIMITS_FLOW,
     METRICS,
     RFC_FLOW,
-    left_out_lines,
 )
 
 # The key metrics: of each packet flow shown, and of the forward bottleneck (the call against its competitors).
