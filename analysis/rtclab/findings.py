@@ -540,9 +540,9 @@ def run_commands(claim: dict[str, Any]) -> list[str]:
     """What runs a claim's studies (for a claim not run): the quick study, and on a Ray cluster when its points
     cannot be valid on a 2-core machine."""
     files = [claim["study_file"]] + ([claim["against_file"]] if claim.get("against_file") else [])
-    cmds = [f"npm run study -- run {f}" for f in files]
+    cmds = [f"rtclab study run {f}" for f in files]
     if claim.get("ray"):
-        cmds += [f".venv/bin/rtclab study run {f} --ray HEAD:6379" for f in files]
+        cmds += [f"rtclab study run {f} --ray HEAD:6379" for f in files]
     return cmds
 
 

@@ -164,7 +164,8 @@ def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Stu
               "Each study's provenance, from its plan.json, study.json and used runs' manifest.json "
               "(docs/studies.md, \"Provenance\"): the dates its runs started, the machine, Chromium, the backend, the "
               "commits of the code that ran (DIRTY when the tree had uncommitted changes), n per point, the time "
-              "factor against the full study, and the commands that make it again from the repository root."
+              "factor against the full study, and the commands that make it again from the repository root (after "
+              "`npm run setup`, which puts `rtclab` on the PATH)."
               if studies
               else "No study was read: every claim is not run."]
     for s in studies:
@@ -192,7 +193,7 @@ def _claim_section(f: Finding) -> list[str]:
     if f.verdict == NOT_RUN:
         lines += ["", "Not run: no study read holds "
                   + " or ".join(f"`{n}`" for n in c["studies"] + (c.get("against") or []))
-                  + ". To run it, then archive it (`.venv/bin/rtclab study archive results/studies/<its name>`) "
+                  + ". To run it, then archive it (`rtclab study archive results/studies/<its name>`) "
                     "and regenerate this page (`npm run findings`):", ""]
         lines += [f"    {cmd}" for cmd in run_commands(c)]
         if c.get("ray"):

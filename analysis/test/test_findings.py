@@ -461,8 +461,8 @@ def test_a_study_not_given_is_not_run_with_its_commands(page: dict[str, Any]) ->
     f = page["found"]["missing"]
     assert f.verdict == "not run" and f.rows == []
     md = page["md"]
-    assert "    npm run study -- run studies/x-quick.yaml" in md
-    assert "    .venv/bin/rtclab study run studies/x-quick.yaml --ray HEAD:6379" in md
+    assert "    rtclab study run studies/x-quick.yaml" in md
+    assert "    rtclab study run studies/x-quick.yaml --ray HEAD:6379" in md
     assert re.search(r"^missing +not run$", page["stdout"], re.M)
 
 
@@ -483,8 +483,8 @@ def test_the_markdown_page(page: dict[str, Any], studies: dict[str, Path]) -> No
     for d in studies.values():
         block = md.split(f"### `{d.name}`\n", 1)[1].split("\n### ", 1)[0]
         assert f"read from `{d}`" in block and CHROMIUM in block and COMMIT[:12] in block and "userspace" in block
-        assert f"- command: `npm run study -- run {d.parent / d.name}.yaml && " in block
-        assert f"&& .venv/bin/rtclab study archive results/studies/{d.name}`" in block
+        assert f"- command: `rtclab study run {d.parent / d.name}.yaml && " in block
+        assert f"&& rtclab study archive results/studies/{d.name}`" in block
     accepted = md.split(f"### `{studies['accepted'].name}`\n", 1)[1].split("\n### ", 1)[0]
     assert "--accept-invalid host_cpu_not_saturated" in accepted and "runs used 3 (1 INVALID among them)" in accepted
 

@@ -232,7 +232,7 @@ def test_the_page_prints_each_studys_provenance(archived: dict[str, Any]) -> Non
     assert "runs/a/2-1" in used and "runs/b/2-1" in used  # repetition 2 of each point: the dirty tree's runs
     assert f"- code: `{COMMIT[:12]}`, `{COMMIT[:12]}-dirty` (the runs came from 2 code states; DIRTY" in block
     assert "- time factor against the full study: 1 (--quick 1)" in block
-    assert f"- command: `npm run study -- run {archived['tmp'] / 't-arch.yaml'} && .venv/bin/rtclab study " \
+    assert f"- command: `rtclab study run {archived['tmp'] / 't-arch.yaml'} && rtclab study " \
            "archive results/studies/t-arch` (its study file is outside the repository" in block
 
 
@@ -280,7 +280,7 @@ def test_the_true_time_factor_of_a_quick_file_run_with_quick(tmp_path: Path) -> 
     p = provenance.Provenance(quick_factor=plan["quick_factor"], quick_of=plan["quick_of"], study_file="s/q.yaml")
     assert provenance.time_factor_text(p) == \
         f"0.0625 (the file's times are x0.125 those of `{(tmp_path / 'full.yaml').resolve()}`; --quick 0.5)"
-    assert provenance.command("quick", p, []) == ("npm run study -- run s/q.yaml --quick 0.5 && .venv/bin/rtclab "
+    assert provenance.command("quick", p, []) == ("rtclab study run s/q.yaml --quick 0.5 && rtclab "
                                                   "study archive results/studies/quick-quick0.5")
     quick.write_text(STUDY.format(name="q").replace("base:", "quick_of: {file: none.yaml, time_factor: 0.5}\nbase:"))
     with pytest.raises(spec.StudyError, match="quick_of.file 'none.yaml': no such study file"):

@@ -200,12 +200,12 @@ def command(name: str, p: Provenance, accept_invalid: list[str]) -> str:
     directory (results/studies/<name>[-quick<F>]), its aggregation when INVALID runs were accepted (study.json
     accept_invalid), then the archive."""
     out = f"results/studies/{name}" + ("" if p.quick_factor == 1.0 else f"-quick{p.quick_factor:g}")
-    cmd = f"npm run study -- run {p.study_file}" + ("" if p.quick_factor == 1.0 else f" --quick {p.quick_factor:g}")
+    cmd = f"rtclab study run {p.study_file}" + ("" if p.quick_factor == 1.0 else f" --quick {p.quick_factor:g}")
     if p.repetitions_from:
         cmd += f" --repetitions-from {p.repetitions_from.get('file')}"
     if accept_invalid:
-        cmd += f" && .venv/bin/rtclab study aggregate {out} --accept-invalid {','.join(accept_invalid)}"
-    return f"{cmd} && .venv/bin/rtclab study archive {out}"
+        cmd += f" && rtclab study aggregate {out} --accept-invalid {','.join(accept_invalid)}"
+    return f"{cmd} && rtclab study archive {out}"
 
 
 def markdown(name: str, where: str, p: Provenance, runs_used: int, invalid_used: int,
