@@ -9,6 +9,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { loadScenario, ScenarioError, defaultScenarioPath } from '../scenarios/model.js';
+import { checkTrialKeys, FieldTrialError } from './field-trials.js';
+import { chromiumBinary } from './browser.js';
 import { newId } from '../netem/index.js';
 import { runCall } from './run.js';
 import { makeWritableDirectory, DirectoryError } from '../netem/dirs.js';
@@ -75,6 +77,13 @@ function prepareRun(args) {
     scenario = loadScenario(scenarioFile, { duration_s, backend: args.backend });
   } catch (err) {
     if (err instanceof ScenarioError) fail(err.message);
+    throw err;
+  }
+  // A trial key Chrome does not hold would be ignored silently: refused before anything is set up.
+  try {
+    if (scenario.calls.some((/** @type {any} */ c) => c.field_trials)) checkTrialKeys(scenario, chromiumBinary());
+  } catch (err) {
+    if (err instanceof FieldTrialError) fail(err.message);
     throw err;
   }
 

@@ -17,6 +17,8 @@ import numpy as np
 
 from . import multiflow, schedule_check
 from .cpu import WINDOW_SLACK_S
+from .eventlog import parser as eventlog_parser
+from .eventlog import trials as eventlog_trials
 from .packets import FORWARD, REVERSE
 from .rundir import GTLOG_FORWARDED, CpuLog, CpuSample, GroundTruthLog, RunDir, read_cpu, read_gtlog
 
@@ -246,8 +248,48 @@ def schedule_applied(rec: RecordedRun) -> dict[str, Any] | None:
                                                                      rec.bounds.step_max_late_ms)
 
 
+def field_trials_took_effect(rec: RecordedRun) -> dict[str, Any] | None:
+    """Every GCC field trial of the registry (harness/gcc-trials.json) that the run's calls set: evidence from the
+    sending side's RTC event log (eventlog-a.log: the first call's forward sender) that it took effect
+    (eventlog/trials.py); a trial without it, or set with another group than the registry's, fails the run. None when
+    no call sets a registry trial."""
+    name = "field_trials_took_effect"
+    registry = eventlog_trials.load_registry()
+    calls = rec.run.scenario_doc.get("calls") or []
+    named: dict[str, str] = {}
+    try:
+        for call in calls:
+            for key, group in eventlog_trials.parse_field_trials(str(call.get("field_trials") or "")):
+                if key in registry:
+                    named[key] = group
+    except ValueError as e:
+        return _check(name, False, str(e))
+    if not named:
+        return None
+    path = rec.run.file("eventlog-a.log")
+    if not path.exists():
+        return _check(name, False, f"not shown: {', '.join(named)}: the run has no eventlog-a.log to show it from")
+    try:
+        log = eventlog_parser.read(path)
+    except eventlog_parser.EventLogError as e:
+        return _check(name, False, f"not shown: {', '.join(named)}: {e}")
+    ok, parts = True, []
+    for key, group in named.items():
+        trial = registry[key]
+        if group != trial.group:
+            ok = False
+            parts.append(f"{trial.name} ({key}): not shown: group {group!r} is not the registry's {trial.group!r}, "
+                         "whose evidence is defined")
+            continue
+        seen = eventlog_trials.evidence(log, trial)
+        ok &= seen["shown"]
+        parts.append(f"{trial.name} ({key}/{group}): {'shown' if seen['shown'] else 'not shown'}: {seen['seen']}")
+    return _check(name, ok, "; ".join(parts) + " (from eventlog-a.log; docs/gcc-trials.md)")
+
+
 CHECKS: list[Callable[[RecordedRun], dict[str, Any] | None]] = [
-    release_lateness_call_packets, release_lateness_all_packets, cpu_windows_not_saturated, schedule_applied]
+    release_lateness_call_packets, release_lateness_all_packets, cpu_windows_not_saturated, schedule_applied,
+    field_trials_took_effect]
 NAMES = tuple(check.__name__ for check in CHECKS)  # a check is named as its function
 
 
