@@ -20,11 +20,12 @@ tc_pid=$TC_PID # bash unsets TC_PID once it has reaped the coprocess
 # tc sees the end of its input when ours closes.
 exec {tc_in}>&"${TC[1]}" {tc_out}<&"${TC[0]}"
 eval "exec ${TC[1]}>&- ${TC[0]}<&-"
-d=$((due_us - ${EPOCHREALTIME/./}))
-if [ "$d" -gt 0 ]; then
+# read -t may return a little before its timeout by EPOCHREALTIME's clock (its timer runs on another clock: seen
+# 3 times in 25 runs of netem/test/steps.test.js): wait again for what is left, so the change is never handed early.
+while d=$((due_us - ${EPOCHREALTIME/./})); [ "$d" -gt 0 ]; do
   printf -v f %06d $((d % 1000000))
   read -t "$((d / 1000000)).$f" -u 3
-fi
+done
 handed=${EPOCHREALTIME/./}
 printf '%s\nqdisc show dev lo\n' "$change" >&"$tc_in"
 exec {tc_in}>&-
