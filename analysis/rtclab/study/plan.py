@@ -484,9 +484,9 @@ def text(plan: Plan) -> str:
     first = plan.pilots[0]
     tf = first.plan.get("time_factor", first.plan.get("quick_factor", 1.0))
     lines = [f"plan for study {t.name} ({t.file}) from the pilot {first.name} ({first.dir}"
-             + (f"; its calls are x{tf:g} of the study's: its SD is that of shorter calls, and a measure over the whole "
-                "call (phase all) holds the start-up, a larger share of a short call, in its mean too: for such a "
-                "measure plan from the full study's first runs" if tf != 1.0 else "") + ")"]
+             + (f"; its calls are x{tf:g} of the study's: its SD is that of shorter calls, and a measure over the "
+                "whole call (phase all) holds the start-up, a larger share of a short call, in its mean too: for "
+                "such a measure plan from the full study's first runs" if tf != 1.0 else "") + ")"]
     lines += [f"  also read: {s.name} ({s.dir})" for s in plan.pilots[1:]]
     lines.append(f"method: the fewest runs per point at which the claim's 95 % interval is decided with power "
                  f"{plan.power:g} if the true value is the pilot's, using the pilot SD's "
