@@ -3,7 +3,7 @@
 // userspace (auto); a forced kernel backend on a kernel without what it needs fails with a message naming what is
 // missing. uml (the kernel plan in a user-mode Linux guest) only when asked for: auto never picks it.
 import { kernelNeeds } from './kernel.js';
-import { probeKernel, missingFeatures } from './probe.js';
+import { FEATURES, probeKernel, missingFeatures } from './probe.js';
 import { checkBottleneckBuilt } from './userspace.js';
 import { umlUnavailable } from './uml/guest.js';
 
@@ -65,7 +65,7 @@ export function kernelShortcomings(links, have) {
 }
 
 /** Every feature the uml guest has (init.sh loads them all): only what no tc plan can do stays out of reach. */
-const UML_FEATURES = new Set(['tbf', 'pfifo', 'bfifo', 'codel', 'pie', 'sfq', 'fq_codel', 'prio', 'netem', 'ifb', 'ingress', 'u32', 'mirred']);
+const UML_FEATURES = new Set(FEATURES);
 
 /**
  * @param {'auto' | 'kernel' | 'userspace' | 'uml'} requested

@@ -27,7 +27,11 @@ export class ScenarioError extends Error {
 
 // strict: false because definitions carry defaults that ajv applies where they are referenced.
 const ajv = new Ajv({ useDefaults: true, allErrors: true, strict: false, verbose: true });
-const validateSchema = ajv.compile(JSON.parse(fs.readFileSync(schemaPath, 'utf8')));
+const schema = JSON.parse(fs.readFileSync(schemaPath, 'utf8'));
+const validateSchema = ajv.compile(schema);
+
+/** Every queue discipline a link's `qdisc` may be: the schema's enum, the one list of them. @type {string[]} */
+export const QDISC_KINDS = schema.definitions.qdisc.properties.kind.enum;
 
 /** @param {string} instancePath */
 function fieldName(instancePath) {

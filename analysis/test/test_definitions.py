@@ -210,6 +210,20 @@ def test_per_flow_utilisation_uses_the_capacity_over_the_flows_own_span(tmp_path
     assert video["utilisation"] == pytest.approx(rate / 1e6, rel=1e-12)
 
 
+def test_a_flows_rate_and_its_fairness_rate_divide_by_different_spans(tmp_path):
+    """A flow present from 2.2 s to 3.8 s of a 4 s run: `throughput_bps.mean` is its rate while it arrived (bytes
+    after the first over first-to-last arrival), the fairness rate is its bytes over the whole phase (0-4 s)."""
+    run, video = _cbr(tmp_path, {"kbit": 10000}, 2.2, 3.8, delay_ms=20)
+    m, _ = analyze(tmp_path, run_tshark=False)
+    arr = _arrivals(run)
+    while_present = sum(b for _, b in arr[1:]) * 8 / ((arr[-1][0] - arr[0][0]) / 1e9)
+    over_phase = rate_bps(arr, T0_NS, T0_NS + 4_000_000_000)
+    assert video["throughput_bps"]["mean"] == pytest.approx(while_present, rel=1e-12)
+    [call] = [c for c in m["fairness"]["all"]["connections"] if c["role"] == "call"]
+    assert call["throughput_bps"] == pytest.approx(over_phase, rel=1e-12)
+    assert over_phase < 0.45 * while_present  # 1.6 s of 4: the spans differ, and so do the rates
+
+
 def test_compare_shows_the_loss_ratio_in_bytes(tmp_path):
     """Carlucci et al.'s l = bytes lost / bytes sent: compare shows that, not the packet ratio."""
     m = {"run": {"scenario": "x"}, "validity": {"valid": True}, "flows": [

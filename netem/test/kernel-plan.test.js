@@ -2,9 +2,11 @@
 // Golden tests of the kernel backend's command plans: what `tc` is asked to do for each discipline.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { planKernel, planKernelSchedule, planDelaySchedule, kernelNeeds } from '../kernel.js';
+import fs from 'node:fs';
+import { planKernel, planKernelSchedule, planDelaySchedule, kernelNeeds, tcKinds } from '../kernel.js';
 import { kernelShortcomings } from '../backend.js';
-import { normalizeScenario } from '../../scenarios/model.js';
+import { FEATURES } from '../probe.js';
+import { normalizeScenario, QDISC_KINDS } from '../../scenarios/model.js';
 
 /** A link as the scenario model normalises it. @param {any} link @param {string} [_field] */
 const normalizeLink = (link, _field) => normalizeScenario({ network: { forward: link } }).network.forward;
@@ -93,4 +95,18 @@ test('what the kernel backend needs and refuses', () => {
   assert.deepEqual(kernelShortcomings(links, new Set(['tbf', 'pfifo', 'bfifo', 'ifb', 'ingress', 'u32', 'mirred'])),
     ['forward: needs fq_codel, netem for the qdisc, delay_ms/jitter_ms/loss_percent > 0; this kernel lacks them']);
   assert.deepEqual(kernelShortcomings(links, new Set(['tbf', 'fq_codel', 'netem', 'ifb', 'ingress', 'u32', 'mirred'])), []);
+});
+
+test('every discipline of the schema has a tc plan, a kernel probe and a module in the uml guest', () => {
+  const initSh = fs.readFileSync(new URL('../uml/init.sh', import.meta.url), 'utf8');
+  for (const kind of QDISC_KINDS) {
+    const qdisc = kind === 'prio' ? { kind, bands: [{ dscp: [46], qdisc: { kind: 'fifo' } }, { qdisc: { kind: 'fifo' } }] } : { kind };
+    const link = { delay_ms: 0, rate: { kbit: 1000 }, qdisc };
+    assert.ok(plan(link).some((c) => c.includes('handle 10: ')), `${kind}: no discipline in the plan`);
+    for (const tc of tcKinds(normalizeLink(link, 'l').qdisc)) {
+      assert.ok(FEATURES.includes(tc), `${kind}: netem/probe.js has no trial of ${tc}`);
+      // pfifo and bfifo are built into every kernel; the other qdiscs are modules the guest must load.
+      if (tc !== 'pfifo' && tc !== 'bfifo') assert.match(initSh, new RegExp(`\\bsch_${tc}\\b`), `${kind}: netem/uml/init.sh loads no sch_${tc}`);
+    }
+  }
 });

@@ -3,11 +3,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { loadScenario } from '../model.js';
+import { loadScenario, QDISC_KINDS } from '../model.js';
 
 const dir = fileURLToPath(new URL('../examples/', import.meta.url));
 
-for (const kind of ['fifo', 'codel', 'pie', 'sfq', 'fq_codel', 'prio']) {
+// Every discipline the schema has has its example, named after it.
+for (const kind of QDISC_KINDS) {
   test(`scenarios/examples/${kind}.yaml`, () => {
     const s = loadScenario(`${dir}${kind}.yaml`);
     const f = s.network.forward;

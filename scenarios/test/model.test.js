@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { loadScenario, ScenarioError, validateScenario } from '../model.js';
+import { loadScenario, QDISC_KINDS, ScenarioError, validateScenario } from '../model.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-scenario-test-'));
 const write = (/** @type {string} */ name, /** @type {string} */ text) => {
@@ -43,7 +43,7 @@ test('command-line overrides replace the file\'s values and are validated too', 
 test('an unknown discipline is named with the allowed values', () => {
   const file = write('codle.yaml', 'network:\n  forward:\n    qdisc: {kind: codle}\n');
   assert.deepEqual(problemsOf(() => loadScenario(file)),
-    ['network.forward.qdisc.kind: "codle" is not one of fifo, codel, pie, sfq, fq_codel, prio']);
+    [`network.forward.qdisc.kind: "codle" is not one of ${QDISC_KINDS.join(', ')}`]);
 });
 
 test('a misspelt parameter names the field and the parameters the discipline has', () => {

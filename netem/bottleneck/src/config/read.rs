@@ -10,12 +10,10 @@ use crate::qdisc::fq_codel::FqCodelConfig;
 use crate::qdisc::pie::PieConfig;
 use crate::qdisc::prio::{self, PrioConfig};
 use crate::qdisc::sfq::SfqConfig;
+use crate::qdisc::KINDS;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_path_to_error::Segment;
-
-/// The disciplines a link's `qdisc` may be.
-pub const KINDS: &str = "fifo, codel, pie, sfq, fq_codel, prio";
 
 /// Reads `T` by serde from `v`, the value at `path` in the link; an error names its field by its whole path.
 pub fn read<T: DeserializeOwned>(v: &Value, path: &str) -> Result<T, ConfigError> {
@@ -100,7 +98,7 @@ fn error_in_qdisc(kind: &str, fields: &Value, path: &str) -> Option<ConfigError>
         // A band's discipline (`...bands[i].qdisc`): its kind is refused before its fields are read.
         "prio" if path.ends_with("].qdisc") => Some(prio::nested_prio(path)),
         "prio" => read::<PrioConfig>(fields, path).err(),
-        other => Some(ConfigError::new(&field(path, "kind"), format!("is {other:?}, allowed: {KINDS}"))),
+        other => Some(ConfigError::new(&field(path, "kind"), format!("is {other:?}, allowed: {}", KINDS.join(", ")))),
     }
 }
 

@@ -1,6 +1,6 @@
-use super::read::KINDS;
 use super::testing::*;
 use super::*;
+use crate::qdisc::{band_kinds, KINDS};
 use serde_json::json;
 
 fn no_trace(_: &str) -> Result<String, String> {
@@ -344,7 +344,9 @@ fn an_unknown_field_in_a_discipline_is_refused_naming_its_path() {
 
 #[test]
 fn a_missing_discipline_field_is_refused_naming_it() {
-    for q in [codel(true), pie(false), sfq(127), fq_codel(true)] {
+    // Every kind but fifo (exactly one of two limits: without it, the object is at fault) and prio (its own test).
+    let leaves = every_discipline().into_iter().map(|v| v["qdisc"].clone());
+    for q in leaves.filter(|q| q["kind"] != "fifo" && q["kind"] != "prio") {
         for key in q.as_object().unwrap().keys().filter(|k| *k != "kind") {
             let mut without = q.clone();
             without.as_object_mut().unwrap().remove(key);
@@ -368,7 +370,25 @@ fn every_discipline_reads_back_what_it_writes() {
         assert_eq!(again.to_json(), v);
         kinds.push(v["qdisc"]["kind"].as_str().unwrap().to_string());
     }
-    for kind in KINDS.split(", ") {
+    for kind in KINDS {
         assert!(kinds.iter().any(|k| k == kind), "{kind}");
     }
+    // Every kind a band may be, in a band.
+    let prio = every_discipline().pop().unwrap();
+    let in_bands: Vec<&str> =
+        prio["qdisc"]["bands"].as_array().unwrap().iter().map(|b| b["qdisc"]["kind"].as_str().unwrap()).collect();
+    for kind in band_kinds() {
+        assert!(in_bands.contains(&kind), "{kind} in a band");
+    }
+}
+
+/// The kinds the bottleneck reads are the schema's, so a kind added to one and not the other fails here.
+#[test]
+fn the_kinds_are_the_schemas() {
+    let schema: Value = serde_json::from_str(include_str!("../../../../scenarios/schema.json")).unwrap();
+    let kinds =
+        |v: &Value| -> Vec<String> { v.as_array().unwrap().iter().map(|k| k.as_str().unwrap().to_string()).collect() };
+    let defs = &schema["definitions"];
+    assert_eq!(kinds(&defs["qdisc"]["properties"]["kind"]["enum"]), KINDS);
+    assert_eq!(kinds(&defs["leaf_qdisc"]["allOf"][1]["properties"]["kind"]["enum"]), band_kinds().collect::<Vec<_>>());
 }

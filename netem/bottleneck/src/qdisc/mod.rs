@@ -14,6 +14,15 @@ use crate::check::ConfigError;
 use crate::packet::{Event, Packet};
 use rand::rngs::SmallRng;
 
+/// Every discipline a link's `qdisc` may be: scenarios/schema.json's `qdisc.kind` enum, in its order (a test
+/// compares them, and reads a link of each kind). A prio's band may be any of them but prio (`BAND_KINDS`).
+pub const KINDS: [&str; 6] = ["fifo", "codel", "pie", "sfq", "fq_codel", "prio"];
+
+/// The disciplines a prio's band may be: every kind but prio (the schema's `leaf_qdisc`).
+pub fn band_kinds() -> impl Iterator<Item = &'static str> {
+    KINDS.into_iter().filter(|k| *k != "prio")
+}
+
 /// A packet the discipline dropped, and why (tail/limit or AQM).
 #[derive(Debug)]
 pub struct Dropped {

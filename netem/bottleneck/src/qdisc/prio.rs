@@ -10,7 +10,7 @@ use super::fifo::FifoConfig;
 use super::fq_codel::FqCodelConfig;
 use super::pie::PieConfig;
 use super::sfq::SfqConfig;
-use super::{Dropped, Qdisc, QdiscParams};
+use super::{band_kinds, Dropped, Qdisc, QdiscParams};
 use crate::check::{check_dscp, field, nullable, optional, ConfigError};
 use crate::meter::{Meter, MeterConfig, MeterRecord, RateCap, RateCapConfig};
 use crate::packet::Packet;
@@ -132,9 +132,10 @@ impl QdiscParams for PrioConfig {
 
 /// The error for a prio as a band's discipline (`band_qdisc`: the band's `qdisc` path).
 pub fn nested_prio(band_qdisc: &str) -> ConfigError {
+    let allowed: Vec<&str> = band_kinds().collect();
     ConfigError::new(
         &field(band_qdisc, "kind"),
-        "cannot be prio inside a prio band (allowed: fifo, codel, pie, sfq, fq_codel)",
+        format!("cannot be prio inside a prio band (allowed: {})", allowed.join(", ")),
     )
 }
 
