@@ -172,6 +172,12 @@ def test_the_archive_holds_the_small_files_only(archived: dict[str, Any]) -> Non
     assert archive.portable(json.dumps({"a": str(out), "b": f"{out}/runs/x", "c": f"{out}.yaml",
                                         "d": f"{archive.REPO}/studies/s.yaml"}), out) == \
         json.dumps({"a": ".", "b": "runs/x", "c": f"{out}.yaml", "d": "studies/s.yaml"})
+    # A study run from another checkout (a worktree) and archived from this one: that checkout's paths go too.
+    other = archived["tmp"] / "worktree"
+    (other / "results" / "studies" / "s").mkdir(parents=True)
+    (other / ".git").write_text("gitdir: elsewhere\n")  # a worktree's .git is a file
+    assert archive.portable(json.dumps({"clip": f"{other}/media/default.y4m"}), other / "results" / "studies" / "s") \
+        == json.dumps({"clip": "media/default.y4m"})
     # metrics.json without its time series, the rest as it was
     for d in used:
         original = json.loads((out / d / "metrics.json").read_text())

@@ -31,11 +31,23 @@ class Archived:
     runs_used: int
 
 
+def checkout_of(study_dir: Path) -> Path | None:
+    """The git checkout (a clone or a worktree: `.git` a directory or a file) holding the study directory: the tree
+    its runs came from, which need not be the one archiving it (a study run from a worktree, archived from main)."""
+    for d in study_dir.resolve().parents:
+        if (d / ".git").exists():
+            return d
+    return None
+
+
 def portable(text: str, study_dir: Path) -> str:
-    """The text with absolute paths made relative: the study directory's files relative to it, then the repository's
-    relative to its root (a study directory is usually inside the repository, so it goes first). A root is replaced
-    only where a path continues with "/" or ends (a JSON string's quote): /x/study is not the start of /x/study.yaml."""
-    for root in (str(study_dir.resolve()), str(REPO)):
+    """The text with absolute paths made relative: the study directory's files relative to it, then those of the
+    checkout the study ran from and of this repository relative to their root (a study directory is usually inside
+    the checkout, so it goes first). A root is replaced only where a path continues with "/" or ends (a JSON string's
+    quote): /x/study is not the start of /x/study.yaml."""
+    checkout = checkout_of(study_dir)
+    roots = [str(study_dir.resolve()), *([str(checkout)] if checkout and checkout != REPO else []), str(REPO)]
+    for root in roots:
         text = re.sub(re.escape(root) + "/", "", text)
         text = re.sub(re.escape(root) + '(?=")', ".", text)
     return text
