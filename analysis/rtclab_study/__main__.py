@@ -156,20 +156,16 @@ def cost_sources(given: list[str], study: spec.Study) -> list[Path]:
     """The study directories whose runs measured the points' costs before this study: --costs-from, then the pilots
     of the repetitions plan it runs (repository-relative in PLAN.json), those that are still here."""
     dirs = [Path(d).resolve() for d in given]
-    for p in (study.repetitions_from or {}).get("pilots") or []:
-        d = Path(str(p.get("dir")))
-        d = (d if d.is_absolute() else REPO / d).resolve()
-        if (d / "plan.json").is_file() and d not in dirs:
-            dirs.append(d)
-    return dirs
+    return dirs + [d for d in runner.pilot_dirs(study) if (d / "plan.json").is_file() and d not in dirs]
 
 
 def stop_after_arg(text: str) -> float:
     """--stop-after's value in seconds: 90s, 20m, 1h30m, or a bare number of minutes."""
-    m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", text.strip())
-    if text.strip().isdigit():
+    text = text.strip()
+    if text.isdigit():
         return float(text) * 60
-    if not text.strip() or m is None:
+    m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", text)
+    if not text or m is None:
         raise argparse.ArgumentTypeError(f"must be a duration such as 45m, 1h30m or 600s, not {text!r}")
     h, mi, se = (int(x or 0) for x in m.groups())
     if h * 3600 + mi * 60 + se <= 0:

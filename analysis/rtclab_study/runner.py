@@ -97,13 +97,20 @@ def repetitions_text(study: spec.Study) -> str:
             f"{counts[0]} repetition(s) from {src}")
 
 
+def pilot_dirs(study: spec.Study) -> list[Path]:
+    """The pilot study directories of the repetitions plan the study runs (repository-relative in PLAN.json)."""
+    dirs = []
+    for p in (study.repetitions_from or {}).get("pilots") or []:
+        d = Path(str(p.get("dir")))
+        dirs.append((d if d.is_absolute() else REPO_ROOT / d).resolve())
+    return dirs
+
+
 def check_not_pilot(study: spec.Study, out: Path) -> None:
     """A repetitions plan's study runs into a directory of its own: its pilot only estimated the SD, and the study's
     runs alone make the intervals (docs/studies.md, "Planning repetitions from a pilot")."""
-    for p in (study.repetitions_from or {}).get("pilots") or []:
-        d = Path(str(p.get("dir")))
-        d = d if d.is_absolute() else REPO_ROOT / d
-        if d.resolve() == out.resolve():
+    for d in pilot_dirs(study):
+        if d == out.resolve():
             raise StudyDirError(f"{out} is the pilot's directory of this repetitions plan: its runs would count in "
                                 "the study's intervals; run the planned study into a directory of its own (--out)")
 
