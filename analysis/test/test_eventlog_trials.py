@@ -1,6 +1,8 @@
 """The field trials' evidence (eventlog/trials.py) and the field_trials_took_effect check (validity.py), on a real
 event log of this machine's Chromium run with no trial (analysis/test/data/eventlog-chromium156-a.log): none of the
-registry's trials may be shown there, so a run that claims one but ran Chrome's default is INVALID."""
+registry's trials may be shown there, so a run that claims one but ran Chrome's default is INVALID. And on a real log
+of a run with LossBasedBweV2 off (eventlog-chromium156-v2off-a.log: `npm run call -- --scenario
+scenarios/gcc-trials/loss-based-v2-off.yaml --duration 60`, 2 Mbit/s DT/300 beside 2 CUBIC flows)."""
 from __future__ import annotations
 
 import json
@@ -17,6 +19,7 @@ from rtclab.eventlog import parser, trials
 from rtclab.eventlog.feedback import transport_feedback
 
 REAL_LOG = Path(__file__).parent / "data" / "eventlog-chromium156-a.log"
+V2_OFF_LOG = Path(__file__).parent / "data" / "eventlog-chromium156-v2off-a.log"
 REGISTRY = trials.load_registry()
 
 
@@ -26,8 +29,7 @@ def log() -> parser.EventLog:
 
 
 def test_registry_names_the_trials_and_their_evidence() -> None:
-    assert {t.name for t in REGISTRY.values()} == {"loss_based_v2_off", "trendline_window_60", "backoff_095",
-                                                   "rapid_recovery"}
+    assert {t.name for t in REGISTRY.values()} == {"loss_based_v2_off", "trendline_window_60", "backoff_095"}
     assert REGISTRY["WebRTC-BweBackOffFactor"].group == "Enabled-0.95"
     assert all(t.evidence in trials.EVIDENCE for t in REGISTRY.values())
 
@@ -55,28 +57,48 @@ def test_default_run_shows_no_trial(log: parser.EventLog) -> None:
 
 
 def test_default_run_has_v2_decreases(log: parser.EventLog) -> None:
-    """The default's LossBasedBweV2 lowers the target below the delay-based estimate at no loss at all: decreases
-    the classic rule cannot make, what a run with v2 off must not have."""
-    seen = trials.classic_loss_rule(log, transport_feedback(log.incoming_rtcp)[0],
-                                    REGISTRY["WebRTC-Bwe-LossBasedBweV2"])["seen"]
-    assert " 0 by the classic rule" in seen and "at loss 0/256" in seen
+    """The default's LossBasedBweV2 lowers the target below the delay-based estimate at no loss at all: updates the
+    classic rule cannot make, what a run with v2 off must not have; and not one classic increase."""
+    out = trials.classic_loss_rule(log, transport_feedback(log.incoming_rtcp)[0], REGISTRY["WebRTC-Bwe-LossBasedBweV2"])
+    assert out["shown"] is False and "LossBasedBweV2 acted" in out["seen"], out["seen"]
+    assert re.search(r"0 increases by the classic ramp.* [1-9]\d* updates the classic rule cannot make", out["seen"])
+    assert "at loss 0/256" in out["seen"]
 
 
-def test_classic_rule_is_recognised(log: parser.EventLog) -> None:
-    """The same log with its loss-based decreases rewritten by the classic rule (loss 40/256, x (512 - 40) / 512):
-    shown."""
-    lb = {k: v.copy() for k, v in log.loss_based.items()}
-    db = log.delay_based
-    for i in range(1, len(lb["time_ms"])):
-        j = int(np.searchsorted(db["time_ms"], lb["time_ms"][i], side="right")) - 1
-        new = lb["bitrate_bps"][i]
-        if j >= 0 and new < lb["bitrate_bps"][i - 1] - 1 and new < db["bitrate_bps"][j] - 1:
-            lb["fraction_loss"][i] = 40
-            lb["bitrate_bps"][i] = lb["bitrate_bps"][i - 1] * (512 - 40) // 512
-    classic = replace(log, loss_based=lb)
-    out = trials.classic_loss_rule(classic, transport_feedback(log.incoming_rtcp)[0],
-                                   REGISTRY["WebRTC-Bwe-LossBasedBweV2"])
+def test_v2_off_run_shows_the_classic_rule() -> None:
+    """The run with v2 off: 8 increases exactly by the classic ramp, its one decrease at loss >= 26/256 by the classic
+    rule, nothing else below the delay-based estimate: shown."""
+    log = parser.read(V2_OFF_LOG)
+    out = trials.classic_loss_rule(log, transport_feedback(log.incoming_rtcp)[0], REGISTRY["WebRTC-Bwe-LossBasedBweV2"])
     assert out["shown"] is True, out["seen"]
+    assert re.search(r"\b8 increases by the classic ramp.*, 1 decreases by the classic loss rule, 0 updates",
+                     out["seen"]), out["seen"]
+
+
+def _below_estimate(log: parser.EventLog) -> np.ndarray:
+    """Indices of the loss-based log's updates below the delay-based estimate in force, after the start phase."""
+    lb, db = log.loss_based, log.delay_based
+    j = np.searchsorted(db["time_ms"], lb["time_ms"], side="right") - 1
+    below = (j >= 0) & (lb["bitrate_bps"] < db["bitrate_bps"][np.maximum(j, 0)] - 1)
+    return np.flatnonzero(below & (lb["time_ms"] >= lb["time_ms"][0] + trials.RAMP_START_MS))
+
+
+def test_one_v2_update_or_too_few_ramps_is_not_shown() -> None:
+    """The v2-off log with one update below the estimate turned into a decrease at loss 0 (what v2 does and the
+    classic rule cannot): not shown, v2 acted. The log cut after its second classic increase: too few to judge."""
+    log = parser.read(V2_OFF_LOG)
+    fb = transport_feedback(log.incoming_rtcp)[0]
+    trial = REGISTRY["WebRTC-Bwe-LossBasedBweV2"]
+    lb = {k: v.copy() for k, v in log.loss_based.items()}
+    i = int(_below_estimate(log)[-1])
+    lb["bitrate_bps"][i], lb["fraction_loss"][i] = lb["bitrate_bps"][i - 1] * 9 // 10, 0
+    out = trials.classic_loss_rule(replace(log, loss_based=lb), fb, trial)
+    assert out["shown"] is False and "1 updates the classic rule cannot make" in out["seen"], out["seen"]
+    bps = log.loss_based["bitrate_bps"]
+    ramps = [int(k) for k in _below_estimate(log) if bps[k] > bps[k - 1]]
+    cut = {k: v[:ramps[1] + 1] for k, v in log.loss_based.items()}
+    out = trials.classic_loss_rule(replace(log, loss_based=cut), fb, trial)
+    assert out["shown"] is False and "nothing to judge" in out["seen"], out["seen"]
 
 
 def test_window_evidence_follows_the_replay(log: parser.EventLog) -> None:
@@ -117,36 +139,15 @@ def test_acknowledged_rate_is_the_windowed_min_of_send_and_receive_rates() -> No
     assert len(est.window) == 101 and est.bitrate_bps() == pytest.approx(100 * 8000 / 1.0)
 
 
-def test_recovery_probe_is_the_one_after_a_large_drop_outside_alr(log: parser.EventLog) -> None:
-    """The default run's probes at 0.85 x the target before a large drop come in ALR (Chrome's default sends them
-    only there): no evidence. A log of one probe cluster, 1 s after a large drop at 0.85 x the target before it, no
-    ALR: shown; the same probe at 2 x, or 6 s after the drop: not."""
-    fb = transport_feedback(log.incoming_rtcp)[0]
-    trial = REGISTRY["WebRTC-BweRapidRecoveryExperiment"]
-    default = trials.recovery_probe(log, fb, trial)
-    assert default["shown"] is False and re.search(r"; [1-9]\d* such in or just after ALR", default["seen"]), default
-    lb = log.loss_based
-    i = int(np.flatnonzero(lb["bitrate_bps"][1:] < 0.66 * lb["bitrate_bps"][:-1])[0]) + 1
-    no_alr = {k: v[:0] for k, v in log.alr.items()}
-
-    def one_probe(after_ms: int, bps: int) -> parser.EventLog:
-        c = {k: v[:1].copy() for k, v in log.probe_clusters.items()}
-        c["time_ms"][0], c["bitrate_bps"][0] = int(lb["time_ms"][i]) + after_ms, bps
-        return replace(log, alr=no_alr, probe_clusters=c)
-    before = int(lb["bitrate_bps"][i - 1])
-    assert trials.recovery_probe(one_probe(1000, int(0.85 * before)), fb, trial)["shown"] is True
-    assert trials.recovery_probe(one_probe(1000, 2 * before), fb, trial)["shown"] is False
-    assert trials.recovery_probe(one_probe(6000, int(0.85 * before)), fb, trial)["shown"] is False
-
-
-def _run_with(tmp_path: Path, field_trials: str, with_log: bool = True) -> validity.RecordedRun:
+def _run_with(tmp_path: Path, field_trials: str, with_log: bool = True,
+              log: Path = REAL_LOG) -> validity.RecordedRun:
     run = tmp_path / "run"
     run.mkdir()
     (run / "manifest.json").write_text(json.dumps({
         "format_version": 3, "status": "completed",
         "scenario": {"calls": [{"id": "c1", "field_trials": field_trials}]}}))
     if with_log:
-        shutil.copy(REAL_LOG, run / "eventlog-a.log")
+        shutil.copy(log, run / "eventlog-a.log")
     return validity.RecordedRun(rundir.load(run), 0.0, 60.0, None, validity.load_bounds())
 
 
@@ -160,10 +161,17 @@ def test_check_fails_a_trial_the_log_does_not_show(tmp_path: Path) -> None:
     assert "backoff_095 (WebRTC-BweBackOffFactor/Enabled-0.95): not shown" in check["detail"]
 
 
+def test_check_passes_a_trial_the_log_shows(tmp_path: Path) -> None:
+    check = validity.field_trials_took_effect(_run_with(tmp_path, "WebRTC-Bwe-LossBasedBweV2/Enabled:false/",
+                                                        log=V2_OFF_LOG))
+    assert check is not None and check["ok"] is True, check
+    assert "loss_based_v2_off (WebRTC-Bwe-LossBasedBweV2/Enabled:false): shown" in check["detail"]
+
+
 def test_check_fails_another_group_and_a_missing_log(tmp_path: Path) -> None:
     check = validity.field_trials_took_effect(_run_with(tmp_path, "WebRTC-BweBackOffFactor/Enabled-0.9/"))
     assert check is not None and check["ok"] is False and "is not the registry's 'Enabled-0.95'" in check["detail"]
     other = tmp_path / "other"
     other.mkdir()
-    check = validity.field_trials_took_effect(_run_with(other, "WebRTC-BweRapidRecoveryExperiment/Enabled/", False))
+    check = validity.field_trials_took_effect(_run_with(other, "WebRTC-Bwe-LossBasedBweV2/Enabled:false/", False))
     assert check is not None and check["ok"] is False and "no eventlog-a.log" in check["detail"]
