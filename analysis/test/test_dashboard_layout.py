@@ -61,7 +61,8 @@ try {
       const g = gd.querySelector(`.main-svg g.${id}`);
       return { id, box: g ? box(g.querySelector('.bg').getBoundingClientRect()) : null,
         scrolls: fl[id]._effHeight < fl[id]._height,
-        items: g ? Array.from(g.querySelectorAll('.legendtext')).map((t) => t.textContent) : [] };
+        // plotly names an entry's text after its legend: legendtext, legend2text, ...
+        items: g ? Array.from(g.querySelectorAll(`g.traces text.${id}text`)).map((t) => t.textContent) : [] };
     });
     const traces = gd._fullData.map((tr) => ({ name: tr.name, mode: tr.mode, yaxis: tr.yaxis, legend: tr.legend,
       showlegend: tr.showlegend, pieces: [], markers: 0 }));
@@ -138,6 +139,7 @@ def test_every_panel_has_its_own_legend_beside_it(page: dict[str, Any]) -> None:
             lg = legends[legend_id]
             assert sorted(lg["items"]) == sorted(t["name"] for t in traces if t["showlegend"]), (chart["id"], panel)
             box = lg["box"]
+            assert box is not None, (chart["id"], legend_id)  # plotly drew this legend
             where = f"{chart['id']} panel {panel['axis']}: legend {box}, panel {panel}, plot {chart['plot']}"
             assert box["left"] >= chart["plot"]["right"], where  # right of the plot area, over none of it
             assert box["right"] <= chart["width"] + 0.5, where  # not cut off at the figure's edge
