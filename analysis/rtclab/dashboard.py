@@ -56,13 +56,31 @@ def _cross_shapes(m: dict[str, Any]) -> list[dict[str, Any]]:
     return shapes + _join_leave_shapes(m)
 
 
-def _layout(m: dict[str, Any], title: str, ytitle: str,
-            xtitle: str = "time since call start (s)", **extra: Any) -> dict:
-    lay = {"title": {"text": title}, "xaxis": {"title": {"text": xtitle}}, "yaxis": {"title": {"text": ytitle}},
-           "margin": {"l": 60, "r": 20, "t": 40, "b": 45}, "height": 340, "legend": {"orientation": "h", "y": -0.25},
-           "shapes": _cross_shapes(m) if xtitle.startswith("time") else []}
-    lay.update(extra)
-    return lay
+# The stack's geometry, in px: a panel is at least PANEL_PX high, and higher when its legend (beside it, one entry a
+# LEGEND_ENTRY_PX line) needs it; PANEL_GAP_PX between panels holds the next panel's title.
+PANEL_PX = 230
+LEGEND_ENTRY_PX = 19
+LEGEND_PAD_PX = 20  # the legend's own padding, above and below its entries
+PANEL_GAP_PX = 32
+STACK_MARGIN = {"l": 60, "r": 20, "t": 30, "b": 45}
+
+
+def legend_beside(y_top: float, height_px: float) -> dict[str, Any]:
+    """A legend to the right of the plot area, its top at `y_top` (paper), scrolling past `height_px` rather than
+    running into what is below (plotly pushes the right margin out to fit the widest legend)."""
+    return {"x": 1.01, "xanchor": "left", "y": y_top, "yanchor": "top", "orientation": "v", "maxheight": height_px,
+            "font": {"size": 11}, "tracegroupgap": 0}
+
+
+def _layout(m: dict[str, Any], title: str, ytitle: str, entries: int,
+            xtitle: str = "time since call start (s)") -> dict:
+    """A figure of one panel, with `entries` traces in its legend beside it."""
+    margin = {"l": 60, "r": 20, "t": 40, "b": 45}
+    plot_px = max(PANEL_PX + 25, LEGEND_ENTRY_PX * entries + LEGEND_PAD_PX)
+    return {"title": {"text": title}, "xaxis": {"title": {"text": xtitle}}, "yaxis": {"title": {"text": ytitle}},
+            "margin": margin, "height": plot_px + margin["t"] + margin["b"], "showlegend": True,
+            "legend": legend_beside(1, plot_px),
+            "shapes": _cross_shapes(m) if xtitle.startswith("time") else []}
 
 
 def _window_s(duration_s: float) -> float:
@@ -110,25 +128,30 @@ Panel = tuple[str, str, list[dict]]  # (title, y-axis title, traces) of one pane
 def _stack(m: dict[str, Any], panels: list[tuple[str, str, list[dict]]], duration_s: float,
            shapes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """One figure, one row per panel, all sharing the time axis: one plot call instead of six (each plot call costs
-    a fixed 100-200 ms in Chromium here). `shapes`: more shapes on the shared time axis (the freezes' spans)."""
+    a fixed 100-200 ms in Chromium here), and zooming one panel zooms all. Each panel has its own legend (plotly's
+    legend, legend2, ...) beside it. `shapes`: more shapes on the shared time axis (the freezes' spans)."""
     n = len(panels)
-    gap = 0.035
-    row_h = (1 - gap * (n - 1)) / n
+    heights = [max(PANEL_PX, LEGEND_ENTRY_PX * sum(tr.get("showlegend", True) for tr in traces) + LEGEND_PAD_PX)
+               for _, _, traces in panels]
+    plot_px = sum(heights) + PANEL_GAP_PX * (n - 1)
     data: list[dict] = []
-    layout: dict[str, Any] = {"height": 230 * n + 80, "margin": {"l": 60, "r": 20, "t": 30, "b": 45},
-                              "legend": {"orientation": "h", "y": -0.04}, "shapes": (shapes or []) + _cross_shapes(m),
+    layout: dict[str, Any] = {"height": plot_px + STACK_MARGIN["t"] + STACK_MARGIN["b"], "margin": dict(STACK_MARGIN),
+                              "shapes": (shapes or []) + _cross_shapes(m),
                               "xaxis": {"title": {"text": "time since call start (s)"}, "range": [0, duration_s],
                                         "anchor": f"y{n}" if n > 1 else "y"},
-                              "annotations": [], "hovermode": "x"}
+                              "annotations": [], "hovermode": "x", "showlegend": True}
+    above_px = 0  # from the plot area's top to this panel's
     for i, (title, ytitle, traces) in enumerate(panels):
-        axis = "y" if i == 0 else f"y{i + 1}"
-        top = 1 - i * (row_h + gap)
-        layout["yaxis" if i == 0 else f"yaxis{i + 1}"] = {"domain": [top - row_h, top], "anchor": "x",
-                                                           "title": {"text": ytitle}}
+        suffix = "" if i == 0 else str(i + 1)
+        top = 1 - above_px / plot_px
+        layout[f"yaxis{suffix}"] = {"domain": [top - heights[i] / plot_px, top], "anchor": "x",
+                                    "title": {"text": ytitle}}
+        layout[f"legend{suffix}"] = legend_beside(top, heights[i])
         layout["annotations"].append({"text": f"<b>{title}</b>", "xref": "paper", "yref": "paper", "x": 0,
                                       "y": top, "xanchor": "left", "yanchor": "bottom", "showarrow": False})
         for tr in traces:
-            data.append(dict(tr, xaxis="x", yaxis=axis, legendgroup=title))
+            data.append(dict(tr, xaxis="x", yaxis=f"y{suffix}", legend=f"legend{suffix}"))
+        above_px += heights[i] + PANEL_GAP_PX
     return {"data": data, "layout": layout}
 
 
@@ -260,7 +283,7 @@ def _owd_scatter(m: dict[str, Any], t: PacketTable, t0_ns: int) -> tuple[str, di
         return None
     title = "Per-packet one-way delay a → b" + (f" (every {step}th packet)" if step > 1 else "")
     return ("owd", {"data": traces,
-                    "layout": _layout(m, title, "one-way delay (ms)",
+                    "layout": _layout(m, title, "one-way delay (ms)", len(traces),
                                       xtitle="time since call start (s), at departure")})
 
 
@@ -313,7 +336,7 @@ def _cdf(m: dict[str, Any], t: PacketTable) -> tuple[str, dict] | None:
         return None
     return ("cdf", {"data": traces,
                     "layout": _layout(m, "CDF of one-way and queuing delay a → b", "fraction of packets",
-                                                      xtitle="delay (ms)")})
+                                      len(traces), xtitle="delay (ms)")})
 
 
 # The run dashboard's own style (page.py has the shared one).

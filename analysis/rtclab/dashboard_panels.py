@@ -1,11 +1,12 @@
 """The run dashboard's panels read from a run's metrics.json beyond the packets: the congestion controller's state and
-what limits its target, the meters, the machine's CPU and the frames each page presented (docs/dashboard.md)."""
+what limits its target, the meters, the machine's CPU and the frames each page presented (docs/analyzer.md, "The run
+dashboard")."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .dashboard_traces import capacity_traces, line_trace
+from .dashboard_traces import capacity_traces, sampled_trace, step_trace
 
 STATE_COLOURS = {"overusing": "rgba(214, 39, 40, 0.25)", "underusing": "rgba(31, 119, 180, 0.2)"}
 
@@ -39,10 +40,9 @@ def controller_panels(m: dict[str, Any]) -> list[tuple[str, str, list[dict]]]:
     ser = a.get("series")
     if not ser:
         return []
-    rates = [line_trace("target (lower of the two)", ser["target_bps"], 1e-6, line={"shape": "hv", "color": "black"}),
-             line_trace("delay-based estimate", ser["delay_based_bps"], 1e-6, line={"shape": "hv", "color": "#d62728"}),
-             line_trace("loss-based estimate", ser["loss_based_bps"], 1e-6,
-                   line={"shape": "hv", "color": "#2ca02c", "dash": "dot"})]
+    rates = [step_trace("target (lower of the two)", ser["target_bps"], 1e-6, line={"color": "black"}),
+             step_trace("delay-based estimate", ser["delay_based_bps"], 1e-6, line={"color": "#d62728"}),
+             step_trace("loss-based estimate", ser["loss_based_bps"], 1e-6, line={"color": "#2ca02c", "dash": "dot"})]
     rates = [r for r in rates if r["x"]]
     for name, key, symbol in (("probe cluster", "probe_clusters_bps", "triangle-up"),
                               ("probe result", "probe_results_bps", "circle-open")):
@@ -65,9 +65,10 @@ def controller_panels(m: dict[str, Any]) -> list[tuple[str, str, list[dict]]]:
         values = [p[1] for p in m_pts if p[1] == p[1]] + [p[1] for p in g_pts] + [-p[1] for p in g_pts]
         lo, hi = (min(values), max(values)) if values else (-1.0, 1.0)
         traces = [b for b in (_bands_trace(ser.get("detector_bands") or [], s, lo, hi) for s in STATE_COLOURS) if b]
-        traces += [line_trace("m(t), replayed trend", m_pts, line={"color": "#444"}),
-                   line_trace("+gamma(t)", g_pts, line={"color": "#d62728", "dash": "dash"}),
-                   line_trace("-gamma(t)", [[p[0], -p[1]] for p in g_pts], line={"color": "#1f77b4", "dash": "dash"})]
+        # Both hold from one detector update to the next: steps.
+        traces += [step_trace("m(t), replayed trend", m_pts, line={"color": "#444"}),
+                   step_trace("+gamma(t)", g_pts, line={"color": "#d62728", "dash": "dash"}),
+                   step_trace("-gamma(t)", [[p[0], -p[1]] for p in g_pts], line={"color": "#1f77b4", "dash": "dash"})]
         rep = a.get("replay") or {}
         agree = rep.get("update_agreement")
         title = "Over-use detector at a: replayed m(t) and gamma(t); bands: the state Chrome logged"
@@ -178,8 +179,7 @@ def frame_panels(m: dict[str, Any]) -> tuple[list[tuple[str, str, list[dict]]], 
     traces: list[dict] = []
     for key, name, colour, width in FRAME_PARTS:
         if any(v is not None for v in ser.get(key) or []):
-            traces.append({"type": "scatter", "mode": "lines", "name": name, "x": ser["t_s"], "y": ser[key],
-                           "line": {"color": colour, "width": width}})
+            traces.append(sampled_trace(name, ser["t_s"], ser[key], line={"color": colour, "width": width}))
     never = ser.get("never_shown_t_s") or []
     if never:
         traces.append({"type": "scatter", "mode": "markers", "name": f"sent, never shown ({len(never)}; at "

@@ -1,5 +1,5 @@
 """The run dashboard's cards and tables: the headline numbers, the flows, the competing flows' shares and the notes
-on what was left out (docs/dashboard.md)."""
+on what was left out (docs/analyzer.md, "The run dashboard")."""
 
 from __future__ import annotations
 

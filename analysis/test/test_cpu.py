@@ -203,9 +203,10 @@ def test_the_dashboard_stacks_each_component_under_the_host_busy_line(analysed: 
     m = analysed["m"]
     figs, _ = dashboard.figures(m, analysed["table"])
     ts = dict(figs)["timeseries"]
-    title = next(a["text"] for a in ts["layout"]["annotations"] if "CPU" in a["text"])
-    assert title.startswith("<b>CPU per component of the run (cpu.jsonl), stacked")
-    traces = [t for t in ts["data"] if t["legendgroup"] == title.removeprefix("<b>").removesuffix("</b>")]
+    titles = [a["text"] for a in ts["layout"]["annotations"]]
+    panel = next(i for i, t in enumerate(titles) if "CPU" in t)
+    assert titles[panel].startswith("<b>CPU per component of the run (cpu.jsonl), stacked")
+    traces = [t for t in ts["data"] if t["yaxis"] == f"y{panel + 1 if panel else ''}"]
     stacked = [t for t in traces if t.get("stackgroup") == "cpu"]
     # Largest first; a component that never used CPU in any sample (iperf3 here) has no trace.
     drawn = [c for c in m["cpu"]["components"] if c in m["cpu"]["series"]["components"]]

@@ -102,10 +102,18 @@ def test_the_dashboard_draws_the_frames_under_the_queue_with_the_freezes_shaded_
     traces = {t["name"]: t for t in fig["data"] if t["yaxis"] == axis}
     ser = m["frames"]["b"]["series"]
     g2g = next(t for n, t in traces.items() if n.startswith("glass-to-glass"))
-    assert g2g["x"] == ser["t_s"] and g2g["y"] == ser["glass_to_glass_ms"] and g2g["xaxis"] == "x"
+    assert [x for x in g2g["x"] if x is not None] == ser["t_s"] and g2g["xaxis"] == "x"
+    assert [y for x, y in zip(g2g["x"], g2g["y"]) if x is not None] == ser["glass_to_glass_ms"]
+    # The line stops (a None) wherever two frames are more than twice the median frame interval apart, the stall
+    # among them, and nowhere else.
+    t = ser["t_s"]
+    limit = 2 * statistics.median(b - a for a, b in zip(t, t[1:]))
+    gaps = [(a, b) for a, b in zip(t, t[1:]) if b - a > limit]
+    breaks = [(g2g["x"][i - 1], g2g["x"][i + 1]) for i, x in enumerate(g2g["x"]) if x is None]
+    assert breaks == gaps and any(a < STALL[0] + 0.1 and b > STALL[1] for a, b in gaps), gaps
     for part in ("sender", "network", "receiver"):
         tr = next(t for n, t in traces.items() if n.startswith(part))
-        assert tr["y"] == ser[f"{part}_ms"]
+        assert [y for x, y in zip(tr["x"], tr["y"]) if x is not None] == ser[f"{part}_ms"]
     never = next(t for n, t in traces.items() if n.startswith("sent, never shown"))
     assert never["x"] == ser["never_shown_t_s"] and set(never["y"]) == {0}
     # Every trace of the stack shares the one x axis; the freeze is a span over the whole figure (yref paper), so
