@@ -336,7 +336,7 @@ def x_of(s: Study, point: str, param: str) -> float | None:
 
 
 
-def _why_inconclusive(m: dict[str, Any], min_n: int | None) -> str | None:
+def inconclusive_reason(m: dict[str, Any], min_n: int | None) -> str | None:
     """Why a point cannot be judged (None: it can); min_n None for a trend, whose interval pools every point."""
     st = m["stat"]
     if m.get("unmatched"):
@@ -386,7 +386,7 @@ def _beside(s: Study, claim: dict[str, Any], point: str) -> dict[str, Any] | Non
 
 def _range_row(s: Study, claim: dict[str, Any], p: str, min_n: int) -> Row:
     m = measure_point(s, p, claim["measure"])
-    why = _why_inconclusive(m, min_n)
+    why = inconclusive_reason(m, min_n)
     lo, hi = _ci(m["stat"])
     clipped = False
     if lo is not None and hi is not None:
@@ -400,7 +400,7 @@ def _range_row(s: Study, claim: dict[str, Any], p: str, min_n: int) -> Row:
 
 def _difference_row(label: str, ma: dict[str, Any], mb: dict[str, Any], claim: dict[str, Any], min_n: int,
                     beside: dict[str, Any] | None) -> Row:
-    why = _why_inconclusive(ma, min_n) or _why_inconclusive(mb, min_n)
+    why = inconclusive_reason(ma, min_n) or inconclusive_reason(mb, min_n)
     value = None
     verdict = INCONCLUSIVE
     if ma["stat"] is not None and mb["stat"] is not None:
@@ -462,7 +462,7 @@ def _evaluate_trend(claim: dict[str, Any], s: Study, pts: list[str]) -> Finding:
     for p in pts:
         m = measure_point(s, p, claim["measure"])
         x = x_of(s, p, xspec["param"])
-        why = _why_inconclusive(m, None) or ""
+        why = inconclusive_reason(m, None) or ""
         if x is None or (log and x <= 0):
             why = why or f"no {'positive ' if log else ''}number for x = {xspec['param']}"
         lo, hi = _ci(m["stat"])

@@ -8,6 +8,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from . import findings_why
 from .findings import (
     DEFAULT_CLAIMS,
     Finding,
@@ -125,6 +126,8 @@ def _pairs_text(c: dict[str, Any]) -> str:
 def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Study], claims_file: Path,
              dirs: list[Path]) -> str:
     min_n = int((claims_doc.get("rule") or {}).get("min_n", 2))
+    whys = findings_why.evaluate_all(claims_doc, {s.name: s for s in studies}, min_n)
+    explained = findings_why.explained_by(whys)
     counts = {v: sum(1 for f in found if f.verdict == v) for v in (AGREES, DEVIATES, INCONCLUSIVE, NOT_RUN)}
     lines = [
         "# Findings: the reference studies and RFC 8867 beside what rtclab measured",
@@ -159,7 +162,8 @@ def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Stu
         lines.append(f"| [{c['id']}](#{c['id']}) | {c['source']} | {c['says']} | {_measure_text(c)} "
                      f"{_reference(c)} | {study} | **{f.verdict}** |")
     for f in found:
-        lines += _claim_section(f)
+        lines += _claim_section(f, explained.get(f.claim["id"], []))
+    lines += findings_why.markdown(whys)
     lines += ["", "## The studies", "",
               "Each study's provenance, from its plan.json, study.json and used runs' manifest.json "
               "(docs/studies.md, \"Provenance\"): the dates its runs started, the machine, Chromium, the backend, the "
@@ -175,12 +179,14 @@ def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Stu
     return "\n".join(lines) + "\n"
 
 
-def _claim_section(f: Finding) -> list[str]:
+def _claim_section(f: Finding, why_ids: list[str]) -> list[str]:
     c = f.claim
     lines = ["", f"### {c['id']}", "", f"{c['source']}: {c['says']}.", "",
              f"Checked as: {_measure_text(c)}, {_reference(c)} ({c['kind']} rule"
              + (f"; pairs: {_pairs_text(c)}" if c.get("pairs") else "") + f"). Verdict: **{f.verdict}**"
              + (f" ({f.note})" if f.note else "") + "."]
+    if why_ids:
+        lines += ["", "Why: " + ", ".join(f"[{w}](#{w})" for w in why_ids) + " (components switched one at a time)."]
     if c.get("statistic"):
         lines += ["", f"The statistic: {c['statistic'].strip()}."]
     if c.get("band_why"):

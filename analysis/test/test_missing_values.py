@@ -203,7 +203,7 @@ def test_a_non_finite_mean_in_study_json_is_no_value(tmp_path: Path) -> None:
     point(doc)["flows"]["forward:video"]["all"]["throughput_bps"]["mean"] = math.nan
     (out / "study.json").write_text(json.dumps(doc))  # json writes NaN, and reads it back
     m = findings.measure_point(findings.read_study(out), "p", {"flow": "forward:video", "metric": "throughput_bps"})
-    assert m["stat"] is None and findings._why_inconclusive(m, 2) == "no value"
+    assert m["stat"] is None and findings.inconclusive_reason(m, 2) == "no value"
 
 
 # ---- one run: its t = 0, its dashboard, its report -------------------------------------------------------------------
