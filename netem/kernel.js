@@ -34,7 +34,8 @@ export function tcLeafArgs(q) {
       // by RFC 9332's time-shifted FIFO; kernelNeeds refuses the kind anyway while no kernel here has it.
       return ['dualpi2', 'limit', String(q.limit_packets), 'target', ms(q.target_ms), 'tupdate', ms(q.tupdate_ms),
         'alpha', String(q.alpha), 'beta', String(q.beta), 'coupling_factor', String(q.coupling_factor),
-        'step_thresh', ms(q.step_thresh_ms), q.drop_on_overload ? 'drop_on_overload' : 'overflow', 'drop_dequeue', 'l4s_ect'];
+        'step_thresh', ms(q.step_thresh_ms), 'min_qlen_step', String(q.min_qlen_step),
+        q.drop_on_overload ? 'drop_on_overload' : 'overflow', 'drop_dequeue', 'l4s_ect'];
     default:
       throw new Error(`no tc leaf discipline for kind ${q.kind}`);
   }

@@ -51,7 +51,7 @@ test('codel, pie, sfq, fq_codel: the discipline as TBF\'s child with tc\'s param
 test('dualpi2: tc-dualpi2\'s arguments, but refused by the kernel and uml backends (no kernel here has sch_dualpi2)', () => {
   const link = normalizeLink({ delay_ms: 0, rate: { kbit: 1000 }, qdisc: { kind: 'dualpi2', drop_on_overload: false } }, 'l');
   assert.equal(tcLeafArgs(link.qdisc).join(' '), 'dualpi2 limit 10000 target 15000us tupdate 16000us alpha 0.16 beta 3.2 '
-    + 'coupling_factor 2 step_thresh 1000us overflow drop_dequeue l4s_ect');
+    + 'coupling_factor 2 step_thresh 1000us min_qlen_step 0 overflow drop_dequeue l4s_ect');
   const { needs, unsupported } = kernelNeeds(link);
   assert.deepEqual(needs, ['dualpi2', 'tbf']);
   assert.deepEqual(unsupported, ['dualpi2 (no kernel here has sch_dualpi2: this host\'s is built without it, Debian 12\'s user-mode Linux is 6.1; use the userspace backend)']);

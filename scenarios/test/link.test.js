@@ -23,7 +23,7 @@ test('every discipline gets Linux\'s defaults, from the schema', () => {
   assert.deepEqual(q({ kind: 'sfq' }), { kind: 'sfq', limit_packets: 127, quantum_bytes: 1514, perturb_s: 0, divisor: 1024 });
   assert.deepEqual(q({ kind: 'fq_codel' }), { kind: 'fq_codel', target_ms: 5, interval_ms: 100, limit_packets: 10240, quantum_bytes: 1514, flows: 1024, ecn: true });
   assert.deepEqual(q({ kind: 'dualpi2' }), { kind: 'dualpi2', limit_packets: 10000, target_ms: 15, tupdate_ms: 16, alpha: 0.16,
-    beta: 3.2, coupling_factor: 2, step_thresh_ms: 1, drop_on_overload: true, tshift_ms: 50 });
+    beta: 3.2, coupling_factor: 2, step_thresh_ms: 1, min_qlen_step: 0, drop_on_overload: true, tshift_ms: 50 });
   // Its limit is in packets, as Linux's: a limit in ms (which link.js would convert as sfq's) is refused.
   assert.throws(() => q({ kind: 'dualpi2', limit_ms: 300 }), /network\.forward\.qdisc: unknown field "limit_ms"/);
   assert.deepEqual(q({ kind: 'fifo' }), { kind: 'fifo', limit_packets: 1000 });

@@ -9,7 +9,7 @@
 //! - Coupling (RFC 9332 section 2.1): classic p_C = p'^2 (two independent rolls of p', as Linux and A.2), coupled L4S
 //!   p_CL = k p'. A C packet is dropped (Not-ECT) or marked (ECT(0)) with p_C; an L packet is marked with p_CL.
 //! - Native L4S AQM: an L packet whose sojourn exceeds `step_thresh` is marked (a step: A.1's ramp with no range,
-//!   Linux's default).
+//!   Linux's default), if it found at least `min_qlen_step` packets in the L queue (A.1's Th_len floor).
 //! - Neither p_C nor p_CL acts while less than 2 MTUs are queued in all (Linux's rule; as RED's min_th).
 //! - Overload (RFC 9332 section 4.2.3, A.2): once k p' > 1 the L queue's marks saturate; with `drop_on_overload` an L
 //!   packet is then dropped with p_C as a classic one (and marked otherwise), and a C packet is dropped even if
@@ -36,7 +36,8 @@ pub const L_BAND: u8 = 1;
 pub const C_BAND: u8 = 0;
 
 /// dualpi2's parameters, named as tc-dualpi2(8) names them (`limit`, `target`, `tupdate`, `alpha`, `beta`,
-/// `coupling_factor`, `step_thresh`, `drop_on_overload`), and the time shift of RFC 9332's TS-FIFO scheduler.
+/// `coupling_factor`, `step_thresh`, `min_qlen_step`, `drop_on_overload`), and the time shift of RFC 9332's
+/// TS-FIFO scheduler.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DualPi2Config {
@@ -50,6 +51,8 @@ pub struct DualPi2Config {
     /// k: p_CL = k p'.
     pub coupling_factor: u32,
     pub step_thresh_ms: f64,
+    /// The step applies to an L packet only if it found at least this many packets in the L queue.
+    pub min_qlen_step: u32,
     pub drop_on_overload: bool,
     pub tshift_ms: f64,
 }
@@ -63,6 +66,7 @@ impl QdiscParams for DualPi2Config {
         check_number(path, "beta", self.beta, 0.0, 1e6, true)?;
         check_integer(path, "coupling_factor", self.coupling_factor.into(), 1, 255)?;
         check_number(path, "step_thresh_ms", self.step_thresh_ms, 0.0, 1e6, false)?;
+        check_integer(path, "min_qlen_step", self.min_qlen_step.into(), 0, u32::MAX.into())?;
         check_number(path, "tshift_ms", self.tshift_ms, 0.0, 1e6, false)?;
         Ok(())
     }
@@ -80,7 +84,7 @@ impl QdiscParams for DualPi2Config {
 #[cfg(test)]
 pub fn test_json() -> serde_json::Value {
     serde_json::json!({"kind": "dualpi2", "limit_packets": 10000, "target_ms": 15, "tupdate_ms": 16, "alpha": 0.16,
-        "beta": 3.2, "coupling_factor": 2, "step_thresh_ms": 1, "drop_on_overload": true, "tshift_ms": 50})
+        "beta": 3.2, "coupling_factor": 2, "step_thresh_ms": 1, "min_qlen_step": 0, "drop_on_overload": true, "tshift_ms": 50})
 }
 
 /// The coupled probabilities and the two queues' lengths at one moment, for the stats file (docs/bottleneck.md).
@@ -103,10 +107,13 @@ pub struct DualPi2 {
     beta: f64,
     k: f64,
     step_thresh_ns: u64,
+    min_qlen_step: usize,
     tshift_ns: u64,
     limit_packets: usize,
     drop_on_overload: bool,
     l_queue: VecDeque<Packet>,
+    /// Per packet of the L queue, in the same order: whether the step applies to it (`min_qlen_step`).
+    l_apply_step: VecDeque<bool>,
     c_queue: VecDeque<Packet>,
     bytes: u64,
     base_prob: f64,
@@ -126,10 +133,12 @@ impl DualPi2 {
             beta: cfg.beta,
             k: cfg.coupling_factor as f64,
             step_thresh_ns: ms_to_ns(cfg.step_thresh_ms),
+            min_qlen_step: cfg.min_qlen_step as usize,
             tshift_ns: ms_to_ns(cfg.tshift_ms),
             limit_packets: cfg.limit_packets as usize,
             drop_on_overload: cfg.drop_on_overload,
             l_queue: VecDeque::new(),
+            l_apply_step: VecDeque::new(),
             c_queue: VecDeque::new(),
             bytes: 0,
             base_prob: 0.0,
@@ -176,7 +185,7 @@ impl DualPi2 {
     }
 
     /// The AQM's decision for a dequeued packet: false to drop it; it may be marked CE.
-    fn keep(&mut self, p: &mut Packet, from_l: bool, sojourn_ns: u64) -> bool {
+    fn keep(&mut self, p: &mut Packet, from_l: bool, apply_step: bool, sojourn_ns: u64) -> bool {
         let coupled = self.k * self.base_prob;
         let overload = coupled > 1.0;
         // Linux's rule: no PI mark or drop while less than 2 MTUs are queued (in both queues, after this one).
@@ -197,7 +206,7 @@ impl DualPi2 {
                 p.set_ce();
             }
         }
-        if sojourn_ns > self.step_thresh_ns {
+        if apply_step && sojourn_ns > self.step_thresh_ns {
             p.set_ce();
         }
         true
@@ -215,6 +224,7 @@ impl Qdisc for DualPi2 {
         // ECT(1) (01) and CE (11): the L4S identifier of RFC 9331 section 4.
         if packet.ecn_in & 1 == 1 {
             packet.band = L_BAND;
+            self.l_apply_step.push_back(self.l_queue.len() >= self.min_qlen_step);
             self.l_queue.push_back(packet);
         } else {
             packet.band = C_BAND;
@@ -224,11 +234,15 @@ impl Qdisc for DualPi2 {
 
     fn dequeue(&mut self, now_ns: u64, drops: &mut Vec<Dropped>) -> Option<Packet> {
         while let Some(from_l) = self.serve_l() {
-            let queue = if from_l { &mut self.l_queue } else { &mut self.c_queue };
-            let mut p = queue.pop_front().expect("the scheduler chose a queue with packets");
+            let (popped, apply_step) = if from_l {
+                (self.l_queue.pop_front(), self.l_apply_step.pop_front().unwrap_or(false))
+            } else {
+                (self.c_queue.pop_front(), false)
+            };
+            let mut p = popped.expect("the scheduler chose a queue with packets");
             self.bytes -= p.wire_bytes as u64;
             let sojourn_ns = now_ns.saturating_sub(p.enqueue_ns);
-            if self.keep(&mut p, from_l, sojourn_ns) {
+            if self.keep(&mut p, from_l, apply_step, sojourn_ns) {
                 return Some(p);
             }
             drops.push(Dropped { packet: p, event: Event::DroppedAqm });
@@ -271,6 +285,7 @@ impl Qdisc for DualPi2 {
 
     fn drain(&mut self) -> Vec<Packet> {
         self.bytes = 0;
+        self.l_apply_step.clear();
         self.l_queue.drain(..).chain(self.c_queue.drain(..)).collect()
     }
 }
@@ -409,6 +424,17 @@ mod tests {
         // A C packet is never step-marked.
         q.enqueue(packet(3, 3 * MS, ECT0), 3 * MS, &mut drops);
         assert!(!q.dequeue(10 * MS, &mut drops).unwrap().ce_marked);
+    }
+
+    #[test]
+    fn with_min_qlen_step_the_step_spares_a_packet_that_found_the_l_queue_shorter() {
+        let mut q = dualpi2(DualPi2Config { min_qlen_step: 1, ..config() });
+        let mut drops = Vec::new();
+        // The first finds the L queue empty, the second finds one packet: both wait 5 ms, only the second is marked.
+        q.enqueue(packet(0, 0, ECT1), 0, &mut drops);
+        q.enqueue(packet(1, 0, ECT1), 0, &mut drops);
+        assert!(!q.dequeue(5 * MS, &mut drops).unwrap().ce_marked);
+        assert!(q.dequeue(5 * MS, &mut drops).unwrap().ce_marked);
     }
 
     #[test]
