@@ -221,7 +221,7 @@ impl Qdisc for DualPi2 {
         }
         packet.enqueue_ns = now_ns;
         self.bytes += packet.wire_bytes as u64;
-        // ECT(1) (01) and CE (11): the L4S identifier of RFC 9331 section 4.
+        // ECT(1) (01) and CE (11): the L4S identifier of RFC 9331.
         if packet.ecn_in & 1 == 1 {
             packet.band = L_BAND;
             self.l_apply_step.push_back(self.l_queue.len() >= self.min_qlen_step);
