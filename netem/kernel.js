@@ -29,6 +29,13 @@ export function tcLeafArgs(q) {
     case 'fq_codel':
       return ['fq_codel', 'limit', String(q.limit_packets), 'flows', String(q.flows), 'quantum', String(q.quantum_bytes),
         'target', ms(q.target_ms), 'interval', ms(q.interval_ms), ecn(q.ecn)];
+    case 'dualpi2':
+      // tc-dualpi2(8). tshift_ms has no tc form: Linux schedules the two queues by WRR (classic_protection), not
+      // by RFC 9332's time-shifted FIFO; kernelNeeds refuses the kind anyway while no kernel here has it.
+      return ['dualpi2', 'limit', String(q.limit_packets), 'target', ms(q.target_ms), 'tupdate', ms(q.tupdate_ms),
+        'alpha', String(q.alpha), 'beta', String(q.beta), 'coupling_factor', String(q.coupling_factor),
+        'step_thresh', ms(q.step_thresh_ms), 'min_qlen_step', String(q.min_qlen_step),
+        q.drop_on_overload ? 'drop_on_overload' : 'overflow', 'drop_dequeue', 'l4s_ect'];
     default:
       throw new Error(`no tc leaf discipline for kind ${q.kind}`);
   }
@@ -83,6 +90,12 @@ export function kernelNeeds(link) {
     // a band's rate cap would need HTB classes under the prio: only the userspace bottleneck implements them.
     if (link.qdisc.meters?.length) unsupported.push('prio meters (rate meters with demote/CE actions have no tc equivalent; use the userspace backend)');
     if (link.qdisc.bands.some((/** @type {any} */ b) => b.rate_cap)) unsupported.push('a prio band rate_cap (use the userspace backend)');
+  }
+  if (link.qdisc.kind === 'dualpi2') {
+    // sch_dualpi2 is in mainline Linux only since 6.17: this host's kernel is built without it (CONFIG_NET_SCH_DUALPI2
+    // not set) and Debian 12's user-mode Linux is 6.1 (bench/uml/RESULTS.md); Linux's scheduler is also not the
+    // time-shifted FIFO of the userspace one.
+    unsupported.push('dualpi2 (no kernel here has sch_dualpi2: this host\'s is built without it, Debian 12\'s user-mode Linux is 6.1; use the userspace backend)');
   }
   if (needsDelayLine(link)) ['netem', 'ifb', 'ingress', 'u32', 'mirred'].forEach((k) => needs.add(k));
   // Without a rate limit nothing ever queues: the discipline is not installed (as under the userspace backend).

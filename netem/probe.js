@@ -14,6 +14,7 @@ const TRIALS = {
   pie: [['tc', 'qdisc', 'add', 'dev', 'x0', 'root', 'pie']],
   sfq: [['tc', 'qdisc', 'add', 'dev', 'x0', 'root', 'sfq']],
   fq_codel: [['tc', 'qdisc', 'add', 'dev', 'x0', 'root', 'fq_codel']],
+  dualpi2: [['tc', 'qdisc', 'add', 'dev', 'x0', 'root', 'dualpi2']],
   prio: [['tc', 'qdisc', 'add', 'dev', 'x0', 'root', 'prio']],
   netem: [['tc', 'qdisc', 'add', 'dev', 'x0', 'root', 'netem', 'delay', '1ms']],
   ifb: [['ip', 'link', 'add', 'ifbprobe', 'type', 'ifb']],

@@ -43,6 +43,6 @@ test('up with a bad scenario fails with the field named and sets nothing up', ()
   writeFileSync(file, 'network:\n  forward: { rate: { kbit: 1000 }, qdisc: { kind: codle } }\n');
   const r = cli(['up', '--scenario', file, '--id', 'zzbad1']);
   assert.equal(r.status, 1);
-  assert.match(r.stderr, /network\.forward\.qdisc\.kind: "codle" is not one of fifo, codel, pie, sfq, fq_codel, prio/);
+  assert.match(r.stderr, /network\.forward\.qdisc\.kind: "codle" is not one of fifo, codel, pie, sfq, fq_codel, dualpi2, prio/);
   assert.deepEqual(leftovers('zzbad1'), []);
 });

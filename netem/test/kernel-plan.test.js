@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { planKernel, planKernelSchedule, planDelaySchedule, kernelNeeds, tcKinds } from '../kernel.js';
+import { planKernel, planKernelSchedule, planDelaySchedule, kernelNeeds, tcKinds, tcLeafArgs } from '../kernel.js';
 import { kernelShortcomings } from '../backend.js';
 import { FEATURES } from '../probe.js';
 import { normalizeScenario, QDISC_KINDS } from '../../scenarios/model.js';
@@ -46,6 +46,19 @@ test('codel, pie, sfq, fq_codel: the discipline as TBF\'s child with tc\'s param
     'tc qdisc add dev r-eth1 parent 1:1 handle 10: sfq limit 25 quantum 1514 perturb 0 divisor 1024']);
   assert.deepEqual(child({ kind: 'fq_codel', target_ms: 13 }), [TBF_1M(3028),
     'tc qdisc add dev r-eth1 parent 1:1 handle 10: fq_codel limit 10240 flows 1024 quantum 1514 target 13000us interval 100000us ecn']);
+});
+
+test('dualpi2: tc-dualpi2\'s arguments, but refused by the kernel and uml backends (no kernel here has sch_dualpi2)', () => {
+  const link = normalizeLink({ delay_ms: 0, rate: { kbit: 1000 }, qdisc: { kind: 'dualpi2', drop_on_overload: false } }, 'l');
+  assert.equal(tcLeafArgs(link.qdisc).join(' '), 'dualpi2 limit 10000 target 15000us tupdate 16000us alpha 0.16 beta 3.2 '
+    + 'coupling_factor 2 step_thresh 1000us min_qlen_step 0 overflow drop_dequeue l4s_ect');
+  const { needs, unsupported } = kernelNeeds(link);
+  assert.deepEqual(needs, ['dualpi2', 'tbf']);
+  assert.deepEqual(unsupported, ['dualpi2 (no kernel here has sch_dualpi2: this host\'s is built without it, Debian 12\'s user-mode Linux is 6.1; use the userspace backend)']);
+  assert.throws(() => planKernel(link, 'r-eth1', O), /kernel backend cannot emulate dualpi2/);
+  // Even a kernel whose probe found dualpi2 is not chosen: `auto` then picks the userspace bottleneck.
+  const links = { forward: link, reverse: normalizeLink({ delay_ms: 0 }, 'r') };
+  assert.deepEqual(kernelShortcomings(links, new Set(FEATURES)), [`forward: cannot emulate ${unsupported[0]}`]);
 });
 
 test('prio: prio qdisc mapping every skb priority to the last band, a child per band, ARP to the first, u32 DSCP filters', () => {
@@ -102,7 +115,9 @@ test('every discipline of the schema has a tc plan, a kernel probe and a module 
   for (const kind of QDISC_KINDS) {
     const qdisc = kind === 'prio' ? { kind, bands: [{ dscp: [46], qdisc: { kind: 'fifo' } }, { qdisc: { kind: 'fifo' } }] } : { kind };
     const link = { delay_ms: 0, rate: { kbit: 1000 }, qdisc };
-    assert.ok(plan(link).some((c) => c.includes('handle 10: ')), `${kind}: no discipline in the plan`);
+    // A kind the kernel backend refuses (dualpi2: test above) still has its tc arguments.
+    if (kernelNeeds(normalizeLink(link, 'l')).unsupported.length) assert.ok(tcLeafArgs(normalizeLink(link, 'l').qdisc).length > 1, kind);
+    else assert.ok(plan(link).some((c) => c.includes('handle 10: ')), `${kind}: no discipline in the plan`);
     for (const tc of tcKinds(normalizeLink(link, 'l').qdisc)) {
       assert.ok(FEATURES.includes(tc), `${kind}: netem/probe.js has no trial of ${tc}`);
       // pfifo and bfifo are built into every kernel; the other qdiscs are modules the guest must load.

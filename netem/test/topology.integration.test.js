@@ -46,7 +46,7 @@ test('data path works, management links are isolated, offloads off; down leaves 
 test('a bad discipline or parameter fails before anything is set up', async () => {
   const id = newId();
   await assert.rejects(createNetwork({ id, scenario: { network: { forward: { qdisc: { kind: 'codle' } } } }, runDir: newRunDir('bad') }),
-    /network\.forward\.qdisc\.kind: "codle" is not one of fifo, codel, pie, sfq, fq_codel, prio/);
+    /network\.forward\.qdisc\.kind: "codle" is not one of fifo, codel, pie, sfq, fq_codel, dualpi2, prio/);
   await assert.rejects(createNetwork({ id, scenario: { network: { forward: { rate: { kbit: 1000 }, qdisc: { kind: 'pie', tupdate: 30 } } } }, runDir: newRunDir('bad') }),
     /network\.forward\.qdisc: unknown field "tupdate" \(allowed: kind, target_ms, tupdate_ms, alpha, beta, limit_packets, ecn, timer_hz\)/);
   assert.deepEqual(leftovers(id), []);

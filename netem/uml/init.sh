@@ -23,6 +23,9 @@ mkdir -p "$scratch/lib/modules" && mount --bind "$rtclab_modules" "$scratch/lib/
 # One modprobe for all (each process started over hostfs costs the guest tens of ms).
 modprobe -a -d "$scratch" sch_tbf sch_netem sch_codel sch_fq_codel sch_pie sch_sfq sch_prio sch_htb sch_ingress ifb \
   act_mirred cls_u32 cls_matchall || fail "modprobe -a of the qdiscs failed"
+# sch_dualpi2 is mainline since Linux 6.17; Debian 12's user-mode Linux (6.1) has none, so it is tried on its own and
+# may be missing (netem/kernel.js refuses dualpi2 under uml while none of its packages has it).
+modprobe -d "$scratch" sch_dualpi2 2> /dev/null
 ip link set lo up
 echo 1 > /proc/sys/net/ipv4/ip_forward
 # The guest's drops outside the qdiscs into the run directory, when the host names the file (rtclab_links=FILE):

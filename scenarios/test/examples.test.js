@@ -26,5 +26,6 @@ test('the examples\' parameters are the papers\'', () => {
   assert.deepEqual([q('pie').target_ms, q('pie').tupdate_ms], [20, 30]);
   assert.equal(q('sfq').limit_packets, 25);
   assert.equal(q('fq_codel').limit_packets, 10240);
+  assert.deepEqual([q('dualpi2').target_ms, q('dualpi2').step_thresh_ms, q('dualpi2').coupling_factor], [15, 1, 2]);
   assert.deepEqual(q('prio').bands.map((/** @type {any} */ b) => b.qdisc.kind), ['fifo', 'fq_codel']);
 });

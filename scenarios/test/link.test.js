@@ -22,6 +22,10 @@ test('every discipline gets Linux\'s defaults, from the schema', () => {
   assert.deepEqual(q({ kind: 'pie' }), { kind: 'pie', target_ms: 15, tupdate_ms: 15, alpha: 2, beta: 20, limit_packets: 1000, ecn: false, timer_hz: 250 });
   assert.deepEqual(q({ kind: 'sfq' }), { kind: 'sfq', limit_packets: 127, quantum_bytes: 1514, perturb_s: 0, divisor: 1024 });
   assert.deepEqual(q({ kind: 'fq_codel' }), { kind: 'fq_codel', target_ms: 5, interval_ms: 100, limit_packets: 10240, quantum_bytes: 1514, flows: 1024, ecn: true });
+  assert.deepEqual(q({ kind: 'dualpi2' }), { kind: 'dualpi2', limit_packets: 10000, target_ms: 15, tupdate_ms: 16, alpha: 0.16,
+    beta: 3.2, coupling_factor: 2, step_thresh_ms: 1, min_qlen_step: 0, drop_on_overload: true, tshift_ms: 50 });
+  // Its limit is in packets, as Linux's: a limit in ms (which link.js would convert as sfq's) is refused.
+  assert.throws(() => q({ kind: 'dualpi2', limit_ms: 300 }), /network\.forward\.qdisc: unknown field "limit_ms"/);
   assert.deepEqual(q({ kind: 'fifo' }), { kind: 'fifo', limit_packets: 1000 });
   assert.deepEqual(q(undefined), { kind: 'fifo', limit_packets: 1000 });
   assert.equal(forward({ rate: { kbit: 1000 } }).rate?.burst_bytes, 3028);
@@ -69,8 +73,9 @@ test('prio: only the last band without dscp, no DSCP twice, no prio inside prio'
   assert.throws(() => prio([{ dscp: [46], qdisc: { kind: 'fifo' } }, { dscp: [0], qdisc: { kind: 'fifo' } }]), /bands\[1\]\.dscp: the last band takes every packet/);
   assert.throws(() => prio([{ qdisc: { kind: 'fifo' } }, { qdisc: { kind: 'fifo' } }]), /bands\[0\]\.dscp: every band but the last needs/);
   assert.throws(() => prio([{ dscp: [46], qdisc: { kind: 'fifo' } }, { dscp: [46], qdisc: { kind: 'fifo' } }, { qdisc: { kind: 'fifo' } }]), /bands\[1\]\.dscp\[0\]: DSCP 46 is already in band 0/);
-  const bandKinds = QDISC_KINDS.filter((k) => k !== 'prio').join(', ');
+  const bandKinds = QDISC_KINDS.filter((k) => k !== 'prio' && k !== 'dualpi2').join(', ');
   assert.throws(() => prio([{ dscp: [46], qdisc: { kind: 'prio', bands: [] } }, { qdisc: { kind: 'fifo' } }]), new RegExp(`bands\\[0\\]\\.qdisc\\.kind: "prio" is not one of ${bandKinds}`));
+  assert.throws(() => prio([{ dscp: [46], qdisc: { kind: 'dualpi2' } }, { qdisc: { kind: 'fifo' } }]), new RegExp(`bands\\[0\\]\\.qdisc\\.kind: "dualpi2" is not one of ${bandKinds}`));
   assert.throws(() => prio([{ qdisc: { kind: 'fifo' } }]), /bands: must NOT have fewer than 2 items/);
   const ok = prio([{ dscp: [46, 34], qdisc: { kind: 'fifo' } }, { qdisc: { kind: 'fq_codel', quantum_bytes: 300, limit_packets: 800, target_ms: 2, interval_ms: 50, ecn: false } }]);
   assert.deepEqual(qdiscKinds(ok.qdisc), ['prio', 'fifo', 'fq_codel']);

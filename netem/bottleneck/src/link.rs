@@ -109,6 +109,11 @@ impl Link {
         self.in_flight.len()
     }
 
+    /// DualPI2's coupled probabilities and queue lengths (None for every other discipline).
+    pub fn coupled_state(&self) -> Option<crate::qdisc::dualpi2::CoupledState> {
+        self.qdisc.coupled_state()
+    }
+
     /// Time 0 of the rate schedule or trace, and of the delay schedule, becomes `t0_ns`.
     pub fn restart_schedule(&mut self, t0_ns: u64) {
         self.rate.restart_schedule(t0_ns);

@@ -275,6 +275,7 @@ impl Runtime {
             kernel_timestamped: self.kernel_timestamped,
             log_records_lost: self.log.lost(),
             lateness: self.lateness,
+            dualpi2: self.link.coupled_state(),
         };
         if let Some(s) = self.stats.as_mut() {
             s.write(sample);

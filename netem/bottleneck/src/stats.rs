@@ -3,6 +3,7 @@
 
 use crate::lateness::Lateness;
 use crate::link::Counters;
+use crate::qdisc::dualpi2::CoupledState;
 use crate::writer::{Log, LogRecord};
 
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
@@ -20,6 +21,8 @@ pub struct Sample {
     pub log_records_lost: u64,
     /// How late the forwarded packets were released so far (lateness.rs).
     pub lateness: Lateness,
+    /// The link's DualPI2 probabilities and queues, when its discipline is dualpi2.
+    pub dualpi2: Option<CoupledState>,
 }
 
 /// Samples waiting for the writer thread: 100 s of them at the default interval.
@@ -27,7 +30,7 @@ const RING_SAMPLES: usize = 1024;
 
 pub fn encode(s: &Sample, out: &mut Vec<u8>) {
     let c = &s.counters;
-    let line = serde_json::json!({
+    let mut line = serde_json::json!({
         "t": s.t_ns as f64 / 1e9,
         "queue_packets": s.queue_packets, "queue_bytes": s.queue_bytes,
         "enqueued": c.enqueued, "forwarded": c.forwarded,
@@ -38,6 +41,12 @@ pub fn encode(s: &Sample, out: &mut Vec<u8>) {
         "released_late_1ms": s.lateness.over[0], "released_late_10ms": s.lateness.over[1],
         "released_late_100ms": s.lateness.over[2], "max_lateness_ms": s.lateness.max_ns as f64 / 1e6,
     });
+    if let Some(d) = &s.dualpi2 {
+        line["dualpi2"] = serde_json::json!({
+            "p_base": d.base_prob, "p_classic": d.classic_prob, "p_coupled": d.coupled_prob,
+            "l_packets": d.l_packets, "c_packets": d.c_packets,
+        });
+    }
     out.extend_from_slice(line.to_string().as_bytes());
     out.push(b'\n');
 }
@@ -94,5 +103,18 @@ mod tests {
             assert_eq!(v[k], 0, "{k}");
         }
         assert_eq!(v["max_lateness_ms"], 0.0);
+        assert!(v.get("dualpi2").is_none(), "only a dualpi2 link's samples have it");
+    }
+
+    #[test]
+    fn a_dualpi2_sample_carries_its_probabilities_and_queues() {
+        let d = CoupledState { base_prob: 0.25, classic_prob: 0.0625, coupled_prob: 0.5, l_packets: 2, c_packets: 9 };
+        let mut out = Vec::new();
+        encode(&Sample { dualpi2: Some(d), ..Sample::default() }, &mut out);
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            v["dualpi2"],
+            serde_json::json!({"p_base": 0.25, "p_classic": 0.0625, "p_coupled": 0.5, "l_packets": 2, "c_packets": 9})
+        );
     }
 }

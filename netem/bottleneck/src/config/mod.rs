@@ -15,6 +15,7 @@ mod read;
 
 use crate::check::{check_number, field, nullable, ConfigError};
 use crate::qdisc::codel::CodelConfig;
+use crate::qdisc::dualpi2::DualPi2Config;
 use crate::qdisc::fifo::FifoConfig;
 use crate::qdisc::fq_codel::FqCodelConfig;
 use crate::qdisc::pie::PieConfig;
@@ -49,6 +50,8 @@ pub enum QdiscConfig {
     Pie(PieConfig),
     Sfq(SfqConfig),
     FqCodel(FqCodelConfig),
+    #[serde(rename = "dualpi2")]
+    DualPi2(DualPi2Config),
     Prio(PrioConfig),
 }
 
@@ -61,6 +64,7 @@ impl QdiscConfig {
             QdiscConfig::Pie(p) => p,
             QdiscConfig::Sfq(p) => p,
             QdiscConfig::FqCodel(p) => p,
+            QdiscConfig::DualPi2(p) => p,
             QdiscConfig::Prio(p) => p,
         }
     }
@@ -175,6 +179,7 @@ pub mod testing {
     //! Complete normalised links for the tests: the bottleneck fills in nothing, so every test spells out a whole
     //! link. Each discipline's own file has a complete one of its kind (`test_json`), with Linux's defaults.
     pub use crate::qdisc::codel::test_json as codel;
+    pub use crate::qdisc::dualpi2::test_json as dualpi2;
     pub use crate::qdisc::fifo::test_json as fifo;
     pub use crate::qdisc::fq_codel::test_json as fq_codel;
     pub use crate::qdisc::pie::test_json as pie;

@@ -5,6 +5,7 @@
 use crate::check::{field, ConfigError};
 use crate::meter::{CeAllAction, CeFractionAction, DemoteAction};
 use crate::qdisc::codel::CodelConfig;
+use crate::qdisc::dualpi2::DualPi2Config;
 use crate::qdisc::fifo::FifoConfig;
 use crate::qdisc::fq_codel::FqCodelConfig;
 use crate::qdisc::pie::PieConfig;
@@ -96,7 +97,8 @@ fn error_in_qdisc(kind: &str, fields: &Value, path: &str) -> Option<ConfigError>
         "sfq" => read::<SfqConfig>(fields, path).err(),
         "fq_codel" => read::<FqCodelConfig>(fields, path).err(),
         // A band's discipline (`...bands[i].qdisc`): its kind is refused before its fields are read.
-        "prio" if path.ends_with("].qdisc") => Some(prio::nested_prio(path)),
+        "prio" | "dualpi2" if path.ends_with("].qdisc") => Some(prio::not_a_band_kind(path, kind)),
+        "dualpi2" => read::<DualPi2Config>(fields, path).err(),
         "prio" => read::<PrioConfig>(fields, path).err(),
         other => Some(ConfigError::new(&field(path, "kind"), format!("is {other:?}, allowed: {}", KINDS.join(", ")))),
     }

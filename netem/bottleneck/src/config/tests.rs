@@ -302,11 +302,13 @@ fn an_array_in_place_of_an_object_is_refused() {
     assert_eq!(e.field, "(link)", "{e}");
 }
 
-/// One link of each leaf discipline at the top, and a prio with each of them in a band.
+/// One link of each leaf discipline and of dualpi2 at the top, and a prio with each leaf in a band (the prio last).
 fn every_discipline() -> Vec<Value> {
     let leaves =
         [fifo(10), json!({"kind": "fifo", "limit_bytes": 3000}), codel(false), pie(true), sfq(127), fq_codel(true)];
     let mut links: Vec<Value> = leaves.iter().map(|q| link(0, kbit(1000), q.clone())).collect();
+    // dualpi2 is no band's discipline: at the top only.
+    links.push(link(0, kbit(1000), dualpi2()));
     let mut bands: Vec<Value> =
         leaves.iter().enumerate().map(|(i, q)| json!({"dscp": [i + 10], "qdisc": q.clone()})).collect();
     bands.push(json!({"qdisc": fifo(10), "rate_cap": {"kbit": 500.5, "burst_bytes": 3028}}));
@@ -353,6 +355,9 @@ fn a_missing_discipline_field_is_refused_naming_it() {
             let e = parse_link(&link(0, kbit(1000), without.clone()), &no_trace).unwrap_err();
             assert_eq!(e.field, format!("qdisc.{key}"), "{e}");
             assert!(e.to_string().contains("is required"), "{e}");
+            if q["kind"] == "dualpi2" {
+                continue;
+            }
             let in_band = prio(json!([{"dscp": [46], "qdisc": without}, {"qdisc": fifo(10)}]), json!([]));
             let e = parse_link(&link(0, kbit(1000), in_band), &no_trace).unwrap_err();
             assert_eq!(e.field, format!("qdisc.bands[0].qdisc.{key}"), "{e}");
@@ -380,6 +385,28 @@ fn every_discipline_reads_back_what_it_writes() {
     for kind in band_kinds() {
         assert!(in_bands.contains(&kind), "{kind} in a band");
     }
+}
+
+#[test]
+fn dualpi2_is_refused_as_a_band_discipline() {
+    let in_band = prio(json!([{"dscp": [46], "qdisc": dualpi2()}, {"qdisc": fifo(10)}]), json!([]));
+    let e = parse_link(&link(0, kbit(1000), in_band), &no_trace).unwrap_err();
+    assert_eq!(e.field, "qdisc.bands[0].qdisc.kind", "{e}");
+    assert!(e.to_string().contains("cannot be dualpi2 inside a prio band"), "{e}");
+}
+
+#[test]
+fn dualpi2_refuses_what_the_schema_refuses() {
+    let bad = |field: &str, v: Value| {
+        parse_link(&link(0, kbit(1000), with(dualpi2(), field, v)), &no_trace).unwrap_err().field
+    };
+    assert_eq!(bad("alpha", json!(0)), "qdisc.alpha");
+    assert_eq!(bad("beta", json!(-1)), "qdisc.beta");
+    assert_eq!(bad("coupling_factor", json!(0)), "qdisc.coupling_factor");
+    assert_eq!(bad("coupling_factor", json!(256)), "qdisc.coupling_factor");
+    assert_eq!(bad("tupdate_ms", json!(0)), "qdisc.tupdate_ms");
+    assert_eq!(bad("step_thresh_ms", json!(-0.5)), "qdisc.step_thresh_ms");
+    assert_eq!(bad("limit_packets", json!(0)), "qdisc.limit_packets");
 }
 
 /// The kinds the bottleneck reads are the schema's, so a kind added to one and not the other fails here.

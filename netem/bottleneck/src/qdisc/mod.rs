@@ -4,6 +4,7 @@
 
 pub mod codel;
 pub mod codel_core;
+pub mod dualpi2;
 pub mod fifo;
 pub mod fq_codel;
 pub mod pie;
@@ -15,12 +16,14 @@ use crate::packet::{Event, Packet};
 use rand::rngs::SmallRng;
 
 /// Every discipline a link's `qdisc` may be: scenarios/schema.json's `qdisc.kind` enum, in its order (a test
-/// compares them, and reads a link of each kind). A prio's band may be any of them but prio (`BAND_KINDS`).
-pub const KINDS: [&str; 6] = ["fifo", "codel", "pie", "sfq", "fq_codel", "prio"];
+/// compares them, and reads a link of each kind). A prio's band may be any of them but prio and dualpi2
+/// (`band_kinds`).
+pub const KINDS: [&str; 7] = ["fifo", "codel", "pie", "sfq", "fq_codel", "dualpi2", "prio"];
 
-/// The disciplines a prio's band may be: every kind but prio (the schema's `leaf_qdisc`).
+/// The disciplines a prio's band may be (the schema's `leaf_qdisc`): every kind but prio and dualpi2, a dual-queue
+/// AQM of the whole link (its coupled probabilities are the link's, in the stats file).
 pub fn band_kinds() -> impl Iterator<Item = &'static str> {
-    KINDS.into_iter().filter(|k| *k != "prio")
+    KINDS.into_iter().filter(|k| *k != "prio" && *k != "dualpi2")
 }
 
 /// A packet the discipline dropped, and why (tail/limit or AQM).
@@ -47,6 +50,10 @@ pub trait Qdisc {
     /// The packet the link is transmitting (dequeued, waiting for its tokens): in Linux it is still counted in
     /// the child qdisc's backlog under TBF (peek keeps it there), so it counts against the limit here too.
     fn set_in_service(&mut self, _packets: usize, _bytes: u64, _band: u8) {}
+    /// DualPI2's coupled probabilities and queue lengths now (dualpi2 only), for the stats file.
+    fn coupled_state(&self) -> Option<dualpi2::CoupledState> {
+        None
+    }
     /// What the rate meters (prio only) recorded since the last call.
     fn take_meter_records(&mut self, _out: &mut Vec<crate::meter::MeterRecord>) {}
     /// Everything still held, for shutdown.

@@ -37,7 +37,7 @@ pub struct PrioBand {
     pub rate_cap: Option<RateCapConfig>,
 }
 
-/// A band's discipline: any kind but prio (a prio in a band is refused as the link is read: `nested_prio`).
+/// A band's discipline: any kind but prio and dualpi2 (refused as the link is read: `not_a_band_kind`).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum BandQdiscConfig {
@@ -130,12 +130,12 @@ impl QdiscParams for PrioConfig {
     }
 }
 
-/// The error for a prio as a band's discipline (`band_qdisc`: the band's `qdisc` path).
-pub fn nested_prio(band_qdisc: &str) -> ConfigError {
+/// The error for a kind a band may not be (prio, dualpi2) at `band_qdisc` (`qdisc.bands[i].qdisc`).
+pub fn not_a_band_kind(band_qdisc: &str, kind: &str) -> ConfigError {
     let allowed: Vec<&str> = band_kinds().collect();
     ConfigError::new(
         &field(band_qdisc, "kind"),
-        format!("cannot be prio inside a prio band (allowed: {})", allowed.join(", ")),
+        format!("cannot be {kind} inside a prio band (allowed: {})", allowed.join(", ")),
     )
 }
 
