@@ -1,6 +1,8 @@
-"""The `rtclab` command: analyze, dashboard, compare, show, synth, revalidate; study (studies), findings; call, net and
-clean (the Node harness and netem, started from here). Exit 0 when a report was produced (even with warnings), 2 when
-nothing could be analysed, 1 on a usage error; revalidate: 0 no verdict changed, 1 one did, 2 a bad directory."""
+"""The `rtclab` command: analyze, dashboard, compare, show, synth, revalidate; export (tables, Flent files); study
+(studies), findings; call, net and clean (the Node harness and netem, started from here).
+Exit 0 when a report was produced (even with warnings), 2 when nothing could be analysed, 1 on a usage error;
+revalidate: 0 no verdict changed, 1 one did, 2 a bad directory; export: 0 written, 2 not (the reason on
+stderr)."""
 
 from __future__ import annotations
 
@@ -157,6 +159,23 @@ def cmd_revalidate(args: argparse.Namespace) -> int:
     return 1 if flipped else 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """A run's or a study's metrics as a tidy table (csv, parquet), or a run's time series as a Flent file."""
+    from .exports import flent, tidy
+    try:
+        if args.format == "flent":
+            path, doc = flent.export(Path(args.target), Path(args.out) if args.out else None)
+            print(f"wrote {path}: {len(doc['results'])} series, {len(doc['x_values'])} points each "
+                  f"(Flent test {doc['metadata']['NAME']})")
+        else:
+            path, n = tidy.export(Path(args.target), args.format, Path(args.out) if args.out else None)
+            print(f"wrote {path}: {n} rows")
+    except tidy.ExportError as e:
+        print(f"rtclab export {args.format}: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def run_node_program(name: str, args: list[str]) -> int:
     """Runs `node <repo>/<program> args` in the current directory (relative paths stay the user's) and returns its
     exit status; its output is the terminal's. A Ctrl-C reaches it as it reaches us (the same process group)."""
@@ -233,6 +252,14 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--write", action="store_true", help="update each run's metrics.json validity and frames, and "
                    "aggregate a study again")
     r.set_defaults(func=cmd_revalidate)
+    x = sub.add_parser("export", help="a run's or a study's metrics as a tidy table (csv, parquet), or a run's time "
+                       "series as a Flent data file (docs/export.md)")
+    x.add_argument("format", choices=["csv", "parquet", "flent"])
+    x.add_argument("target", metavar="RUN|STUDY", help="an analysed run directory, or an aggregated study directory "
+                   "(csv, parquet; flent takes a run)")
+    x.add_argument("--out", help="the file to write (default: <directory name>.metrics.csv / .metrics.parquet / "
+                   ".flent.gz in the current directory)")
+    x.set_defaults(func=cmd_export)
     y = sub.add_parser("synth", help="write a synthetic run directory (known delays, loss, reordering)")
     y.add_argument("run_dir")
     y.add_argument("--duration", type=float, default=20.0)
