@@ -1,7 +1,7 @@
-"""The `rtclab` command: analyze, dashboard, compare, show, synth, revalidate; export (tables, Flent files); study
-(studies), findings; call, net and clean (the Node harness and netem, started from here).
+"""The `rtclab` command: analyze, dashboard, compare, show, synth, revalidate; export (tables, Flent files) and import
+(an RTC event log); study (studies), findings; call, net and clean (the Node harness and netem, started from here).
 Exit 0 when a report was produced (even with warnings), 2 when nothing could be analysed, 1 on a usage error;
-revalidate: 0 no verdict changed, 1 one did, 2 a bad directory; export: 0 written, 2 not (the reason on
+revalidate: 0 no verdict changed, 1 one did, 2 a bad directory; export and import: 0 written, 2 not (the reason on
 stderr)."""
 
 from __future__ import annotations
@@ -176,6 +176,21 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_eventlog(args: argparse.Namespace) -> int:
+    """A real call's RTC event log made into a run directory marked imported (imports/eventlog.py)."""
+    from .imports import eventlog
+    source = Path(args.file)
+    out = Path(args.out) if args.out else Path(f"imported-{source.name.removesuffix('.log')}")
+    try:
+        doc = eventlog.import_eventlog(source, out, args.call_start, args.call_end)
+    except eventlog.EventLogImportError as e:
+        print(f"rtclab import eventlog: {e}", file=sys.stderr)
+        return 2
+    print((out / "report.txt").read_text(), end="")
+    print(f"wrote {out} (imported.json, report.txt, eventlog-a.log)")
+    return 0 if doc["congestion_controller"] and doc["congestion_controller"]["sides"].get("a") else 2
+
+
 def run_node_program(name: str, args: list[str]) -> int:
     """Runs `node <repo>/<program> args` in the current directory (relative paths stay the user's) and returns its
     exit status; its output is the terminal's. A Ctrl-C reaches it as it reaches us (the same process group)."""
@@ -260,6 +275,17 @@ def parser() -> argparse.ArgumentParser:
     x.add_argument("--out", help="the file to write (default: <directory name>.metrics.csv / .metrics.parquet / "
                    ".flent.gz in the current directory)")
     x.set_defaults(func=cmd_export)
+    i = sub.add_parser("import", help="a real call's RTC event log as a run directory marked imported: the congestion "
+                       "controller's report, without captures (docs/eventlog.md)")
+    isub = i.add_subparsers(dest="kind", required=True)
+    e = isub.add_parser("eventlog", help="Chrome's RTC event log of the sending browser")
+    e.add_argument("file", metavar="FILE")
+    e.add_argument("--out", metavar="RUNDIR", help="the run directory to make (new or empty; default: "
+                   "imported-<file name> in the current directory)")
+    e.add_argument("--call-start", type=float, metavar="UNIX_S", help="count from this time (default: the log's "
+                   "first outgoing RTP packet or estimate)")
+    e.add_argument("--call-end", type=float, metavar="UNIX_S", help="count until this time (default: the log's last)")
+    e.set_defaults(func=cmd_import_eventlog)
     y = sub.add_parser("synth", help="write a synthetic run directory (known delays, loss, reordering)")
     y.add_argument("run_dir")
     y.add_argument("--duration", type=float, default=20.0)
