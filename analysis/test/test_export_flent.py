@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -66,8 +68,21 @@ def test_flent_loads_the_file_with_the_runs_metadata(exported: tuple[Path, Path]
     call = m["rfc8867"]["flows"][0]["name"]
     assert {f"WebRTC send rate::{call}", f"WebRTC receive rate::{call}", f"WebRTC queuing delay::{call}",
             "TCP upload::1", "TCP upload::2", "TCP upload sum"} <= names
-    assert f"Ping (ms) WebRTC RTT::{call}" in names and meta["RTCLAB_MISSING_SERIES"] == {}
+    assert f"WebRTC RTT::{call}" in names and meta["RTCLAB_MISSING_SERIES"] == {}
     assert all(meta["SERIES_META"][n]["UNITS"] for n in names)
+
+
+def test_flents_own_command_opens_the_file_as_its_test_and_summarises_every_series(exported: tuple[Path, Path]) -> None:
+    """`flent -i FILE -f summary`: Flent loads the file, evaluates its test's configuration with the file's test
+    parameters (tcp_nup: upload_streams) and summarises each series."""
+    _, out = exported
+    r = subprocess.run([sys.executable, "-m", "flent", "-i", str(out), "-f", "summary"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Summary of tcp_nup test run" in r.stdout
+    for name in ResultSet.load_file(str(out)).series_names:
+        line = next(x for x in r.stdout.splitlines() if x.strip().startswith(name + " "))
+        assert "No data" not in line, line
 
 
 def test_the_rtt_is_the_senders_getstats_series_and_missing_without_it(exported: tuple[Path, Path],
@@ -78,12 +93,12 @@ def test_the_rtt_is_the_senders_getstats_series_and_missing_without_it(exported:
     call = m["rfc8867"]["flows"][0]["name"]
     ssrc = next(f["ssrc"] for f in m["flows"] if f["direction"] == "forward" and f["kind"] == "video")
     want = m["getstats"]["directions"]["forward"]["series"][f"rtt_ms:video:{ssrc}"]
-    raw = list(rs.raw_series(f"Ping (ms) WebRTC RTT::{call}"))
+    raw = list(rs.raw_series(f"WebRTC RTT::{call}"))
     assert len(raw) == len(want) > 5
     assert [v for _, v in raw] == [v for _, v in want] and [x for x, _ in raw] == pytest.approx([t for t, _ in want])
     # A window's result: the mean of the samples in it.
     w = m["rfc8867"]["window_s"]
-    for k, got in enumerate(rs.series(f"Ping (ms) WebRTC RTT::{call}")):
+    for k, got in enumerate(rs.series(f"WebRTC RTT::{call}")):
         inside = [v for t, v in want if k * w <= t < (k + 1) * w]
         assert got == (pytest.approx(sum(inside) / len(inside)) if inside else None)
     # Without getStats the series is left out and the metadata says why: no line of zeros.
@@ -95,8 +110,8 @@ def test_the_rtt_is_the_senders_getstats_series_and_missing_without_it(exported:
     (copy / "metrics.json").write_text(json.dumps(m))
     assert run_cli("export", "flent", str(copy), "--out", str(tmp_path / "x.flent.gz"))[0] == 0
     meta = ResultSet.load_file(str(tmp_path / "x.flent.gz")).meta()
-    assert f"Ping (ms) WebRTC RTT::{call}" not in meta["SERIES_META"]
-    assert f"no rtt_ms series for SSRC {ssrc}" in meta["RTCLAB_MISSING_SERIES"][f"Ping (ms) WebRTC RTT::{call}"]
+    assert f"WebRTC RTT::{call}" not in meta["SERIES_META"]
+    assert f"no rtt_ms series for SSRC {ssrc}" in meta["RTCLAB_MISSING_SERIES"][f"WebRTC RTT::{call}"]
 
 
 def test_the_calls_receive_rate_is_the_analyzers_rfc8867_rate(exported: tuple[Path, Path]) -> None:

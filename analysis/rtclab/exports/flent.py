@@ -1,6 +1,6 @@
 """A run's time series as a Flent data file (`.flent.gz`; docs/export.md, "Flent"): the call's send and receive
 rates, its queuing delay and RTT, and the cross traffic's rates, named as Flent's tests name theirs, so that Flent
-(`flent -i FILE -p PLOT`, its GUI) plots them beside its own runs.
+opens it beside its own runs: its test's plots draw the cross traffic, its formatters list every series.
 
 Flent's format (flent/resultset.py, file format version 4): gzipped JSON {"version": 4, "metadata": {...},
 "x_values": [...], "results": {series: [value per x]}, "raw_values": {series: [{"t": Unix s, "val": v}, ...]}}.
@@ -145,7 +145,7 @@ def _call_series(s: Series, m: dict[str, Any], t: packets.PacketTable, calls: li
               f"packets.parquet queuing_delay_ns of {src} -> {dst}, at departure")
         ssrc = _video_ssrc(m, src, dst)
         rtt = gs.get(f"rtt_ms:video:{ssrc}") if ssrc is not None else None
-        rtt_name = f"Ping (ms) WebRTC RTT::{name}"
+        rtt_name = f"WebRTC RTT::{name}"
         if not rtt:
             missing[rtt_name] = ("no video stream on this connection" if ssrc is None
                                  else f"metrics.json getstats has no rtt_ms series for SSRC {ssrc}")
