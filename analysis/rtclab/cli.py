@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def _progress(quiet: bool):
@@ -208,6 +209,29 @@ def run_node_program(name: str, args: list[str]) -> int:
         return 130
 
 
+def _exchange_parsers(sub: Any) -> None:
+    """`rtclab export` and `rtclab import`: data out to other tools, a field call's log in (docs/export.md)."""
+    x = sub.add_parser("export", help="a run's or a study's metrics as a tidy table (csv, parquet), or a run's time "
+                       "series as a Flent data file (docs/export.md)")
+    x.add_argument("format", choices=["csv", "parquet", "flent"])
+    x.add_argument("target", metavar="RUN|STUDY", help="an analysed run directory, or an aggregated study directory "
+                   "(csv, parquet; flent takes a run)")
+    x.add_argument("--out", help="the file to write (default: <directory name>.metrics.csv / .metrics.parquet / "
+                   ".flent.gz in the current directory)")
+    x.set_defaults(func=cmd_export)
+    i = sub.add_parser("import", help="a real call's RTC event log as a run directory marked imported: the congestion "
+                       "controller's report, without captures (docs/eventlog.md)")
+    isub = i.add_subparsers(dest="kind", required=True)
+    e = isub.add_parser("eventlog", help="Chrome's RTC event log of the sending browser")
+    e.add_argument("file", metavar="FILE")
+    e.add_argument("--out", metavar="RUNDIR", help="the run directory to make (new or empty; default: "
+                   "imported-<file name> in the current directory)")
+    e.add_argument("--call-start", type=float, metavar="UNIX_S", help="count from this time (default: the log's "
+                   "first outgoing RTP packet or estimate)")
+    e.add_argument("--call-end", type=float, metavar="UNIX_S", help="count until this time (default: the log's last)")
+    e.set_defaults(func=cmd_import_eventlog)
+
+
 def parser() -> argparse.ArgumentParser:
     """The analyzer's own commands (the study, call, net and clean ones are listed for --help; main hands them on
     before parsing)."""
@@ -267,25 +291,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--write", action="store_true", help="update each run's metrics.json validity and frames, and "
                    "aggregate a study again")
     r.set_defaults(func=cmd_revalidate)
-    x = sub.add_parser("export", help="a run's or a study's metrics as a tidy table (csv, parquet), or a run's time "
-                       "series as a Flent data file (docs/export.md)")
-    x.add_argument("format", choices=["csv", "parquet", "flent"])
-    x.add_argument("target", metavar="RUN|STUDY", help="an analysed run directory, or an aggregated study directory "
-                   "(csv, parquet; flent takes a run)")
-    x.add_argument("--out", help="the file to write (default: <directory name>.metrics.csv / .metrics.parquet / "
-                   ".flent.gz in the current directory)")
-    x.set_defaults(func=cmd_export)
-    i = sub.add_parser("import", help="a real call's RTC event log as a run directory marked imported: the congestion "
-                       "controller's report, without captures (docs/eventlog.md)")
-    isub = i.add_subparsers(dest="kind", required=True)
-    e = isub.add_parser("eventlog", help="Chrome's RTC event log of the sending browser")
-    e.add_argument("file", metavar="FILE")
-    e.add_argument("--out", metavar="RUNDIR", help="the run directory to make (new or empty; default: "
-                   "imported-<file name> in the current directory)")
-    e.add_argument("--call-start", type=float, metavar="UNIX_S", help="count from this time (default: the log's "
-                   "first outgoing RTP packet or estimate)")
-    e.add_argument("--call-end", type=float, metavar="UNIX_S", help="count until this time (default: the log's last)")
-    e.set_defaults(func=cmd_import_eventlog)
+    _exchange_parsers(sub)
     y = sub.add_parser("synth", help="write a synthetic run directory (known delays, loss, reordering)")
     y.add_argument("run_dir")
     y.add_argument("--duration", type=float, default=20.0)

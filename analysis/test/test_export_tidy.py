@@ -146,7 +146,8 @@ def test_a_studys_table_is_study_parquet_melted_with_the_points_parameters(study
     assert code == 0, err
     rows = read_csv(out)
     wide = pq.read_table(study_dir / "study.parquet").to_pylist()
-    assert {"rate", "network.forward.rate.kbit"} <= set(rows[0]) and len({r["point"] for r in rows}) == 2 and {r["rep"] for r in rows} == {"1", "2"}
+    assert {"rate", "network.forward.rate.kbit"} <= set(rows[0])
+    assert len({r["point"] for r in rows}) == 2 and {r["rep"] for r in rows} == {"1", "2"}
     by_key = {(w["run_dir"], w["flow"], w["phase"]): w for w in wide}
     n_family = 0
     for r in rows:
