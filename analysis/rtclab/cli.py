@@ -188,7 +188,7 @@ def cmd_import_eventlog(args: argparse.Namespace) -> int:
         print(f"rtclab import eventlog: {e}", file=sys.stderr)
         return 2
     print((out / "report.txt").read_text(), end="")
-    print(f"wrote {out} (imported.json, report.txt, eventlog-a.log)")
+    print(f"wrote {out} (imported.json, report.txt, dashboard.html, eventlog-a.log)")
     return 0 if doc["congestion_controller"] and doc["congestion_controller"]["sides"].get("a") else 2
 
 

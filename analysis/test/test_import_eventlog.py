@@ -70,6 +70,18 @@ def test_the_imported_runs_n_dd_is_the_logs_own_count(tmp_path: Path) -> None:
     assert "trendline replay agrees" in report and "estimate over time" in report
     for what in CAPTURE_SECTIONS.values():
         assert f"{what}: none, this run is imported and has no captures" in report
+    # The dashboard: the run dashboard's controller panels, drawn from the section's own series.
+    page = (out / "dashboard.html").read_text()
+    figures = json.loads(page.split('<script id="figures" type="application/json">', 1)[1].split("</script>", 1)[0])
+    target = next(tr for f in figures for tr in f["fig"]["data"] if tr.get("name") == "target (lower of the two)")
+    assert target["x"] == pytest.approx([p[0] for p in a["series"]["target_bps"]], abs=5e-4)
+    assert target["y"] == pytest.approx([p[1] * 1e-6 for p in a["series"]["target_bps"]])
+    assert any("Over-use detector at a" in f["fig"]["layout"]["title"]["text"] for f in figures)
+    assert "IMPORTED" in page and "none, this run is imported" in page
+    # The exports take lab runs; an imported one is named as such.
+    for fmt in ("csv", "flent"):
+        code, _, err = run_cli("export", fmt, str(out), "--out", str(tmp_path / f"x.{fmt}.gz"))
+        assert code == 2 and "is an imported run" in err
 
 
 def test_a_given_call_window_narrows_the_counts(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ import numpy as np
 from .. import __version__ as RTCLAB_VERSION
 from .. import packets
 from ..rfcmetrics import ETHERNET_HEADER_BYTES, WINDOW_S, window_rates
-from .tidy import ExportError
+from .tidy import ExportError, refuse_imported
 
 FLENT_FORMAT_VERSION = 4
 PACKET_COLUMNS = ("direction", "flow", "status", "t_send_ns", "t_recv_ns", "queuing_delay_ns", "ip_len")
@@ -223,6 +223,7 @@ def export(run_dir: Path, out: Path | None) -> tuple[Path, dict[str, Any]]:
     """Writes RUN's Flent file (default: `<run dir name>.flent.gz` in the current directory)."""
     if not run_dir.is_dir():
         raise ExportError(f"{run_dir}: no such directory")
+    refuse_imported(run_dir)
     doc = build(run_dir)
     path = out if out is not None else Path(f"{run_dir.resolve().name}.flent.gz")
     if not path.name.endswith(".flent.gz"):

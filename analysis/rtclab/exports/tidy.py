@@ -115,10 +115,18 @@ def study_table(study_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
     return melt(wide), columns
 
 
+def refuse_imported(target: Path) -> None:
+    """An imported run (`rtclab import`) has no metrics.json: say what it is rather than ask for an analysis."""
+    if (target / "imported.json").exists():
+        raise ExportError(f"{target} is an imported run (imported.json): it has no captures and no metrics.json to "
+                          "export; its congestion controller's section is in imported.json")
+
+
 def table(target: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """The long rows of a run directory (metrics.json) or a study directory (study.parquet or plan.json)."""
     if not target.is_dir():
         raise ExportError(f"{target}: no such directory")
+    refuse_imported(target)
     if (target / "study.parquet").exists() or (target / "plan.json").exists():
         return study_table(target)
     if (target / "metrics.json").exists() or (target / "manifest.json").exists():

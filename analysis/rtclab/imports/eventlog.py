@@ -1,9 +1,10 @@
 """`rtclab import eventlog FILE`: a real call's RTC event log (Chrome's `--webrtc-event-logging`, or webrtc-internals'
 "create diagnostic event log") made into a run directory marked imported: the log as the sender's `eventlog-a.log`,
 `imported.json` (what was imported, and the congestion controller's section exactly as `rtclab analyze` writes it
-into metrics.json) and `report.txt`. There are no captures and no network ground truth, so every section built from
-them is absent and the report says so; the controller's section (n_dd, the detector's state, the estimate over
-time, the trendline replay) is the analyzer's own, eventlog/analysis.analyse over the call window.
+into metrics.json), `report.txt` and `dashboard.html` (the run dashboard's controller panels). There are no captures
+and no network ground truth, so every section built from them is absent and the report says so; the controller's
+section (n_dd, the detector's state, the estimate over time, the trendline replay) is the analyzer's own,
+eventlog/analysis.analyse over the call window.
 
 The call window: by default the log's own span (its first to its last sign of life: an outgoing RTP packet or an
 estimate), since a field call's log holds that call only; `--call-start` and `--call-end` (Unix seconds) narrow it,
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import html
 import json
 import shutil
 from dataclasses import dataclass
@@ -22,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from .. import __version__ as RTCLAB_VERSION
+from .. import page
+from ..dashboard_panels import controller_panels
 from ..eventlog import analysis as eventlog_analysis
 from ..eventlog import gcc, parser
 from ..report import _controller_lines
@@ -129,6 +133,7 @@ def import_eventlog(source: Path, out: Path, start_s: float | None = None,
     }
     (out / IMPORTED_FILE).write_text(json.dumps(doc, indent=1, default=_json_default) + "\n")
     (out / "report.txt").write_text(render(doc))
+    (out / "dashboard.html").write_text(dashboard(doc), encoding="utf-8")
     return doc
 
 
@@ -179,3 +184,26 @@ def render(doc: dict[str, Any]) -> str:
     out.append("sections that need captures or the lab's logs (none in an imported run):")
     out += [f"  {v}" for v in doc["no_captures"].values()]
     return "\n".join(out) + "\n"
+
+
+def dashboard(doc: dict[str, Any]) -> str:
+    """The run dashboard's congestion-controller panels (dashboard_panels.controller_panels: the estimates and probes,
+    the replayed trend against the detector's logged state), on the call window's time axis, under a note that the
+    run is imported and which sections it has not."""
+    w = doc["imported"]["call_window"]
+    m = {"congestion_controller": doc["congestion_controller"], "run": {"duration_s": w["length_s"]}}
+    figures = []
+    for i, (title, ytitle, traces) in enumerate(controller_panels(m)):
+        figures.append((f"controller-{i}", {"data": traces, "layout": {
+            "title": {"text": title, "font": {"size": 13}}, "height": 380,
+            "margin": {"l": 60, "r": 20, "t": 40, "b": 45},
+            "xaxis": {"title": {"text": "time since the call window's start (s)"}},
+            "yaxis": {"title": {"text": ytitle}},
+            "legend": {"orientation": "h", "y": -0.25}}}))
+    missing = "".join(f"<li>{html.escape(v)}</li>" for v in doc["no_captures"].values())
+    body = (f'<p class="notes">IMPORTED: {html.escape(doc["imported"]["source"])}, a real call\'s RTC event log, not a '
+            f"lab run. Call window: {html.escape(w['source'])}.</p>\n"
+            + (page.chart_divs(figures) if figures else '<p class="notes">The log cannot be placed on Unix time (no '
+               "begin event): no series to draw; the report has the counts.</p>")
+            + f"\n<h2>Sections without captures</h2><ul>{missing}</ul>")
+    return page.render(f"rtclab: imported event log {doc['imported']['source']}", body, figures)
