@@ -1,6 +1,8 @@
-"""The `rtclab` command: analyze, dashboard, compare, show, synth, revalidate; study (studies), findings; call, net and
-clean (the Node harness and netem, started from here). Exit 0 when a report was produced (even with warnings), 2 when
-nothing could be analysed, 1 on a usage error; revalidate: 0 no verdict changed, 1 one did, 2 a bad directory."""
+"""The `rtclab` command: analyze, dashboard, compare, show, synth, revalidate; export (tables, Flent files) and import
+(an RTC event log); study (studies), findings; call, net and clean (the Node harness and netem, started from here).
+Exit 0 when a report was produced (even with warnings), 2 when nothing could be analysed, 1 on a usage error;
+revalidate: 0 no verdict changed, 1 one did, 2 a bad directory; export and import: 0 written, 2 not (the reason on
+stderr)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def _progress(quiet: bool):
@@ -157,6 +160,38 @@ def cmd_revalidate(args: argparse.Namespace) -> int:
     return 1 if flipped else 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """A run's or a study's metrics as a tidy table (csv, parquet), or a run's time series as a Flent file."""
+    from .exports import flent, tidy
+    try:
+        if args.format == "flent":
+            path, doc = flent.export(Path(args.target), Path(args.out) if args.out else None)
+            print(f"wrote {path}: {len(doc['results'])} series, {len(doc['x_values'])} points each "
+                  f"(Flent test {doc['metadata']['NAME']})")
+        else:
+            path, n = tidy.export(Path(args.target), args.format, Path(args.out) if args.out else None)
+            print(f"wrote {path}: {n} rows")
+    except tidy.ExportError as e:
+        print(f"rtclab export {args.format}: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def cmd_import_eventlog(args: argparse.Namespace) -> int:
+    """A real call's RTC event log made into a run directory marked imported (imports/eventlog.py)."""
+    from .imports import eventlog
+    source = Path(args.file)
+    out = Path(args.out) if args.out else Path(f"imported-{source.name.removesuffix('.log')}")
+    try:
+        doc = eventlog.import_eventlog(source, out, args.call_start, args.call_end)
+    except eventlog.EventLogImportError as e:
+        print(f"rtclab import eventlog: {e}", file=sys.stderr)
+        return 2
+    print((out / "report.txt").read_text(), end="")
+    print(f"wrote {out} (imported.json, report.txt, dashboard.html, eventlog-a.log)")
+    return 0 if doc["congestion_controller"] and doc["congestion_controller"]["sides"].get("a") else 2
+
+
 def run_node_program(name: str, args: list[str]) -> int:
     """Runs `node <repo>/<program> args` in the current directory (relative paths stay the user's) and returns its
     exit status; its output is the terminal's. A Ctrl-C reaches it as it reaches us (the same process group)."""
@@ -172,6 +207,29 @@ def run_node_program(name: str, args: list[str]) -> int:
         return subprocess.call([node, str(program), *args])
     except KeyboardInterrupt:
         return 130
+
+
+def _exchange_parsers(sub: Any) -> None:
+    """`rtclab export` and `rtclab import`: data out to other tools, a field call's log in (docs/export.md)."""
+    x = sub.add_parser("export", help="a run's or a study's metrics as a tidy table (csv, parquet), or a run's time "
+                       "series as a Flent data file (docs/export.md)")
+    x.add_argument("format", choices=["csv", "parquet", "flent"])
+    x.add_argument("target", metavar="RUN|STUDY", help="an analysed run directory, or an aggregated study directory "
+                   "(csv, parquet; flent takes a run)")
+    x.add_argument("--out", help="the file to write (default: <directory name>.metrics.csv / .metrics.parquet / "
+                   ".flent.gz in the current directory)")
+    x.set_defaults(func=cmd_export)
+    i = sub.add_parser("import", help="a real call's RTC event log as a run directory marked imported: the congestion "
+                       "controller's report, without captures (docs/eventlog.md)")
+    isub = i.add_subparsers(dest="kind", required=True)
+    e = isub.add_parser("eventlog", help="Chrome's RTC event log of the sending browser")
+    e.add_argument("file", metavar="FILE")
+    e.add_argument("--out", metavar="RUNDIR", help="the run directory to make (new or empty; default: "
+                   "imported-<file name> in the current directory)")
+    e.add_argument("--call-start", type=float, metavar="UNIX_S", help="count from this time (default: the log's "
+                   "first outgoing RTP packet or estimate)")
+    e.add_argument("--call-end", type=float, metavar="UNIX_S", help="count until this time (default: the log's last)")
+    e.set_defaults(func=cmd_import_eventlog)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -233,6 +291,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--write", action="store_true", help="update each run's metrics.json validity and frames, and "
                    "aggregate a study again")
     r.set_defaults(func=cmd_revalidate)
+    _exchange_parsers(sub)
     y = sub.add_parser("synth", help="write a synthetic run directory (known delays, loss, reordering)")
     y.add_argument("run_dir")
     y.add_argument("--duration", type=float, default=20.0)
