@@ -74,12 +74,12 @@ class TraceCapacity:
 
     def series(self, bin_s: float, duration_s: float) -> list[list[float]]:
         """[bin start s, bit/s] for consecutive bins from 0 over the call; the last bin ends at duration_s."""
-        starts = np.arange(0.0, duration_s, bin_s)
-        ends = np.minimum(starts + bin_s, duration_s)
-        lo = np.searchsorted(self.times_ms, starts * 1000.0, side="left")
-        hi = np.searchsorted(self.times_ms, ends * 1000.0, side="left")
-        bps = (hi - lo) * OPPORTUNITY_BITS / (ends - starts)
-        return [[round(float(s), 3), float(b)] for s, b in zip(starts, bps)]
+        n = int(np.ceil(round(duration_s / bin_s, 9)))
+        # One list of edges, rounded to the ns, shared by neighbouring bins: each opportunity falls in exactly one.
+        edges = np.round(np.minimum(np.arange(n + 1) * bin_s, duration_s), 9)
+        counts = np.diff(np.searchsorted(self.times_ms, edges * 1000.0, side="left"))
+        bps = counts * OPPORTUNITY_BITS / np.diff(edges)
+        return [[float(s), float(b)] for s, b in zip(edges[:-1], bps)]
 
     def to_json(self, duration_s: float) -> dict[str, Any]:
         """metrics.json `capacity_trace`: the file, its period and offset, and the capacity per 100 ms and per 1 s."""

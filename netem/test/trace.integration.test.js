@@ -92,7 +92,7 @@ function check(t, runDir, t0_ns) {
   assert.ok(sent.every((r) => r.ip_proto === 17 && r.ip_len === 1500), 'only the sender\'s full-size packets cross forward');
   const forwarded = sent.filter((r) => r.event <= 1);
   const dropped = sent.filter((r) => r.event >= 2);
-  assert.ok(forwarded.length > 1500, `${forwarded.length} forwarded`);
+  assert.ok(forwarded.length > 900, `${forwarded.length} forwarded`); // 346 opportunities a second for 3 s
   assert.ok(dropped.every((r) => r.event === 2), 'drops only at the queue\'s limit');
   // Each departure at an opportunity; no opportunity carries more full-size packets than it offers.
   /** @type {Map<bigint, number>} */

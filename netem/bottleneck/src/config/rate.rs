@@ -116,14 +116,14 @@ impl RateJson {
         if let Some(schedule) = &self.schedule {
             return Ok(RateConfig::Schedule { steps: schedule_steps(schedule)?, burst_bytes });
         }
+        let path = self.trace.as_deref().unwrap_or_default();
+        let (opportunities_ms, period_ms) = read_opportunities(path, read_trace)?;
         let offset_ms = self.trace_offset_ms.ok_or_else(|| {
             ConfigError::new(
                 "rate.trace_offset_ms",
                 "is missing (where in the trace the link starts, in ms; 0: its start)",
             )
         })?;
-        let path = self.trace.as_deref().unwrap_or_default();
-        let (opportunities_ms, period_ms) = read_opportunities(path, read_trace)?;
         if offset_ms >= period_ms {
             return Err(ConfigError::new(
                 "rate.trace_offset_ms",
