@@ -164,7 +164,7 @@ def read_run(path: Path, progress: Progress = None, timings: dict[str, float] | 
     duration_s = _duration_s(run, t0, last_ts)
     # Opportunities as far as any packet of the captures (a rate's span may run past the call's end).
     until_s = max(duration_s, (max(last_ts) / 1e9 - t0) if last_ts else 0.0) + TRACE_MARGIN_S
-    trace = trace_capacity.forward_trace(run, run.scenario.forward, until_s, gaps) if run.scenario else None
+    trace = trace_capacity.forward_trace(run, run.scenario.forward, t0, until_s, gaps) if run.scenario else None
     return RunInputs(path, run, caps, gs, sides, t0, duration_s, gaps, timings, forward_trace=trace)
 
 

@@ -110,6 +110,7 @@ def test_capacity_and_utilisation_against_the_trace_the_run_played(tmp_path: Pat
     assert video["utilisation"] == pytest.approx(video["throughput_bps"]["mean"] / capacity)
     trace = m["capacity_trace"]
     assert (trace["file"], trace["period_ms"], trace["offset_ms"]) == ("trace-forward", 10, 5)
+    assert (trace["start_s"], trace["start_source"]) == (0.0, "call start")  # no schedule log in this run
     assert trace["per_1s"][1] == pytest.approx([1.0, count(1, 2) * 1514 * 8])
     assert trace["per_100ms"][7] == pytest.approx([0.7, count(0.7, 0.8) * 1514 * 8 / 0.1])
     assert m["scenario"]["forward"]["rate"]["trace_offset_ms"] == 5
@@ -117,6 +118,23 @@ def test_capacity_and_utilisation_against_the_trace_the_run_played(tmp_path: Pat
     lines = dashboard_traces.capacity_traces(m, m["run"]["duration_s"])
     assert [x["name"] for x in lines] == ["trace capacity per 100 ms", "trace capacity per 1 s"]
     assert lines[1]["x"][-1] == m["run"]["duration_s"] and lines[1]["y"][0] == pytest.approx(count(0, 1) * 1514 * 8e-6)
+
+
+def test_the_trace_counts_from_the_time_zero_the_bottleneck_took(tmp_path: Path) -> None:
+    schedule = [3, 3, 7, 10]
+    run, _ = trace_run(tmp_path, tmp_path / "played", offset_ms=0)
+    (tmp_path / "played").write_text("".join(f"{t}\n" for t in schedule))
+    # Its restart signal came 1.5 ms after the call's start (the earlier line: time 0 at the bottleneck's start).
+    lines = [{"kind": "trace_start", "index": 0, "at_s": 0, "restart": 0, "t0_ns": T0_NS - 5_000 * MS},
+             {"kind": "trace_start", "index": 0, "at_s": 0, "restart": 1, "t0_ns": T0_NS + 1_500_000}]
+    (run / "bottleneck-forward.schedule.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    m, _ = analyze(run, run_tshark=False)
+    trace = m["capacity_trace"]
+    assert (trace["start_s"], trace["start_source"]) == (pytest.approx(0.0015), "schedule log")
+    times = [t + 1.5 for t in mahimahi_times(schedule, 0, 10_000)]
+    for k in (0, 7, 39):
+        expected = sum(1 for t in times if 100 * k <= t < 100 * (k + 1)) * 1514 * 8 / 0.1
+        assert trace["per_100ms"][k] == pytest.approx([k / 10, expected])
 
 
 def test_without_the_trace_capacity_and_utilisation_are_unknown_and_said_so(tmp_path: Path) -> None:
