@@ -84,9 +84,9 @@ def capacity_traces(m: dict[str, Any], duration_s: float, scale: float = 1e-6) -
     trace = m.get("capacity_trace")
     if trace:
         return [_trace_capacity_line(trace["per_100ms"], duration_s, scale, "trace capacity per 100 ms",
-                                     {"color": "#999", "width": 1, "shape": "hv"}),
+                                     {"color": "#999", "width": 1}),
                 _trace_capacity_line(trace["per_1s"], duration_s, scale, "trace capacity per 1 s",
-                                     {"color": "black", "dash": "dot", "shape": "hv"})]
+                                     {"color": "black", "dash": "dot"})]
     steps = m.get("capacity_steps")
     if steps:
         return [{"type": "scatter", "mode": "lines", "name": "capacity", "x": [t for t, _ in steps],
@@ -100,7 +100,5 @@ def capacity_traces(m: dict[str, Any], duration_s: float, scale: float = 1e-6) -
 
 def _trace_capacity_line(bins: list[list[float]], duration_s: float, scale: float, name: str,
                          line: dict[str, Any]) -> dict[str, Any]:
-    """Bins [start s, bit/s] as a step line, the last bin closed at the call's end."""
-    xs = [t for t, _ in bins] + ([duration_s] if bins else [])
-    ys = [bps * scale for _, bps in bins] + ([bins[-1][1] * scale] if bins else [])
-    return {"type": "scatter", "mode": "lines", "name": name, "x": xs, "y": ys, "line": line}
+    """Bins [start s, bit/s] as steps (step_trace), the last bin closed at the call's end."""
+    return step_trace(name, [*bins, [duration_s, bins[-1][1]]] if bins else [], scale, line=line)
