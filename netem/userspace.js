@@ -4,8 +4,8 @@
 // UserspaceBackend is the backend interface (backend.js) over the two processes; UserspaceBottleneck is one process.
 import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { existsSync, openSync, closeSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { copyFileSync, existsSync, openSync, closeSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { alive, runChecked, run, sleep } from './exec.js';
 import { INTERFACES } from './names.js';
@@ -73,11 +73,23 @@ export class UserspaceBottleneck extends EventEmitter {
     try { return readFileSync(this.logFile, 'utf8'); } catch { return ''; }
   }
 
+  /**
+   * The link as this process runs it: a trace is first copied into the run directory (`trace-<direction>`) and
+   * played from there, so the run keeps the very file its capacity came from (the analyzer reads it there).
+   */
+  runnableLink() {
+    const { link, runDir, direction } = this.o;
+    if (!link.rate?.trace) return link;
+    const copy = resolve(runDir, `trace-${direction}`);
+    if (resolve(link.rate.trace) !== copy) copyFileSync(link.rate.trace, copy);
+    return { ...link, rate: { ...link.rate, trace: copy } };
+  }
+
   /** Spawn, wait for `ready`, then add the NFQUEUE rule. */
   async start(timeout_ms = 5000) {
     checkBottleneckBuilt();
-    const { nsExec, direction, link, t0_ns } = this.o;
-    writeFileSync(this.config, JSON.stringify(link, null, 2) + '\n');
+    const { nsExec, direction, t0_ns } = this.o;
+    writeFileSync(this.config, JSON.stringify(this.runnableLink(), null, 2) + '\n');
     const argv = [...nsExec, BOTTLENECK_BIN, '--queue-num', String(DIRECTIONS[direction].queue_num),
       '--config', this.config, '--log', this.gtlog, '--stats', this.stats,
       '--stats-interval-ms', String(this.o.stats_interval_ms ?? 100), '--t0-ns', String(t0_ns), '--t0-file', this.t0File, '--schedule', this.schedule,

@@ -1,19 +1,25 @@
 // @ts-check
 // A link after the schema: the schema (scenarios/schema.json) checks each field and fills in every default; this
 // module derives what a schema cannot (a queue limit given in milliseconds becomes bytes or packets at the link's
-// first rate, a trace file becomes an absolute path that exists) and checks what a schema cannot express (a schedule
-// that starts at 0 and moves forward, a DSCP in one band only, an AQM with a rate to queue behind). Its output, the
+// first rate, a trace named by its short name or a path becomes an absolute path that exists, with its offset) and
+// checks what a schema cannot express (a schedule that starts at 0 and moves forward, an offset within the trace, a
+// DSCP in one band only, an AQM with a rate to queue behind). Its output, the
 // normalised link, is what both backends and the analyzer read, and it is still valid against the schema, so
 // normalising twice changes nothing.
-import { existsSync } from 'node:fs';
-import { resolve as resolvePath } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve as resolvePath } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The shipped traces (Mahimahi's cellular traces, netem/traces/README.md), named in a link by their file name. */
+export const TRACES_DIR = resolvePath(dirname(fileURLToPath(import.meta.url)), '..', 'netem', 'traces');
 
 /** One MTU-sized Ethernet frame: the smallest bucket TBF accepts on a veth, and SFQ's unit for limit_ms. */
 export const FRAME_BYTES = 1514;
 
 /**
  * @typedef {{ kind: string, [k: string]: any }} Qdisc
- * @typedef {{ kbit?: number, schedule?: {at_s: number, kbit: number}[], trace?: string, burst_bytes: number }} Rate
+ * @typedef {{ kbit?: number, schedule?: {at_s: number, kbit: number}[], trace?: string, trace_offset_ms?: number,
+ *   burst_bytes: number }} Rate
  * @typedef {{ at_s: number, delay_ms: number }} DelayStep
  * @typedef {{ delay_ms: number, delay_schedule: DelayStep[], jitter_ms: number, loss_percent: number, rate: Rate | null,
  *   qdisc: Qdisc }} Link
@@ -52,11 +58,45 @@ function normalizeRate(rate, field, baseDir) {
     out.schedule = steps.map((s) => ({ ...s }));
   }
   if (rate.trace !== undefined) {
-    const path = resolvePath(baseDir, rate.trace);
-    if (!existsSync(path)) fail(`${field}.trace`, `file ${path} does not exist`);
-    out.trace = path;
+    out.trace = tracePath(rate.trace, `${field}.trace`, baseDir);
+    out.trace_offset_ms = rate.trace_offset_ms ?? 0;
+    const period = tracePeriodMs(out.trace, `${field}.trace`);
+    if (out.trace_offset_ms >= period) {
+      fail(`${field}.trace_offset_ms`, `${out.trace_offset_ms} is not less than the trace's period, its last timestamp (${period} ms in ${out.trace})`);
+    }
   }
   return out;
+}
+
+/**
+ * A trace's file: a short name (a bare file name of netem/traces/) or a path relative to the scenario's directory.
+ * A bare name that is both is refused rather than silently shadowed. An absolute path (a normalised link) stays.
+ * @param {string} name @param {string} field @param {string} baseDir
+ */
+function tracePath(name, field, baseDir) {
+  const path = resolvePath(baseDir, name);
+  const shipped = !name.includes('/') ? resolvePath(TRACES_DIR, name) : null;
+  if (shipped && existsSync(shipped)) {
+    if (existsSync(path) && path !== shipped) {
+      fail(field, `${name} names both the shipped trace ${shipped} and the file ${path}: write ./${name} for the file`);
+    }
+    return shipped;
+  }
+  if (!existsSync(path)) {
+    fail(field, `file ${path} does not exist` + (name.includes('/') ? '' : ` and ${name} is not a shipped trace (netem/traces/README.md lists them)`));
+  }
+  return path;
+}
+
+/**
+ * A trace's period: its last timestamp, in ms (the bottleneck checks every line when it reads the file).
+ * @param {string} path @param {string} field
+ */
+function tracePeriodMs(path, field) {
+  const lines = readFileSync(path, 'utf8').trimEnd().split('\n');
+  const last = Number(lines[lines.length - 1].trim());
+  if (!Number.isInteger(last) || last <= 0) fail(field, `${path} must end in a timestamp > 0 ms, its period (got ${JSON.stringify(lines[lines.length - 1])})`);
+  return last;
 }
 
 /**

@@ -59,7 +59,7 @@ export function describeErrors(errors) {
         break;
       }
       case 'oneOf':
-        if (e.schemaPath.includes('/rate/')) problems.push(`${field}: give exactly one of kbit, schedule, trace`);
+        if (e.schemaPath.includes('/rate/')) problems.push(`${field}: give exactly one of kbit, schedule, trace (trace_offset_ms only with trace)`);
         else problems.push(`${field}: ${e.message}`);
         break;
       case 'not':
@@ -119,10 +119,24 @@ export function normalizeScenario(doc, { label = 'scenario', baseDir = process.c
     if (err instanceof LinkError) throw new ScenarioError(label, [err.message]);
     throw err;
   }
+  const untraceable = tracesTheBackendCannotPlay(scenario);
+  if (untraceable.length) throw new ScenarioError(label, untraceable);
   for (const call of [scenario.call, ...scenario.calls]) {
     if (call.video_clip && !path.isAbsolute(call.video_clip)) call.video_clip = path.resolve(baseDir, call.video_clip);
   }
   return scenario;
+}
+
+/**
+ * A trace is played by the userspace bottleneck only: tc, under the kernel and uml backends, has no trace player
+ * (netem/kernel.js kernelNeeds refuses it there too, for a backend chosen on the command line).
+ * @param {any} scenario normalised links
+ * @returns {string[]}
+ */
+function tracesTheBackendCannotPlay(scenario) {
+  if (scenario.backend !== 'kernel' && scenario.backend !== 'uml') return [];
+  return /** @type {const} */ (['forward', 'reverse']).filter((d) => scenario.network[d].rate?.trace)
+    .map((d) => `network.${d}.rate.trace: the ${scenario.backend} backend cannot play a trace (tc has no trace player); use backend userspace (or auto)`);
 }
 
 /**

@@ -40,6 +40,7 @@ from . import (
     rfcmetrics,
     rundir,
     scenario,
+    trace_capacity,
     validity,
 )
 from .eventlog import analysis as eventlog_analysis
@@ -48,6 +49,7 @@ from .eventlog import analysis as eventlog_analysis
 # baselines are queuing_delay_vs_min_owd_ms and tq_vs_min_rtt_ms); throughput spans arrivals; fairness counts the
 # scenario's competitors; inputs name the packets left out of the join.
 METRICS_SCHEMA_VERSION = 2
+TRACE_MARGIN_S = 10.0  # a trace's opportunities are laid out this far past the last captured packet
 # The sections only a run with a call has: absent, not empty, in a run without one.
 CALL_SECTIONS = ("multiflow", "getstats", "frames", "chrome_ecn", "congestion_controller")
 
@@ -108,6 +110,8 @@ class RunInputs:
     duration_s: float  # the call's length, cut to what the captures recorded
     gaps: list[str]  # what cannot be computed, so far (compute_metrics adds its own)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per step, metrics.json timings_s
+    # A trace link's delivery opportunities over the call (trace_capacity.py); None for any other link
+    forward_trace: trace_capacity.TraceCapacity | None = None
 
     @property
     def scenario(self) -> scenario.Scenario | None:
@@ -157,7 +161,11 @@ def read_run(path: Path, progress: Progress = None, timings: dict[str, float] | 
     if t0 is None:
         raise NothingToAnalyse(f"{path}: no call start, no readable capture and no timed getStats sample; problems: "
                                + "; ".join(run.problems))
-    return RunInputs(path, run, caps, gs, sides, t0, _duration_s(run, t0, last_ts), gaps, timings)
+    duration_s = _duration_s(run, t0, last_ts)
+    # Opportunities as far as any packet of the captures (a rate's span may run past the call's end).
+    until_s = max(duration_s, (max(last_ts) / 1e9 - t0) if last_ts else 0.0) + TRACE_MARGIN_S
+    trace = trace_capacity.forward_trace(run, run.scenario.forward, t0, until_s, gaps) if run.scenario else None
+    return RunInputs(path, run, caps, gs, sides, t0, duration_s, gaps, timings, forward_trace=trace)
 
 
 def _read_captures(run: rundir.RunDir, gaps: list[str]) -> dict[str, rundir.Capture | None]:
@@ -228,7 +236,10 @@ def compute_metrics(inputs: RunInputs, *, run_tshark: bool = True,
 
 
 def _capacity(inputs: RunInputs) -> metrics.CapacityFn | None:
-    """The forward link's mean capacity over an interval (bit/s), from the scenario's schedule."""
+    """The forward link's mean capacity over an interval (bit/s): the delivery opportunities of the trace it played,
+    else the scenario's schedule."""
+    if inputs.forward_trace is not None:
+        return inputs.forward_trace.mean_capacity_bps
     return inputs.scenario.forward.mean_capacity_bps if inputs.scenario else None
 
 
@@ -446,6 +457,7 @@ def _document(inputs: RunInputs, table: packets.PacketTable | None, *, validity:
         "cross_traffic_timing": [t.to_json() for t in timing],
         "capacity_bps": capacity(0.0, duration_s) if capacity and duration_s else None,
         "capacity_steps": capacity_steps(scen.forward, duration_s) if scen and duration_s else None,
+        "capacity_trace": inputs.forward_trace.to_json(duration_s) if inputs.forward_trace and duration_s else None,
         "flows": flows,
         "fairness": fair,
         **({"rfc8867": rfc} if run.has_calls else {}),  # absent in a run without a call, as the call sections

@@ -78,8 +78,15 @@ def step_trace(name: str, pts: list, scale: float = 1.0, **style: Any) -> dict[s
 
 
 def capacity_traces(m: dict[str, Any], duration_s: float, scale: float = 1e-6) -> list[dict[str, Any]]:
-    """The forward capacity as a step line over the call (its schedule, metrics.json capacity_steps), or the mean
-    capacity flat for a run analysed before the steps existed; `scale` from bit/s to the panel's unit."""
+    """The forward capacity as a step line over the call (its schedule, metrics.json capacity_steps; a trace link's
+    delivery opportunities per 100 ms and per second, capacity_trace), or the mean capacity flat for a run analysed
+    before the steps existed; `scale` from bit/s to the panel's unit."""
+    trace = m.get("capacity_trace")
+    if trace:
+        return [_trace_capacity_line(trace["per_100ms"], duration_s, scale, "trace capacity per 100 ms",
+                                     {"color": "#999", "width": 1}),
+                _trace_capacity_line(trace["per_1s"], duration_s, scale, "trace capacity per 1 s",
+                                     {"color": "black", "dash": "dot"})]
     steps = m.get("capacity_steps")
     if steps:
         return [{"type": "scatter", "mode": "lines", "name": "capacity", "x": [t for t, _ in steps],
@@ -89,3 +96,9 @@ def capacity_traces(m: dict[str, Any], duration_s: float, scale: float = 1e-6) -
         return []
     return [{"type": "scatter", "mode": "lines", "name": "capacity", "x": [0, duration_s], "y": [cap * scale] * 2,
              "line": {"color": "black", "dash": "dot"}}]
+
+
+def _trace_capacity_line(bins: list[list[float]], duration_s: float, scale: float, name: str,
+                         line: dict[str, Any]) -> dict[str, Any]:
+    """Bins [start s, bit/s] as steps (step_trace), the last bin closed at the call's end."""
+    return step_trace(name, [*bins, [duration_s, bins[-1][1]]] if bins else [], scale, line=line)

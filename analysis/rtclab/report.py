@@ -84,7 +84,10 @@ def _header_lines(m: dict[str, Any]) -> list[str]:
         out.append("no call in this run: the network, its captures and the cross traffic alone (no browsers, no "
                    "getStats, no congestion-controller log)")
     if m.get("capacity_bps"):
-        out.append(f"forward capacity: {_rate(m['capacity_bps'])}")
+        trace = m.get("capacity_trace")
+        out.append(f"forward capacity: {_rate(m['capacity_bps'])}"
+                   + (f" (mean of trace {trace['file']} from {trace['offset_ms']} ms, period {trace['period_ms']} ms)"
+                      if trace else ""))
     sc = m.get("scenario") or {}
     if sc:
         out.append(f"propagation delay (scenario): forward {sc['forward']['delay_ms']:g} ms, reverse "

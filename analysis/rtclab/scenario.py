@@ -33,11 +33,12 @@ class Link:
     jitter_ms: float
     loss_percent: float
     schedule: list[tuple[float, float]] | None  # capacity [(at_s, kbit)], sorted; None: no rate limit or a trace
-    trace: str | None  # a Mahimahi-style trace file: no single capacity
+    trace: str | None  # a Mahimahi-style trace file: no single capacity (trace_capacity.py reads it)
     qdisc_kind: str
     # Later propagation delays [(at_s, delay_ms)], at_s > 0 increasing: a packet that reaches the bottleneck from at_s
     # on gets delay_ms (docs/netem.md, "delay_schedule").
     delay_schedule: tuple[tuple[float, float], ...] = ()
+    trace_offset_ms: int = 0  # where in the trace the link starts (with a trace only)
 
     def delay_ms_at(self, t_s: float) -> float:
         """The propagation delay of a packet reaching the bottleneck t_s seconds after call start."""
@@ -143,6 +144,7 @@ def _link(doc: dict[str, Any] | None) -> Link:
     rate = doc.get("rate", _default("definitions", "rate"))
     schedule: list[tuple[float, float]] | None = None
     trace = None
+    trace_offset_ms = 0  # the normalised link always has it; absent means the trace's start (scenarios/schema.json)
     if isinstance(rate, dict):
         if "kbit" in rate:
             schedule = [(0, rate["kbit"])]
@@ -151,11 +153,12 @@ def _link(doc: dict[str, Any] | None) -> Link:
             schedule = [(s["at_s"], s["kbit"]) for s in steps]
         elif "trace" in rate:
             trace = rate["trace"]
+            trace_offset_ms = rate.get("trace_offset_ms", 0)
     qdisc = doc.get("qdisc") or _default("definitions", "qdisc") or {"kind": "fifo"}
     return Link(delay_ms=doc.get("delay_ms", _link_default("delay_ms", 0)),
                 jitter_ms=doc.get("jitter_ms", _link_default("jitter_ms", 0)),
                 loss_percent=doc.get("loss_percent", _link_default("loss_percent", 0)),
-                schedule=schedule, trace=trace, qdisc_kind=qdisc["kind"],
+                schedule=schedule, trace=trace, trace_offset_ms=trace_offset_ms, qdisc_kind=qdisc["kind"],
                 delay_schedule=tuple((step["at_s"], step["delay_ms"]) for step in doc.get("delay_schedule") or []))
 
 
@@ -183,7 +186,7 @@ def to_json(s: Scenario) -> dict[str, Any]:
         if x.schedule is not None:
             rate = {"schedule": [[at, kbit] for at, kbit in x.schedule]}
         elif x.trace is not None:
-            rate = {"trace": x.trace}
+            rate = {"trace": x.trace, "trace_offset_ms": x.trace_offset_ms}
         return {"delay_ms": x.delay_ms, "delay_schedule": [list(step) for step in x.delay_schedule],
                 "jitter_ms": x.jitter_ms, "loss_percent": x.loss_percent, "rate": rate, "qdisc_kind": x.qdisc_kind}
     return {"duration_s": s.duration_s, "forward": link(s.forward), "reverse": link(s.reverse),

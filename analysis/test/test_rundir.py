@@ -85,7 +85,7 @@ def test_scenario_command_prints_the_view_or_names_the_bad_field(tmp_path):
     r = subprocess.run([sys.executable, "-m", "rtclab.scenario", str(good)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == to_json(view(doc))
-    assert json.loads(r.stdout)["forward"]["rate"] == {"trace": "traces/lte.txt"}
+    assert json.loads(r.stdout)["forward"]["rate"] == {"trace": "traces/lte.txt", "trace_offset_ms": 0}  # absent: 0
     doc["cross_traffic"] = [{"kind": "tcp", "flows": 0}]
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(doc))

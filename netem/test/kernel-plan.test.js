@@ -110,6 +110,17 @@ test('what the kernel backend needs and refuses', () => {
   assert.deepEqual(kernelShortcomings(links, new Set(['tbf', 'fq_codel', 'netem', 'ifb', 'ingress', 'u32', 'mirred'])), []);
 });
 
+test('a trace: tc has no trace player, so the kernel (and uml) backend refuses it, naming it', () => {
+  const fifo = { kind: 'fifo', limit_packets: 1000 };
+  const links = { forward: normalizeLink({ delay_ms: 20, rate: { trace: 'Verizon-LTE-short.down' }, qdisc: fifo }, 'f'),
+    reverse: normalizeLink({ delay_ms: 20, rate: { trace: 'Verizon-LTE-short.up', trace_offset_ms: 5 }, qdisc: fifo }, 'r') };
+  assert.deepEqual(kernelShortcomings(links, new Set(['tbf', 'pfifo', 'bfifo', 'netem', 'ifb', 'ingress', 'u32', 'mirred'])), [
+    'forward: cannot emulate a rate trace (tc has no trace player; use the userspace backend)',
+    'reverse: cannot emulate a rate trace (tc has no trace player; use the userspace backend)']);
+  assert.throws(() => planKernel(links.forward, 'r-eth1', { ingressDev: 'r-eth0', ifb: 'ifb-fwd', nsExec: [] }),
+    /^Error: kernel backend cannot emulate a rate trace/);
+});
+
 test('every discipline of the schema has a tc plan, a kernel probe and a module in the uml guest', () => {
   const initSh = fs.readFileSync(new URL('../uml/init.sh', import.meta.url), 'utf8');
   for (const kind of QDISC_KINDS) {

@@ -25,9 +25,12 @@ function shippedScenarios() {
   return dirs.flatMap((d) => fs.readdirSync(path.join(repoRoot, d)).filter((f) => f.endsWith('.yaml')).map((f) => path.join(d, f)));
 }
 
-/** Scenarios that exercise what the shipped ones may not: neutral defaults, a schedule, prio bands, sfq in ms. */
+/** Scenarios that exercise what the shipped ones may not: neutral defaults, a schedule, a trace, prio bands, sfq in ms. */
 const INLINE = {
   'empty (neutral defaults)': {},
+  'a trace pair from an offset': { backend: 'userspace', network: {
+    forward: { delay_ms: 20, rate: { trace: 'TMobile-UMTS-driving.down', trace_offset_ms: 12345 }, qdisc: { kind: 'codel' } },
+    reverse: { delay_ms: 20, rate: { trace: 'TMobile-UMTS-driving.up' } } } },
   'schedule + sfq limit_ms': { network: { forward: { delay_ms: 10, delay_schedule: [{ at_s: 3, delay_ms: 30 }], jitter_ms: 2, loss_percent: 1,
     rate: { schedule: [{ at_s: 0, kbit: 1500 }, { at_s: 20, kbit: 500 }], burst_bytes: 6000 }, qdisc: { kind: 'sfq', limit_ms: 200 } } } },
   'prio with AQM bands': { network: { forward: { rate: { kbit: 18000 }, qdisc: { kind: 'prio', bands: [
@@ -75,7 +78,7 @@ function expectedAnalyzerView(s) {
   const link = (l) => ({
     delay_ms: l.delay_ms, delay_schedule: l.delay_schedule.map((/** @type {any} */ x) => [x.at_s, x.delay_ms]),
     jitter_ms: l.jitter_ms, loss_percent: l.loss_percent, qdisc_kind: l.qdisc.kind,
-    rate: !l.rate ? null : l.rate.trace ? { trace: l.rate.trace }
+    rate: !l.rate ? null : l.rate.trace ? { trace: l.rate.trace, trace_offset_ms: l.rate.trace_offset_ms }
       : { schedule: l.rate.schedule ? l.rate.schedule.map((/** @type {any} */ st) => [st.at_s, st.kbit]) : [[0, l.rate.kbit]] },
   });
   return {

@@ -3,8 +3,11 @@
 // converted, and what a schema cannot express is refused with the field named.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { normalizeScenario, QDISC_KINDS, ScenarioError } from '../model.js';
-import { qdiscKinds } from '../link.js';
+import { qdiscKinds, TRACES_DIR } from '../link.js';
 
 /** @param {any} forward */
 const forward = (forward) => normalizeScenario({ network: { forward } }).network.forward;
@@ -100,4 +103,49 @@ test('prio meters and band rate caps: the schema fills them in, a demote goes to
   assert.throws(() => prio({ bands, meters: [{ dscp: [46], limit_kbit: 2000, action: { kind: 'demote', to_band: 2 } }] }), /meters\[0\]\.action\.to_band: is 2, but the prio has bands 0 to 1/);
   assert.throws(() => prio({ bands, meters: [{ dscp: [46], limit_kbit: 2000, action: { kind: 'ce_all', gain: 1 } }] }), /meters\/0\/action|meters\[0\]\.action/);
   assert.throws(() => prio({ bands, meters: [{ dscp: [46], action: { kind: 'ce_all' } }] }), /limit_kbit/);
+});
+
+test('a trace is a shipped one by its short name or a file by its path, with its offset (0 unless given)', () => {
+  const shipped = path.join(TRACES_DIR, 'Verizon-LTE-short.down');
+  assert.deepEqual(forward({ rate: { trace: 'Verizon-LTE-short.down' } }).rate,
+    { trace: shipped, trace_offset_ms: 0, burst_bytes: 3028 });
+  assert.equal(forward({ rate: { trace: 'Verizon-LTE-short.down', trace_offset_ms: 139999 } }).rate?.trace_offset_ms, 139999);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-trace-'));
+  try {
+    fs.writeFileSync(path.join(dir, 'mine'), '1\n1\n3\n');
+    const own = normalizeScenario({ network: { forward: { rate: { trace: 'mine', trace_offset_ms: 2 } } } }, { baseDir: dir });
+    assert.deepEqual(own.network.forward.rate, { trace: path.join(dir, 'mine'), trace_offset_ms: 2, burst_bytes: 3028 });
+    assert.deepEqual(normalizeScenario(own), own);
+    // Beside the scenario, a file with a shipped trace's name makes the bare name ambiguous; ./ names the file.
+    fs.writeFileSync(path.join(dir, 'Verizon-LTE-short.up'), '5\n');
+    const at = (/** @type {string} */ trace) => normalizeScenario({ network: { reverse: { rate: { trace } } } }, { baseDir: dir }).network.reverse.rate.trace;
+    assert.throws(() => at('Verizon-LTE-short.up'), /network\.reverse\.rate\.trace: Verizon-LTE-short\.up names both the shipped trace .* write \.\/Verizon-LTE-short\.up for the file/);
+    assert.equal(at('./Verizon-LTE-short.up'), path.join(dir, 'Verizon-LTE-short.up'));
+    fs.writeFileSync(path.join(dir, 'empty'), '\n');
+    assert.throws(() => at('empty'), /network\.reverse\.rate\.trace: .*empty must end in a timestamp > 0 ms/);
+  } finally {
+    fs.rmSync(dir, { recursive: true });
+  }
+});
+
+test('a trace offset lies within the trace, and belongs to a trace only', () => {
+  /** @param {any} link @param {RegExp} re */
+  const bad = (link, re) => assert.throws(() => forward(link), (e) => e instanceof ScenarioError && e.problems.some((p) => re.test(p)));
+  bad({ rate: { trace: 'Verizon-LTE-short.down', trace_offset_ms: 140000 } },
+    /^network\.forward\.rate\.trace_offset_ms: 140000 is not less than the trace's period, its last timestamp \(140000 ms in .*Verizon-LTE-short\.down\)$/);
+  bad({ rate: { kbit: 1000, trace_offset_ms: 5 } }, /^network\.forward\.rate: give exactly one of kbit, schedule, trace \(trace_offset_ms only with trace\)$/);
+  bad({ rate: { trace: 'Verizon-LTE-short.down', trace_offset_ms: 1.5 } }, /trace_offset_ms: must be integer/);
+  bad({ rate: { trace: 'Verizon-LTE-driving.down' } }, /rate\.trace: file .*Verizon-LTE-driving\.down does not exist and Verizon-LTE-driving\.down is not a shipped trace/);
+});
+
+test('the kernel and uml backends cannot play a trace: the scenario is refused, naming the backend', () => {
+  for (const backend of ['kernel', 'uml']) {
+    assert.throws(() => normalizeScenario({ backend, network: { reverse: { rate: { trace: 'ATT-LTE-driving.up' } } } }),
+      (e) => e instanceof ScenarioError && e.problems.length === 1 && e.problems[0]
+        === `network.reverse.rate.trace: the ${backend} backend cannot play a trace (tc has no trace player); use backend userspace (or auto)`);
+  }
+  for (const backend of ['userspace', 'auto']) {
+    assert.equal(normalizeScenario({ backend, network: { forward: { rate: { trace: 'ATT-LTE-driving.down' } } } }).network.forward.rate.trace,
+      path.join(TRACES_DIR, 'ATT-LTE-driving.down'));
+  }
 });

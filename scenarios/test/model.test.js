@@ -54,7 +54,7 @@ test('a misspelt parameter names the field and the parameters the discipline has
 
 test('a rate with two kinds of capacity is refused', () => {
   const file = write('rate.yaml', 'network:\n  forward:\n    rate: {kbit: 1000, trace: x.trace}\n');
-  assert.deepEqual(problemsOf(() => loadScenario(file)), ['network.forward.rate: give exactly one of kbit, schedule, trace']);
+  assert.deepEqual(problemsOf(() => loadScenario(file)), ['network.forward.rate: give exactly one of kbit, schedule, trace (trace_offset_ms only with trace)']);
 });
 
 test('fifo limits exclude each other', () => {

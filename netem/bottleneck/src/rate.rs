@@ -4,8 +4,11 @@
 //!   up to `burst_bytes`; a packet leaves when the bucket holds its size. Exact integer arithmetic: one byte is
 //!   8e9 "bit-nanoseconds", a rate of r bit/s adds r of them per nanosecond.
 //! - Trace: Mahimahi delivery opportunities (one ms timestamp a line, each 1500 IP bytes = 1514 link-layer bytes,
-//!   the file repeating with the last timestamp as its period); a packet leaves at an opportunity, several small
-//!   packets can share one, an opportunity nobody uses is lost (as in Mahimahi's link queue).
+//!   the file repeating with the last timestamp as its period, as Mahimahi's link queue loops: repetition r's
+//!   opportunity k is at r * period + timestamp k); a packet leaves at an opportunity, several small packets can
+//!   share one, an opportunity nobody uses is lost (as in Mahimahi's link queue). Played from an offset into the
+//!   trace: time 0 of the link is the offset's time in the trace, so the first opportunity is the first at or
+//!   after the offset, and the loop goes on from there.
 //! - Unlimited: no serialization.
 
 use crate::config::{RateConfig, RateStep, TRACE_OPPORTUNITY_BYTES};
@@ -28,14 +31,9 @@ impl RateLimiter {
         let kind = match cfg {
             RateConfig::Unlimited => Kind::Unlimited,
             RateConfig::Schedule { steps, burst_bytes } => Kind::Bucket(TokenBucket::new(steps, *burst_bytes, t0_ns)),
-            RateConfig::Trace { opportunities_ms, period_ms, .. } => Kind::Trace(TraceLink {
-                opportunities_ns: opportunities_ms.iter().map(|ms| ms * 1_000_000).collect(),
-                period_ns: period_ms * 1_000_000,
-                t0_ns,
-                next_index: 0,
-                current_time_ns: 0,
-                current_left_bytes: 0,
-            }),
+            RateConfig::Trace { opportunities_ms, period_ms, offset_ms, .. } => {
+                Kind::Trace(TraceLink::new(opportunities_ms, *period_ms, *offset_ms, t0_ns))
+            }
         };
         RateLimiter { kind }
     }
@@ -72,7 +70,7 @@ impl RateLimiter {
             }
             Kind::Trace(t) => {
                 t.t0_ns = t0_ns;
-                t.next_index = 0;
+                t.next_index = t.first_index;
                 t.current_time_ns = 0;
                 t.current_left_bytes = 0;
             }
@@ -172,7 +170,11 @@ impl TokenBucket {
 struct TraceLink {
     opportunities_ns: Vec<u64>,
     period_ns: u64,
+    /// Where in the trace the link's time 0 is (< period_ns).
+    offset_ns: u64,
     t0_ns: u64,
+    /// Global index (over repetitions) of the first opportunity at or after the offset: the link's first.
+    first_index: u64,
     /// Global index (over repetitions) of the next unused opportunity.
     next_index: u64,
     /// The opportunity partly used by the last packet, and what is left of it.
@@ -181,14 +183,31 @@ struct TraceLink {
 }
 
 impl TraceLink {
+    fn new(opportunities_ms: &[u64], period_ms: u64, offset_ms: u64, t0_ns: u64) -> TraceLink {
+        let mut t = TraceLink {
+            opportunities_ns: opportunities_ms.iter().map(|ms| ms * 1_000_000).collect(),
+            period_ns: period_ms * 1_000_000,
+            offset_ns: offset_ms * 1_000_000,
+            t0_ns,
+            first_index: 0,
+            next_index: 0,
+            current_time_ns: 0,
+            current_left_bytes: 0,
+        };
+        t.first_index = t.first_index_at_or_after(t0_ns);
+        t.next_index = t.first_index;
+        t
+    }
+
+    /// Time of opportunity `index` (global, >= first_index): its time in the looped trace, less the offset.
     fn time_of(&self, index: u64) -> u64 {
         let n = self.opportunities_ns.len() as u64;
-        self.t0_ns + (index / n) * self.period_ns + self.opportunities_ns[(index % n) as usize]
+        self.t0_ns + (index / n) * self.period_ns + self.opportunities_ns[(index % n) as usize] - self.offset_ns
     }
 
     fn first_index_at_or_after(&self, t_ns: u64) -> u64 {
         let n = self.opportunities_ns.len() as u64;
-        let rel = t_ns.saturating_sub(self.t0_ns);
+        let rel = t_ns.saturating_sub(self.t0_ns) + self.offset_ns;
         let period = rel / self.period_ns;
         let within = rel - period * self.period_ns;
         let i = self.opportunities_ns.partition_point(|&o| o < within) as u64;
@@ -292,9 +311,7 @@ mod tests {
 
     #[test]
     fn trace_releases_at_opportunities_and_repeats() {
-        let cfg =
-            RateConfig::Trace { path: "t".into(), opportunities_ms: vec![1, 1, 5], period_ms: 5, burst_bytes: 3028 };
-        let mut link = RateLimiter::new(&cfg, 0);
+        let mut link = RateLimiter::new(&trace(&[1, 1, 5], 5, 0), 0);
         assert_eq!(link.transmit(0, 1514), 1_000_000);
         assert_eq!(link.transmit(0, 1514), 1_000_000);
         // Two small packets share the opportunity at 5 ms.
@@ -323,12 +340,66 @@ mod tests {
 
     #[test]
     fn restarting_a_trace_starts_it_over() {
-        let cfg = RateConfig::Trace { path: "t".into(), opportunities_ms: vec![1, 5], period_ms: 5, burst_bytes: 3028 };
+        let cfg = trace(&[1, 5], 5, 0);
         let mut link = RateLimiter::new(&cfg, 0);
         assert_eq!(link.transmit(0, 1514), 1_000_000);
         link.restart_schedule(100_000_000);
         assert_eq!(link.transmit(100_000_000, 1514), 101_000_000);
         assert_eq!(link.transmit(100_000_000, 1514), 105_000_000);
+    }
+
+    fn trace(opportunities_ms: &[u64], period_ms: u64, offset_ms: u64) -> RateConfig {
+        RateConfig::Trace {
+            path: "t".into(),
+            opportunities_ms: opportunities_ms.to_vec(),
+            period_ms,
+            offset_ms,
+            burst_bytes: 3028,
+        }
+    }
+
+    /// Mahimahi's LinkQueue (src/frontend/link_queue.cc), its schedule walked as it walks it: the next delivery is
+    /// schedule[i] + base; at the wraparound base grows by the last timestamp. Its first `count` opportunities in
+    /// ms, the trace started `offset_ms` in: those before the offset are skipped and times count from the offset.
+    fn mahimahi_opportunities(schedule: &[u64], offset_ms: u64, count: usize) -> Vec<u64> {
+        let (mut i, mut base, mut out) = (0usize, 0u64, Vec::new());
+        while out.len() < count {
+            let t = schedule[i] + base;
+            if t >= offset_ms {
+                out.push(t - offset_ms);
+            }
+            i = (i + 1) % schedule.len();
+            if i == 0 {
+                base += schedule.last().unwrap();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_saturated_trace_uses_every_opportunity_once_as_mahimahi_loops_it() {
+        let schedule = [0, 3, 3, 4, 9, 9, 9, 12];
+        for offset_ms in [0, 3, 4, 5, 11] {
+            let mut link = RateLimiter::new(&trace(&schedule, 12, offset_ms), 1_000);
+            // Always backlogged with full-size frames for five periods: one frame per opportunity.
+            let sent: Vec<u64> = (0..40).map(|_| (link.transmit(1_000, 1514) - 1_000) / 1_000_000).collect();
+            assert_eq!(sent, mahimahi_opportunities(&schedule, offset_ms, 40), "offset {offset_ms}");
+        }
+    }
+
+    #[test]
+    fn an_offset_starts_the_link_that_far_into_the_trace() {
+        let mut link = RateLimiter::new(&trace(&[1, 1, 5], 5, 2), 0);
+        // Trace time 5 is link time 3; then the second repetition's 6, 6, 10 are 4, 4, 8.
+        assert_eq!(link.transmit(0, 1514), 3_000_000);
+        assert_eq!(link.transmit(0, 1514), 4_000_000);
+        assert_eq!(link.transmit(0, 1514), 4_000_000);
+        assert_eq!(link.transmit(0, 1514), 8_000_000);
+        // A restart goes back to the offset, not to the trace's start.
+        link.restart_schedule(100_000_000);
+        assert_eq!(link.transmit(100_000_000, 1514), 103_000_000);
+        // Idle until 20 ms after the restart (trace time 22): the next is the fifth repetition's 5 (trace 25), link 23 ms.
+        assert_eq!(link.transmit(120_000_000, 1514), 123_000_000);
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The link's scheduled changes as they happen: each capacity step (the rate schedule's steps after its first) and
-//! each delay step (delay_schedule), recorded once the real-time loop has run past its time, into the schedule log
+//! The link's scheduled changes as they happen: each capacity step (the rate schedule's steps after its first), each
+//! delay step (delay_schedule) and a trace's start (at each time 0: where the trace's opportunities count from),
+//! recorded once the real-time loop has run past its time, into the schedule log
 //! (docs/bottleneck-log.md, "Schedule log", `bottleneck-<direction>.schedule.jsonl`). The link model (link.rs,
 //! rate.rs) puts a step in force from the schedule's time 0 plus its offset, whenever the loop looks; this records
 //! that time (`in_force_ns`, on the clock of the SIGUSR1 that set time 0) and when the loop got there
@@ -13,6 +14,8 @@ pub enum StepKind {
     #[default]
     Capacity,
     Delay,
+    /// A trace starts (again) from its offset: at time 0 itself, so its record holds the time 0 the link took.
+    TraceStart,
 }
 
 /// One step that has come into force.
@@ -23,7 +26,7 @@ pub struct StepRecord {
     pub index: u32,
     /// Its offset on the schedule's time axis.
     pub at_ns: u64,
-    /// kbit/s for a capacity step, ms for a delay step.
+    /// kbit/s for a capacity step, ms for a delay step, the trace's offset in ms for a trace start.
     pub value: f64,
     /// How many times time 0 was restarted (SIGUSR1) before it came into force: 0 for the --t0-ns given at start.
     pub restart: u32,
@@ -51,6 +54,9 @@ impl ScheduleSteps {
             for (i, s) in rate.iter().enumerate().skip(1) {
                 steps.push((StepKind::Capacity, i as u32, s.at_ns, s.bits_per_s as f64 / 1000.0));
             }
+        }
+        if let RateConfig::Trace { offset_ms, .. } = &cfg.rate {
+            steps.push((StepKind::TraceStart, 0, 0, *offset_ms as f64));
         }
         for (i, s) in cfg.delay_schedule.iter().enumerate() {
             steps.push((StepKind::Delay, i as u32, crate::qdisc::ms_to_ns(s.at_s * 1000.0), s.delay_ms));
@@ -100,6 +106,7 @@ pub fn encode(r: &StepRecord, out: &mut Vec<u8>) {
     let (kind, value_key) = match r.kind {
         StepKind::Capacity => ("capacity", "kbit"),
         StepKind::Delay => ("delay", "delay_ms"),
+        StepKind::TraceStart => ("trace_start", "trace_offset_ms"),
     };
     let mut line = serde_json::json!({
         "kind": kind, "index": r.index, "at_s": r.at_ns as f64 / 1e9, "restart": r.restart, "t0_ns": r.t0_ns,
@@ -199,7 +206,38 @@ mod tests {
     }
 
     #[test]
-    fn a_rate_without_steps_and_a_trace_record_nothing() {
+    fn a_trace_records_its_start_at_each_time_zero() {
+        let mut cfg = link(&[(0, 2000)], &[]);
+        cfg.rate = RateConfig::Trace {
+            path: "t".into(),
+            opportunities_ms: vec![1, 5],
+            period_ms: 5,
+            offset_ms: 3,
+            burst_bytes: 3028,
+        };
+        let mut s = ScheduleSteps::new(&cfg, 100);
+        let first = take(&mut s, 150);
+        assert_eq!(first.len(), 1);
+        assert_eq!(
+            (first[0].kind, first[0].value, first[0].restart, first[0].t0_ns),
+            (StepKind::TraceStart, 3.0, 0, 100)
+        );
+        assert!(take(&mut s, 1_000).is_empty(), "not recorded twice");
+        // A restart whose signal came after the time 0 asked for: the record holds the time 0 the link took.
+        s.restart(2_000_349);
+        let again = take(&mut s, 2_000_400);
+        assert_eq!((again[0].restart, again[0].t0_ns, again[0].in_force_ns), (1, 2_000_349, 2_000_349));
+        let mut out = Vec::new();
+        encode(&again[0], &mut out);
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            (v["kind"].as_str(), v["trace_offset_ms"].as_f64(), v["t0_ns"].as_u64()),
+            (Some("trace_start"), Some(3.0), Some(2_000_349))
+        );
+    }
+
+    #[test]
+    fn a_constant_rate_records_nothing() {
         let cfg = link(&[(0, 2000)], &[]);
         let mut s = ScheduleSteps::new(&cfg, 0);
         assert_eq!(s.next_ns(), None);

@@ -16,12 +16,14 @@ pub enum RateConfig {
         steps: Vec<RateStep>,
         burst_bytes: u64,
     },
-    /// Mahimahi delivery opportunities (ms offsets, sorted), repeating with `period_ms`. `burst_bytes` is part of
-    /// the normalised form but a trace player has no token bucket: it is kept only to write the link back.
+    /// Mahimahi delivery opportunities (ms offsets, sorted), repeating with `period_ms`, played from `offset_ms`
+    /// into the trace (< `period_ms`). `burst_bytes` is part of the normalised form but a trace player has no token
+    /// bucket: it is kept only to write the link back.
     Trace {
         path: String,
         opportunities_ms: Vec<u64>,
         period_ms: u64,
+        offset_ms: u64,
         burst_bytes: u64,
     },
 }
@@ -45,7 +47,8 @@ impl RateConfig {
     }
 }
 
-/// `rate` as JSON: exactly one of `kbit` (constant), `schedule` and `trace` (a file of delivery opportunities).
+/// `rate` as JSON: exactly one of `kbit` (constant), `schedule` and `trace` (a file of delivery opportunities, with
+/// `trace_offset_ms`, where in the trace the link starts; only with a trace).
 #[derive(Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RateJson {
@@ -55,6 +58,8 @@ pub struct RateJson {
     schedule: Option<Vec<StepJson>>,
     #[serde(default, deserialize_with = "optional", skip_serializing_if = "Option::is_none")]
     trace: Option<String>,
+    #[serde(default, deserialize_with = "optional", skip_serializing_if = "Option::is_none")]
+    trace_offset_ms: Option<u64>,
     burst_bytes: u64,
 }
 
@@ -77,9 +82,12 @@ pub fn rate_json(rate: &RateConfig) -> Option<RateJson> {
             let steps = steps.iter().map(|s| StepJson { at_s: s.at_ns as f64 / 1e9, kbit: kbit(s.bits_per_s) });
             Some(RateJson { schedule: Some(steps.collect()), burst_bytes: *burst_bytes, ..RateJson::default() })
         }
-        RateConfig::Trace { path, burst_bytes, .. } => {
-            Some(RateJson { trace: Some(path.clone()), burst_bytes: *burst_bytes, ..RateJson::default() })
-        }
+        RateConfig::Trace { path, offset_ms, burst_bytes, .. } => Some(RateJson {
+            trace: Some(path.clone()),
+            trace_offset_ms: Some(*offset_ms),
+            burst_bytes: *burst_bytes,
+            ..RateJson::default()
+        }),
     }
 }
 
@@ -98,6 +106,9 @@ impl RateJson {
         }
         let burst_bytes = self.burst_bytes;
         check_integer("rate", "burst_bytes", burst_bytes, 1514, u32::MAX.into())?;
+        if self.trace.is_none() && self.trace_offset_ms.is_some() {
+            return Err(ConfigError::new("rate.trace_offset_ms", "is only for a trace (this rate has none)"));
+        }
         if let Some(kbit) = self.kbit {
             let step = RateStep { at_ns: 0, bits_per_s: kbit_to_bits("rate", "kbit", kbit)? };
             return Ok(RateConfig::Schedule { steps: vec![step], burst_bytes });
@@ -107,7 +118,19 @@ impl RateJson {
         }
         let path = self.trace.as_deref().unwrap_or_default();
         let (opportunities_ms, period_ms) = read_opportunities(path, read_trace)?;
-        Ok(RateConfig::Trace { path: path.to_string(), opportunities_ms, period_ms, burst_bytes })
+        let offset_ms = self.trace_offset_ms.ok_or_else(|| {
+            ConfigError::new(
+                "rate.trace_offset_ms",
+                "is missing (where in the trace the link starts, in ms; 0: its start)",
+            )
+        })?;
+        if offset_ms >= period_ms {
+            return Err(ConfigError::new(
+                "rate.trace_offset_ms",
+                format!("must be less than the trace's period, its last timestamp ({period_ms} ms in {path}; got {offset_ms})"),
+            ));
+        }
+        Ok(RateConfig::Trace { path: path.to_string(), opportunities_ms, period_ms, offset_ms, burst_bytes })
     }
 }
 

@@ -25,7 +25,11 @@ fn complete_links() -> Vec<Value> {
             "jitter_ms",
             json!(5),
         ),
-        with(link(10, json!({"trace": "/t/trace.txt", "burst_bytes": 3028}), pie(false)), "loss_percent", json!(1.5)),
+        with(
+            link(10, json!({"trace": "/t/trace.txt", "trace_offset_ms": 2, "burst_bytes": 3028}), pie(false)),
+            "loss_percent",
+            json!(1.5),
+        ),
         link(25, kbit(2000), sfq(25)),
         link(25, kbit(2000), fq_codel(true)),
         link(
@@ -252,18 +256,33 @@ fn names_the_field_out_of_range_in_a_prio() {
 
 #[test]
 fn reads_a_trace_and_its_average_rate() {
-    let c = parse_link(&link(0, json!({"trace": "/t", "burst_bytes": 3028}), fifo(10)), &trace_1_1_2_4).unwrap();
+    let traced =
+        |offset: u64| link(0, json!({"trace": "/t", "trace_offset_ms": offset, "burst_bytes": 3028}), fifo(10));
+    let c = parse_link(&traced(3), &trace_1_1_2_4).unwrap();
     match &c.rate {
-        RateConfig::Trace { opportunities_ms, period_ms, .. } => {
+        RateConfig::Trace { opportunities_ms, period_ms, offset_ms, .. } => {
             assert_eq!(opportunities_ms, &vec![1, 1, 2, 4]);
             assert_eq!(*period_ms, 4);
+            assert_eq!(*offset_ms, 3);
         }
         r => panic!("{r:?}"),
     }
     assert_eq!(c.rate.first_bits_per_s(), Some(4 * 1514 * 8 * 1000 / 4));
-    let unreadable =
-        parse_link(&link(0, json!({"trace": "/t", "burst_bytes": 3028}), fifo(10)), &no_trace).unwrap_err();
+    let unreadable = parse_link(&traced(0), &no_trace).unwrap_err();
     assert_eq!(unreadable.field, "rate.trace");
+}
+
+#[test]
+fn a_trace_offset_is_within_the_trace_and_only_for_a_trace() {
+    let traced =
+        |offset: u64| link(0, json!({"trace": "/t", "trace_offset_ms": offset, "burst_bytes": 3028}), fifo(10));
+    let past_the_end = parse_link(&traced(4), &trace_1_1_2_4).unwrap_err();
+    assert_eq!(past_the_end.field, "rate.trace_offset_ms");
+    assert!(past_the_end.to_string().contains("period, its last timestamp (4 ms"), "{past_the_end}");
+    let with_kbit = link(0, json!({"kbit": 1000, "trace_offset_ms": 0, "burst_bytes": 3028}), fifo(10));
+    let e = parse_link(&with_kbit, &no_trace).unwrap_err();
+    assert_eq!(e.field, "rate.trace_offset_ms");
+    assert!(e.to_string().contains("only for a trace"), "{e}");
 }
 
 #[test]
