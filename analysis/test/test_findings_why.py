@@ -21,8 +21,9 @@ from rtclab_study import spec
 
 # Each point's three runs' queuing delay (ms): qdisc a's switch x triples it, y leaves it; qdisc b's x lowers it, y
 # scatters it.
-QUEUE = {("a", "default"): [10, 12, 14], ("a", "x"): [30, 32, 34], ("a", "y"): [10, 12, 14],
-         ("b", "default"): [10, 12, 14], ("b", "x"): [2, 4, 6], ("b", "y"): [10, 20, 30]}
+QUEUE: dict[tuple[str, str], list[float]] = {
+    ("a", "default"): [10, 12, 14], ("a", "x"): [30, 32, 34], ("a", "y"): [10, 12, 14],
+    ("b", "default"): [10, 12, 14], ("b", "x"): [2, 4, 6], ("b", "y"): [10, 20, 30]}
 MEASURE = {"flow": "forward:video", "phase": "all", "metric": "queuing_delay_ms_mean"}
 ENTRY = {"id": "why-q", "explains": ["q-claim"], "question": "which switch moves the queue", "studies": ["sw"],
          "study_file": "studies/sw.yaml", "axis": "trial", "baseline": "default",
