@@ -172,7 +172,10 @@ def markdown(whys: list[Why], run_command: str = "rtclab study run") -> list[str
         if w.note:
             lines += ["", f"Undecided: {w.note}."]
             continue
-        lines += ["", f"Measured in `{w.study.name}`: {_summary(w)}", "",
+        factor = w.study.doc.get("quick_factor")
+        shortened = f" (every time x{factor:g} of the study file's: its provenance below)" \
+            if isinstance(factor, (int, float)) and factor != 1 else ""
+        lines += ["", f"Measured in `{w.study.name}`{shortened}: {_summary(w)}", "",
                   "| setting | switched | A (baseline) mean | B mean | B - A | 95 % CI (Welch) | n (A / B) | effect |",
                   "|---|---|---|---|---|---|---|---|"]
         for x in w.effects:
