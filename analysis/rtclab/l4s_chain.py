@@ -151,8 +151,9 @@ def getstats_ce_reports(lines: list[dict[str, Any]], ssrcs: set[int]) -> list[tu
         report, t = line.get("report"), line.get("t")
         if not isinstance(report, list) or not isinstance(t, (int, float)):
             continue
-        ce = [o["packetsReceivedWithCe"] for o in report if isinstance(o, dict) and o.get("type") == "remote-inbound-rtp"
-              and o.get("ssrc") in ssrcs and isinstance(o.get("packetsReceivedWithCe"), int)]
+        ce = [o["packetsReceivedWithCe"] for o in report
+              if isinstance(o, dict) and o.get("type") == "remote-inbound-rtp" and o.get("ssrc") in ssrcs
+              and isinstance(o.get("packetsReceivedWithCe"), int)]
         series.append((float(t), sum(ce) if ce else None))
     out = []
     for (t1, c1), (_, c2) in zip(series, series[1:]):

@@ -130,7 +130,8 @@ def _write_run(run: Path) -> dict:
     write_gtlog(run / "bottleneck-forward.gtlog", log)
     link = {"delay_ms": 30, "jitter_ms": 0, "loss_percent": 0, "rate": None}
     scen = {"name": "hand-built", "duration_s": 5,
-            "network": {"forward": {**link, "qdisc": {"kind": "dualpi2"}}, "reverse": {**link, "qdisc": {"kind": "fifo"}}},
+            "network": {"forward": {**link, "qdisc": {"kind": "dualpi2"}},
+                        "reverse": {**link, "qdisc": {"kind": "fifo"}}},
             "cross_traffic": [], "call": {"l4s": True}}
     pair = {"local": {"address": A, "port": 50000}, "remote": {"address": B, "port": 50001}}
     manifest = {"id": run.name, "status": "complete", "error": None, "scenario": scen,
