@@ -27,7 +27,7 @@ from . import rundir
 from .ecn import CE, ECT1, codepoints
 from .eventlog import parser as eventlog_parser
 from .multiflow import Call, calls
-from .packets import CLS_RTP, DELIVERED, FORWARD, LOST, PacketTable
+from .packets import CLS_RTP, DELIVERED, FORWARD, LOST, UNKNOWN, PacketTable
 
 RTPFB, FMT_CCFB = 205, 11  # RFC 8888 section 3.1: the congestion control feedback's packet type and format
 # The target's samples are getStats' (one a second, the harness's interval): a feedback message is followed by the
@@ -60,7 +60,7 @@ def ect1_on_wire(table: PacketTable, rows: np.ndarray) -> dict[str, Any]:
     """Codepoints of the media packets as they left a (departures) and as they arrived at b (every arrival)."""
     c = table.cols
     status = c["status"][rows]
-    sent = rows[(status == DELIVERED) | (status == LOST)]
+    sent = rows[(status == DELIVERED) | (status == LOST) | (status == UNKNOWN)]  # UNKNOWN: left a, b's capture off
     arrived = rows[c["t_recv_ns"][rows] >= 0]
     return {"source": "captures", "reason": None, "packets_sent": int(sent.size), "packets_arrived": int(arrived.size),
             "at_a": codepoints(c["ecn_send"][sent]), "at_b": codepoints(c["ecn_recv"][arrived])}

@@ -93,7 +93,7 @@ def _sample(t: float, ce: int | None, target: float) -> dict:
 
 def _write_run(run: Path) -> dict:
     """A 5 s l4s call through a dualpi2 link. Video (ECT(1)), 10 packets, 10 ms apart: 2, 5 and 7 marked CE by the
-    bottleneck, 9 dropped by its AQM. Audio (ECT(1)), 3 packets: 1 marked. RTCP (ECT(1)): not media. A TCP flow
+    bottleneck, 4 dropped by its AQM. Audio (ECT(1)), 3 packets: 1 marked. RTCP (ECT(1)): not media. A TCP flow
     (not-ECT) in the classic queue. Returns the expected counts."""
     cap_a, cap_b, log = Pcap(), Pcap(), []
     ip_id = 0
@@ -115,7 +115,7 @@ def _write_run(run: Path) -> dict:
     t = T0_NS + S
     for i in range(10):
         send(t + i * 10 * MS, udp(50000, 50001, rtp(96, 100 + i, 3000 * i, VIDEO, 800)), 17, ECT1,
-             mark=i in (2, 5, 7), drop=i == 9, band=1, sojourn=1 * MS)
+             mark=i in (2, 5, 7), drop=i == 4, band=1, sojourn=1 * MS)
     for i in range(3):
         send(t + i * 20 * MS + 5 * MS, udp(50000, 50001, rtp(111, 500 + i, 960 * i, AUDIO, 100)), 17, ECT1,
              mark=i == 1, drop=False, band=1, sojourn=2 * MS)
