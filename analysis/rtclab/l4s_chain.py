@@ -245,8 +245,9 @@ def reaction(feedback: list[tuple[float, int]], target: list[tuple[float, float]
 def l4s_calls(run: rundir.RunDir) -> list[tuple[int, Call]]:
     """(index, call) of the run's calls with `l4s` on (a `calls` item without it takes `call`'s)."""
     doc = run.scenario_doc
-    shared = doc.get("call") if isinstance(doc.get("call"), dict) else {}
-    listed = doc.get("calls") if isinstance(doc.get("calls"), list) else [shared]
+    call_doc, calls_doc = doc.get("call"), doc.get("calls")
+    shared: dict[str, Any] = call_doc if isinstance(call_doc, dict) else {}
+    listed: list[Any] = calls_doc if isinstance(calls_doc, list) else [shared]
     return [(i, c) for i, (c, sc) in enumerate(zip(calls(run), listed))
             if isinstance(sc, dict) and sc.get("l4s", shared.get("l4s"))]
 

@@ -84,11 +84,13 @@ def _sample(t: float, ce: int | None, target: float) -> dict:
     if ce is not None:
         remote["packetsReceivedWithCe"] = ce
     return {"t": t, "report": [
-        {"type": "outbound-rtp", "ssrc": VIDEO, "kind": "video", "packetsSent": 10, "packetsSentWithEct1": 10},
-        remote,
-        {"type": "remote-inbound-rtp", "ssrc": 0x9999, "kind": "video", "packetsReceivedWithCe": int(50 * t)},
-        {"type": "candidate-pair", "availableOutgoingBitrate": target},
-        {"type": "transport", "ccfbMessagesReceived": 3}]}
+        {"id": "OT1", "type": "outbound-rtp", "ssrc": VIDEO, "kind": "video", "packetsSent": 10,
+         "packetsSentWithEct1": 10},
+        {"id": "RI1", **remote},
+        {"id": "RI2", "type": "remote-inbound-rtp", "ssrc": 0x9999, "kind": "video",
+         "packetsReceivedWithCe": int(50 * t)},
+        {"id": "CP1", "type": "candidate-pair", "availableOutgoingBitrate": target},
+        {"id": "T1", "type": "transport", "selectedCandidatePairId": "CP1", "ccfbMessagesReceived": 3}]}
 
 
 def _write_run(run: Path) -> dict:
