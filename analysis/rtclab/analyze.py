@@ -30,6 +30,7 @@ from . import (
     frame_gate,
     frames,
     getstats,
+    l4s_chain,
     metrics,
     metrics_schema,
     multiflow,
@@ -227,9 +228,11 @@ def compute_metrics(inputs: RunInputs, *, run_tshark: bool = True,
     cpu_use = _cpu(inputs)
     frame_join = _frames(inputs, table, progress)
     controller = _congestion_controller(inputs, table, phase_list, progress)
+    ecn_by_chrome = chrome_ecn.analyse(run, table, inputs.t0) if run.has_calls else None
+    if ecn_by_chrome is not None:  # the L4S calls' four joins need the ground-truth log's join (crosscheck.py)
+        ecn_by_chrome["l4s_chain"] = l4s_chain.chain(run, table, gt_summary)
     result = _document(inputs, table, validity=validity_doc, phase_list=phase_list, timing=timing, flows=flows,
-                       fair=fair, rfc=rfc, multi=multi, frame_join=frame_join,
-                       ecn_by_chrome=chrome_ecn.analyse(run, table, inputs.t0) if run.has_calls else None,
+                       fair=fair, rfc=rfc, multi=multi, frame_join=frame_join, ecn_by_chrome=ecn_by_chrome,
                        iperf3=rundir.iperf3_summaries(run), bottleneck=queue.analyse(run, inputs.t0),
                        gt_summary=gt_summary, controller=controller, cpu_use=cpu_use, checks=checks)
     return result, table

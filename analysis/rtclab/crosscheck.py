@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _core, ecn
+from . import _core, dualpi2_queues, ecn
 from .packets import DELIVERED, FORWARD, LOST, PacketTable, join_key
 from .rundir import GTLOG_EVENTS, CaptureError, RunDir, join_keys, pcap_records, read_gtlog
 from .stats import percentile
@@ -224,6 +224,8 @@ def gtlog_owd(run: RunDir, table: PacketTable | None) -> tuple[list[dict[str, An
     checks = [_check("owd_vs_ground_truth", ok, detail,
                      f"p99 |OWD - (release - arrival)| <= {GTLOG_OWD_TOLERANCE_MS} ms and drops agree", **summary)]
     checks += _ce_marks(run, table, rows[ok_rows], rec[g], summary)
+    if run.scenario is not None and run.scenario.forward.qdisc_kind == "dualpi2":
+        summary["dualpi2_queues"] = dualpi2_queues.analyse(rec)  # every record: the queues' own account
     # Queuing delay from the captures against the log's own time at the bottleneck (sojourn + transmission).
     qd_ns = c["queuing_delay_ns"][rows[ok_rows]]
     if run.scenario is not None and qd_ns.size:

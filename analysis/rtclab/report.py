@@ -214,6 +214,7 @@ def render(m: dict[str, Any]) -> str:
     out += _flow_table_lines(m)
     out += _multiflow_lines(m.get("multiflow"))
     out += _ecn_lines(m)
+    out += _l4s_lines(m)
     out += _phase_lines(m)
     out += _getstats_lines(m)
     bq = m.get("bottleneck_queue")
@@ -263,6 +264,43 @@ def _ecn_lines(m: dict[str, Any]) -> list[str]:
             out.append(f"meter {a.get('flow')}: {a.get('windows')} windows, {a.get('ce_marked')} CE marks, "
                        f"{a.get('demoted')} packets demoted, {a.get('holds')} holds, mean CE fraction "
                        f"{_f(a.get('mean_fraction'), '.3f')}")
+    return out
+
+
+def _l4s_lines(m: dict[str, Any]) -> list[str]:
+    """Each call.l4s call's four joins (docs/chrome-ecn.md, "The four-step chain") and a dualpi2 link's two queues."""
+    out: list[str] = []
+    src = lambda step: step["source"] + (f": {step['reason']}" if step.get("reason") else "")
+    for e in (m.get("chrome_ecn") or {}).get("l4s_chain") or []:
+        out += ["", f"L4S chain, call {e['call']} (its forward RTP packets, docs/chrome-ecn.md):"]
+        w, ce, rep, r = e["ect1_on_wire"], e["ce_set_by_bottleneck"], e["ce_reported"], e["sender_reaction"]
+        if w["source"] is None:
+            out.append(f"  1. ECT(1) on the wire: missing ({w['reason']})")
+        else:
+            out.append(f"  1. ECT(1) on the wire (captures): at a {w['at_a']['ect1']} of {w['packets_sent']} sent; "
+                       f"at b {w['at_b']['ect1']} ECT(1) and {w['at_b']['ce']} CE of {w['packets_arrived']} arrived")
+        out.append(f"  2. CE set by the bottleneck ({ce['source']}): {ce['count']}" if ce.get("count") is not None
+                   else f"  2. CE set by the bottleneck: missing ({ce['reason']})")
+        if rep["source"] is None:
+            out.append(f"  3. CE reported back: missing ({rep['reason']})")
+        elif rep["source"] == "eventlog":
+            out.append(f"  3. CE reported back (RFC 8888 feedback in the sender's event log): {rep['ce_reported']} "
+                       f"packets in {rep['messages_with_ce']} of {rep['feedback_messages']} feedback messages")
+        else:
+            out.append(f"  3. CE reported back ({src(rep)}): {rep['ce_reported']} packets, "
+                       f"in {rep['messages_with_ce']} getStats intervals")
+        if r["source"] is None:
+            out.append(f"  4. sender's reaction: missing ({r['reason']})")
+        else:
+            out.append(f"  4. sender's reaction (getStats target, {r['window_s']:g} s window): "
+                       f"{r['followed_by_lower_target']} of {r['messages_with_ce']} feedbacks with CE followed by a "
+                       f"lower target, {r['not_lower']} not, {r['no_target_sample']} without a target sample")
+    queues = (m.get("ground_truth") or {}).get("dualpi2_queues")
+    for name, q in sorted((queues or {}).items(), reverse=True):
+        d = q["sojourn_ms"]
+        out.append(f"dualpi2 {name.upper()} queue (ground-truth log): {q['forwarded']} forwarded, {q['marked_ce']} "
+                   f"marked CE, {q['dropped']} dropped; sojourn p50 {_f(d['p50'], '.2f')} ms, "
+                   f"p99 {_f(d['p99'], '.2f')} ms")
     return out
 
 

@@ -90,7 +90,8 @@ def write_gtlog(path: Path, records: list[dict[str, int]], header: dict[str, Any
     head = json.dumps(header or {"version": 1, "direction": "forward", "record_size": 64}).encode()
     rec = struct.Struct("<QQQQQQHHBBBBII")
     body = b"".join(rec.pack(r["arrival_ns"], r["dequeue_ns"], r["tx_end_ns"], r["due_ns"], r["release_ns"], r["key"],
-                             r["ip_len"], r["ip_id"], r.get("event", 0), 0, 0, r.get("ip_proto", 17), 0, 0)
+                             r["ip_len"], r["ip_id"], r.get("event", 0), r.get("band", 0), r.get("ecn_in", 0),
+                             r.get("ip_proto", 17), 0, 0)
                     for r in records)
     path.write_bytes(b"RTCGTLG1" + struct.pack("<I", len(head)) + head + body)
 
