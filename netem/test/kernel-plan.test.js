@@ -142,11 +142,11 @@ test('Gilbert-Elliott loss: netem\'s loss gemodel with all four parameters, on t
     [...IFB, 'tc qdisc add dev ifb-fwd root handle 1: netem limit 1000 delay 0us loss gemodel 1% 30% 80% 0.5%']);
   // Only p given: netem's defaults written out (r = 100 - p, 1-h = 100, 1-k = 0), so tc's own never apply.
   assert.deepEqual(plan({ delay_ms: 20, loss_gemodel: { p_percent: 2.5 } }).slice(-1),
-    ['tc qdisc add dev ifb-fwd root handle 1: netem limit 1000 delay 20000us loss gemodel 2.5% 97.5% 100% 0%']);
+    ['tc qdisc add dev ifb-fwd root handle 1: netem limit 390625 delay 20000us loss gemodel 2.5% 97.5% 100% 0%']);
   // A delay step's netem change keeps the model.
   const link = normalizeLink({ delay_ms: 5, delay_schedule: [{ at_s: 10, delay_ms: 50 }], loss_gemodel: { p_percent: 1, r_percent: 20 } }, 'l');
   assert.deepEqual(planDelaySchedule(link, 'ifb-fwd', []).map((s) => s.argv.join(' ')),
-    ['tc qdisc change dev ifb-fwd root handle 1: netem limit 1000 delay 50000us rate 10gbit loss gemodel 1% 20% 100% 0%']);
+    ['tc qdisc change dev ifb-fwd root handle 1: netem limit 976563 delay 50000us rate 10gbit loss gemodel 1% 20% 100% 0%']);
 });
 
 test('Gilbert-Elliott loss needs netem: refused with the reason on a kernel without it (this host\'s), run where netem is (uml)', () => {

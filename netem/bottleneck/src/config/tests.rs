@@ -309,7 +309,7 @@ fn writes_back_exactly_the_normalised_link_it_read() {
         .to_string();
     assert_eq!(
         text,
-        r#"{"delay_ms":25,"delay_schedule":[],"jitter_ms":0,"loss_percent":0,"qdisc":{"kind":"fifo","limit_bytes":37500},"rate":{"burst_bytes":3028,"kbit":1000}}"#
+        r#"{"delay_ms":25,"delay_schedule":[],"jitter_ms":0,"loss_gemodel":null,"loss_percent":0,"outage":null,"qdisc":{"kind":"fifo","limit_bytes":37500},"rate":{"burst_bytes":3028,"kbit":1000}}"#
     );
 }
 
@@ -322,7 +322,7 @@ fn an_array_in_place_of_an_object_is_refused() {
     assert_eq!(e.field, "qdisc.bands[0].rate_cap", "{e}");
     let e = parse_link(&link(0, json!([1000, [], "/t", 3028]), fifo(10)), &no_trace).unwrap_err();
     assert_eq!(e.field, "rate", "{e}");
-    let e = parse_link(&json!([0, [], 0, 0, null, fifo(10)]), &no_trace).unwrap_err();
+    let e = parse_link(&json!([0, [], 0, 0, null, null, null, fifo(10)]), &no_trace).unwrap_err();
     assert_eq!(e.field, "(link)", "{e}");
 }
 
