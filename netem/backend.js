@@ -56,7 +56,9 @@ export function kernelShortcomings(links, have) {
     const { needs, unsupported } = kernelNeeds(links[direction]);
     const missing = missingFeatures(needs, have);
     if (missing.length) {
-      const why = [...new Set(missing.map((f) => /** @type {any} */ (WHY)[f] ?? 'the qdisc'))].join(', ');
+      const reasons = missing.map((f) => /** @type {any} */ (WHY)[f] ?? 'the qdisc');
+      if (missing.includes('netem') && links[direction].loss_gemodel) reasons.push('loss_gemodel (netem\'s loss gemodel)');
+      const why = [...new Set(reasons)].join(', ');
       out.push(`${direction}: needs ${missing.join(', ')} for ${why}; this kernel lacks them`);
     }
     for (const u of unsupported) out.push(`${direction}: cannot emulate ${u}`);

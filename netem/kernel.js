@@ -3,7 +3,7 @@
 // golden-tested), which a thin executor runs and checks.
 //   rate + discipline: TBF root on the egress device, the discipline as its child (prio: prio + u32 DSCP filters + a
 //   child per band);
-//   delay/jitter/loss: netem on an IFB fed from the ingress of the other r interface, so the discipline never sees
+//   delay/jitter/loss (random or Gilbert-Elliott): netem on an IFB fed from the ingress of the other r interface, so the discipline never sees
 //   the propagation delay as queueing.
 import { firstKbit, maxDelayMs } from '../scenarios/link.js';
 
@@ -91,6 +91,8 @@ export function kernelNeeds(link) {
     if (link.qdisc.meters?.length) unsupported.push('prio meters (rate meters with demote/CE actions have no tc equivalent; use the userspace backend)');
     if (link.qdisc.bands.some((/** @type {any} */ b) => b.rate_cap)) unsupported.push('a prio band rate_cap (use the userspace backend)');
   }
+  // netem's loss models count packets; an outage is a stretch of time (Cellsim's on/off), which no qdisc here plays.
+  if (link.outage) unsupported.push('on/off outages (`outage`: netem has no loss model in time, only per packet; use the userspace backend)');
   if (link.qdisc.kind === 'dualpi2') {
     // sch_dualpi2 is in mainline Linux only since 6.17: this host's kernel is built without it (CONFIG_NET_SCH_DUALPI2
     // not set) and Debian 12's user-mode Linux is 6.1 (bench/uml/RESULTS.md); Linux's scheduler is also not the
@@ -161,7 +163,8 @@ export function planKernel(link, dev, o) {
 }
 
 /** @param {import('../scenarios/link.js').Link} link */
-const needsDelayLine = (link) => link.delay_ms > 0 || link.delay_schedule.length > 0 || link.jitter_ms > 0 || link.loss_percent > 0;
+const needsDelayLine = (link) => link.delay_ms > 0 || link.delay_schedule.length > 0 || link.jitter_ms > 0 || link.loss_percent > 0
+  || Boolean(link.loss_gemodel);
 
 /**
  * The delay line's netem, with the delay `delayMs` (the link's, or a step of its delay schedule).
@@ -170,7 +173,21 @@ const needsDelayLine = (link) => link.delay_ms > 0 || link.delay_schedule.length
 function netemArgs(link, delayMs) {
   const netem = ['netem', 'limit', String(netemLimitPackets(link)), ...netemDelayArgs(link, delayMs)];
   if (link.loss_percent > 0) netem.push('loss', `${link.loss_percent}%`);
+  netem.push(...netemGeModelArgs(link));
   return netem;
+}
+
+/**
+ * netem's `loss gemodel p r 1-h 1-k` (tc-netem(8)), all four given, so that tc's own defaults (which differ between
+ * iproute2 versions for r) never apply: the link's parameters are the userspace bottleneck's (docs/bottleneck.md,
+ * "Loss models").
+ * @param {import('../scenarios/link.js').Link} link
+ * @returns {string[]}
+ */
+export function netemGeModelArgs(link) {
+  const ge = link.loss_gemodel;
+  if (!ge) return [];
+  return ['loss', 'gemodel', `${ge.p_percent}%`, `${ge.r_percent}%`, `${ge.bad_loss_percent}%`, `${ge.good_loss_percent}%`];
 }
 
 /** netem's own rate on the delay line when it carries jitter: far above any link here, only there to keep order. */

@@ -21,8 +21,10 @@ export const FRAME_BYTES = 1514;
  * @typedef {{ kbit?: number, schedule?: {at_s: number, kbit: number}[], trace?: string, trace_offset_ms?: number,
  *   burst_bytes: number }} Rate
  * @typedef {{ at_s: number, delay_ms: number }} DelayStep
- * @typedef {{ delay_ms: number, delay_schedule: DelayStep[], jitter_ms: number, loss_percent: number, rate: Rate | null,
- *   qdisc: Qdisc }} Link
+ * @typedef {{ mean_on_ms: number, mean_off_ms: number }} Outage
+ * @typedef {{ p_percent: number, r_percent: number, bad_loss_percent: number, good_loss_percent: number }} GeModel
+ * @typedef {{ delay_ms: number, delay_schedule: DelayStep[], jitter_ms: number, loss_percent: number,
+ *   outage: Outage | null, loss_gemodel: GeModel | null, rate: Rate | null, qdisc: Qdisc }} Link
  */
 
 export class LinkError extends Error {}
@@ -160,6 +162,19 @@ function normalizeBands(bands, field, kbit) {
 }
 
 /**
+ * netem's Gilbert-Elliott parameters, every one written out: r defaults to 100 - p (tc-netem(8): with 1-h = 100 and
+ * 1-k = 0, the Bernoulli model of loss p), which a schema default cannot say; one loss model per link, as netem.
+ * @param {any} ge schema-valid, or null @param {number} lossPercent @param {string} field
+ * @returns {GeModel | null}
+ */
+function normalizeGeModel(ge, lossPercent, field) {
+  if (!ge) return null;
+  if (lossPercent > 0) fail(field, `cannot be combined with loss_percent ${lossPercent} (one loss model per link, as netem has)`);
+  return { p_percent: ge.p_percent, r_percent: ge.r_percent ?? 100 - ge.p_percent, bad_loss_percent: ge.bad_loss_percent,
+    good_loss_percent: ge.good_loss_percent };
+}
+
+/**
  * Normalise one direction's link.
  * @param {Link & Record<string, any>} link schema-valid, with the schema's defaults filled in
  * @param {string} field e.g. "network.forward", for messages
@@ -174,7 +189,10 @@ export function normalizeLink(link, field, baseDir) {
     if (i > 0 && step.at_s <= steps[i - 1].at_s) fail(`${field}.delay_schedule[${i}].at_s`, `must be later than the step before (${steps[i - 1].at_s})`);
     return { at_s: step.at_s, delay_ms: step.delay_ms };
   });
-  return { delay_ms: link.delay_ms, delay_schedule, jitter_ms: link.jitter_ms, loss_percent: link.loss_percent, rate, qdisc };
+  const outage = link.outage ? { mean_on_ms: link.outage.mean_on_ms, mean_off_ms: link.outage.mean_off_ms } : null;
+  const loss_gemodel = normalizeGeModel(link.loss_gemodel, link.loss_percent, `${field}.loss_gemodel`);
+  return { delay_ms: link.delay_ms, delay_schedule, jitter_ms: link.jitter_ms, loss_percent: link.loss_percent, outage,
+    loss_gemodel, rate, qdisc };
 }
 
 /** The largest propagation delay the link ever has (sizes the delay line's queue). @param {Link} link */

@@ -136,3 +136,33 @@ test('every discipline of the schema has a tc plan, a kernel probe and a module 
     }
   }
 });
+
+test('Gilbert-Elliott loss: netem\'s loss gemodel with all four parameters, on the delay line even without a delay', () => {
+  assert.deepEqual(plan({ delay_ms: 0, loss_gemodel: { p_percent: 1, r_percent: 30, bad_loss_percent: 80, good_loss_percent: 0.5 } }),
+    [...IFB, 'tc qdisc add dev ifb-fwd root handle 1: netem limit 1000 delay 0us loss gemodel 1% 30% 80% 0.5%']);
+  // Only p given: netem's defaults written out (r = 100 - p, 1-h = 100, 1-k = 0), so tc's own never apply.
+  assert.deepEqual(plan({ delay_ms: 20, loss_gemodel: { p_percent: 2.5 } }).slice(-1),
+    ['tc qdisc add dev ifb-fwd root handle 1: netem limit 390625 delay 20000us loss gemodel 2.5% 97.5% 100% 0%']);
+  // A delay step's netem change keeps the model.
+  const link = normalizeLink({ delay_ms: 5, delay_schedule: [{ at_s: 10, delay_ms: 50 }], loss_gemodel: { p_percent: 1, r_percent: 20 } }, 'l');
+  assert.deepEqual(planDelaySchedule(link, 'ifb-fwd', []).map((s) => s.argv.join(' ')),
+    ['tc qdisc change dev ifb-fwd root handle 1: netem limit 976563 delay 50000us rate 10gbit loss gemodel 1% 20% 100% 0%']);
+});
+
+test('Gilbert-Elliott loss needs netem: refused with the reason on a kernel without it (this host\'s), run where netem is (uml)', () => {
+  const ge = normalizeLink({ delay_ms: 0, loss_gemodel: { p_percent: 1 } }, 'l');
+  assert.deepEqual(kernelNeeds(ge), { needs: ['ifb', 'ingress', 'mirred', 'netem', 'u32'], unsupported: [] });
+  const links = { forward: ge, reverse: normalizeLink({ delay_ms: 0 }, 'r') };
+  assert.deepEqual(kernelShortcomings(links, new Set(['tbf', 'pfifo', 'bfifo', 'ifb', 'ingress', 'u32', 'mirred'])),
+    ['forward: needs netem for delay_ms/jitter_ms/loss_percent > 0, loss_gemodel (netem\'s loss gemodel); this kernel lacks them']);
+  assert.deepEqual(kernelShortcomings(links, new Set(FEATURES)), []);
+});
+
+test('outages: refused by the kernel and uml backends (netem has no loss model in time)', () => {
+  const link = normalizeLink({ delay_ms: 10, outage: { mean_on_ms: 5000, mean_off_ms: 200 } }, 'l');
+  const { unsupported } = kernelNeeds(link);
+  assert.deepEqual(unsupported, ['on/off outages (`outage`: netem has no loss model in time, only per packet; use the userspace backend)']);
+  assert.throws(() => planKernel(link, 'r-eth1', O), /kernel backend cannot emulate on\/off outages/);
+  const links = { forward: link, reverse: normalizeLink({ delay_ms: 0 }, 'r') };
+  assert.deepEqual(kernelShortcomings(links, new Set(FEATURES)), [`forward: cannot emulate ${unsupported[0]}`]);
+});

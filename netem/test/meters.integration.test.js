@@ -27,7 +27,8 @@ const prio = (/** @type {any[]} */ meters) => ({ kind: 'prio', meters, bands: /*
   { qdisc: { kind: 'fq_codel', quantum_bytes: 300, limit_packets: 800, target_ms: 2, interval_ms: 50, ecn: false } }]) });
 
 test('the kernel backend refuses meters and band rate caps, naming them (auto then picks userspace)', () => {
-  const link = (/** @type {any} */ qdisc) => ({ delay_ms: 0, delay_schedule: [], jitter_ms: 0, loss_percent: 0, rate: { kbit: 18000, burst_bytes: 3028 }, qdisc });
+  const link = (/** @type {any} */ qdisc) => ({ delay_ms: 0, delay_schedule: [], jitter_ms: 0, loss_percent: 0, outage: null, loss_gemodel: null,
+    rate: { kbit: 18000, burst_bytes: 3028 }, qdisc });
   const metered = prio([{ dscp: [46], per: 'flow', window_ms: 150, limit_kbit: 2000, action: { kind: 'ce_all', hold_ms: 2000 } }]);
   assert.match(kernelNeeds(link(metered)).unsupported.join(';'), /prio meters/);
   const capped = prio([]);

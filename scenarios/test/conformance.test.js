@@ -43,6 +43,8 @@ const INLINE = {
     { dscp: [46, 34], per: 'class', window_ms: 100, limit_kbit: 2500.5, action: { kind: 'demote' } },
     { dscp: [34], limit_kbit: 1000, action: { kind: 'ce_all', hold_ms: 1500 } }] } } },
     cross_traffic: [{ kind: 'tcp', dscp: 46, ecn: true }, { kind: 'tcp', flows: 2, ecn: true }] },
+  'outages and Gilbert-Elliott loss': { network: { forward: { delay_ms: 20, outage: { mean_on_ms: 8000, mean_off_ms: 150.5 },
+    loss_gemodel: { p_percent: 0.5, r_percent: 30, bad_loss_percent: 75.5 } }, reverse: { loss_gemodel: { p_percent: 2 } } } },
 };
 
 /** The scenarios under test, normalised by the model. @returns {[string, any][]} */

@@ -29,3 +29,17 @@ test('the examples\' parameters are the papers\'', () => {
   assert.deepEqual([q('dualpi2').target_ms, q('dualpi2').step_thresh_ms, q('dualpi2').coupling_factor], [15, 1, 2]);
   assert.deepEqual(q('prio').bands.map((/** @type {any} */ b) => b.qdisc.kind), ['fifo', 'fq_codel']);
 });
+
+test('scenarios/examples/outage-burst-loss.yaml: outages and burst loss as the file says', () => {
+  const s = loadScenario(`${dir}outage-burst-loss.yaml`);
+  const ge = { p_percent: 1, r_percent: 30, bad_loss_percent: 80, good_loss_percent: 0 };
+  assert.deepEqual(s.network.forward.outage, { mean_on_ms: 10000, mean_off_ms: 300 });
+  assert.deepEqual(s.network.forward.loss_gemodel, ge);
+  assert.deepEqual([s.network.reverse.outage, s.network.reverse.loss_gemodel], [null, ge]);
+  // The header's numbers: stationary loss (1-h) p / (p + r) and the mean run of losses (src/loss.rs's closed form).
+  const [p, r, lb] = [0.01, 0.3, 0.8];
+  const loss = (lb * p) / (p + r);
+  const both = (p / (p + r)) * lb * (r * 0 + (1 - r) * lb);
+  assert.ok(Math.abs(loss - 0.0258) < 0.001, `loss ${loss}`);
+  assert.ok(Math.abs(1 / r - 3.3) < 0.05 && Math.abs(loss / (loss - both) - 2.3) < 0.05, `mean burst ${loss / (loss - both)}`);
+});

@@ -14,7 +14,8 @@ const forward = (forward) => normalizeScenario({ network: { forward } }).network
 
 test('defaults are neutral: a link left out has no delay, no rate limit and a 1000-packet FIFO', () => {
   const n = normalizeScenario({}).network;
-  const plain = { delay_ms: 0, delay_schedule: [], jitter_ms: 0, loss_percent: 0, rate: null, qdisc: { kind: 'fifo', limit_packets: 1000 } };
+  const plain = { delay_ms: 0, delay_schedule: [], jitter_ms: 0, loss_percent: 0, outage: null, loss_gemodel: null, rate: null,
+    qdisc: { kind: 'fifo', limit_packets: 1000 } };
   assert.deepEqual(n.forward, plain);
   assert.deepEqual(n.reverse, plain);
 });
@@ -148,4 +149,29 @@ test('the kernel and uml backends cannot play a trace: the scenario is refused, 
     assert.equal(normalizeScenario({ backend, network: { forward: { rate: { trace: 'ATT-LTE-driving.down' } } } }).network.forward.rate.trace,
       path.join(TRACES_DIR, 'ATT-LTE-driving.down'));
   }
+});
+
+test('outages: both means required and > 0, passed through as given', () => {
+  assert.deepEqual(forward({ outage: { mean_on_ms: 5000, mean_off_ms: 250.5 } }).outage, { mean_on_ms: 5000, mean_off_ms: 250.5 });
+  /** @param {any} outage @param {RegExp} re */
+  const bad = (outage, re) => assert.throws(() => forward({ outage }), (e) => e instanceof ScenarioError && e.problems.some((p) => re.test(p)));
+  bad({ mean_on_ms: 5000 }, /network\.forward\.outage: .*mean_off_ms/);
+  bad({ mean_on_ms: 0, mean_off_ms: 100 }, /outage\.mean_on_ms: must be > 0/);
+  bad({ mean_on_ms: 100, mean_off_ms: -1 }, /outage\.mean_off_ms: must be > 0/);
+  bad({ mean_on_ms: 100, mean_off_ms: 100, mean_ms: 1 }, /unknown field "mean_ms"/);
+});
+
+test('Gilbert-Elliott: netem\'s defaults for what is left out (r = 100 - p, 1-h = 100, 1-k = 0), one loss model per link', () => {
+  assert.deepEqual(forward({ loss_gemodel: { p_percent: 1.5 } }).loss_gemodel,
+    { p_percent: 1.5, r_percent: 98.5, bad_loss_percent: 100, good_loss_percent: 0 });
+  const full = { p_percent: 1, r_percent: 25, bad_loss_percent: 80, good_loss_percent: 0.1 };
+  assert.deepEqual(forward({ loss_gemodel: full }).loss_gemodel, full);
+  const once = normalizeScenario({ network: { forward: { loss_gemodel: { p_percent: 3 } } } });
+  assert.deepEqual(normalizeScenario(once), once, 'normalising twice changes nothing');
+  /** @param {any} link @param {RegExp} re */
+  const bad = (link, re) => assert.throws(() => forward(link), (e) => e instanceof ScenarioError && e.problems.some((p) => re.test(p)));
+  bad({ loss_gemodel: { r_percent: 20 } }, /network\.forward\.loss_gemodel: .*p_percent/);
+  bad({ loss_gemodel: { p_percent: 101 } }, /loss_gemodel\.p_percent: must be <= 100/);
+  bad({ loss_gemodel: { p_percent: 1, bad_loss_percent: -1 } }, /loss_gemodel\.bad_loss_percent: must be >= 0/);
+  bad({ loss_percent: 1, loss_gemodel: { p_percent: 1 } }, /^network\.forward\.loss_gemodel: cannot be combined with loss_percent 1/);
 });

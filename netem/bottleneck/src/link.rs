@@ -1,9 +1,10 @@
-//! The emulated link, on any clock: random loss -> queue discipline -> transmission at the link rate ->
-//! propagation delay (+ jitter, order kept) -> release. Pure logic: the caller feeds arrivals and the current
-//! time, and collects what to drop now and what is due; the same code runs on the simulated clock of the tests
+//! The emulated link, on any clock: outages, burst loss, random loss -> queue discipline -> transmission at the
+//! link rate -> propagation delay (+ jitter, order kept) -> release. Pure logic: the caller feeds arrivals and the
+//! current time, and collects what to drop now and what is due; the same code runs on the simulated clock of the tests
 //! and on the real clock of the NFQUEUE loop.
 
 use crate::config::LinkConfig;
+use crate::loss::{GilbertElliott, Outages};
 use crate::packet::{Event, Packet};
 use crate::qdisc::{self, Dropped, Qdisc};
 use crate::rate::RateLimiter;
@@ -21,6 +22,8 @@ pub struct Counters {
     pub dropped_aqm: u64,
     pub dropped_loss: u64,
     pub dropped_shutdown: u64,
+    pub dropped_outage: u64,
+    pub dropped_gemodel: u64,
     pub ecn_marked: u64,
 }
 
@@ -32,6 +35,8 @@ pub struct Outcome {
 }
 
 pub struct Link {
+    outages: Option<Outages>,
+    gemodel: Option<GilbertElliott>,
     loss_probability: f64,
     delay_ns: u64,
     /// The delay schedule: (offset from the schedule's time 0, delay) per step, in order.
@@ -65,7 +70,12 @@ pub struct Link {
 impl Link {
     pub fn new(cfg: &LinkConfig, t0_ns: u64, now_ns: u64, mut rng: SmallRng) -> Link {
         let qdisc = cfg.qdisc.build(now_ns, &mut rng);
+        // Seeded from the link's generator only when configured, so that a link without them draws as before.
+        let outages = cfg.outage.as_ref().map(|o| Outages::new(o, now_ns, &mut rng));
+        let gemodel = cfg.loss_gemodel.as_ref().map(|g| GilbertElliott::new(g, &mut rng));
         Link {
+            outages,
+            gemodel,
             loss_probability: cfg.loss_percent / 100.0,
             delay_ns: qdisc::ms_to_ns(cfg.delay_ms),
             delay_steps: cfg
@@ -145,6 +155,14 @@ impl Link {
         self.qdisc.set_in_service(svc_packets, svc_bytes, svc_band);
         packet.queue_packets_at_arrival = (self.qdisc.len_packets() + svc_packets) as u32;
         packet.queue_bytes_at_arrival = (self.qdisc.len_bytes() + svc_bytes).min(u32::MAX as u64) as u32;
+        if self.outages.as_mut().is_some_and(|o| o.off_at(now_ns)) {
+            self.finish_drop(packet, Event::DroppedOutage);
+            return;
+        }
+        if self.gemodel.as_mut().is_some_and(|g| g.lose()) {
+            self.finish_drop(packet, Event::DroppedGeModel);
+            return;
+        }
         if self.loss_probability > 0.0 && self.rng.gen::<f64>() < self.loss_probability {
             self.finish_drop(packet, Event::DroppedLoss);
             return;
@@ -227,6 +245,8 @@ impl Link {
             Event::DroppedAqm => self.counters.dropped_aqm += 1,
             Event::DroppedLoss => self.counters.dropped_loss += 1,
             Event::DroppedShutdown => self.counters.dropped_shutdown += 1,
+            Event::DroppedOutage => self.counters.dropped_outage += 1,
+            Event::DroppedGeModel => self.counters.dropped_gemodel += 1,
             Event::Forwarded | Event::ForwardedCe => unreachable!("not a drop"),
         }
         self.dropped.push(Outcome { packet, event });

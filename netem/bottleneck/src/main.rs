@@ -9,6 +9,7 @@ mod config;
 mod gtlog;
 mod lateness;
 mod link;
+mod loss;
 mod meter;
 mod nfq;
 mod packet;

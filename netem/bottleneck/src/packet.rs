@@ -15,6 +15,10 @@ pub enum Event {
     DroppedAqm = 3,
     DroppedLoss = 4,
     DroppedShutdown = 5,
+    /// Arrived while the link was in an off period of its `outage` model.
+    DroppedOutage = 6,
+    /// Lost by the `loss_gemodel` (Gilbert-Elliott) model.
+    DroppedGeModel = 7,
 }
 
 #[derive(Debug, Clone)]

@@ -363,3 +363,67 @@ fn shutdown_forwards_what_is_due_and_drops_the_rest() {
     assert!(out.iter().filter(|o| o.event == Event::Forwarded).all(|o| o.packet.due_ns <= 150 * MS));
     assert_eq!(l.queue_packets() + l.in_flight_packets(), 0);
 }
+
+/// The `event` byte of each outcome's ground-truth record (docs/bottleneck-log.md), as the log would hold it.
+fn log_events(outcomes: &[Outcome]) -> Vec<u8> {
+    outcomes.iter().map(|o| crate::gtlog::encode_record(&o.packet, o.event, o.packet.due_ns)[52]).collect()
+}
+
+#[test]
+fn outages_and_burst_loss_are_logged_as_their_own_drop_events() {
+    // 1 packet/ms for 600 s through a link with both models and no queueing: every drop is one of theirs, each
+    // with its own event code, in the shares the models give.
+    let mut v = full_link(10, json!(null), fifo(1000));
+    v["outage"] = json!({"mean_on_ms": 4000, "mean_off_ms": 500});
+    v["loss_gemodel"] = json!({"p_percent": 1, "r_percent": 25, "bad_loss_percent": 100, "good_loss_percent": 0});
+    let mut l = link(v);
+    let arrivals = cbr(1, 8112, 1000, 0, 600 * S, 0); // 1014-byte frames at 8112 kbit/s: one a millisecond
+    let n = arrivals.len() as f64;
+    let (fwd, drops) = simulate(&mut l, arrivals, 601 * S);
+    let events = log_events(&drops);
+    assert!(events.iter().all(|&e| e == 6 || e == 7), "only outage (6) and burst-loss (7) drops");
+    let outage = events.iter().filter(|&&e| e == 6).count() as f64;
+    let burst = events.iter().filter(|&&e| e == 7).count() as f64;
+    assert_eq!((l.counters.dropped_outage as f64, l.counters.dropped_gemodel as f64), (outage, burst));
+    assert_eq!(fwd.len() + drops.len(), n as usize);
+    // Outages take b / (a + b) of the time, so of the arrivals, within 5 standard errors for the ~133 cycles of
+    // 600 s (Var = 2 a^2 b^2 / ((a + b)^4 cycles), src/loss.rs).
+    let (a, b) = (4000.0f64, 500.0f64);
+    let cycles = 600_000.0 / (a + b);
+    let se = (2.0 * a * a * b * b / ((a + b).powi(4) * cycles)).sqrt();
+    let off_share = outage / n;
+    assert!((off_share - b / (a + b)).abs() < 5.0 * se, "off share {off_share}, model {} +- {se}", b / (a + b));
+    // The Gilbert-Elliott chain sees only the packets that arrive while the link is on: p / (p + r) of them lost.
+    let ge_share = burst / (n - outage);
+    assert!((ge_share - 0.01 / 0.26).abs() < 0.006, "burst-loss share {ge_share}");
+    // Outage drops come in runs as long as an off period: 500 packets on average at one a millisecond.
+    let mut runs = Vec::new();
+    let mut by_arrival: Vec<(u64, u8)> = drops.iter().zip(&events).map(|(d, &e)| (d.packet.arrival_ns, e)).collect();
+    by_arrival.extend(fwd.iter().map(|o| (o.packet.arrival_ns, 0)));
+    by_arrival.sort();
+    let mut run = 0;
+    for (_, e) in by_arrival {
+        if e == 6 {
+            run += 1;
+        } else if run > 0 {
+            runs.push(run as f64);
+            run = 0;
+        }
+    }
+    let mean_run = runs.iter().sum::<f64>() / runs.len() as f64;
+    assert!((mean_run - 500.0).abs() < 5.0 * 500.0 / (runs.len() as f64).sqrt(), "mean off run {mean_run} packets");
+}
+
+#[test]
+fn a_seeded_link_loses_the_same_packets_twice() {
+    let mut v = full_link(0, json!(null), fifo(1000));
+    v["outage"] = json!({"mean_on_ms": 300, "mean_off_ms": 50});
+    v["loss_gemodel"] = json!({"p_percent": 5, "r_percent": 30, "bad_loss_percent": 90, "good_loss_percent": 1});
+    let lost = |v: &serde_json::Value| {
+        let (_, drops) = simulate(&mut link(v.clone()), cbr(1, 1000, 100, 0, 10 * S, 0), 11 * S);
+        drops.iter().map(|d| (d.packet.id, d.event)).collect::<Vec<_>>()
+    };
+    let first = lost(&v);
+    assert!(first.iter().any(|d| d.1 == Event::DroppedOutage) && first.iter().any(|d| d.1 == Event::DroppedGeModel));
+    assert_eq!(first, lost(&v));
+}

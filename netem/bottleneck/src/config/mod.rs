@@ -5,15 +5,16 @@
 //!
 //! serde reads the JSON (derive; `deny_unknown_fields` on every object; no serde defaults; read.rs names the field
 //! of an error), then `validate` checks the schema's ranges (check.rs). This file holds the link's own fields
-//! (delay, jitter, loss) and the discipline enum, tagged by `kind`; rate.rs holds the rate; each discipline's
-//! parameters, their ranges and how they build it are in its own file under src/qdisc/ (as Linux's sch_pie.c owns
-//! its change and dump). `LinkConfig::to_json` writes the same form back (`--print-config`), which the
-//! cross-language conformance test compares with netem's normaliser.
+//! (delay, jitter, loss) and the discipline enum, tagged by `kind`; src/loss.rs holds the loss models' parameters;
+//! rate.rs holds the rate; each discipline's parameters, their ranges and how they build it are in its own file
+//! under src/qdisc/ (as Linux's sch_pie.c owns its change and dump). `LinkConfig::to_json` writes the same form
+//! back (`--print-config`), which the cross-language conformance test compares with netem's normaliser.
 
 mod rate;
 mod read;
 
 use crate::check::{check_number, field, nullable, ConfigError};
+use crate::loss::{GeModelConfig, OutageConfig};
 use crate::qdisc::codel::CodelConfig;
 use crate::qdisc::dualpi2::DualPi2Config;
 use crate::qdisc::fifo::FifoConfig;
@@ -37,6 +38,10 @@ pub struct LinkConfig {
     pub delay_schedule: Vec<DelayStep>,
     pub jitter_ms: f64,
     pub loss_percent: f64,
+    /// On/off outages (src/loss.rs), or none.
+    pub outage: Option<OutageConfig>,
+    /// Gilbert-Elliott burst loss (src/loss.rs), or none; never beside `loss_percent` > 0 (netem has one loss model).
+    pub loss_gemodel: Option<GeModelConfig>,
     pub rate: RateConfig,
     pub qdisc: QdiscConfig,
 }
@@ -94,6 +99,10 @@ struct LinkJson {
     jitter_ms: f64,
     loss_percent: f64,
     #[serde(deserialize_with = "nullable")]
+    outage: Option<OutageConfig>,
+    #[serde(deserialize_with = "nullable")]
+    loss_gemodel: Option<GeModelConfig>,
+    #[serde(deserialize_with = "nullable")]
     rate: Option<RateJson>,
     qdisc: QdiscConfig,
 }
@@ -119,6 +128,8 @@ impl LinkConfig {
             delay_schedule: self.delay_schedule.clone(),
             jitter_ms: self.jitter_ms,
             loss_percent: self.loss_percent,
+            outage: self.outage.clone(),
+            loss_gemodel: self.loss_gemodel.clone(),
             rate: rate_json(&self.rate),
             qdisc: self.qdisc.clone(),
         };
@@ -159,6 +170,18 @@ pub fn parse_link(v: &Value, read_trace: &dyn Fn(&str) -> Result<String, String>
     }
     check_number("", "jitter_ms", link.jitter_ms, 0.0, 10000.0, false)?;
     check_number("", "loss_percent", link.loss_percent, 0.0, 100.0, false)?;
+    if let Some(outage) = &link.outage {
+        outage.validate("outage")?;
+    }
+    if let Some(ge) = &link.loss_gemodel {
+        ge.validate("loss_gemodel")?;
+        if link.loss_percent > 0.0 {
+            return Err(ConfigError::new(
+                "loss_gemodel",
+                "cannot be combined with loss_percent > 0 (one loss model per link, as netem has)",
+            ));
+        }
+    }
     let rate = match &link.rate {
         None => RateConfig::Unlimited,
         Some(rate) => rate.to_config(read_trace)?,
@@ -169,6 +192,8 @@ pub fn parse_link(v: &Value, read_trace: &dyn Fn(&str) -> Result<String, String>
         delay_schedule: link.delay_schedule,
         jitter_ms: link.jitter_ms,
         loss_percent: link.loss_percent,
+        outage: link.outage,
+        loss_gemodel: link.loss_gemodel,
         rate,
         qdisc: link.qdisc,
     })
@@ -186,9 +211,10 @@ pub mod testing {
     pub use crate::qdisc::sfq::test_json as sfq;
     use serde_json::{json, Value};
 
-    /// A link with this delay, rate and discipline; no jitter, no loss.
+    /// A link with this delay, rate and discipline; no jitter, no loss, no outages.
     pub fn link(delay_ms: u64, rate: Value, qdisc: Value) -> Value {
-        json!({"delay_ms": delay_ms, "delay_schedule": [], "jitter_ms": 0, "loss_percent": 0, "rate": rate, "qdisc": qdisc})
+        json!({"delay_ms": delay_ms, "delay_schedule": [], "jitter_ms": 0, "loss_percent": 0, "outage": null,
+            "loss_gemodel": null, "rate": rate, "qdisc": qdisc})
     }
 
     /// A constant rate with a bucket of two full-size frames.

@@ -31,6 +31,11 @@ fn complete_links() -> Vec<Value> {
             json!(1.5),
         ),
         link(25, kbit(2000), sfq(25)),
+        with(
+            with(link(25, kbit(2000), fifo(100)), "outage", json!({"mean_on_ms": 5000, "mean_off_ms": 200})),
+            "loss_gemodel",
+            json!({"p_percent": 1, "r_percent": 30, "bad_loss_percent": 80, "good_loss_percent": 0.5}),
+        ),
         link(25, kbit(2000), fq_codel(true)),
         link(
             25,
@@ -304,7 +309,7 @@ fn writes_back_exactly_the_normalised_link_it_read() {
         .to_string();
     assert_eq!(
         text,
-        r#"{"delay_ms":25,"delay_schedule":[],"jitter_ms":0,"loss_percent":0,"qdisc":{"kind":"fifo","limit_bytes":37500},"rate":{"burst_bytes":3028,"kbit":1000}}"#
+        r#"{"delay_ms":25,"delay_schedule":[],"jitter_ms":0,"loss_gemodel":null,"loss_percent":0,"outage":null,"qdisc":{"kind":"fifo","limit_bytes":37500},"rate":{"burst_bytes":3028,"kbit":1000}}"#
     );
 }
 
@@ -317,7 +322,7 @@ fn an_array_in_place_of_an_object_is_refused() {
     assert_eq!(e.field, "qdisc.bands[0].rate_cap", "{e}");
     let e = parse_link(&link(0, json!([1000, [], "/t", 3028]), fifo(10)), &no_trace).unwrap_err();
     assert_eq!(e.field, "rate", "{e}");
-    let e = parse_link(&json!([0, [], 0, 0, null, fifo(10)]), &no_trace).unwrap_err();
+    let e = parse_link(&json!([0, [], 0, 0, null, null, null, fifo(10)]), &no_trace).unwrap_err();
     assert_eq!(e.field, "(link)", "{e}");
 }
 
@@ -437,4 +442,20 @@ fn the_kinds_are_the_schemas() {
     let defs = &schema["definitions"];
     assert_eq!(kinds(&defs["qdisc"]["properties"]["kind"]["enum"]), KINDS);
     assert_eq!(kinds(&defs["leaf_qdisc"]["allOf"][1]["properties"]["kind"]["enum"]), band_kinds().collect::<Vec<_>>());
+}
+
+#[test]
+fn loss_models_are_read_checked_and_written_back() {
+    let v = complete_links().into_iter().find(|v| !v["outage"].is_null()).unwrap();
+    let c = parse_link(&v, &no_trace).unwrap();
+    assert_eq!(c.outage, Some(crate::loss::OutageConfig { mean_on_ms: 5000.0, mean_off_ms: 200.0 }));
+    assert_eq!(c.loss_gemodel.as_ref().map(|g| (g.p_percent, g.bad_loss_percent)), Some((1.0, 80.0)));
+    assert_eq!(c.to_json(), v);
+    let bad = |key: &str, value: Value| parse_link(&with(v.clone(), key, value), &no_trace).unwrap_err();
+    assert_eq!(bad("outage", json!({"mean_on_ms": 0, "mean_off_ms": 200})).field, "outage.mean_on_ms");
+    let ge = json!({"p_percent": 1, "r_percent": 130, "bad_loss_percent": 80, "good_loss_percent": 0});
+    assert_eq!(bad("loss_gemodel", ge).field, "loss_gemodel.r_percent");
+    let e = bad("loss_percent", json!(1));
+    assert_eq!(e.field, "loss_gemodel");
+    assert!(e.to_string().contains("loss_percent"), "{e}");
 }
