@@ -276,8 +276,9 @@ GTLOG_DTYPE = np.dtype([("arrival_ns", "<u8"), ("dequeue_ns", "<u8"), ("tx_end_n
                         ("release_ns", "<u8"), ("key", "<u8"), ("ip_len", "<u2"), ("ip_id", "<u2"), ("event", "u1"),
                         ("band", "u1"), ("ecn_in", "u1"), ("ip_proto", "u1"), ("queue_packets", "<u4"),
                         ("queue_bytes", "<u4")])
+# the emulator's own names (netem/bottleneck/src/packet.rs `Event`)
 GTLOG_EVENTS = {0: "forwarded", 1: "forwarded_ce", 2: "dropped_tail", 3: "dropped_aqm", 4: "dropped_loss",
-                5: "dropped_shutdown"}  # the emulator's own names (netem/bottleneck)
+                5: "dropped_shutdown", 6: "dropped_outage", 7: "dropped_gemodel"}
 GTLOG_FORWARDED = (0, 1)
 
 

@@ -117,3 +117,16 @@ def test_dashboard_is_rebuilt_without_reading_the_captures(tmp_path):
     (tmp_path / "metrics.json").unlink()
     r = rtclab("dashboard", str(tmp_path))
     assert r.returncode == 2 and "metrics.json missing" in r.stderr
+
+
+def test_the_ground_truth_events_are_the_emulators_own():
+    """rundir.GTLOG_EVENTS names every `event` the bottleneck writes (netem/bottleneck/src/packet.rs `enum Event`), so
+    a new drop kind cannot reach the analyzer as a bare number."""
+    import re
+    source = (ROOT / "netem/bottleneck/src/packet.rs").read_text()
+    body = re.search(r"pub enum Event \{(.*?)\n\}", source, re.S).group(1)
+    rust = {int(v): name for name, v in re.findall(r"^\s*(\w+) = (\d+),", body, re.M)}
+    snake = {v: re.sub(r"(?<!^)(?=[A-Z])", "_", n).lower()for v, n in rust.items()}
+    assert set(snake) == set(rundir.GTLOG_EVENTS)
+    for value, name in snake.items():
+        assert rundir.GTLOG_EVENTS[value].replace("_", "") == name.replace("_", ""), (value, name)

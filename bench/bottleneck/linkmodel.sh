@@ -104,17 +104,17 @@ PY
         # The binary alone (--check, --print-config: no queue, no network). It takes netem's normalised link, every
         # field given: each of these lacks one or gets one wrong, and the error must name that field.
         mkdir -p "$d"
-        full='"jitter_ms":0,"loss_percent":0,"rate":{"kbit":1000,"burst_bytes":3028}'
+        full='"delay_schedule":[],"jitter_ms":0,"loss_percent":0,"outage":null,"loss_gemodel":null,"rate":{"kbit":1000,"burst_bytes":3028}'
         i=0
         for pair in \
             "delay_ms|{\"delay_ms\":-1,$full,\"qdisc\":{\"kind\":\"fifo\",\"limit_packets\":10}}" \
             "qdisc.kind|{\"delay_ms\":25,$full,\"qdisc\":{\"kind\":\"red\"}}" \
             "qdisc.target|{\"delay_ms\":25,$full,\"qdisc\":{\"kind\":\"codel\",\"target\":5,\"interval_ms\":100,\"limit_packets\":1000,\"ecn\":false}}" \
-            "loss_percent|{\"delay_ms\":1,\"jitter_ms\":0,\"loss_percent\":150,\"rate\":null,\"qdisc\":{\"kind\":\"fifo\",\"limit_packets\":10}}" \
+            "loss_percent|{\"delay_ms\":1,\"delay_schedule\":[],\"jitter_ms\":0,\"loss_percent\":150,\"outage\":null,\"loss_gemodel\":null,\"rate\":null,\"qdisc\":{\"kind\":\"fifo\",\"limit_packets\":10}}" \
             "qdisc.bands[0].dscp|{\"delay_ms\":25,$full,\"qdisc\":{\"kind\":\"prio\",\"bands\":[{\"dscp\":[99],\"qdisc\":{\"kind\":\"fifo\",\"limit_packets\":10},\"rate_cap\":null},{\"qdisc\":{\"kind\":\"fifo\",\"limit_packets\":10},\"rate_cap\":null}],\"meters\":[]}}" \
-            "jitter_ms|{\"delay_ms\":25,\"loss_percent\":0,\"rate\":null,\"qdisc\":{\"kind\":\"fifo\",\"limit_packets\":10}}" \
+            "jitter_ms|{\"delay_ms\":25,\"delay_schedule\":[],\"loss_percent\":0,\"outage\":null,\"loss_gemodel\":null,\"rate\":null,\"qdisc\":{\"kind\":\"fifo\",\"limit_packets\":10}}" \
             "qdisc.limit_ms|{\"delay_ms\":25,$full,\"qdisc\":{\"kind\":\"fifo\",\"limit_ms\":300}}" \
-            "rate.burst_bytes|{\"delay_ms\":25,\"jitter_ms\":0,\"loss_percent\":0,\"rate\":{\"kbit\":1000},\"qdisc\":{\"kind\":\"fifo\",\"limit_packets\":10}}"; do
+            "rate.burst_bytes|{\"delay_ms\":25,\"delay_schedule\":[],\"jitter_ms\":0,\"loss_percent\":0,\"outage\":null,\"loss_gemodel\":null,\"rate\":{\"kbit\":1000},\"qdisc\":{\"kind\":\"fifo\",\"limit_packets\":10}}"; do
             i=$((i + 1))
             field=${pair%%|*}
             echo "${pair#*|}" >"$d/bad$i.json"
@@ -124,7 +124,7 @@ PY
             verdict "config $field" "$ok exit code $rc: $(head -c 300 "$d/bad$i.err")"
         done
         # A valid link comes back from --print-config as it went in (the links of the tcp_all cases' kinds).
-        echo '{"delay_ms":10,"jitter_ms":5,"loss_percent":1.5,"rate":{"schedule":[{"at_s":0,"kbit":2000},{"at_s":3,"kbit":500}],"burst_bytes":3028},"qdisc":{"kind":"prio","bands":[{"dscp":[46],"qdisc":{"kind":"fifo","limit_packets":100},"rate_cap":null},{"qdisc":{"kind":"fq_codel","target_ms":2,"interval_ms":50,"limit_packets":800,"quantum_bytes":300,"flows":1024,"ecn":false},"rate_cap":null}],"meters":[]}}' >"$d/good.json"
+        echo '{"delay_ms":10,"delay_schedule":[],"jitter_ms":5,"loss_percent":1.5,"outage":{"mean_on_ms":5000,"mean_off_ms":200},"loss_gemodel":null,"rate":{"schedule":[{"at_s":0,"kbit":2000},{"at_s":3,"kbit":500}],"burst_bytes":3028},"qdisc":{"kind":"prio","bands":[{"dscp":[46],"qdisc":{"kind":"fifo","limit_packets":100},"rate_cap":null},{"qdisc":{"kind":"fq_codel","target_ms":2,"interval_ms":50,"limit_packets":800,"quantum_bytes":300,"flows":1024,"ecn":false},"rate_cap":null}],"meters":[]}}' >"$d/good.json"
         rc=0
         "$BOTTLENECK" --print-config --config "$d/good.json" >"$d/good.out" 2>"$d/good.err" || rc=$?
         verdict "config --print-config" "$("$PY" - "$d/good.json" "$d/good.out" "$rc" <<'PY'

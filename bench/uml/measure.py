@@ -23,7 +23,7 @@ from rtclab.stats import percentiles
 PARENT_KINDS = {"tbf", "prio", "htb", "ingress", "mq", "clsact"}
 # Devices of the forward path in the guest: the egress of the bottleneck and the IFB that holds the delay.
 FORWARD_DEVS = {"r-eth1", "ifb-fwd"}
-GT_DROPS = (2, 3, 4, 5)  # dropped_tail, dropped_aqm, dropped_loss, dropped_shutdown
+GT_DROPS = (2, 3, 4, 5, 6, 7)  # dropped_tail, _aqm, _loss, _shutdown, _outage, _gemodel
 GT_CE = 1
 
 
