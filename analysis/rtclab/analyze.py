@@ -324,8 +324,9 @@ def _rfc8867(inputs: RunInputs, table: packets.PacketTable | None) -> dict[str, 
     names = {(f"{rundir.int_to_ip(c.five_tuple[0])}:{c.five_tuple[1]}",
               f"{rundir.int_to_ip(c.five_tuple[2])}:{c.five_tuple[3]}"): c.id
              for c in multiflow.calls(inputs.run) if c.five_tuple is not None}
+    trace = inputs.forward_trace.mean_capacity_bps if inputs.forward_trace else None
     return rfcmetrics.from_run(table, inputs.t0_ns, duration_s, scen,
-                               capacity_steps(scen.forward, duration_s) if scen and duration_s else None, names)
+                               capacity_steps(scen.forward, duration_s) if scen and duration_s else None, names, trace)
 
 
 def _validity(inputs: RunInputs, table: packets.PacketTable | None) -> dict[str, Any]:

@@ -290,9 +290,11 @@ def media_flows(t: PacketTable, t0_ns: int, names: dict[tuple[str, str], str] | 
 
 
 def from_run(t: PacketTable, t0_ns: int, duration_s: float, scen: Scenario | None,
-             steps: list[list[float]] | None, names: dict[tuple[str, str], str] | None = None) -> dict[str, Any]:
-    """The section for one analysed run: its media flows against the scenario's forward capacity and TCP flows."""
+             steps: list[list[float]] | None, names: dict[tuple[str, str], str] | None = None,
+             trace_capacity: CapacityFn | None = None) -> dict[str, Any]:
+    """The section for one analysed run: its media flows against the scenario's forward capacity (a trace link's:
+    `trace_capacity`, its delivery opportunities per window) and TCP flows."""
     def tcp(lo: float, hi: float) -> int:
         return fairness.expected_tcp_flows(scen, lo, hi) or 0
-    capacity = scen.forward.mean_capacity_bps if scen else None
+    capacity = trace_capacity or (scen.forward.mean_capacity_bps if scen else None)
     return analyse(media_flows(t, t0_ns, names), duration_s, capacity, tcp, steps)

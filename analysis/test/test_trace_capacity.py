@@ -153,3 +153,24 @@ def test_without_the_trace_capacity_and_utilisation_are_unknown_and_said_so(tmp_
     expected = sum(1 for t in one_per_ms if t < duration_s * 1000) * 1514 * 8 / duration_s
     assert m["capacity_bps"] == pytest.approx(expected)
     assert json.loads((run / "metrics.json").read_text())["capacity_trace"]["period_ms"] == 2
+
+
+def test_rfc8867_targets_follow_the_trace_window_by_window(tmp_path: Path) -> None:
+    """RFC 8867's target on a trace link: each 1 s window's capacity is the trace's opportunities in it (the one
+    flow alone: its target is the capacity), counted here by walking Mahimahi's schedule independently."""
+    schedule = [3, 3, 7, 10, 10, 14, 25, 40]  # uneven: windows of the looped trace differ where the 40 ms period splits
+    run, arrivals = trace_run(tmp_path, tmp_path / "played", offset_ms=17)
+    (tmp_path / "played").write_text("".join(f"{t}\n" for t in schedule))
+    m, _ = analyze(run, run_tshark=False)
+    times = mahimahi_times(schedule, 17, 10_000)
+    section = m["rfc8867"]
+    window = section["window_s"]
+    for k, got in enumerate(section["capacity_bps"]):
+        expected = sum(1 for t in times if k * window * 1000 <= t < (k + 1) * window * 1000) * 1514 * 8 / window
+        assert got == pytest.approx(expected), k
+    # The flow alone: its target in each window it was active is that window's capacity.
+    flow = section["flows"][0]
+    active = [k for k, x in enumerate(flow["target_bps"]) if x is not None]
+    assert len(active) >= 3
+    for k in active:
+        assert flow["target_bps"][k] == pytest.approx(section["capacity_bps"][k], abs=0.1)
