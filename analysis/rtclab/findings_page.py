@@ -8,7 +8,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from . import findings_why
+from . import findings_measured, findings_why
 from .findings import (
     DEFAULT_CLAIMS,
     Finding,
@@ -164,6 +164,7 @@ def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Stu
     for f in found:
         lines += _claim_section(f, explained.get(f.claim["id"], []))
     lines += findings_why.markdown(whys)
+    lines += findings_measured.markdown(findings_measured.evaluate_all(claims_doc, {s.name: s for s in studies}))
     lines += ["", "## The studies", "",
               "Each study's provenance, from its plan.json, study.json and used runs' manifest.json "
               "(docs/studies.md, \"Provenance\"): the dates its runs started, the machine, Chromium, the backend, the "
