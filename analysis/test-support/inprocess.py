@@ -1,21 +1,23 @@
-"""The analyzer's two commands run inside the test's own process: the entry point the console command calls
-(rtclab.cli.main for `python -m rtclab.cli`, rtclab_study.__main__.main for `python -m rtclab_study`), its stdout and
-stderr captured, its exit status as the process would have had it (argparse's SystemExit included). A test that only
-reads what a command printed and returned spares the interpreter's start and the analyzer's imports (about a second
-of CPU each here); each command keeps tests that start it as a real process (its `python -m` entry, a traceback
-escaping main), which these cannot see."""
+"""The analyzer's commands run inside the test's own process: the entry point each command calls (rtclab.cli.main for
+`python -m rtclab.cli`, rtclab_study.__main__.main for `python -m rtclab_study`, rtclab.export.main for `python -m
+rtclab.export`) with its stdin given, its stdout and stderr captured and its exit status as the process would have
+had it (argparse's SystemExit included). A test that only reads what a command printed and returned is spared an
+interpreter's start and the analyzer's imports (about a second of CPU each here); each command keeps tests that start
+it as a process of its own (its `python -m` entry, what a user sees when main raises), which these cannot see."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import subprocess
-from typing import Callable
+import sys
+from typing import Callable, Iterator
 
 
-def _run(main: Callable[[list[str]], int], prog: str, args: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+def _run(main: Callable[[list[str]], int], prog: str, args: tuple[str, ...],
+         stdin: str = "") -> subprocess.CompletedProcess[str]:
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _stdin(stdin):
         try:
             code = main(list(args))
         except SystemExit as e:  # argparse's usage errors and --help, as `sys.exit(main())` would end the process
@@ -23,6 +25,15 @@ def _run(main: Callable[[list[str]], int], prog: str, args: tuple[str, ...]) -> 
                 print(e.code, file=err)
             code = 1 if isinstance(e.code, str) else int(e.code or 0)
     return subprocess.CompletedProcess([prog, *args], code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _stdin(text: str) -> Iterator[None]:
+    saved, sys.stdin = sys.stdin, io.StringIO(text)
+    try:
+        yield
+    finally:
+        sys.stdin = saved
 
 
 def rtclab(*args: str) -> subprocess.CompletedProcess[str]:
@@ -35,3 +46,9 @@ def rtclab_study(*args: str) -> subprocess.CompletedProcess[str]:
     """`python -m rtclab_study ARGS...`, in this process."""
     from rtclab_study.__main__ import main
     return _run(main, "rtclab_study", args)
+
+
+def rtclab_export(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """`python -m rtclab.export ARGS... < STDIN`, in this process."""
+    from rtclab import export
+    return _run(export.main, "rtclab.export", args, stdin)
