@@ -176,8 +176,9 @@ points:
 
 
 def test_the_example_study_is_valid_and_its_dry_run_lists_every_run() -> None:
-    r = subprocess.run([sys.executable, "-m", "rtclab_study", "run", str(ROOT / "studies" / "examples" / "aqm-quick.yaml"),
-                        "--dry-run"], capture_output=True, text=True, timeout=120)
+    study = ROOT / "studies" / "examples" / "aqm-quick.yaml"
+    r = subprocess.run([sys.executable, "-m", "rtclab_study", "run", str(study), "--dry-run"], capture_output=True,
+                       text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "5 point(s) x 3 repetition(s) = 15 runs" in r.stdout
     assert r.stdout.count(": 30 s call, pending") + r.stdout.count(": 30 s call, done") \
