@@ -93,8 +93,11 @@ def test_scenario_command_prints_the_view_or_names_the_bad_field(tmp_path):
     doc["cross_traffic"] = [{"kind": "tcp", "flows": 0}]
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(doc))
-    r = subprocess.run([sys.executable, "-m", "rtclab.scenario", str(bad)], capture_output=True, text=True)
-    assert r.returncode == 2 and "cross_traffic.0.flows" in r.stderr and r.stdout == ""
+    # Several files: a line each, in order, up to the first invalid one, which is named.
+    r = subprocess.run([sys.executable, "-m", "rtclab.scenario", str(good), str(bad), str(good)], capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and f"{bad}: " in r.stderr and "cross_traffic.0.flows" in r.stderr
+    assert [json.loads(line) for line in r.stdout.splitlines()] == [to_json(view(json.loads(good.read_text())))]
     with pytest.raises(ScenarioError, match="network.forward.rate"):
         view({"network": {"forward": {"rate": {"kbit": 5, "trace": "x"}}}})
 
