@@ -2,8 +2,9 @@
 `python -m rtclab.cli`, rtclab_study.__main__.main for `python -m rtclab_study`, rtclab.export.main for `python -m
 rtclab.export`) with its stdin given, its stdout and stderr captured and its exit status as the process would have
 had it (argparse's SystemExit included). A test that only reads what a command printed and returned is spared an
-interpreter's start and the analyzer's imports (about a second of CPU each here); each command keeps tests that start
-it as a process of its own (its `python -m` entry, what a user sees when main raises), which these cannot see."""
+interpreter's start, the analyzer's imports (half a second of CPU here) and their first use (schemas compiled,
+plotly loaded); each command keeps tests that start it as a process of its own (its `python -m` entry, what a user
+sees when main raises), which these cannot see."""
 
 from __future__ import annotations
 
