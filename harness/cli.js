@@ -11,8 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { loadScenario, ScenarioError, defaultScenarioPath } from '../scenarios/model.js';
 import { checkTrialKeys, FieldTrialError } from './field-trials.js';
 import { chromiumBinary } from './browser.js';
-import { newId } from '../netem/index.js';
-import { runCall } from './run.js';
+import { newId } from '../netem/names.js';
 import { makeWritableDirectory, DirectoryError } from '../netem/dirs.js';
 import { progressPrinter } from './progress.js';
 import { EXIT, analysedValidity, callExitStatus } from './exit-status.js';
@@ -157,6 +156,9 @@ async function main() {
     } catch { /* a full disk: the run itself stops on it and says so */ }
     if (/^(note|warning|error)\b|failed/i.test(line)) process.stderr.write(`rtclab call: ${line}\n`);
   };
+  // Loaded only for a run (the browser driver, the signaling server, the network's backends): a command line that is
+  // refused is answered at once.
+  const { runCall } = await import('./run.js');
   let manifest;
   try {
     manifest = await runCall({ scenario, scenarioFile: path.resolve(scenarioFile), runDir, id, signal: controller.signal,

@@ -3,7 +3,8 @@
 # one line, "N passed, N failed", totalled from each runner's own report (JUnit XML from node --test and pytest, read
 # by scripts/junit-totals.py; cargo test's "test result:" lines).
 #   bash scripts/test.sh          both tiers (npm test)
-#   bash scripts/test.sh --fast   the fast tier only, for the edit loop (npm run test:fast; about two minutes here)
+#   bash scripts/test.sh --fast   the fast tier only, for the edit loop (npm run test:fast; about 80 s here,
+#                                 docs/contributing.md "The tests' time")
 #   bash scripts/test.sh --real   the real tier only
 #   bash scripts/test.sh --real-netem | --real-calls   one of the real tier's two parts (below), for a campaign
 #     (bench/reliability/spreads.mjs) or the edit loop
@@ -148,11 +149,12 @@ if [ "$tier" != real ]; then
   # TypeScript checker and node's tests (four files at a time: most of their time is spent waiting on the processes
   # they start). Safe: no fast test measures time against a budget or needs the machine to itself (the
   # timing-sensitive ones are in the real tier, run alone below), so sharing the cores only makes them slower, never
-  # wrong.
+  # wrong. pytest hands out whole files (--dist loadfile): a module's shared fixtures (synthetic studies, analysed
+  # runs) are then built once, not once in each worker that runs one of its tests.
   fast_pids=()
   if [ -d analysis/test ]; then
     run_suite analyzer junit "$log/analyzer.xml" quiet .venv/bin/python -m pytest analysis/test -q -n auto \
-      -m "not real_calls and not integration" --durations=5 --junitxml="$log/analyzer.xml" &
+      --dist loadfile -m "not real_calls and not integration" --durations=5 --junitxml="$log/analyzer.xml" &
     fast_pids+=($!)
   fi
   # The linters (each a second or two); quiet when the code passes.

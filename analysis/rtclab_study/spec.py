@@ -525,17 +525,32 @@ def _blame(point: Point, problem: str) -> list[Setting]:
 def check_points(study: Study, node: str = "node", timeout_s: float = 120) -> None:
     """Runs every point's scenario document through the scenario model in one `node` process and stores the
     normalised scenario in each point; StudyError naming the point, the axis, the value and the field otherwise."""
-    items = [{"scenario": pt.doc, "label": pt.name, "base_dir": str(pt.base_dir)} for pt in study.points]
+    error = check_points_of([study], node, timeout_s)[0]
+    if error is not None:
+        raise error
+
+
+def check_points_of(studies: list[Study], node: str = "node",
+                    timeout_s: float = 120) -> list[StudyError | None]:
+    """check_points for several studies in one `node` process (the shipped studies' test): per study, in order, None
+    when the model accepted every point (each then holds its normalised scenario), else the StudyError
+    check_points would raise."""
+    items = [{"scenario": pt.doc, "label": pt.name, "base_dir": str(pt.base_dir)} for st in studies for pt in st.points]
     try:
         proc = subprocess.run([node, str(CHECK_POINTS_JS)], input=json.dumps(items), capture_output=True, text=True,
                               timeout=timeout_s, cwd=REPO_ROOT)
     except (OSError, subprocess.TimeoutExpired) as e:
-        raise StudyError(str(study.file),
-                         [f"the scenario model could not run ({node} {CHECK_POINTS_JS}): {e}"]) from None
+        return [StudyError(str(st.file), [f"the scenario model could not run ({node} {CHECK_POINTS_JS}): {e}"])
+                for st in studies]
     if proc.returncode not in (0, 1):
-        raise StudyError(str(study.file),
-                         [f"the scenario model failed (exit {proc.returncode}): {proc.stderr.strip()}"])
-    results = json.loads(proc.stdout)
+        return [StudyError(str(st.file), [f"the scenario model failed (exit {proc.returncode}): {proc.stderr.strip()}"])
+                for st in studies]
+    results = iter(json.loads(proc.stdout))
+    return [_apply_checked(st, [next(results) for _ in st.points]) for st in studies]
+
+
+def _apply_checked(study: Study, results: list[dict[str, Any]]) -> StudyError | None:
+    """Stores each accepted point's normalised scenario; the StudyError naming each refused point's problems."""
     problems = []
     for pt, r in zip(study.points, results):
         if r.get("ok"):
@@ -551,8 +566,7 @@ def check_points(study: Study, node: str = "node", timeout_s: float = 120) -> No
             else:
                 who = "the base " + pt.base_label
             problems.append(f"point {pt.name} ({who}): the scenario model refuses {prob}")
-    if problems:
-        raise StudyError(str(study.file), problems)
+    return StudyError(str(study.file), problems) if problems else None
 
 
 def scenario_duration_s(scenario: dict[str, Any]) -> float:

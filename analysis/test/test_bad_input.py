@@ -10,10 +10,17 @@ from pathlib import Path
 
 import pytest
 
+import inprocess
 from rtclab import rundir, synth
 
 
 def rtclab(*args: str) -> subprocess.CompletedProcess:
+    """`rtclab ARGS...` in this process (test-support/inprocess.py)."""
+    return inprocess.rtclab(*args)
+
+
+def rtclab_process(*args: str) -> subprocess.CompletedProcess:
+    """`python -m rtclab.cli ARGS...` as its own process: what a user sees, a traceback included."""
     return subprocess.run([sys.executable, "-m", "rtclab.cli", *args], capture_output=True, text=True, timeout=120)
 
 
@@ -95,11 +102,11 @@ def test_missing_getstats_and_interrupted_run(good_run, tmp_path):
 
 
 def test_nothing_to_analyse_is_a_non_zero_exit_with_a_reason(tmp_path):
-    r = rtclab("analyze", str(tmp_path))
+    r = rtclab_process("analyze", str(tmp_path))
     assert r.returncode == 2
     assert "nothing to analyse" in r.stderr and "capture-a.pcap missing" in r.stderr
     assert "Traceback" not in r.stderr
-    r = rtclab("analyze", str(tmp_path / "does-not-exist"))
+    r = rtclab_process("analyze", str(tmp_path / "does-not-exist"))
     assert r.returncode == 2 and "is not a directory" in r.stderr
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import inprocess
 from pcapbuild import Pcap, fnv1a64, ipv4_frame, rtp, tcp, udp
 from runbuild import write_gtlog
 
@@ -19,12 +20,17 @@ T0 = 1_795_434_397_204_485_121  # epoch ns beyond 2**53: must come out exact
 MS = 1_000_000
 
 
-def export(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtclab.export", *args], input=stdin, capture_output=True, text=True,
-                          timeout=60)
+def export(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    """`python -m rtclab.export ARGS...` in this process (test-support/inprocess.py); unreadable input's test starts
+    the real command, as the Node tests do."""
+    return inprocess.rtclab_export(*args, stdin=stdin)
 
 
-def doc(*args: str, stdin: str | None = None):
+def export_process(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rtclab.export", *args], capture_output=True, text=True, timeout=60)
+
+
+def doc(*args: str, stdin: str = ""):
     r = export(*args, stdin=stdin)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
@@ -144,7 +150,7 @@ def test_percentiles_are_the_analyzer_rule():
 
 
 def test_unreadable_input_exits_2_naming_the_file(tmp_path):
-    r = export("packets", str(tmp_path / "nope.pcap"))
+    r = export_process("packets", str(tmp_path / "nope.pcap"))
     assert r.returncode == 2 and "nope.pcap" in r.stderr and "Traceback" not in r.stderr
     bad = tmp_path / "x.gtlog"
     bad.write_bytes(b"NOTALOG!" + b"\0" * 20)

@@ -11,12 +11,12 @@ import math
 import shutil
 import statistics
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import inprocess
 from rtclab import analyze, dashboard, dashboard_tables, synth
 from rtclab.study import catalogue, studydir
 from rtclab.study.report import fmt
@@ -150,7 +150,8 @@ POINTS: dict[str, dict[int, list[tuple[str, tuple[float, float]]]]] = {
 
 
 def _study_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rtclab_study", *args], capture_output=True, text=True, timeout=120)
+    """`python -m rtclab_study ARGS...` in this process (test-support/inprocess.py)."""
+    return inprocess.rtclab_study(*args)
 
 
 @pytest.fixture(scope="module")

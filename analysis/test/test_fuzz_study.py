@@ -15,6 +15,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import inprocess
 from rtclab_study import spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,8 +100,11 @@ def test_the_command_line_refuses_bad_study_files_with_exit_2_and_no_traceback(t
         file = tmp_path / f"s{i}.yaml"
         file.write_text(json.dumps(doc))
         out = tmp_path / f"out{i}"
-        r = subprocess.run([sys.executable, "-m", "rtclab_study", "run", str(file), "--out", str(out)],
-                           capture_output=True, text=True, timeout=120)
+        # The first through `python -m rtclab_study` itself, the others through its entry point in this process
+        # (test-support/inprocess.py), where an exception escaping main fails the test as a traceback would.
+        args = ["run", str(file), "--out", str(out)]
+        r = (subprocess.run([sys.executable, "-m", "rtclab_study", *args], capture_output=True, text=True, timeout=120)
+             if i == 0 else inprocess.rtclab_study(*args))
         assert r.returncode == 2, (doc, r.stdout, r.stderr)
         assert "Traceback" not in r.stdout + r.stderr and r.stderr.strip(), (doc, r.stderr)
         assert not (out / "runs").exists(), "nothing ran"

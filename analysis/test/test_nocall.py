@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+import inprocess
 from measures import measure, measure_run_timing
 from rtclab import synth
 from rtclab.study import studydir
@@ -105,7 +106,7 @@ def test_a_study_of_runs_without_a_call_aggregates_reports_and_renders(tmp_path:
             seed += 1
             d = studydir.attempt_dir(out, point, rep, 1)
             synth.write_run(d, nocall_config(seed, tcp_start_s=2.0))
-            r = analyse(d, "-q", "--no-tshark", "--no-dashboard")
+            r = inprocess.rtclab("analyze", str(d), "-q", "--no-tshark", "--no-dashboard")
             assert r.returncode == 0, r.stderr
     r = subprocess.run([sys.executable, "-m", "rtclab_study", "aggregate", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -128,8 +129,7 @@ def test_a_study_of_runs_without_a_call_aggregates_reports_and_renders(tmp_path:
     busiest = [max((x for x in m["flows"] if x["direction"] == "forward" and x["kind"] == "tcp"),
                    key=lambda x: x["packets_sent"]) for m in runs]
     assert got == pytest.approx(float(np.mean([b["throughput_bps"]["mean"] for b in busiest])))
-    rep = subprocess.run([sys.executable, "-m", "rtclab.cli", "study", "report", str(out)],
-                         capture_output=True, text=True, timeout=300)
+    rep = inprocess.rtclab("study", "report", str(out))
     assert rep.returncode == 0, rep.stderr
     assert "forward:tcp" in rep.stdout
     page = (out / "dashboard.html").read_text()

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from test_findings import CHROMIUM, CLAIMS, COMMIT, bad, make_study, ok
 
+import inprocess
 from rtclab import findings, findings_page
 from rtclab.study import archive, provenance, report, studydir
 from rtclab_study import __main__ as study_cli
@@ -324,19 +325,19 @@ def test_the_committed_findings_page_is_what_the_archive_gives() -> None:
 
 def test_check_names_the_first_changed_byte(archived: dict[str, Any], tmp_path: Path) -> None:
     page, html = tmp_path / "f.md", tmp_path / "f.html"
-    base = [sys.executable, "-m", "rtclab.cli", "findings", str(archived["archive"]), "--out", str(page)]
-    assert subprocess.run([*base, "--html", str(html)], capture_output=True, text=True).returncode == 0
-    assert subprocess.run([*base, "--check"], capture_output=True, text=True).returncode == 0
+    base = ["findings", str(archived["archive"]), "--out", str(page)]  # in this process (test-support/inprocess.py)
+    assert inprocess.rtclab(*base, "--html", str(html)).returncode == 0
+    assert inprocess.rtclab(*base, "--check").returncode == 0
     text = page.read_text()
     lines = text.splitlines(keepends=True)
     i = next(k for k, ln in enumerate(lines) if ln.startswith("- machine: "))
     lines[i] = lines[i].replace("2 cores", "3 cores")
     page.write_text("".join(lines))
-    r = subprocess.run([*base, "--check"], capture_output=True, text=True)
+    r = inprocess.rtclab(*base, "--check")
     col = lines[i].index("3 cores") + 1
     assert r.returncode == 1 and f"line {i + 1}, column {col}:" in r.stderr and "2 cores" in r.stderr
     page.write_text(text + "\n")  # one byte more at the end
-    r = subprocess.run([*base, "--check"], capture_output=True, text=True)
+    r = inprocess.rtclab(*base, "--check")
     assert r.returncode == 1 and f"line {len(lines) + 1}:" in r.stderr
     page.write_text(text)
     assert findings_page.first_difference(text, text) is None

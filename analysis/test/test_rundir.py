@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import inprocess
 from rtclab import rundir
 from rtclab.scenario import ScenarioError, to_json, view
 from runbuild import MS, T0_NS, Run, scenario
@@ -18,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def rtclab(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtclab.cli", *args], capture_output=True, text=True, timeout=120)
+    """`rtclab ARGS...` in this process (test-support/inprocess.py); the refusal of a newer format starts the real
+    command."""
+    return inprocess.rtclab(*args)
 
 
 def small_run(path: Path, **manifest_extra) -> None:
@@ -39,7 +42,8 @@ def test_format_versions_1_to_3_are_read(tmp_path, version):
 
 def test_a_newer_format_is_refused_naming_the_file_and_versions(tmp_path):
     small_run(tmp_path, format_version=4)
-    r = rtclab("analyze", str(tmp_path), "--no-tshark", "-q")
+    r = subprocess.run([sys.executable, "-m", "rtclab.cli", "analyze", str(tmp_path), "--no-tshark", "-q"],
+                       capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert f"{tmp_path / 'manifest.json'}: format_version 4" in r.stderr and "reads 1, 2, 3" in r.stderr
 
@@ -89,8 +93,11 @@ def test_scenario_command_prints_the_view_or_names_the_bad_field(tmp_path):
     doc["cross_traffic"] = [{"kind": "tcp", "flows": 0}]
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(doc))
-    r = subprocess.run([sys.executable, "-m", "rtclab.scenario", str(bad)], capture_output=True, text=True)
-    assert r.returncode == 2 and "cross_traffic.0.flows" in r.stderr and r.stdout == ""
+    # Several files: a line each, in order, up to the first invalid one, which is named.
+    r = subprocess.run([sys.executable, "-m", "rtclab.scenario", str(good), str(bad), str(good)], capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and f"{bad}: " in r.stderr and "cross_traffic.0.flows" in r.stderr
+    assert [json.loads(line) for line in r.stdout.splitlines()] == [to_json(view(json.loads(good.read_text())))]
     with pytest.raises(ScenarioError, match="network.forward.rate"):
         view({"network": {"forward": {"rate": {"kbit": 5, "trace": "x"}}}})
 

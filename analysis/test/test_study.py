@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+import inprocess
 from rtclab import cli, synth
 from rtclab.study import aggregate as agg
 from rtclab.study import catalogue, metric_rows, studydir
@@ -31,9 +32,10 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "scenarios" / "examples"
 
 
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rtclab_study", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=120)
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m rtclab_study ARGS...` in this process (test-support/inprocess.py); the example study's dry run below
+    starts the real command."""
+    return inprocess.rtclab_study(*args)
 
 
 def write(tmp: Path, name: str, text: str) -> Path:
@@ -174,7 +176,9 @@ points:
 
 
 def test_the_example_study_is_valid_and_its_dry_run_lists_every_run() -> None:
-    r = run_cli("run", str(ROOT / "studies" / "examples" / "aqm-quick.yaml"), "--dry-run")
+    study = ROOT / "studies" / "examples" / "aqm-quick.yaml"
+    r = subprocess.run([sys.executable, "-m", "rtclab_study", "run", str(study), "--dry-run"], capture_output=True,
+                       text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "5 point(s) x 3 repetition(s) = 15 runs" in r.stdout
     assert r.stdout.count(": 30 s call, pending") + r.stdout.count(": 30 s call, done") \
@@ -506,8 +510,7 @@ def test_congestion_controller_metrics_aggregate_over_the_runs_event_logs(tmp_pa
     table = pq.read_table(out / "study.parquet").to_pydict()
     rows = [i for i, fl in enumerate(table["flow"]) if fl == "controller:a"]
     assert sorted(table["n_dd"][i] for i in rows) == [4.0, 7.0, 12.0]
-    report = subprocess.run([sys.executable, "-m", "rtclab.cli", "study", "report", str(out), "--phase", "all",
-                             "--no-dashboard"], capture_output=True, text=True)
+    report = inprocess.rtclab("study", "report", str(out), "--phase", "all", "--no-dashboard")
     assert report.returncode == 0, report.stderr
     assert "congestion controller" in report.stdout
     assert f"{expected_n_dd['mean']:.4g} ±" in report.stdout, report.stdout

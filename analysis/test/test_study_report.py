@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+import inprocess
 from rtclab import synth
 from rtclab.analyze import analyze
 from rtclab.dashboard import write as write_run_dashboard
@@ -56,8 +57,9 @@ OUTCOMES = {("qdisc-codel_kbit-6000", 1): ["invalid", "valid"], ("qdisc-codel_kb
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rtclab.cli", "study", *args], capture_output=True, text=True,
-                          timeout=120)
+    """`rtclab study ARGS...` in this process (test-support/inprocess.py); bad input's last case starts the real
+    command."""
+    return inprocess.rtclab("study", *args)
 
 
 def build(tmp: Path, text: str, chromium: str, tcp_flows: int, dashboards: bool) -> Path:
@@ -458,7 +460,8 @@ def test_bad_input_exits_2_with_a_message(studies: dict[str, Path], tmp_path: Pa
         err = capsys.readouterr().err
         assert code == 2, (args, err)
         assert message in err, (args, err)
-    r = run_cli("report", str(tmp_path))
+    r = subprocess.run([sys.executable, "-m", "rtclab.cli", "study", "report", str(tmp_path)], capture_output=True,
+                       text=True, timeout=120)
     assert r.returncode == 2 and "not a study directory" in r.stderr, r.stderr
     assert not list(tmp_path.glob("**/dashboard.html")) and not list(tmp_path.glob("**/*.html"))
 

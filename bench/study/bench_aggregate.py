@@ -15,7 +15,6 @@ import argparse
 import json
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rtclab import synth
+from rtclab.analyze import analyze
 from rtclab.study import aggregate as agg
 from rtclab.study import dashboard, studydir
 from rtclab_study import plan as planmod
@@ -46,10 +46,7 @@ def build(out: Path, runs: int, points: int, templates: int = 3) -> None:
         d = work / f"t{i}"
         synth.write_run(d, synth.SynthConfig(duration_s=12.0, tcp_start_s=3.0, tcp_stop_s=9.0, seed=100 + i,
                                              tcp_flows=1 + i, loss=0.005 * (i + 1)))
-        r = subprocess.run([sys.executable, "-m", "rtclab.cli", "analyze", str(d), "-q", "--no-tshark",
-                            "--no-dashboard"], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise SystemExit(f"rtclab analyze failed: {r.stderr}")
+        analyze(d, run_tshark=False)  # what `rtclab analyze` writes, in this process (not the part timed)
         metrics.append(((d / "metrics.json").read_text(), (d / "manifest.json").read_text()))
     reps = -(-runs // points)
     study_file = out.parent / "bench.yaml"
