@@ -6,8 +6,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
-import { decodeLevels, lumaLevels } from '../frame-stamp.js';
-import { STAMP_VERSION } from '../frame-stamp.js';
+import { STAMP_VERSION, decodeLevels, lumaLevels } from '../frame-stamp.js';
 import {
   FPS, FRAMES, HEIGHT, RECIPE, RECIPE_TAG, WIDTH, cornerExpressions, ffmpegArgs, makeClip, withRecipeTag,
 } from '../../media/natural.js';
