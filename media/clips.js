@@ -17,7 +17,8 @@ export const NAMED_CLIPS = Object.freeze({ default: 'default.y4m', natural: 'nat
  * @param {string} value
  */
 export function namedClipPath(value) {
-  return Object.hasOwn(NAMED_CLIPS, value) ? path.join(mediaDir, NAMED_CLIPS[/** @type {keyof typeof NAMED_CLIPS} */ (value)]) : null;
+  if (!Object.hasOwn(NAMED_CLIPS, value)) return null;
+  return path.join(mediaDir, NAMED_CLIPS[/** @type {keyof typeof NAMED_CLIPS} */ (value)]);
 }
 
 /**

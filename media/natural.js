@@ -66,7 +66,8 @@ export function cornerExpressions() {
 export function filterGraph({ first = 0, noise = true } = {}) {
   // perspective's `in` counts the frames it has seen.
   const n = first ? `(in+${first})` : 'in';
-  const corners = cornerExpressions().map((c, i) => `x${i}='${c.x.replaceAll('{n}', n)}':y${i}='${c.y.replaceAll('{n}', n)}'`);
+  const corners = cornerExpressions()
+    .map((c, i) => `x${i}='${c.x.replaceAll('{n}', n)}':y${i}='${c.y.replaceAll('{n}', n)}'`);
   return [
     // Bit-exact scaling: the same bytes on any CPU with the same ffmpeg.
     'sws_flags=bicubic+accurate_rnd+bitexact;',
@@ -114,7 +115,9 @@ export async function* withRecipeTag(input) {
  */
 export async function makeClip(write, o = {}) {
   const photo = o.photo ?? PHOTO;
-  if (!fs.existsSync(photo)) throw new Error(`${photo} does not exist: the natural clip is made from it (Debian's ${PHOTO_PACKAGE}; scripts/setup.sh installs it)`);
+  if (!fs.existsSync(photo)) {
+    throw new Error(`${photo} does not exist: the natural clip is made from it (Debian's ${PHOTO_PACKAGE}; scripts/setup.sh installs it)`);
+  }
   const ffmpeg = spawn('ffmpeg', ffmpegArgs(o), { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   ffmpeg.stderr.on('data', (d) => { stderr += d; });

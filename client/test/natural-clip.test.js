@@ -22,8 +22,8 @@ const [W, H] = [2560, 1440];
  */
 function cornersAt(n) {
   return cornerExpressions().map(({ x, y }) => {
-    const value = (/** @type {string} */ e) => new Function('sin', 'cos', 'PI', 'W', 'H', 'n', `return ${e.replaceAll('{n}', 'n')};`)(
-      Math.sin, Math.cos, Math.PI, W, H, n);
+    const value = (/** @type {string} */ e) =>
+      new Function('sin', 'cos', 'PI', 'W', 'H', 'n', `return ${e.replaceAll('{n}', 'n')};`)(Math.sin, Math.cos, Math.PI, W, H, n);
     return { x: value(x), y: value(y) };
   });
 }
