@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 import YAML from 'yaml';
 import { LinkError, normalizeLink } from './link.js';
+import { namedClipPath } from '../media/clips.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const schemaPath = path.join(repoRoot, 'scenarios', 'schema.json');
@@ -104,7 +105,7 @@ export function validateScenario(scenario, label = 'scenario') {
  * fills in the schema's defaults and normalises its links. The object is not changed.
  * @param {any} doc
  * @param {{ label?: string, baseDir?: string }} [o] label: the file name in messages; baseDir: where relative trace
- *   files and video clips are looked for
+ *   files and video clips are looked for (a clip's name, media/clips.js, is not a path)
  * @returns {any} the normalised scenario
  */
 export function normalizeScenario(doc, { label = 'scenario', baseDir = process.cwd() } = {}) {
@@ -122,7 +123,8 @@ export function normalizeScenario(doc, { label = 'scenario', baseDir = process.c
   const untraceable = tracesTheBackendCannotPlay(scenario);
   if (untraceable.length) throw new ScenarioError(label, untraceable);
   for (const call of [scenario.call, ...scenario.calls]) {
-    if (call.video_clip && !path.isAbsolute(call.video_clip)) call.video_clip = path.resolve(baseDir, call.video_clip);
+    // A clip's name (media/clips.js: default, natural) is the file setup made; anything else a path.
+    if (call.video_clip) call.video_clip = namedClipPath(call.video_clip) ?? path.resolve(baseDir, call.video_clip);
   }
   return scenario;
 }

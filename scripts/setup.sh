@@ -89,7 +89,8 @@ fi
 
 # --- Debian packages ------------------------------------------------------------------------------------------------
 apt_packages=(tshark tcpdump iperf3 ffmpeg nftables iptables ethtool iputils-ping iproute2
-  libnetfilter-queue-dev libmnl-dev pkg-config build-essential python3-venv user-mode-linux kmod stress-ng)
+  libnetfilter-queue-dev libmnl-dev pkg-config build-essential python3-venv user-mode-linux kmod stress-ng
+  mate-backgrounds) # mate-backgrounds: the photograph of the natural clip (below)
 # Debian's chromium, unless the browser is another Chrome/Chromium already there (RTCLAB_CHROMIUM, Google Chrome's .deb).
 case "$browser" in ""|/usr/lib/chromium/chromium|/usr/bin/chromium) apt_packages=(chromium "${apt_packages[@]}") ;; esac
 apt_packages+=("${rust_packages[@]}")
@@ -189,6 +190,18 @@ if [ ! -s "$clip" ] || ! head -c 512 "$clip" | head -n 1 | grep -q " XRTCLAB_STA
   mkdir -p media
   ffmpeg -loglevel error -f lavfi -i "testsrc2=size=1280x720:rate=30" -t 5 -pix_fmt yuv420p -f yuv4mpegpipe - |
     node media/stamp.js - "$clip"
+fi
+
+# --- The natural clip -------------------------------------------------------------------------------------------------
+# 20 s of a photograph (Debian's mate-backgrounds) filmed with camera-like motion and sensor noise (media/natural.js;
+# a scenario's `call.video_clip: natural`), stamped like the default; about 830 MB, so generated, never committed.
+# Made again when its recipe or its stamp's version (both in the clip's Y4M header) is not the one the code writes.
+natural=media/natural.y4m
+natural_recipe=$(node media/natural.js --recipe)
+natural_header=$( { head -c 512 "$natural" | head -n 1; } 2>/dev/null || true)
+if [[ " $natural_header " != *" XRTCLAB_STAMP=$stamp_version "* || " $natural_header " != *" XRTCLAB_CLIP=$natural_recipe "* ]]; then
+  say "generating $natural (media/natural.js: 1280x720, 30 fps, 20 s; about a minute), frame stamp version $stamp_version"
+  node media/natural.js "$natural"
 fi
 
 $quiet || say "ready"

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { loadScenario, QDISC_KINDS, ScenarioError, validateScenario } from '../model.js';
+import { loadScenario, normalizeScenario, QDISC_KINDS, ScenarioError, validateScenario } from '../model.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-scenario-test-'));
 const write = (/** @type {string} */ name, /** @type {string} */ text) => {
@@ -80,6 +80,17 @@ test('a file that is not YAML, not a mapping, or missing gets a clear error', ()
 test('a relative video clip is found next to the scenario file', () => {
   const file = write('clip.yaml', 'call: {video_clip: my.y4m}\n');
   assert.equal(loadScenario(file).call.video_clip, path.join(tmp, 'my.y4m'));
+});
+
+test('a clip named by its short name is the file setup makes in media/, and stays so when normalised again', () => {
+  const media = path.join(path.dirname(new URL(import.meta.url).pathname), '..', '..', 'media');
+  for (const [name, file] of [['natural', 'natural.y4m'], ['default', 'default.y4m']]) {
+    const s = loadScenario(write(`${name}-clip.yaml`, `call: {video_clip: ${name}}\n`));
+    assert.equal(s.call.video_clip, path.resolve(media, file));
+    assert.equal(normalizeScenario(s).call.video_clip, path.resolve(media, file));
+  }
+  // Not a name: a path next to the scenario, as before.
+  assert.equal(loadScenario(write('near-name.yaml', 'call: {video_clip: naturals}\n')).call.video_clip, path.join(tmp, 'naturals'));
 });
 
 test('scenarios/examples/tcp-competition.yaml: the video call beside 3 CUBIC flows of Carlucci et al. 2016 (c)', () => {
