@@ -18,7 +18,7 @@ import { CpuLoad, CPU_LOAD_LOG, findStressNg, stressNgVersion } from './cpu-load
 import { busyFraction, cpuSetBusyFraction, pinnedCpus, readCpuTimes, readPerCpuTimes } from './hostload.js';
 import { RunRecorder } from './recorder.js';
 import { clipInfo } from '../media/y4m.js';
-import { isNamedClipFile } from '../media/clips.js';
+import { isNamedClipFile, makeOnFirstUse } from '../media/clips.js';
 import { TeardownStack } from './teardown.js';
 import { validityChecks, runNotCompleted, stepsDue, crossTrafficDue } from './validity.js';
 import { DSCP_MARKING, markCall } from './call-marking.js';
@@ -192,6 +192,7 @@ class CallRun {
     for (const c of this.calls) {
       const chosen = c.call.video_clip;
       const clip = chosen ?? defaultClip;
+      makeOnFirstUse(clip);
       if (!fs.existsSync(clip)) {
         throw new RunError(`video clip ${clip} does not exist` + (chosen ? (this.calls.length > 1
           ? ` (video_clip of call ${c.call.id} in the scenario)` : ' (call.video_clip in the scenario)') : '')

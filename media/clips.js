@@ -1,9 +1,11 @@
 // @ts-check
 /**
  * The clips a scenario names by a short name instead of a path (`call.video_clip: natural`), each made into media/ by
- * scripts/setup.sh. It imports nothing of the project, so the scenario model resolves names without loading a
- * generator.
+ * scripts/setup.sh (default) or on first use (natural: about a minute and 830 MB, too much for every setup). It imports
+ * nothing of the project, so the scenario model resolves names without loading a generator.
  */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -26,3 +28,21 @@ export function namedClipPath(value) {
  * @param {string} file
  */
 export const isNamedClipFile = (file) => Object.values(NAMED_CLIPS).some((f) => path.join(mediaDir, f) === file);
+
+/** The named clips made on first use, by their generator in media/ (`node media/GENERATOR FILE`). */
+const MADE_ON_FIRST_USE = Object.freeze({ natural: 'natural.js' });
+
+/**
+ * Makes a clip that is made on first use when its file is missing; returns whether it made one. scripts/setup.sh
+ * remakes an existing one whose recipe or stamp is out of date.
+ * @param {string} file
+ * @param {(line: string) => void} [say]
+ */
+export function makeOnFirstUse(file, say = (line) => console.error(line)) {
+  const name = Object.keys(MADE_ON_FIRST_USE).find((n) => path.join(mediaDir, NAMED_CLIPS[/** @type {keyof typeof NAMED_CLIPS} */ (n)]) === file);
+  if (!name || fs.existsSync(file)) return false;
+  const generator = MADE_ON_FIRST_USE[/** @type {keyof typeof MADE_ON_FIRST_USE} */ (name)];
+  say(`making the ${name} clip ${file} on its first use (media/${generator}: about a minute, once)`);
+  execFileSync(process.execPath, [path.join(mediaDir, generator), file], { stdio: ['ignore', 'inherit', 'inherit'] });
+  return true;
+}

@@ -117,3 +117,20 @@ test('a missing photograph is named with the package that ships it', async () =>
   await assert.rejects(makeClip(async () => {}, { photo: '/nonexistent/photo.jpg', frames: 1 }),
     /\/nonexistent\/photo\.jpg does not exist: the natural clip is made from it \(Debian's mate-backgrounds/);
 });
+
+test('the harness makes only the natural clip on first use, and only when its file is missing', async () => {
+  const { makeOnFirstUse, namedClipPath } = await import('../../media/clips.js');
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const said = [];
+  const other = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'clip-')), 'natural.y4m');
+  // A path that is not the named clip's (even with its file name), and the default clip (setup makes it): nothing made.
+  assert.equal(makeOnFirstUse(other, (l) => said.push(l)), false);
+  assert.equal(fs.existsSync(other), false);
+  assert.equal(makeOnFirstUse(/** @type {string} */ (namedClipPath('default')), (l) => said.push(l)), false);
+  // The natural clip when its file is there: left as it is (setup remakes a stale one).
+  const natural = /** @type {string} */ (namedClipPath('natural'));
+  if (fs.existsSync(natural)) assert.equal(makeOnFirstUse(natural, (l) => said.push(l)), false);
+  assert.deepEqual(said, []);
+});
