@@ -219,7 +219,9 @@ def _run_values(d: Path) -> dict[str, float]:
     out["freeze_time_ratio"] = sum(x["duration_ms"] for x in f["freezes"]["list"]) / (shown[-1] - shown[0])
     out["never_shown_ratio"] = f["never_shown"] / f["sent_frames"]
     q = f.get("quality") or {}
-    for name, key in (("psnr_db_mean", "psnr_db"), ("ssim_mean", "ssim")):
+    if f.get("every_frame_delay_ms") is not None:
+        out |= {f"every_frame_delay_ms_{q}": f["every_frame_delay_ms"][q] for q in ("p50", "p95", "p99")}
+    for name, key in (("psnr_db_mean", "psnr_db"), ("ssim_mean", "ssim"), ("ssim_db_mean", "ssim_db")):
         if (q.get(key) or {}).get("mean") is not None:
             out[name] = q[key]["mean"]
     return out
