@@ -35,6 +35,27 @@ def camera_frames(sent_u: np.ndarray, interval: float) -> tuple[np.ndarray, np.n
     return ts[order], was_sent[order]
 
 
+def put_back(shown_u: np.ndarray, shown_ms: np.ndarray, presented: np.ndarray,
+             sent_u: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """The frames presented without a record, put back: between two records consecutive in display order whose
+    `presented_frames` counters advance by m > 1, the compositor presented m - 1 frames no callback recorded, in
+    order, so frames with RTP timestamps between the two records'. The newest m - 1 sent frames there that no record
+    holds take the last of the m - 1 display times spread evenly over the gap (the j-th at j / m of it), as
+    freezes.py puts missed frames back. Returns the records with them added and how many were put back."""
+    order = np.argsort(shown_ms, kind="stable")
+    u, d, p = shown_u[order].astype(float), shown_ms[order], presented[order]
+    candidates = np.setdiff1d(np.unique(sent_u.astype(float)), u)
+    add_u: list[float] = []
+    add_ms: list[float] = []
+    for k in np.flatnonzero(np.isfinite(p[:-1]) & np.isfinite(p[1:]) & (p[1:] - p[:-1] > 1)).tolist():
+        missed = int(p[k + 1] - p[k]) - 1
+        between = candidates[(candidates > u[k]) & (candidates < u[k + 1])][-missed:]
+        first = missed - between.size + 1  # the newest take the last slots
+        add_u += between.tolist()
+        add_ms += [d[k] + (first + i) * (d[k + 1] - d[k]) / (missed + 1) for i in range(between.size)]
+    return np.r_[shown_u.astype(float), add_u], np.r_[shown_ms, add_ms], len(add_u)
+
+
 def frame_delays(camera_u: np.ndarray, camera_ms: np.ndarray, shown_u: np.ndarray, shown_ms: np.ndarray,
                  end_ms: float) -> tuple[np.ndarray, np.ndarray]:
     """Each camera frame's delay: the earliest display time of a shown frame with an RTP timestamp at or after its
@@ -49,13 +70,15 @@ def frame_delays(camera_u: np.ndarray, camera_ms: np.ndarray, shown_u: np.ndarra
     return served - camera_ms, to_end
 
 
-def analyse(shown_u: np.ndarray, shown_ms: np.ndarray, sent_u: np.ndarray, to_capture_ms: Any,
-            camera_fps: float | None, fps_source: str, end_ms: float) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def analyse(shown_u: np.ndarray, shown_ms: np.ndarray, presented: np.ndarray, sent_u: np.ndarray,
+            to_capture_ms: Any, camera_fps: float | None, fps_source: str,
+            end_ms: float) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """metrics.json `frames.<side>.every_frame` (what was counted) and `every_frame_delay_ms` (the delays'
     distribution; None with `every_frame.missing` saying why):
-    `shown_u`/`shown_ms`: the records' unwrapped RTP timestamps and display times (ms since t0); `sent_u`: every sent
-    frame's unwrapped RTP timestamp (on either capture); `to_capture_ms`: unwrapped RTP timestamps -> capture times
-    (ms since t0, the sender's reports); `camera_fps`: the camera's frame rate (`fps_source` names where it comes
+    `shown_u`/`shown_ms`/`presented`: the records' unwrapped RTP timestamps, display times (ms since t0) and
+    `presented_frames` counters (NaN: none), the frames presented without a record put back (put_back); `sent_u`:
+    every sent frame's unwrapped RTP timestamp (on either capture); `to_capture_ms`: unwrapped RTP timestamps ->
+    capture times (ms since t0); `camera_fps`: the camera's frame rate (`fps_source` names where it comes
     from); `end_ms`: the call's end. The camera frames counted are those captured from the first frame shown (the
     one of least RTP time) to the call's end; after the last sent frame the camera goes on at its rate."""
     out: dict[str, Any] = {"camera_fps": camera_fps, "camera_fps_source": fps_source}
@@ -65,6 +88,7 @@ def analyse(shown_u: np.ndarray, shown_ms: np.ndarray, sent_u: np.ndarray, to_ca
         return out | {"missing": "no frame shown"}, None
     interval = VIDEO_CLOCK_HZ / camera_fps
     start = float(shown_u.min())
+    shown_u, shown_ms, put = put_back(shown_u, shown_ms, presented, sent_u)
     known = np.unique(np.concatenate([sent_u, shown_u]).astype(float))
     known = known[known >= start]
     cam_u, was_sent = camera_frames(known, interval)
@@ -79,7 +103,8 @@ def analyse(shown_u: np.ndarray, shown_ms: np.ndarray, sent_u: np.ndarray, to_ca
     delays, to_end = frame_delays(cam_u, cam_ms, shown_u, shown_ms, end_ms)
     shown_set = np.isin(cam_u, shown_u.astype(float))
     out |= {"camera_frames": int(cam_u.size), "sent": int(was_sent.sum()), "never_sent": int((~was_sent).sum()),
-            "shown": int(shown_set.sum()), "not_shown": int((~shown_set).sum()), "to_call_end": int(to_end.sum()),
+            "shown": int(shown_set.sum()), "put_back": put, "not_shown": int((~shown_set).sum()),
+            "to_call_end": int(to_end.sum()),
             "to_call_end_first_capture_s": round(float(cam_ms[to_end].min()) / 1000, 4) if to_end.any() else None,
             "missing": None}
     return out, distribution(delays)

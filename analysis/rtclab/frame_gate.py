@@ -30,9 +30,9 @@ def _number(x: Any) -> float | None:
 
 
 def reasons(side: dict[str, Any]) -> dict[str, str]:
-    """Per group of metrics (`delays`, `freezes`, `every_frame`, `quality`) the reason it is withheld; empty when none is. An
-    indicator the record does not have (null: nothing was read, no frame presented) withholds nothing: the metrics it
-    would gate are then absent for that reason already."""
+    """Per group of metrics (`delays`, `freezes`, `every_frame`, `quality`) the reason it is withheld; empty when
+    none is. An indicator the record does not have (null: nothing was read, no frame presented) withholds nothing: the
+    metrics it would gate are then absent for that reason already."""
     out: dict[str, str] = {}
     joined = _number(side.get("joined_ratio"))
     if side.get("records") and joined is not None and joined < MIN_JOINED_RATIO:

@@ -408,29 +408,38 @@ def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, 
     never_fields, never_send_ms = _never_shown(sf, first_send, joined, rtp, rtp_u, order, nums, fps, t0_ns)
     out |= never_fields
     out["series"] = frame_series(display, capture, first_send_ms, last_recv_ms, joined, never_send_ms)
-    out |= _every_frame(rtp, rtp_u, display, sf, (reports or {}).get(ssrc), t0_ms, hi - t0_ms,
+    out |= _every_frame(recs, rtp, rtp_u, display, chrome_capture, sf, (reports or {}).get(ssrc), t0_ms, hi - t0_ms,
                         camera or (clip.get("fps"), "clip"))
     return out
 
 
-def _every_frame(rtp: np.ndarray, rtp_u: np.ndarray, display: np.ndarray, sf: SentFrames,
-                 stream_reports: tuple[np.ndarray, np.ndarray] | None, t0_ms: float, end_ms: float,
-                 camera: tuple[float | None, str]) -> dict[str, Any]:
+def _every_frame(recs: list[dict[str, Any]], rtp: np.ndarray, rtp_u: np.ndarray, display: np.ndarray,
+                 chrome_capture: np.ndarray, sf: SentFrames, stream_reports: tuple[np.ndarray, np.ndarray] | None,
+                 t0_ms: float, end_ms: float, camera: tuple[float | None, str]) -> dict[str, Any]:
     """`every_frame` and `every_frame_delay_ms` (every_frame.py): the records and the stream's sent frames in one
-    unwrapped RTP time (the first record's), captured at the times the sender's reports give. Without a report of
-    the stream the frames never shown have no capture time: missing, with the reason."""
-    if stream_reports is None or not stream_reports[0].size:
-        return {"every_frame": {"camera_fps": camera[0], "camera_fps_source": camera[1],
-                                "missing": "no RTCP sender report of the stream in the sender's RTC event log: the "
-                                           "capture times of the frames never shown are unknown"},
+    unwrapped RTP time (the first record's), captured at the times the sender's reports give; without a report of
+    the stream, at the RTP clock (90 kHz) set by the records' capture estimates (Chrome's; their median offset). With
+    neither the frames never shown have no capture time: missing, with the reason."""
+    sent_u = int(rtp_u[0]) + _signed32(sf.rtp_ts - int(rtp[0]))
+    ms_per_tick = 1000.0 / VIDEO_CLOCK_HZ
+    if stream_reports is not None and stream_reports[0].size:
+        source, reports = "sender_reports", (stream_reports[0], stream_reports[1] - t0_ms)
+        to_capture = lambda u: capture_from_reports(np.mod(u, 2**32), reports)
+    elif (~np.isnan(chrome_capture)).any():
+        has = ~np.isnan(chrome_capture)
+        source, offset = "chrome_estimate", float(np.median(chrome_capture[has] - rtp_u[has] * ms_per_tick))
+        to_capture = lambda u: offset + np.asarray(u, dtype=float) * ms_per_tick
+    else:
+        return {"every_frame": {"camera_fps": camera[0], "camera_fps_source": camera[1], "capture_source": None,
+                                "missing": "no RTCP sender report of the stream in the sender's RTC event log and no "
+                                           "capture time estimate: the frames never shown have no capture time"},
                 "every_frame_delay_ms": None}
     shown = ~np.isnan(display)
-    sent_u = int(rtp_u[0]) + _signed32(sf.rtp_ts - int(rtp[0]))
-    reports = (stream_reports[0], stream_reports[1] - t0_ms)
-    fields, delays = every_frame.analyse(rtp_u[shown], display[shown], sent_u,
-                                         lambda u: capture_from_reports(np.mod(u, 2**32), reports),
+    presented = np.array([float(r["presented_frames"]) if isinstance(r.get("presented_frames"), int) else np.nan
+                          for r in recs])
+    fields, delays = every_frame.analyse(rtp_u[shown], display[shown], presented[shown], sent_u, to_capture,
                                          camera[0], camera[1], end_ms)
-    return {"every_frame": fields, "every_frame_delay_ms": delays}
+    return {"every_frame": {**fields, "capture_source": source}, "every_frame_delay_ms": delays}
 
 
 def frame_series(display: np.ndarray, capture: np.ndarray, first_send_ms: np.ndarray, last_recv_ms: np.ndarray,

@@ -441,6 +441,10 @@ def _frames_lines(fr: dict[str, Any] | None) -> list[str]:
                     f"frames recorded, stamp read on {f.get('numbered', 0)} of {f.get('read', 0)} tried "
                     f"({pct(f.get('numbered', 0), f.get('read', 0))}, every {f.get('read_every')}), packets found "
                     f"for {f.get('joined', 0)} ({pct(f.get('joined', 0), f['records'])})"]
+        if f.get("presented_frames"):
+            out.append(f"  the compositor presented {f['presented_frames']} frames, {f.get('callbacks_missed')} of them "
+                       f"without a record: stamp read on {pct(f.get('numbered', 0), f['presented_frames'])} of the "
+                       f"presented frames")
         parts = [("glass-to-glass", "glass_to_glass_ms"), ("sender", "sender_ms"), ("network", "network_ms"),
                  ("receiver", "receiver_ms")]
         cells = [f"{name} {_f((f.get(key) or {}).get('p50'))}/{_f((f.get(key) or {}).get('p95'))}"
@@ -474,8 +478,8 @@ def _every_frame_lines(f: dict[str, Any]) -> list[str]:
         return []  # withheld: named with the other withheld metrics
     return [f"  every-frame delay p50/p95/p99 ms: {_f(d.get('p50'))}/{_f(d.get('p95'))}/{_f(d.get('p99'))} over "
             f"{ef['camera_frames']} camera frames at {_f(ef['camera_fps'])} fps ({ef['camera_fps_source']}): "
-            f"{ef['shown']} shown, {ef['not_shown']} waited for a newer one ({ef['never_sent']} never sent), "
-            f"{ef['to_call_end']} counted to the call's end"]
+            f"{ef['shown']} shown ({ef.get('put_back', 0)} of them without a record, put back), {ef['not_shown']} "
+            f"waited for a newer one ({ef['never_sent']} never sent), {ef['to_call_end']} counted to the call's end"]
 
 
 def _quality_lines(q: dict[str, Any] | None) -> list[str]:

@@ -50,12 +50,17 @@ def table() -> PacketTable:
     return PacketTable(cols=cols, flow_first=np.zeros(0, np.int64), order=np.arange(n), bounds=np.array([0, n]))
 
 
-def frames_file(fps: float = FPS) -> FramesFile:
+def frames_file(estimates: bool = False, without: int | None = None) -> FramesFile:
+    """The shown frames' records in display order; with `estimates`, each with a capture time estimate 0.4 ms off
+    the true one, early and late in turn (their median offset is 0)."""
     recs = [{"presented_frames": i + 1, "expected_display_ms": E_MS + d, "presentation_ms": E_MS + d,
-             "capture_ms": None, "receive_ms": None, "rtp_timestamp": ts(k), "read": True, "clip_index": k % 150}
+             "capture_ms": E_MS + capture_ms(k) + (0.4 if i % 2 else -0.4) if estimates else None,
+             "receive_ms": None, "rtp_timestamp": ts(k), "read": True, "clip_index": k % 150}
             for i, (k, d) in enumerate(sorted(SHOWN.items(), key=lambda kv: kv[1]))]
+    # Frame `without` presented without a callback: no record, the counters go on.
+    recs = [r for r in recs if without is None or r["rtp_timestamp"] != ts(without)]
     return FramesFile(header={"kind": "header", "read_every": 1,
-                              "clip": {"fps": fps, "frames": 150, "stamp_version": 1}}, frames=recs, dropped=0)
+                              "clip": {"fps": FPS, "frames": 150, "stamp_version": 1}}, frames=recs, dropped=0)
 
 
 REPORTS = {MEDIA: (np.array([ts(7)], np.int64), np.array([E_MS + capture_ms(7)]))}
@@ -77,8 +82,9 @@ def by_definition() -> tuple[list[float], int]:
     return delays, to_end
 
 
-def analysed(camera: tuple[float, str] | None = None, with_reports: bool = True) -> dict:
-    return frames.analyse_side(frames_file(), table(), "b", T0_MS * 1_000_000, DURATION_S,
+def analysed(camera: tuple[float, str] | None = None, with_reports: bool = True, estimates: bool = False,
+             without: int | None = None) -> dict:
+    return frames.analyse_side(frames_file(estimates, without), table(), "b", T0_MS * 1_000_000, DURATION_S,
                                REPORTS if with_reports else {}, camera=camera)
 
 
@@ -93,6 +99,7 @@ def test_every_frame_delay_against_the_definition() -> None:
     assert got["max"] == pytest.approx(want.max()) and got["min"] == pytest.approx(want.min())
     assert got["mean"] == pytest.approx(want.mean())
     ef = side["every_frame"]
+    assert ef["capture_source"] == "sender_reports"
     assert ef["camera_fps"] == 30.0 and ef["camera_fps_source"] == "camera_settings" and ef["missing"] is None
     assert ef["camera_frames"] == 90 and ef["shown"] == len(SHOWN) and ef["not_shown"] == 90 - len(SHOWN)
     assert ef["never_sent"] == len(NOT_SENT) + (89 - SENT_LAST) and ef["sent"] == 90 - ef["never_sent"]
@@ -108,6 +115,33 @@ def test_by_hand_a_skipped_frame_waits_for_the_next_newer_one_shown() -> None:
     # Frame 1 never shown; frame 2 shown at 50, frame 0 at 60 (late: after 2), frame 3 not before the end at 100.
     delays, to_end = every_frame.frame_delays(cam_u, cam_ms, np.array([2.0, 0.0]), np.array([50.0, 60.0]), 100.0)
     assert delays.tolist() == [50.0, 40.0, 30.0, 70.0] and to_end.tolist() == [False, False, False, True]
+
+
+def test_a_frame_presented_without_a_record_is_put_back_in_its_gap() -> None:
+    # Frame 30 presented between 29 and 31 without a callback: put back at the middle of their displays, which is
+    # where it was, so the delays are the full record's.
+    side = analysed((30.0, "camera_settings"), without=30)
+    assert side["records"] == len(SHOWN) - 1 and side["callbacks_missed"] == 1
+    assert side["every_frame"]["put_back"] == 1 and side["every_frame"]["shown"] == len(SHOWN)
+    want = np.array(by_definition()[0])
+    for q in (50, 95, 99):
+        assert side["every_frame_delay_ms"][f"p{q}"] == pytest.approx(float(np.percentile(want, q)), abs=1e-6)
+    assert side["every_frame_delay_ms"]["mean"] == pytest.approx(want.mean())
+
+
+def test_put_back_by_hand() -> None:
+    # Records of 0 at 10 ms and 3 at 40 ms, the counter advanced by 3: 1 and 2 presented at 20 and 30 ms.
+    u, d, n = every_frame.put_back(np.array([0.0, 3.0]), np.array([10.0, 40.0]), np.array([1.0, 4.0]),
+                                   np.array([0, 1, 2, 3]))
+    assert (u.tolist(), d.tolist(), n) == ([0.0, 3.0, 1.0, 2.0], [10.0, 40.0, 20.0, 30.0], 2)
+    # Two presented without a record, one sent frame between: the newer slot is its (the other was not a new frame).
+    u, d, n = every_frame.put_back(np.array([0.0, 3.0]), np.array([10.0, 40.0]), np.array([1.0, 4.0]),
+                                   np.array([0, 2, 3]))
+    assert (u.tolist(), d.tolist(), n) == ([0.0, 3.0, 2.0], [10.0, 40.0, 30.0], 1)
+    # Counters that do not advance past one, or are missing, put nothing back.
+    u, d, n = every_frame.put_back(np.array([0.0, 3.0]), np.array([10.0, 40.0]), np.array([1.0, np.nan]),
+                                   np.array([0, 1, 2, 3]))
+    assert n == 0 and u.tolist() == [0.0, 3.0]
 
 
 def test_camera_frames_fill_the_encoders_gaps_at_the_camera_interval() -> None:
@@ -128,11 +162,18 @@ def test_the_clips_rate_stands_in_for_the_cameras_and_a_wrong_rate_shows() -> No
     assert at60["every_frame"]["camera_frames"] == 159 + 21 and at60["every_frame"]["never_sent"] == 180 - 74
 
 
-def test_without_the_senders_reports_the_every_frame_delay_is_missing_with_the_reason() -> None:
-    side = analysed(with_reports=False)
-    assert side["capture_source"] == "chrome_estimate"
-    assert side["every_frame_delay_ms"] is None
-    assert "no RTCP sender report" in side["every_frame"]["missing"]
+def test_without_the_senders_reports_chromes_estimates_set_the_rtp_clock() -> None:
+    side = analysed((30.0, "camera_settings"), with_reports=False, estimates=True)
+    assert side["capture_source"] == "chrome_estimate" and side["every_frame"]["capture_source"] == "chrome_estimate"
+    want = np.array(by_definition()[0])
+    got = side["every_frame_delay_ms"]
+    assert got["count"] == want.size
+    for q in (50, 95, 99):
+        assert got[f"p{q}"] == pytest.approx(float(np.percentile(want, q)), abs=1e-6)
+    # With neither reports nor estimates the frames never shown have no capture time: missing, with the reason.
+    none = analysed(with_reports=False)
+    assert none["every_frame_delay_ms"] is None and none["every_frame"]["capture_source"] is None
+    assert "no RTCP sender report" in none["every_frame"]["missing"]
 
 
 def test_the_camera_rate_is_read_from_the_sending_pages_media_event() -> None:
