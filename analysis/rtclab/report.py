@@ -442,9 +442,9 @@ def _frames_lines(fr: dict[str, Any] | None) -> list[str]:
                     f"({pct(f.get('numbered', 0), f.get('read', 0))}, every {f.get('read_every')}), packets found "
                     f"for {f.get('joined', 0)} ({pct(f.get('joined', 0), f['records'])})"]
         if f.get("presented_frames"):
-            out.append(f"  the compositor presented {f['presented_frames']} frames, {f.get('callbacks_missed')} of them "
-                       f"without a record: stamp read on {pct(f.get('numbered', 0), f['presented_frames'])} of the "
-                       f"presented frames")
+            out.append(f"  the compositor presented {f['presented_frames']} frames, {f.get('callbacks_missed')} of "
+                       f"them without a record: stamp read on {pct(f.get('numbered', 0), f['presented_frames'])} of "
+                       "the presented frames")
         parts = [("glass-to-glass", "glass_to_glass_ms"), ("sender", "sender_ms"), ("network", "network_ms"),
                  ("receiver", "receiver_ms")]
         cells = [f"{name} {_f((f.get(key) or {}).get('p50'))}/{_f((f.get(key) or {}).get('p95'))}"

@@ -20,6 +20,8 @@ TICKS = 90_000 // FPS
 TS0 = 2**32 - 5 * TICKS  # frame k has RTP timestamp (TS0 + k TICKS) mod 2**32: the stream wraps at frame 5
 DURATION_S = 3.99
 END_MS = 2990.0  # the call's end, ms since capture time 0
+# The analysis holds the sender report's time as epoch ms in a float64 (about 0.24 us apart at 1.7e12 ms).
+TIME_TOL = 1e-3
 
 # The camera produced frames 0..89 (k at k / 30 s) up to the call's end.
 CAMERA = range(90)
@@ -95,9 +97,10 @@ def test_every_frame_delay_against_the_definition() -> None:
     got = side["every_frame_delay_ms"]
     assert got["count"] == len(delays) == 90
     for q in (50, 95, 99):
-        assert got[f"p{q}"] == pytest.approx(float(np.percentile(want, q)), abs=1e-6)
-    assert got["max"] == pytest.approx(want.max()) and got["min"] == pytest.approx(want.min())
-    assert got["mean"] == pytest.approx(want.mean())
+        assert got[f"p{q}"] == pytest.approx(float(np.percentile(want, q)), abs=TIME_TOL)
+    assert got["max"] == pytest.approx(want.max(), abs=TIME_TOL)
+    assert got["min"] == pytest.approx(want.min(), abs=TIME_TOL)
+    assert got["mean"] == pytest.approx(want.mean(), abs=TIME_TOL)
     ef = side["every_frame"]
     assert ef["capture_source"] == "sender_reports"
     assert ef["camera_fps"] == 30.0 and ef["camera_fps_source"] == "camera_settings" and ef["missing"] is None
@@ -125,8 +128,8 @@ def test_a_frame_presented_without_a_record_is_put_back_in_its_gap() -> None:
     assert side["every_frame"]["put_back"] == 1 and side["every_frame"]["shown"] == len(SHOWN)
     want = np.array(by_definition()[0])
     for q in (50, 95, 99):
-        assert side["every_frame_delay_ms"][f"p{q}"] == pytest.approx(float(np.percentile(want, q)), abs=1e-6)
-    assert side["every_frame_delay_ms"]["mean"] == pytest.approx(want.mean())
+        assert side["every_frame_delay_ms"][f"p{q}"] == pytest.approx(float(np.percentile(want, q)), abs=TIME_TOL)
+    assert side["every_frame_delay_ms"]["mean"] == pytest.approx(want.mean(), abs=TIME_TOL)
 
 
 def test_put_back_by_hand() -> None:
@@ -169,7 +172,7 @@ def test_without_the_senders_reports_chromes_estimates_set_the_rtp_clock() -> No
     got = side["every_frame_delay_ms"]
     assert got["count"] == want.size
     for q in (50, 95, 99):
-        assert got[f"p{q}"] == pytest.approx(float(np.percentile(want, q)), abs=1e-6)
+        assert got[f"p{q}"] == pytest.approx(float(np.percentile(want, q)), abs=TIME_TOL)
     # With neither reports nor estimates the frames never shown have no capture time: missing, with the reason.
     none = analysed(with_reports=False)
     assert none["every_frame_delay_ms"] is None and none["every_frame"]["capture_source"] is None
