@@ -179,6 +179,17 @@ for i in "${!bg_pids[@]}"; do
 done
 bg_pids=()
 
+# --- The default clip at 60 fps -------------------------------------------------------------------------------------
+# The default clip's pattern and size at 60 fps, 5 s (about 415 MB): a scenario plays it with `call.video_clip` and
+# `call.fps: 60` (scenarios/examples/clip-60fps.yaml). Generated like the default below, never committed.
+clip60=media/default-60fps.y4m
+if [ ! -s "$clip60" ] || ! head -c 512 "$clip60" | head -n 1 | grep -q " XRTCLAB_STAMP=$(node media/stamp.js --version)\b"; then
+  say "generating $clip60 with ffmpeg (1280x720, 60 fps, 5 s)"
+  mkdir -p media
+  ffmpeg -loglevel error -f lavfi -i "testsrc2=size=1280x720:rate=60" -t 5 -pix_fmt yuv420p -f yuv4mpegpipe - |
+    node media/stamp.js - "$clip60"
+fi
+
 # --- The default fake-camera clip ------------------------------------------------------------------------------------
 # 5 s of ffmpeg's testsrc2 at 720p30 (Chrome loops the file), each frame stamped with its index (media/stamp.js,
 # docs/client.md "Frame stamp"); about 200 MB, so it is generated, never committed. Made again when the stamp's

@@ -26,6 +26,7 @@ from . import (
     chrome_ecn,
     cpu,
     crosscheck,
+    every_frame,
     fairness,
     frame_gate,
     frames,
@@ -385,10 +386,13 @@ def _frames(inputs: RunInputs, table: packets.PacketTable | None, progress: Prog
     with _step(progress, "frames", timings):
         recorded = {s: ff for s in ("a", "b") if (ff := rundir.read_frames(run, s)) is not None}
         # Each media stream's RTX stream: the tracks the harness recorded (media, then RTX), getStats' word first.
-        rtx = {tr.ssrcs[0]: tr.ssrcs[1] for call in multiflow.calls(run) for tr in call.tracks if len(tr.ssrcs) > 1}
+        calls = multiflow.calls(run)
+        rtx = {tr.ssrcs[0]: tr.ssrcs[1] for call in calls for tr in call.tracks if len(tr.ssrcs) > 1}
+        # The sending cameras' frame rates: events name the call only when the run has several.
+        cameras = every_frame.camera_rates(run.events, calls[0].id if len(calls) > 1 else None)
         frame_join = frames.analyse(recorded, table, inputs.t0_ns, inputs.duration_s, path, run.problems,
                                     {s: v.inbound for s, v in inputs.sides.items() if v is not None},
-                                    rtx | getstats.rtx_ssrcs(inputs.sides))
+                                    rtx | getstats.rtx_ssrcs(inputs.sides), cameras)
     if frame_join is not None:
         with _step(progress, "picture quality", timings):
             for s, ff in recorded.items():

@@ -30,9 +30,9 @@ def _number(x: Any) -> float | None:
 
 
 def reasons(side: dict[str, Any]) -> dict[str, str]:
-    """Per group of metrics (`delays`, `freezes`, `quality`) the reason it is withheld; empty when none is. An
-    indicator the record does not have (null: nothing was read, no frame presented) withholds nothing: the metrics it
-    would gate are then absent for that reason already."""
+    """Per group of metrics (`delays`, `freezes`, `every_frame`, `quality`) the reason it is withheld; empty when
+    none is. An indicator the record does not have (null: nothing was read, no frame presented) withholds nothing: the
+    metrics it would gate are then absent for that reason already."""
     out: dict[str, str] = {}
     joined = _number(side.get("joined_ratio"))
     if side.get("records") and joined is not None and joined < MIN_JOINED_RATIO:
@@ -49,6 +49,8 @@ def reasons(side: dict[str, Any]) -> dict[str, str]:
                             f"(at most {100 * MAX_MISSED_SHARE:g}%)")
     if record_holes:
         out["freezes"] = "; ".join(record_holes)
+        # The every-frame delay reads the same timeline: a frame shown without a record waits for the next record.
+        out["every_frame"] = out["freezes"]
     numbered = _number(side.get("numbered_ratio"))
     if numbered is not None and numbered < MIN_NUMBERED_RATIO:
         out["quality"] = (f"the stamp was read on {100 * numbered:.1f}% of the {side.get('read')} frames tried "
@@ -57,8 +59,9 @@ def reasons(side: dict[str, Any]) -> dict[str, str]:
 
 
 def apply(side: dict[str, Any]) -> dict[str, Any]:
-    """The side with the metrics its record cannot carry withheld: the delays' distributions, `freezes` and
-    `quality`'s PSNR and SSIM set to null (quality: `{"withheld": reason}`), and `withheld` naming each group's reason.
+    """The side with the metrics its record cannot carry withheld: the delays' distributions, `freezes`,
+    `every_frame_delay_ms` and `quality`'s PSNR and SSIM set to null (quality: `{"withheld": reason}`), and
+    `withheld` naming each group's reason.
     A side that passes is returned as it is. Applying it twice changes nothing more."""
     why = reasons(side)
     if not why:
@@ -68,6 +71,8 @@ def apply(side: dict[str, Any]) -> dict[str, Any]:
         out.update({f: None for f in DELAY_FIELDS if f in out})
     if "freezes" in why and "freezes" in out:
         out["freezes"] = None
+    if "every_frame" in why and "every_frame_delay_ms" in out:
+        out["every_frame_delay_ms"] = None
     if "quality" in why and out.get("quality") is not None:
         out["quality"] = {"withheld": why["quality"]}
     out["withheld"] = why

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import freezes
+from . import every_frame, freezes
 from .eventlog import parser as eventlog_parser
 from .packets import CLS_RTP, FORWARD, LOST, REVERSE, PacketTable
 from .rundir import FramesFile
@@ -334,11 +334,12 @@ def _capture_times(rtp: np.ndarray, chrome_capture: np.ndarray,
 def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, duration_s: float,
                  reports: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
                  inbound: dict[int, list[dict[str, Any]]] | None = None,
-                 rtx: dict[int, int] | None = None) -> dict[str, Any]:
+                 rtx: dict[int, int] | None = None, camera: tuple[float, str] | None = None) -> dict[str, Any]:
     """The frames side `side` presented during the call, joined with the packets of the stream it received.
     `reports`: the sender's RTCP sender reports (sender_reports), the capture clock; without them (or without one
     for the stream) the page's captureTime, Chrome's estimate, is the capture time. `inbound`: the receiver's
-    getStats inbound-rtp samples per SSRC, for the freeze cross-check. `rtx`: media SSRC -> its RTX SSRC."""
+    getStats inbound-rtp samples per SSRC, for the freeze cross-check. `rtx`: media SSRC -> its RTX SSRC. `camera`:
+    the sending camera's frame rate and where it was read (without it, the clip's)."""
     direction = FORWARD if side == "b" else REVERSE
     clip = frames.header.get("clip") or {}
     clip_frames = clip.get("frames") if isinstance(clip.get("frames"), int) else None
@@ -407,7 +408,38 @@ def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, 
     never_fields, never_send_ms = _never_shown(sf, first_send, joined, rtp, rtp_u, order, nums, fps, t0_ns)
     out |= never_fields
     out["series"] = frame_series(display, capture, first_send_ms, last_recv_ms, joined, never_send_ms)
+    out |= _every_frame(recs, rtp, rtp_u, display, chrome_capture, sf, (reports or {}).get(ssrc), t0_ms, hi - t0_ms,
+                        camera or (clip.get("fps"), "clip"))
     return out
+
+
+def _every_frame(recs: list[dict[str, Any]], rtp: np.ndarray, rtp_u: np.ndarray, display: np.ndarray,
+                 chrome_capture: np.ndarray, sf: SentFrames, stream_reports: tuple[np.ndarray, np.ndarray] | None,
+                 t0_ms: float, end_ms: float, camera: tuple[float | None, str]) -> dict[str, Any]:
+    """`every_frame` and `every_frame_delay_ms` (every_frame.py): the records and the stream's sent frames in one
+    unwrapped RTP time (the first record's), captured at the times the sender's reports give; without a report of
+    the stream, at the RTP clock (90 kHz) set by the records' capture estimates (Chrome's; their median offset). With
+    neither the frames never shown have no capture time: missing, with the reason."""
+    sent_u = int(rtp_u[0]) + _signed32(sf.rtp_ts - int(rtp[0]))
+    ms_per_tick = 1000.0 / VIDEO_CLOCK_HZ
+    if stream_reports is not None and stream_reports[0].size:
+        source, reports = "sender_reports", (stream_reports[0], stream_reports[1] - t0_ms)
+        to_capture = lambda u: capture_from_reports(np.mod(u, 2**32), reports)
+    elif (~np.isnan(chrome_capture)).any():
+        has = ~np.isnan(chrome_capture)
+        source, offset = "chrome_estimate", float(np.median(chrome_capture[has] - rtp_u[has] * ms_per_tick))
+        to_capture = lambda u: offset + np.asarray(u, dtype=float) * ms_per_tick
+    else:
+        return {"every_frame": {"camera_fps": camera[0], "camera_fps_source": camera[1], "capture_source": None,
+                                "missing": "no RTCP sender report of the stream in the sender's RTC event log and no "
+                                           "capture time estimate: the frames never shown have no capture time"},
+                "every_frame_delay_ms": None}
+    shown = ~np.isnan(display)
+    presented = np.array([float(r["presented_frames"]) if isinstance(r.get("presented_frames"), int) else np.nan
+                          for r in recs])
+    fields, delays = every_frame.analyse(rtp_u[shown], display[shown], presented[shown], sent_u, to_capture,
+                                         camera[0], camera[1], end_ms)
+    return {"every_frame": {**fields, "capture_source": source}, "every_frame_delay_ms": delays}
 
 
 def frame_series(display: np.ndarray, capture: np.ndarray, first_send_ms: np.ndarray, last_recv_ms: np.ndarray,
@@ -431,10 +463,12 @@ def frame_series(display: np.ndarray, capture: np.ndarray, first_send_ms: np.nda
 def analyse(frames_by_side: dict[str, FramesFile], table: PacketTable | None, t0_ns: int, duration_s: float,
             run_path: Path | None = None, problems: list[str] | None = None,
             inbound: dict[str, dict[int, list[dict[str, Any]]]] | None = None,
-            rtx: dict[int, int] | None = None) -> dict[str, Any] | None:
+            rtx: dict[int, int] | None = None,
+            cameras: dict[str, tuple[float, str]] | None = None) -> dict[str, Any] | None:
     """metrics.json `frames`: per receiving side ('b': the forward stream, 'a': the reverse), or None when no page
     recorded frames. `run_path`: where the sending side's RTC event log is (eventlog-<sender>.log); `inbound`: per
-    receiving side, its getStats inbound-rtp samples per SSRC; `rtx`: media SSRC -> its RTX SSRC."""
+    receiving side, its getStats inbound-rtp samples per SSRC; `rtx`: media SSRC -> its RTX SSRC; `cameras`: per
+    receiving side, the sending camera's frame rate and its source (every_frame.camera_rates)."""
     if not frames_by_side:
         return None
     if table is None:
@@ -445,5 +479,6 @@ def analyse(frames_by_side: dict[str, FramesFile], table: PacketTable | None, t0
         sender = "a" if side == "b" else "b"
         reports = sender_reports(run_path / f"eventlog-{sender}.log", problems if problems is not None else []) \
             if run_path is not None else {}
-        out[side] = analyse_side(f, table, side, t0_ns, duration_s, reports, (inbound or {}).get(side), rtx)
+        out[side] = analyse_side(f, table, side, t0_ns, duration_s, reports, (inbound or {}).get(side), rtx,
+                                 (cameras or {}).get(side))
     return out

@@ -25,6 +25,10 @@ from .stats import distribution
 # libwebrtc's frame_analyzer and test support cap PSNR at 48 dB (kPerfectPSNR): equal pictures have an infinite PSNR,
 # which a mean cannot hold.
 PSNR_CAP_DB = 48.0
+# SSIM in dB, -10 log10(1 - SSIM) (ffmpeg's and x264's ssim_db), is infinite for equal pictures (SSIM 1). ffmpeg
+# writes SSIM with 6 decimals: the highest value below 1 it can write, 0.999999, is 60 dB, so an SSIM written as 1
+# is shown as 60 dB (at least that), which a mean can hold, as PSNR's cap does.
+SSIM_DB_CAP = 60.0
 # The stamp's strip (client/frame-stamp.js): the top 1/ROWS of the picture (cells in the first row of an 18-row grid).
 STAMP_ROWS = 18
 # Per-frame rows the analysis writes, per receiving side.
@@ -195,8 +199,13 @@ def compare(clip: Clip, pictures: list[tuple[int, int, bytes]], references: list
                 cap = lambda v: min(v, PSNR_CAP_DB)
                 out[i] = {"psnr_db": cap(p["psnr_avg"]), "psnr_y_db": cap(p["psnr_y"]), "psnr_u_db": cap(p["psnr_u"]),
                           "psnr_v_db": cap(p["psnr_v"]), "ssim": s["All"], "ssim_y": s["Y"], "ssim_u": s["U"],
-                          "ssim_v": s["V"]}
+                          "ssim_v": s["V"], "ssim_db": ssim_db(s["All"])}
     return out
+
+
+def ssim_db(ssim: float) -> float:
+    """-10 log10(1 - SSIM), capped at SSIM_DB_CAP (SSIM 1, equal pictures, would be +inf)."""
+    return SSIM_DB_CAP if ssim >= 1.0 else min(-10.0 * math.log10(1.0 - ssim), SSIM_DB_CAP)
 
 
 def _summary(values: list[float]) -> dict[str, Any]:
@@ -262,6 +271,7 @@ def analyse(run_path: Path, side: str, frames: FramesFile, t0_ns: int, duration_
         "scaled": sum(1 for r in rows if (r["width"], r["height"]) != (clip.width, clip.height)),
         "stamp_rows_cropped": stamp_rows(clip.height), "rows_file": ROWS_FILE.format(side=side),
     }
-    for key in ("psnr_db", "psnr_y_db", "ssim", "ssim_y"):
+    for key in ("psnr_db", "psnr_y_db", "ssim", "ssim_y", "ssim_db"):
         out[key] = _summary([r[key] for r in rows])
+    out["ssim_db_capped"] = sum(1 for r in rows if r["ssim"] >= 1.0)
     return out

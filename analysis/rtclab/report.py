@@ -6,6 +6,7 @@ from typing import Any
 
 from .fairness import headline_fairness
 from .phases import OFF_SCHEDULE_S, off_schedule
+from .quality import SSIM_DB_CAP
 
 MIN_PACKETS_SHOWN = 20  # flows with fewer packets (STUN keepalives, a lone DTLS alert) stay in metrics.json only
 
@@ -424,6 +425,7 @@ def _freeze_lines(fz: dict[str, Any]) -> list[str]:
 
 
 WITHHELD_NAMES = {"delays": "delays (glass-to-glass and its parts)", "freezes": "freezes from the record",
+                  "every_frame": "every-frame delay",
                   "quality": "picture quality (PSNR, SSIM)"}
 
 
@@ -439,11 +441,16 @@ def _frames_lines(fr: dict[str, Any] | None) -> list[str]:
                     f"frames recorded, stamp read on {f.get('numbered', 0)} of {f.get('read', 0)} tried "
                     f"({pct(f.get('numbered', 0), f.get('read', 0))}, every {f.get('read_every')}), packets found "
                     f"for {f.get('joined', 0)} ({pct(f.get('joined', 0), f['records'])})"]
+        if f.get("presented_frames"):
+            out.append(f"  the compositor presented {f['presented_frames']} frames, {f.get('callbacks_missed')} of "
+                       f"them without a record: stamp read on {pct(f.get('numbered', 0), f['presented_frames'])} of "
+                       "the presented frames")
         parts = [("glass-to-glass", "glass_to_glass_ms"), ("sender", "sender_ms"), ("network", "network_ms"),
                  ("receiver", "receiver_ms")]
         cells = [f"{name} {_f((f.get(key) or {}).get('p50'))}/{_f((f.get(key) or {}).get('p95'))}"
                  for name, key in parts]
         out.append(f"  delay p50/p95 ms: {', '.join(cells)}")
+        out += _every_frame_lines(f)
         if f.get("sent_frames") is not None:
             out.append(f"  sent but never shown {f.get('never_shown')} of {f.get('sent_frames')}, shown twice "
                        f"{f.get('shown_twice')}, out of order {f.get('out_of_order')}")
@@ -458,6 +465,23 @@ def _frames_lines(fr: dict[str, Any] | None) -> list[str]:
     return out
 
 
+def _every_frame_lines(f: dict[str, Any]) -> list[str]:
+    """The delay of every frame the camera produced (metrics.json `frames.<side>.every_frame_delay_ms`; docs/metrics.md,
+    "Every frame"): its percentiles and what was counted, or why it is missing."""
+    ef = f.get("every_frame")
+    if not ef:
+        return []
+    if ef.get("missing"):
+        return [f"  every-frame delay: missing: {ef['missing']}"]
+    d = f.get("every_frame_delay_ms")
+    if d is None:
+        return []  # withheld: named with the other withheld metrics
+    return [f"  every-frame delay p50/p95/p99 ms: {_f(d.get('p50'))}/{_f(d.get('p95'))}/{_f(d.get('p99'))} over "
+            f"{ef['camera_frames']} camera frames at {_f(ef['camera_fps'])} fps ({ef['camera_fps_source']}): "
+            f"{ef['shown']} shown ({ef.get('put_back', 0)} of them without a record, put back), {ef['not_shown']} "
+            f"waited for a newer one ({ef['never_sent']} never sent), {ef['to_call_end']} counted to the call's end"]
+
+
 def _quality_lines(q: dict[str, Any] | None) -> list[str]:
     """Picture quality of the sampled frames (metrics.json `frames.<side>.quality`; docs/metrics.md, "quality")."""
     if not q:
@@ -470,7 +494,9 @@ def _quality_lines(q: dict[str, Any] | None) -> list[str]:
     return [f"  picture quality of {q['compared']} sampled frames (1 in {q['sample_every']} shown, "
             f"{q['scaled']} scaled up to {q['reference']['width']}x{q['reference']['height']}): PSNR mean "
             f"{cell('psnr_db', '.2f')} dB, Y {cell('psnr_y_db', '.2f')} dB; SSIM mean {cell('ssim', '.4f')}, "
-            f"Y {cell('ssim_y', '.4f')}"]
+            f"Y {cell('ssim_y', '.4f')}"] + ([
+        f"  SSIM in dB mean {cell('ssim_db', '.2f')} dB (-10 log10(1 - SSIM) per frame; {q['ssim_db_capped']} "
+        f"equal to the source shown as {SSIM_DB_CAP:g} dB)"] if q.get("ssim_db") else [])
 
 
 def _cpu_lines(c: dict[str, Any] | None) -> list[str]:

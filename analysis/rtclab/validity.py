@@ -287,9 +287,35 @@ def field_trials_took_effect(rec: RecordedRun) -> dict[str, Any] | None:
     return _check(name, ok, "; ".join(parts) + " (from eventlog-a.log; docs/gcc-trials.md)")
 
 
+# Chrome reports a camera track's frameRate as a float; the fake camera's is its clip's (or call.fps when lower).
+CAMERA_FPS_TOLERANCE = 0.5
+
+
+def camera_frame_rate(rec: RecordedRun) -> dict[str, Any] | None:
+    """Each sending page's camera delivered the frame rate its call asked for: the `page_media` event's camera track
+    `frameRate` (Chrome's getSettings) against the call's `fps`, within CAMERA_FPS_TOLERANCE. A clip slower than
+    `call.fps` (a 30 fps clip for a 60 fps call) fails it. None when no page reported a camera rate."""
+    calls = [c for c in rec.run.scenario_doc.get("calls") or [] if isinstance(c, dict)]
+    if not calls:
+        return None
+    asked = {c.get("id"): c.get("fps") for c in calls}
+    parts, ok = [], True
+    for e in rec.run.events:
+        rate = ((e.get("page") or {}).get("video") or {}).get("frameRate") if e.get("event") == "page_media" else None
+        want = asked.get(e.get("call", calls[0].get("id")))
+        if not isinstance(rate, (int, float)) or not isinstance(want, (int, float)):
+            continue
+        good = abs(rate - want) <= CAMERA_FPS_TOLERANCE
+        ok &= good
+        parts.append(f"{e.get('call', calls[0].get('id'))} side {e.get('side')}: {rate:g} fps (asked {want:g})")
+    if not parts:
+        return None
+    return _check("camera_frame_rate", ok, "; ".join(parts) + " (the camera track's frameRate, page_media events)")
+
+
 CHECKS: list[Callable[[RecordedRun], dict[str, Any] | None]] = [
     release_lateness_call_packets, release_lateness_all_packets, cpu_windows_not_saturated, schedule_applied,
-    field_trials_took_effect]
+    field_trials_took_effect, camera_frame_rate]
 NAMES = tuple(check.__name__ for check in CHECKS)  # a check is named as its function
 
 

@@ -184,7 +184,8 @@ def studies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                 m = json.loads(m_path.read_text())
                 m["frames"]["b"]["quality"] = {
                     "psnr_db": {"mean": 30 + seed % 7 * 0.5, "p5": 25, "min": 20, "count": 9},
-                    "ssim": {"mean": 0.9 + seed % 5 * 0.01, "p5": 0.8, "min": 0.7, "count": 9}}
+                    "ssim": {"mean": 0.9 + seed % 5 * 0.01, "p5": 0.8, "min": 0.7, "count": 9},
+                    "ssim_db": {"mean": 10 + seed % 3 * 0.4, "p5": 7, "min": 5.2, "count": 9}}
                 m_path.write_text(json.dumps(m))
     r = _study_cli("aggregate", str(a))
     assert r.returncode == 0, r.stderr
@@ -220,7 +221,9 @@ def _run_values(d: Path) -> dict[str, float]:
     out["freeze_time_ratio"] = sum(x["duration_ms"] for x in f["freezes"]["list"]) / (shown[-1] - shown[0])
     out["never_shown_ratio"] = f["never_shown"] / f["sent_frames"]
     q = f.get("quality") or {}
-    for name, key in (("psnr_db_mean", "psnr_db"), ("ssim_mean", "ssim")):
+    if f.get("every_frame_delay_ms") is not None:
+        out |= {f"every_frame_delay_ms_{q}": f["every_frame_delay_ms"][q] for q in ("p50", "p95", "p99")}
+    for name, key in (("psnr_db_mean", "psnr_db"), ("ssim_mean", "ssim"), ("ssim_db_mean", "ssim_db")):
         if (q.get(key) or {}).get("mean") is not None:
             out[name] = q[key]["mean"]
     return out
@@ -246,7 +249,7 @@ def test_study_frames_metrics_equal_an_independent_computation_over_the_valid_ru
     for key, ns in (("a", {"short": 3, "long": 3}), ("b", {"short": 2, "long": 3})):
         out = studies[key]
         doc = json.loads((out / "study.json").read_text())
-        assert set(catalogue.FRAMES_METRICS) <= set(doc["metrics"]) and len(catalogue.FRAMES_METRICS) == 12
+        assert set(catalogue.FRAMES_METRICS) <= set(doc["metrics"]) and len(catalogue.FRAMES_METRICS) == 16
         for point, n in ns.items():
             entry = next(p for p in doc["points"] if p["name"] == point)
             assert set(entry["flows"]["frames:b"]) == {"all"}  # whole call only

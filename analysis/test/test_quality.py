@@ -141,13 +141,19 @@ def test_psnr_and_ssim_of_noisy_copies_are_numpys(tmp_path):
         assert r["psnr_y_db"] == pytest.approx(psnr_y, abs=0.006)
         assert r["ssim_y"] == pytest.approx(ssim_y, abs=2e-6)  # 6 decimals
         assert r["ssim"] == pytest.approx(ssim_all, abs=3e-6)
+        assert r["ssim_db"] == pytest.approx(-10 * np.log10(1 - r["ssim"]), abs=1e-9)  # from the 6 decimals
     # More noise, less quality; the summary is the rows' mean and 5th percentile (numpy's linear interpolation).
     assert got[1]["psnr_db"] < got[0]["psnr_db"] < got[2]["psnr_db"]
     assert q["psnr_db"]["mean"] == pytest.approx(np.mean([r["psnr_db"] for r in got]))
     assert q["ssim"]["p5"] == pytest.approx(np.percentile([r["ssim"] for r in got], 5))
+    # SSIM in dB: the mean of the samples' dB (not the dB of the mean SSIM), none capped.
+    db = [-10 * np.log10(1 - r["ssim"]) for r in got]
+    assert q["ssim_db"]["mean"] == pytest.approx(np.mean(db)) and q["ssim_db"]["min"] == pytest.approx(min(db))
+    assert q["ssim_db"]["p5"] == pytest.approx(np.percentile(db, 5)) and q["ssim_db_capped"] == 0
     text = "\n".join(report._quality_lines(q))
     assert f"picture quality of 3 sampled frames (1 in 10 shown, 0 scaled up to {W}x{H})" in text
     assert f"PSNR mean {q['psnr_db']['mean']:.2f} (p5 {q['psnr_db']['p5']:.2f}) dB" in text
+    assert f"SSIM in dB mean {q['ssim_db']['mean']:.2f} (p5 {q['ssim_db']['p5']:.2f}) dB" in text
 
 
 def test_samples_compared_in_chunks_give_the_same_rows(tmp_path, monkeypatch):
@@ -174,6 +180,7 @@ def test_two_flat_pictures_have_the_closed_form_ssim_and_psnr(tmp_path):
     s1, s2, c1 = 64 * 100, 64 * 110, 416
     assert r["ssim"] == pytest.approx((2 * s1 * s2 + c1) / (s1**2 + s2**2 + c1), abs=1e-6)  # 0.995475
     assert r["psnr_db"] == pytest.approx(10 * np.log10(255**2 / 100), abs=0.006)  # 28.13 dB
+    assert r["ssim_db"] == pytest.approx(-10 * np.log10(1 - r["ssim"]))  # 23.44 dB
 
 
 def test_equal_pictures_are_capped_at_48_db_and_the_stamp_rows_do_not_count(tmp_path):
@@ -185,7 +192,9 @@ def test_equal_pictures_are_capped_at_48_db_and_the_stamp_rows_do_not_count(tmp_
     q = analyse(path, ff)
     for r in rows(path):
         assert r["psnr_db"] == quality.PSNR_CAP_DB and r["ssim"] == 1.0
+        assert r["ssim_db"] == quality.SSIM_DB_CAP == 60.0  # SSIM 1 is +inf dB: shown as the cap
     assert q["stamp_rows_cropped"] == CROP
+    assert q["ssim_db_capped"] == 2 and q["ssim_db"]["mean"] == 60.0
     one_more = changed.copy()
     planes(one_more)[0][CROP] = 255 - planes(one_more)[0][CROP]  # and the first row below them
     (tmp_path / "again").mkdir()

@@ -285,6 +285,7 @@ def side(**kw: Any) -> dict[str, Any]:
     return {"records": 900, "dropped_records": 0, "presented_frames": 900, "callbacks_missed": 0, "read": 900,
             "numbered": 900, "numbered_ratio": 1.0, "joined": 900, "joined_ratio": 1.0,
             "freezes": {"count": 1, "time_ratio": 0.01}, "quality": {"psnr_db": {"mean": 33.7}},
+            "every_frame_delay_ms": {"count": 950, "p50": 70.0, "p95": 120.0, "p99": 200.0},
             **{f: dict(dist) for f in frame_gate.DELAY_FIELDS}, **kw}
 
 
@@ -295,9 +296,9 @@ def side(**kw: Any) -> dict[str, Any]:
     ({"numbered": 855, "numbered_ratio": 0.95}, []),
     ({"numbered": 854, "numbered_ratio": 854 / 900}, ["quality"]),
     ({"records": 891, "dropped_records": 9}, []),  # 9 of 900 = 1 %
-    ({"records": 890, "dropped_records": 10}, ["freezes"]),
+    ({"records": 890, "dropped_records": 10}, ["every_frame", "freezes"]),
     ({"records": 675, "callbacks_missed": 225}, []),  # 25 %
-    ({"records": 674, "callbacks_missed": 226}, ["freezes"]),
+    ({"records": 674, "callbacks_missed": 226}, ["every_frame", "freezes"]),
     ({"numbered_ratio": None, "read": 0, "joined_ratio": 0.5, "joined": 450}, ["delays"]),
 ])
 def test_a_record_under_a_bound_withholds_its_metrics(change: dict[str, Any], withheld: list[str]) -> None:
@@ -307,6 +308,7 @@ def test_a_record_under_a_bound_withholds_its_metrics(change: dict[str, Any], wi
     for f in frame_gate.DELAY_FIELDS:
         assert (after[f] is None) == ("delays" in withheld)
     assert (after["freezes"] is None) == ("freezes" in withheld)
+    assert (after["every_frame_delay_ms"] is None) == ("every_frame" in withheld)
     assert ("withheld" in after["quality"]) == ("quality" in withheld)
     assert frame_gate.apply(after) == after  # applying it again changes nothing more
     if not withheld:
@@ -327,6 +329,7 @@ def test_withheld_frames_are_null_in_metrics_json_missing_in_the_report_and_left
     b = m["frames"]["b"]
     assert b["callbacks_missed"] / b["presented_frames"] == pytest.approx(1 / 3, abs=0.01)
     assert b["freezes"] is None and "came without a callback (at most 25%)" in b["withheld"]["freezes"]
+    assert b["every_frame_delay_ms"] is None and b["withheld"]["every_frame"] == b["withheld"]["freezes"]
     assert b["glass_to_glass_ms"] is not None and "delays" not in b["withheld"]
     assert "freezes from the record: missing, withheld: " in out.getvalue()
     assert metric_rows.frames_values(b)["freeze_time_ratio"] is None
@@ -405,3 +408,37 @@ def test_revalidate_a_study_flips_its_run_and_aggregates_again(tmp_path: Path) -
     assert f"{out}: aggregated again" in text
     assert studydir.classify(studydir.attempt_dir(out, "p", 2, 1), "p", 2, 1, None).status == studydir.INVALID
     assert json.loads((out / "study.json").read_text())["points"][0]["n_runs"] == 1
+
+
+# ---- the camera's frame rate --------------------------------------------------------------------------------------
+
+
+def _camera_run(calls: list[dict[str, Any]], events: list[dict[str, Any]]) -> validity.RecordedRun:
+    run = rundir.RunDir(path=Path("."), manifest={"scenario": {"calls": calls}}, events=events)
+    return validity.RecordedRun(run=run, t0=0.0, duration_s=10.0, packets=None, bounds=validity.load_bounds())
+
+
+def media(side: str, rate: float | None, **kw: Any) -> dict[str, Any]:
+    return {"event": "page_media", "side": side, "page": {"video": None if rate is None else {"frameRate": rate}}, **kw}
+
+
+@pytest.mark.parametrize(("fps", "events", "ok"), [
+    (60, [media("a", 60.0), media("b", None)], True),  # a forward call: b has no camera
+    (60, [media("a", 30.0)], False),  # a 30 fps clip for a 60 fps call
+    (30, [media("a", 30.4), media("b", 29.6)], True),  # within 0.5 fps
+    (30, [media("a", 30.6)], False),
+])
+def test_the_camera_delivers_the_frame_rate_its_call_asked_for(fps: int, events: list, ok: bool) -> None:
+    check = validity.camera_frame_rate(_camera_run([{"id": "c1", "fps": fps}], events))
+    assert check is not None and check["name"] == "camera_frame_rate" and check["ok"] is ok
+    assert f"asked {fps}" in check["detail"]
+
+
+def test_each_calls_camera_is_held_to_its_own_fps_and_no_report_is_not_measured() -> None:
+    calls = [{"id": "c1", "fps": 30}, {"id": "c2", "fps": 60}]
+    both = _camera_run(calls, [media("a", 30.0, call="c1"), media("a", 60.0, call="c2")])
+    assert validity.camera_frame_rate(both)["ok"] is True  # type: ignore[index]
+    swapped = _camera_run(calls, [media("a", 60.0, call="c1"), media("a", 30.0, call="c2")])
+    assert validity.camera_frame_rate(swapped)["ok"] is False  # type: ignore[index]
+    assert validity.camera_frame_rate(_camera_run(calls, [])) is None
+    assert validity.camera_frame_rate(_camera_run([], [media("a", 30.0)])) is None

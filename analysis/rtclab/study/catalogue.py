@@ -98,6 +98,11 @@ CATALOGUE: dict[str, Metric] = {m.name: m for m in [
     Metric("receiver_ms_p50", "frames", "ms", "frames.<side>.receiver_ms.p50: the run's median of the receiver part "
            "(the last packet arriving to display)"),
     Metric("receiver_ms_p95", "frames", "ms", "frames.<side>.receiver_ms.p95: its 95th percentile"),
+    Metric("every_frame_delay_ms_p50", "frames", "ms", "frames.<side>.every_frame_delay_ms.p50: the run's median over "
+           "every frame the camera produced of the time until that frame or a newer one was shown (to the call's end "
+           "when none was)"),
+    Metric("every_frame_delay_ms_p95", "frames", "ms", "frames.<side>.every_frame_delay_ms.p95: its 95th percentile"),
+    Metric("every_frame_delay_ms_p99", "frames", "ms", "frames.<side>.every_frame_delay_ms.p99: its 99th percentile"),
     Metric("freeze_time_ratio", "frames", "ratio", "frames.<side>.freezes.time_ratio: the freezes' total duration "
            "(Chrome's rule, from the per-frame record) / the span from the first frame presented to the last"),
     Metric("never_shown_ratio", "frames", "ratio", "frames.<side>.never_shown / sent_frames: frames that left the "
@@ -106,6 +111,8 @@ CATALOGUE: dict[str, Metric] = {m.name: m for m in [
            "shown frames against the source frame of the same number (ffmpeg's psnr, capped at 48 dB)"),
     Metric("ssim_mean", "frames", "index", "frames.<side>.quality.ssim.mean: the run's mean SSIM of the same frames "
            "(ffmpeg's ssim, the planes weighted 4:1:1)"),
+    Metric("ssim_db_mean", "frames", "dB", "frames.<side>.quality.ssim_db.mean: the run's mean over the same frames "
+           "of -10 log10(1 - SSIM), a frame with SSIM 1 counted as 60 dB"),
 ]}
 RFC_FLOW = "rfc8867"  # the pseudo-flow that carries RFC 8867's metrics of the run's media flows (whole call only)
 CONTROLLER_FLOW = "controller:a"  # the pseudo-flow that carries the forward sender's controller metrics

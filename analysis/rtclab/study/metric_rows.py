@@ -108,14 +108,15 @@ def rfc_values(r: dict[str, Any]) -> dict[str, float | None]:
 
 
 def frames_values(side: dict[str, Any]) -> dict[str, float | None]:
-    """One receiving side's frames (metrics.json frames.<side>): its delays' percentiles, the freeze time ratio, the
-    share of frames sent but never shown and the sampled frames' mean PSNR and SSIM (null where the run has no value:
-    no frame joined, no sent frame, no frame compared)."""
+    """One receiving side's frames (metrics.json frames.<side>): its delays' percentiles (every frame's too), the
+    freeze time ratio, the share of frames sent but never shown and the sampled frames' mean PSNR and SSIM (also in
+    dB) (null where the run has no value: no frame joined, no sent frame, no frame compared)."""
     raw: dict[str, Any] = {name: _get(side, name.rsplit("_", 1)[0], name.rsplit("_", 1)[1])
-                           for name in FRAMES_METRICS if name.endswith(("_p50", "_p95"))}
+                           for name in FRAMES_METRICS if name.endswith(("_p50", "_p95", "_p99"))}
     raw["freeze_time_ratio"] = _get(side, "freezes", "time_ratio")
     raw["psnr_db_mean"] = _get(side, "quality", "psnr_db", "mean")
     raw["ssim_mean"] = _get(side, "quality", "ssim", "mean")
+    raw["ssim_db_mean"] = _get(side, "quality", "ssim_db", "mean")
     sent, never = _finite(side.get("sent_frames")), _finite(side.get("never_shown"))
     raw["never_shown_ratio"] = never / sent if sent and never is not None else None
     return {k: _finite(v) for k, v in raw.items()}

@@ -49,8 +49,10 @@ HEADERS = {"throughput_bps": "rate kbit/s", "send_rate_bps": "sent kbit/s", "rec
            "glass_to_glass_ms_p95": "g2g p95 ms", "sender_ms_p50": "sender p50 ms", "sender_ms_p95": "sender p95 ms",
            "network_ms_p50": "network p50 ms", "network_ms_p95": "network p95 ms",
            "receiver_ms_p50": "receiver p50 ms", "receiver_ms_p95": "receiver p95 ms",
-           "freeze_time_ratio": "freeze time share",
+           "every_frame_delay_ms_p50": "every frame p50 ms", "every_frame_delay_ms_p95": "every frame p95 ms",
+           "every_frame_delay_ms_p99": "every frame p99 ms", "freeze_time_ratio": "freeze time share",
            "never_shown_ratio": "never shown share", "psnr_db_mean": "PSNR dB", "ssim_mean": "SSIM",
+           "ssim_db_mean": "SSIM dB",
            "limited_by_delay_based": "delay-based", "limited_by_probe": "probe", "limited_by_loss_based": "loss-based",
            "limited_by_receiver_limit": "receiver (REMB)", "limited_by_undetermined": "undetermined"}
 # The CPU table (whole call): the host, then each component of the run, then what the run does not account for.
