@@ -1,5 +1,6 @@
 """The `rtclab` command: analyze, dashboard, compare, show, synth, revalidate; export (tables, Flent files) and
-import (an RTC event log, a getStats dump); study (studies), findings; call, net and clean (the Node harness and netem, started from here).
+import (an RTC event log, a getStats dump);
+study (studies), findings; call, net and clean (the Node harness and netem, started from here).
 Exit 0 when a report was produced (even with warnings), 2 when nothing could be analysed, 1 on a usage error;
 revalidate: 0 no verdict changed, 1 one did, 2 a bad directory; export and import: 0 written, 2 not (the reason on
 stderr)."""

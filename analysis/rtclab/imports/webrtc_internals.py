@@ -11,10 +11,12 @@ Dates); older dumps may lack `statsType` (the type is then read from the id's pr
 or hold the legacy goog stats (legacy_stats.py). Attributes Chrome computes itself (`[bytesSent_in_bits/s]`, named in
 brackets) are left out: the analyzer computes its rates from the counters, as for a lab run.
 
-The points of all series of one peer connection are grouped into samples, one per getStats call: points less than
-half a polling interval (the series' median spacing) after a sample's first belong to it, and the sample's time is
-its points' median. Remote-inbound-rtp and remote-outbound-rtp objects carry the time of the RTCP report they repeat
-(seconds before the call that read it): their points join the first sample at or after their time."""
+The series of one peer connection are regrouped into samples, one per getStats call. An object's attributes share
+its longest series' times (an attribute that appeared later, as the RTT after the first RTCP report, is aligned at
+the end). The local objects' points less than half a polling interval (the series' median spacing) after a call's
+first belong to it, and the call's time is their median. Remote-inbound-rtp and remote-outbound-rtp objects carry the
+time of the RTCP report they repeat, seconds before the call that read it: their points are counted back from the
+last call that read their stream's local object (outbound-rtp, inbound-rtp of the same SSRC)."""
 
 from __future__ import annotations
 
@@ -100,39 +102,89 @@ def _series(path: Path, key: str, entry: Any) -> Series | None:
     return Series(parts[0], parts[1], stats_type, times, [_value(v) for v in values])
 
 
-def _groups(series: list[Series], local: list[int], step: float) -> list[list[tuple[float, int, int]]]:
-    """The local objects' points (series index `local`) grouped into getStats calls: a point less than half a step
-    after a group's first belongs to it."""
-    groups: list[list[tuple[float, int, int]]] = []
-    for p in sorted((t, i, k) for i in local for k, t in enumerate(series[i].times_ms)):
-        if not groups or p[0] - groups[-1][0][0] > step / 2:
-            groups.append([])
-        groups[-1].append(p)
-    return groups
+@dataclass
+class StatsObject:
+    """One stats object's series: its times (its longest series', one per getStats call that read it) and per
+    attribute the calls it missed at the start and its values (an attribute that appeared later, RTT after the first
+    RTCP report, ends with the others: it is aligned at the end)."""
+    stat_id: str
+    stats_type: str
+    times_ms: list[float]
+    attributes: dict[str, tuple[int, list[Any]]]
+
+    def at(self, k: int) -> dict[str, Any]:
+        o: dict[str, Any] = {"id": self.stat_id, "type": self.stats_type, "timestamp": self.times_ms[k]}
+        o.update({a: values[k - skip] for a, (skip, values) in self.attributes.items() if k >= skip})
+        return o
+
+    def last(self, attribute: str) -> Any:
+        values = self.attributes.get(attribute, (0, [None]))[1]
+        return values[-1] if values else None
+
+
+def _objects(series: list[Series]) -> list[StatsObject]:
+    by_id: dict[str, list[Series]] = {}
+    for s in series:
+        by_id.setdefault(s.stat_id, []).append(s)
+    out = []
+    for sid, group in by_id.items():
+        ref = max(group, key=lambda s: len(s.times_ms))
+        n = len(ref.times_ms)
+        out.append(StatsObject(sid, str(ref.stats_type), ref.times_ms,
+                               {s.attribute: (n - len(s.values), s.values) for s in group}))
+    return out
+
+
+def _calls(objects: list[StatsObject], local: list[int], step: float) -> dict[tuple[int, int], int]:
+    """The local objects' points (object, index) placed into getStats calls: a point less than half a step after a
+    call's first belongs to it. Returns each point's call, numbered in time order."""
+    placed: dict[tuple[int, int], int] = {}
+    call, first = -1, None
+    for t, i, k in sorted((t, i, k) for i in local for k, t in enumerate(objects[i].times_ms)):
+        if first is None or t - first > step / 2:
+            call, first = call + 1, t
+        placed[(i, k)] = call
+    return placed
+
+
+def _place_remote(objects: list[StatsObject], i: int, placed: dict[tuple[int, int], int], times: list[float],
+                  step: float) -> None:
+    """A remote-inbound-rtp (remote-outbound-rtp) object repeats its last RTCP report's time, seconds before the call
+    that read it: its points are the calls that read its stream's local object, counted back from that object's last
+    (the RTCP view lasts as long as its stream); without that object, from the first call after its last time."""
+    o = objects[i]
+    local_type = "outbound-rtp" if o.stats_type == "remote-inbound-rtp" else "inbound-rtp"
+    twin = next((j for j, x in enumerate(objects) if x.stats_type == local_type and x.last("ssrc") == o.last("ssrc")
+                 and (j, len(x.times_ms) - 1) in placed), None)
+    last = placed[(twin, len(objects[twin].times_ms) - 1)] if twin is not None else \
+        min(bisect.bisect_left(times, o.times_ms[-1] - step / 2), len(times) - 1)
+    n = len(o.times_ms)
+    for k in range(n):
+        if last - (n - 1 - k) >= 0:
+            placed[(i, k)] = last - (n - 1 - k)
 
 
 def _samples(series: list[Series]) -> list[Sample]:
-    """The series' points grouped into getStats calls, each call's objects rebuilt. A remote-inbound-rtp (or
-    remote-outbound-rtp) object is stamped with the time of the RTCP report it repeats, not the call's: its points
-    join the first call at or after their time (less half a step), the calls being those the other objects make."""
+    """The series regrouped into getStats calls, each call's objects rebuilt; its time is the median of its local
+    objects' times."""
     steps = [(s.times_ms[-1] - s.times_ms[0]) / (len(s.times_ms) - 1) for s in series if len(s.times_ms) > 1]
     step = statistics.median(steps) if steps else DEFAULT_STEP_MS
-    remote = {i for i, s in enumerate(series) if s.stats_type in REMOTE_TYPES}
-    if len(remote) == len(series):
-        remote = set()
-    groups = _groups(series, [i for i in range(len(series)) if i not in remote], step)
-    times = [statistics.median(p[0] for p in g) for g in groups]
-    for i in remote:
-        for k, t in enumerate(series[i].times_ms):
-            groups[min(bisect.bisect_left(times, t - step / 2), len(groups) - 1)].append((t, i, k))
+    objects = _objects(series)
+    remote = [i for i, o in enumerate(objects) if o.stats_type in REMOTE_TYPES]
+    local = [i for i in range(len(objects)) if i not in remote] if len(remote) < len(objects) else remote
+    placed = _calls(objects, local, step)
+    members: dict[int, list[tuple[int, int]]] = {}
+    for point, call in placed.items():
+        members.setdefault(call, []).append(point)
+    times = [statistics.median(objects[i].times_ms[k] for i, k in members[c]) for c in sorted(members)]
+    for i in remote if local is not remote else []:
+        _place_remote(objects, i, placed, times, step)
+    by_call: dict[int, list[dict[str, Any]]] = {}
+    for (i, k), call in sorted(placed.items(), key=lambda x: (x[1], x[0])):
+        by_call.setdefault(call, []).append(objects[i].at(k))
     samples: list[Sample] = []
-    for t_ms, group in zip(times, groups):
-        objs: dict[str, dict[str, Any]] = {}
-        for t_point, i, k in group:
-            s = series[i]
-            o = objs.setdefault(s.stat_id, {"id": s.stat_id, "type": s.stats_type, "timestamp": t_point})
-            o[s.attribute] = s.values[k]
-        report = list(objs.values())
+    for call, t_ms in enumerate(times):
+        report = by_call.get(call, [])
         if legacy_stats.is_legacy(report):
             report = legacy_stats.to_standard(report, t_ms)
         samples.append((t_ms / 1000.0, report))
