@@ -140,10 +140,10 @@ def _calls(objects: list[StatsObject], local: list[int], step: float) -> dict[tu
     call's first belongs to it. Returns each point's call, numbered in time order."""
     placed: dict[tuple[int, int], int] = {}
     call, first = -1, None
-    for t, i, k in sorted((t, i, k) for i in local for k, t in enumerate(objects[i].times_ms)):
+    for t, obj, k in sorted((t, i, k) for i in local for k, t in enumerate(objects[i].times_ms)):
         if first is None or t - first > step / 2:
             call, first = call + 1, t
-        placed[(i, k)] = call
+        placed[(obj, k)] = call
     return placed
 
 
