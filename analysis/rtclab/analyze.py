@@ -485,6 +485,8 @@ def _document(inputs: RunInputs, table: packets.PacketTable | None, *, validity:
     if not run.has_calls:  # absent, not empty: nothing of a call was measured
         for key in CALL_SECTIONS:
             del result[key]
+    if isinstance(run.manifest.get("imported"), dict):  # a field call's getStats dump (imports/getstats_dump.py)
+        result["imported"] = run.manifest["imported"]
     return result
 
 

@@ -1,5 +1,6 @@
-"""The `rtclab` command: analyze, dashboard, compare, show, synth, revalidate; export (tables, Flent files) and import
-(an RTC event log); study (studies), findings; call, net and clean (the Node harness and netem, started from here).
+"""The `rtclab` command: analyze, dashboard, compare, show, synth, revalidate; export (tables, Flent files) and
+import (an RTC event log, a getStats dump);
+study (studies), findings; call, net and clean (the Node harness and netem, started from here).
 Exit 0 when a report was produced (even with warnings), 2 when nothing could be analysed, 1 on a usage error;
 revalidate: 0 no verdict changed, 1 one did, 2 a bad directory; export and import: 0 written, 2 not (the reason on
 stderr)."""
@@ -192,6 +193,23 @@ def cmd_import_eventlog(args: argparse.Namespace) -> int:
     return 0 if doc["congestion_controller"] and doc["congestion_controller"]["sides"].get("a") else 2
 
 
+def cmd_import_getstats(args: argparse.Namespace) -> int:
+    """A field call's getStats dump made into run directories marked imported (imports/getstats_dump.py)."""
+    from .imports import getstats_dump
+    source = Path(args.file)
+    out = Path(args.out) if args.out else Path(f"imported-{source.name.split('.')[0]}")
+    try:
+        calls = getstats_dump.import_dump(args.kind, source, out, args.side)
+    except getstats_dump.DumpError as e:
+        print(f"rtclab import {args.kind}: {e}", file=sys.stderr)
+        return 2
+    for c in calls:
+        print((c.run_dir / "report.txt").read_text(), end="")
+        print(f"wrote {c.run_dir} (call {c.call_id}: peer connection {c.peer_connection}, {c.samples} getStats "
+              "samples; manifest.json, metrics.json, report.txt, dashboard.html)")
+    return 0
+
+
 def run_node_program(name: str, args: list[str]) -> int:
     """Runs `node <repo>/<program> args` in the current directory (relative paths stay the user's) and returns its
     exit status; its output is the terminal's. A Ctrl-C reaches it as it reaches us (the same process group)."""
@@ -219,8 +237,8 @@ def _exchange_parsers(sub: Any) -> None:
     x.add_argument("--out", help="the file to write (default: <directory name>.metrics.csv / .metrics.parquet / "
                    ".flent.gz in the current directory)")
     x.set_defaults(func=cmd_export)
-    i = sub.add_parser("import", help="a real call's RTC event log as a run directory marked imported: the congestion "
-                       "controller's report, without captures (docs/eventlog.md)")
+    i = sub.add_parser("import", help="a real call's RTC event log or getStats dump as a run directory marked "
+                       "imported, without captures (docs/eventlog.md, docs/export.md)")
     isub = i.add_subparsers(dest="kind", required=True)
     e = isub.add_parser("eventlog", help="Chrome's RTC event log of the sending browser")
     e.add_argument("file", metavar="FILE")
@@ -230,6 +248,17 @@ def _exchange_parsers(sub: Any) -> None:
                    "first outgoing RTP packet or estimate)")
     e.add_argument("--call-end", type=float, metavar="UNIX_S", help="count until this time (default: the log's last)")
     e.set_defaults(func=cmd_import_eventlog)
+    for kind, what in (("webrtc-internals", "a chrome://webrtc-internals dump (JSON, or gzipped)"),
+                       ("rtcstats", "an rtcstats dump (rtcstats-server's line-based JSON, or gzipped)")):
+        g = isub.add_parser(kind, help=f"{what}: each peer connection a call, its getStats timeline, report and "
+                            "dashboard as for a lab call, without captures (docs/export.md)")
+        g.add_argument("file", metavar="FILE")
+        g.add_argument("--out", metavar="DIR", help="the run directory to make (new or empty; default: "
+                       "imported-<file name> in the current directory); with several calls, one run directory per "
+                       "call in it (c1, c2, ...)")
+        g.add_argument("--side", choices=["a", "b"], default="a", help="which side of a lab run the browser that "
+                       "saved the dump stands for: a (default; its sending is the forward direction) or b")
+        g.set_defaults(func=cmd_import_getstats)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -1,5 +1,6 @@
-"""`rtclab compare RUN...`: the runs side by side, as a table and as the reference papers plot them: box plots of the
-video flow's queuing delay per run, bars with error bars (mean +- sd of 1 s throughput windows), loss bars."""
+"""`rtclab compare RUN...`: the runs side by side: their getStats series on shared panels, one line per run
+(compare_timeseries.py; an imported field call beside a lab run), and as the reference papers plot them: box plots of
+the video flow's queuing delay per run, bars with error bars (mean +- sd of 1 s throughput windows), loss bars."""
 
 from __future__ import annotations
 
@@ -38,12 +39,23 @@ def _label(run: Path, m: dict[str, Any]) -> str:
     return f"{m['run'].get('scenario') or ''} {run.name}".strip()
 
 
-def rows(runs: list[Path], progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+def load(runs: list[Path], progress: Callable[[str], None] | None = None) -> list[tuple[Path, dict[str, Any]]]:
+    """Each run's metrics.json (the run analysed first when it has none)."""
     out = []
     for r in runs:
         if not r.is_dir():
             raise CompareError(f"{r} is not a run directory")
-        m = _metrics(r, progress)
+        out.append((r, _metrics(r, progress)))
+    return out
+
+
+def rows(runs: list[Path], progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    return _rows(load(runs, progress))
+
+
+def _rows(loaded: list[tuple[Path, dict[str, Any]]]) -> list[dict[str, Any]]:
+    out = []
+    for r, m in loaded:
         v = _video(m) or {}
         thr = v.get("throughput_bps") or {}
         w1 = (thr.get("windows") or {}).get("1s") or {}
@@ -102,11 +114,22 @@ def figures(table: list[dict[str, Any]]) -> list[tuple[str, dict]]:
 
 
 def write(runs: list[Path], out: Path | None, progress: Callable[[str], None] | None = None) -> tuple[Path, str]:
-    from . import page
-    table = rows(runs, progress)
-    figs = figures(table)
+    """compare.html: the runs' getStats series side by side (compare_timeseries.py), then the capture metrics' box
+    plots and bars; returns it and the text of both tables (the captures', then getStats')."""
+    from . import compare_timeseries, page
+    loaded = load(runs, progress)
+    table = _rows(loaded)
+    labelled = [(row["label"], m) for row, (_, m) in zip(table, loaded)]
+    gs_figs, gs_notes = compare_timeseries.figures(labelled)
+    figs = gs_figs + figures(table)
     out = out or Path("compare.html")
-    body = f"{page.chart_divs(figs)}\n<h2>Runs</h2>\n<pre>{html.escape(text(table))}</pre>"
+    imported = [row["label"] for row, (_, m) in zip(table, loaded) if m.get("imported")]
+    notes = ([f"imported (a field call's getStats, no captures: its capture metrics are missing, shown as -): "
+              f"{', '.join(imported)}"] if imported else []) + gs_notes
+    gs_text = compare_timeseries.table(labelled)
+    body = ("".join(f'<p class="notes">{html.escape(n)}</p>' for n in notes)
+            + f"\n{page.chart_divs(figs)}\n<h2>getStats, forward video</h2>\n<pre>{html.escape(gs_text)}</pre>"
+            + f"\n<h2>Runs (captures)</h2>\n<pre>{html.escape(text(table))}</pre>")
     out.write_text(page.render("rtclab comparison of " + ", ".join(r["run"] for r in table), body, figs),
                    encoding="utf-8")
-    return out, text(table)
+    return out, text(table) + "\n" + gs_text

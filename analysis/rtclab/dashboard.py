@@ -11,7 +11,7 @@ import numpy as np
 
 from . import page
 from .dashboard_panels import controller_panels, cpu_panel, frame_panels, meter_panels
-from .dashboard_tables import cards, flow_table, multiflow_table, notes
+from .dashboard_tables import cards, flow_table, imported_note, multiflow_table, notes
 from .dashboard_traces import capacity_traces, flow_label, line_trace
 from .packets import DELIVERED, LOST, PacketTable, from_parquet
 from .stats import percentiles
@@ -349,7 +349,8 @@ table.flows{margin-top:16px} table.flows td,table.flows th{text-align:right}"""
 def render(m: dict[str, Any], t: PacketTable | None) -> str:
     figs, omitted = figures(m, t)
     title = f"rtclab run {m['run']['id']} — {m['run'].get('scenario') or ''}"
-    body = (f'<div class="cards">{cards(m)}</div>\n{notes(m, omitted)}\n{page.chart_divs(figs)}\n<h2>Flows</h2>\n'
+    body = (f'{imported_note(m)}<div class="cards">{cards(m)}</div>\n{notes(m, omitted)}\n{page.chart_divs(figs)}\n'
+            "<h2>Flows</h2>\n"
             f"{multiflow_table(m)}{flow_table(m)}")
     return page.render(title, body, figs, style=STYLE, full_plotly=False)
 

@@ -118,3 +118,18 @@ def notes(m: dict[str, Any], omitted: list[str]) -> str:
     if not items:
         return ""
     return "<ul class=notes>" + "".join(f"<li><b>{k}</b>: {html.escape(v)}</li>" for k, v in items) + "</ul>"
+
+
+def imported_note(m: dict[str, Any]) -> str:
+    """A run imported from a field call's getStats dump: where it came from, and the sections it has not, why."""
+    imp = m.get("imported")
+    if not imp:
+        return ""
+    missing = "".join(f"<li>{html.escape(k)}: {html.escape(why)}</li>"
+                      for k, why in (imp.get("no_captures") or {}).items())
+    return (f'<p class="notes">IMPORTED: a field call\'s getStats, not a lab run: {html.escape(imp["kind"])} dump '
+            f'{html.escape(imp["source"])} ({html.escape(imp["layout"])}), peer connection '
+            f'{html.escape(imp["peer_connection"])}, its browser as side {html.escape(imp["side"])}. No captures, no '
+            f"network ground truth.</p>\n<details><summary>Sections without captures</summary><ul>{missing}</ul>"
+            "</details>")
+

@@ -66,6 +66,18 @@ def _backend_kernel(run: dict[str, Any]) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
+def imported_lines(imp: dict[str, Any] | None) -> list[str]:
+    """A run imported from a field call's getStats dump: where it came from, and each section it has not, why."""
+    if not imp:
+        return []
+    out = [f"IMPORTED: a field call's getStats, not a lab run: {imp['kind']} dump {imp['source']} ({imp['layout']}), "
+           f"peer connection {imp['peer_connection']}, its browser as side {imp['side']}; no captures, no network "
+           "ground truth",
+           *(f"  import note: {n}" for n in imp.get("notes") or []),
+           "  sections without captures (null or empty below):"]
+    return out + [f"    {k}: {why}" for k, why in (imp.get("no_captures") or {}).items()]
+
+
 def _header_lines(m: dict[str, Any]) -> list[str]:
     """The run, its validity and what the report's numbers rest on: capacity, propagation delay, the
     captures' leftovers, problems, gaps and schedule changes not applied."""
@@ -80,6 +92,7 @@ def _header_lines(m: dict[str, Any]) -> list[str]:
     out.append(f"validity: {'valid' if v.get('valid') else ('INVALID' if v.get('valid') is False else 'unknown')}"
                + "".join(f"\n  {_CHECK_MARK[c.get('ok')]} {c.get('name')}: {c.get('detail', '')}"
                          for c in v.get("checks", [])))
+    out += imported_lines(m.get("imported"))
     no_call = run.get("calls") == 0
     if no_call:
         out.append("no call in this run: the network, its captures and the cross traffic alone (no browsers, no "
