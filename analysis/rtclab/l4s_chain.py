@@ -24,6 +24,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from . import rundir
+from .chrome_ecn import target_samples  # the sender's target from getStats, as the ECN counters read it
 from .ecn import CE, ECT1, codepoints
 from .eventlog import parser as eventlog_parser
 from .multiflow import Call, calls
@@ -200,20 +201,6 @@ def ce_reported(log: eventlog_parser.EventLog | None, log_reason: str | None, ge
 
 
 # --- 4. The sender's reaction ------------------------------------------------------------------------------------
-
-
-def target_samples(lines: list[dict[str, Any]]) -> list[tuple[float, float]]:
-    """(epoch s, bit/s) of the sender's target as getStats shows it: the candidate pair's availableOutgoingBitrate."""
-    out = []
-    for line in lines:
-        report, t = line.get("report"), line.get("t")
-        if not isinstance(report, list) or not isinstance(t, (int, float)):
-            continue
-        rates = [o["availableOutgoingBitrate"] for o in report if isinstance(o, dict)
-                 and o.get("type") == "candidate-pair" and isinstance(o.get("availableOutgoingBitrate"), (int, float))]
-        if rates:
-            out.append((float(t), float(rates[0])))
-    return out
 
 
 def reaction(feedback: list[tuple[float, int]], target: list[tuple[float, float]],

@@ -13,7 +13,6 @@ e.g. to a lab run's call window (metrics.json run.call_start and duration_s) to 
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import html
 import json
 import shutil
@@ -29,6 +28,7 @@ from ..dashboard_panels import controller_panels
 from ..eventlog import analysis as eventlog_analysis
 from ..eventlog import gcc, parser
 from ..report import _controller_lines
+from .output import prepare_out, sha256
 
 IMPORTED_FILE = "imported.json"
 # What a lab run's report shows from its captures, its bottleneck's logs and its pages, none of which an imported log
@@ -86,20 +86,6 @@ def call_window(log: parser.EventLog, start_s: float | None, end_s: float | None
                       "the log's span (its first to its last outgoing RTP packet or estimate)")
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _prepare(out: Path) -> None:
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise EventLogImportError(f"{out} exists and is not an empty directory: choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
-
-
 def import_eventlog(source: Path, out: Path, start_s: float | None = None,
                     end_s: float | None = None) -> dict[str, Any]:
     """Makes OUT from the log; returns imported.json's content."""
@@ -114,14 +100,14 @@ def import_eventlog(source: Path, out: Path, start_s: float | None = None,
                                   "sender's congestion controller (is it the receiving browser's log, or cut short: "
                                   f"{log.truncated_bytes} bytes after its last complete event?)")
     window = call_window(log, start_s, end_s)
-    _prepare(out)
+    prepare_out(out, EventLogImportError)
     shutil.copyfile(source, out / "eventlog-a.log")
     problems: list[str] = []
     length_s = (window.end_s - window.start_s) if window.start_s is not None and window.end_s is not None else None
     phases_s = [("all", 0.0, length_s)] if length_s is not None else None
     section = eventlog_analysis.analyse(out, None, window.start_s, window.end_s, problems, phases_s)
     doc = {
-        "imported": {"kind": "rtc_event_log", "source": source.name, "sha256": _sha256(source),
+        "imported": {"kind": "rtc_event_log", "source": source.name, "sha256": sha256(source),
                      "bytes": source.stat().st_size, "imported_by": f"rtclab {RTCLAB_VERSION}",
                      "imported_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                      "captures": None, "network_ground_truth": None,

@@ -14,7 +14,6 @@ imported.json lists them."""
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any, Callable
 
 from .. import __version__ as RTCLAB_VERSION
 from . import rtcstats, webrtc_internals
+from .output import prepare_out, sha256
 from .statsdump import Dump, DumpError, PeerConnection, jsonl_lines
 
 READERS: dict[str, Callable[[Path], Dump]] = {"webrtc-internals": webrtc_internals.read, "rtcstats": rtcstats.read}
@@ -50,20 +50,6 @@ class ImportedCall:
     peer_connection: str
     samples: int
     metrics: dict[str, Any]
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _prepare(out: Path) -> None:
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise DumpError(f"{out} exists and is not an empty directory: choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
 
 
 def manifest(source: dict[str, Any], dump: Dump, pc: PeerConnection, call_id: str, side: str,
@@ -108,8 +94,8 @@ def import_dump(kind: str, source: Path, out: Path, side: str = "a") -> list[Imp
         seen = ", ".join(f"{pc.id} ({len(pc.samples)} samples)" for pc in dump.peer_connections) or "none"
         raise DumpError(f"{source}: no peer connection with RTP streams in its getStats (peer connections: {seen}): "
                         "nothing to import")
-    _prepare(out)
-    info = {"kind": kind, "source": source.name, "sha256": _sha256(source), "bytes": source.stat().st_size,
+    prepare_out(out, DumpError)
+    info = {"kind": kind, "source": source.name, "sha256": sha256(source), "bytes": source.stat().st_size,
             "imported_by": f"rtclab {RTCLAB_VERSION}",
             "imported_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     calls = []
