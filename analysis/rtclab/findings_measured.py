@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .findings import MEASURES, FindingsError, Study, inconclusive_reason, measure_point
+from .verdicts import clip, natural_bounds
 
 KEYS = ("id", "title", "what", "studies", "study_file", "measures")
 
@@ -53,14 +54,17 @@ def evaluate_all(doc: dict[str, Any], studies: dict[str, Study]) -> list[Measure
     return out
 
 
-def cell(m: dict[str, Any]) -> str:
-    """mean [CI] (n), or why there is none: a missing value is shown as missing, never as 0."""
+def cell(m: dict[str, Any], measure: dict[str, Any] | None = None) -> str:
+    """mean [CI] (n), the CI clipped to the measure's natural bounds as a claim's is (a loss ratio's at 0), or why
+    there is no value: a missing value is shown as missing, never as 0."""
     st = m["stat"]
     if st is None or st.get("mean") is None:
         return "- (" + (inconclusive_reason(m, None) or "no value") + ")"
     text = f"{st['mean']:.3g}"
     lo, hi = st.get("ci95_low"), st.get("ci95_high")
     if lo is not None and hi is not None:
+        if measure is not None:
+            lo, hi, _ = clip(lo, hi, natural_bounds(measure))
         text += f" [{lo:.3g}, {hi:.3g}]"
     text += f" (n {st['n']})"
     return text + (f", {m['invalid_used']} INVALID used" if m["invalid_used"] else "")
@@ -72,8 +76,9 @@ def markdown(measured: list[Measured], run_command: str = "rtclab study run") ->
         return []
     lines = ["", "## Measured", "",
              "What today's Chrome did where no reference claim is checked: per point of the study, each measure's "
-             "mean over the used runs, its 95 % confidence interval (none with one run) and n. Measure definitions: "
-             "docs/metrics.md and docs/studies.md (catalogue)."]
+             "mean over the used runs, its 95 % confidence interval (none with one run; clipped to the measure's "
+             "natural bounds, as the claims' are) and n. Measure definitions: docs/metrics.md and docs/studies.md "
+             "(catalogue)."]
     for x in measured:
         e = x.entry
         lines += ["", f"### {e['id']}", "", f"{e['title'].strip()}. {e['what'].strip()}"]
@@ -88,5 +93,6 @@ def markdown(measured: list[Measured], run_command: str = "rtclab study run") ->
         labels = [m["label"] + (f" ({m['unit']})" if m.get("unit") else "") for m in e["measures"]]
         lines += ["", f"Measured in `{x.study.name}`{shortened}; its provenance is under \"The studies\".", "",
                   "| point | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
-        lines += [f"| {point} | " + " | ".join(cell(m) for m in ms) + " |" for point, ms in x.rows]
+        lines += [f"| {point} | " + " | ".join(cell(m, spec["measure"]) for m, spec in zip(ms, e["measures"])) + " |"
+                  for point, ms in x.rows]
     return lines

@@ -34,6 +34,9 @@ def test_each_point_mean_and_interval_by_hand(study: findings.Study) -> None:
         mean = sum(xs) / 3
         hw = T975[2] * math.sqrt(sum((x - mean) ** 2 for x in xs) / 2 / 3)
         assert findings_measured.cell(queue) == f"{mean:.3g} [{mean - hw:.3g}, {mean + hw:.3g}] (n 3)", point
+        # Clipped to the natural bounds (a delay >= 0): a CI from 0 when the t-interval reaches below it.
+        assert findings_measured.cell(queue, ENTRY["measures"][0]["measure"]).endswith(
+            f"[{max(mean - hw, 0):.3g}, {mean + hw:.3g}] (n 3)")
         # A flow the runs do not have: missing, with the reason, never 0.
         assert findings_measured.cell(nothing).startswith("- (the measure matches nothing: no flow forward:nothing")
 
