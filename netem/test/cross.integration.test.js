@@ -28,11 +28,19 @@ for (const backend of /** @type {const} */ (['kernel', 'uml'])) {
     await withNetwork(scenario, backend, async (net, runDir) => {
       /** @type {any[]} */
       const events = [];
-      net.on('event', (e) => events.push({ ...e, t_ms: Date.now() }));
+      /** @type {(value?: unknown) => void} */
+      let clientExited = () => {};
+      const exited = new Promise((r) => { clientExited = r; });
+      net.on('event', (e) => {
+        events.push({ ...e, t_ms: Date.now() });
+        if (e.event === 'cross_traffic_stopped') clientExited();
+      });
       await net.startCaptures({ snaplen: 128 });
       const t0 = Date.now();
       await net.startSchedules(t0);
-      await new Promise((r) => setTimeout(r, 5000));
+      // Until the iperf3 client has exited (its 3 s from 1 s, then its results exchange), not a fixed 5 s; after 15 s
+      // the assertions below say what is missing.
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 15000).unref())]);
       await net.stopCaptures();
       const started = events.find((e) => e.event === 'cross_traffic_started');
       assert.ok(started, 'started event');
