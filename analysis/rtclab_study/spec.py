@@ -537,16 +537,30 @@ def check_points_of(studies: list[Study], node: str = "node",
     check_points would raise."""
     items = [{"scenario": pt.doc, "label": pt.name, "base_dir": str(pt.base_dir)} for st in studies for pt in st.points]
     try:
+        verdicts = scenario_model_verdicts(items, node, timeout_s)
+    except ScenarioModelError as e:
+        return [StudyError(str(st.file), [str(e)]) for st in studies]
+    results = iter(verdicts)
+    return [_apply_checked(st, [next(results) for _ in st.points]) for st in studies]
+
+
+class ScenarioModelError(Exception):
+    """The scenario model gave no verdicts: it could not start, took too long or failed."""
+
+
+def scenario_model_verdicts(items: list[dict[str, Any]], node: str = "node",
+                            timeout_s: float = 120) -> list[dict[str, Any]]:
+    """Each item's verdict from `node scenarios/check-points.js` (one process), in order: {"ok": true, "scenario":
+    the normalised scenario} or {"ok": false, "problems": [...]}; ScenarioModelError saying why there are none."""
+    try:
         proc = subprocess.run([node, str(CHECK_POINTS_JS)], input=json.dumps(items), capture_output=True, text=True,
                               timeout=timeout_s, cwd=REPO_ROOT)
     except (OSError, subprocess.TimeoutExpired) as e:
-        return [StudyError(str(st.file), [f"the scenario model could not run ({node} {CHECK_POINTS_JS}): {e}"])
-                for st in studies]
+        raise ScenarioModelError(f"the scenario model could not run ({node} {CHECK_POINTS_JS}): {e}") from e
     if proc.returncode not in (0, 1):
-        return [StudyError(str(st.file), [f"the scenario model failed (exit {proc.returncode}): {proc.stderr.strip()}"])
-                for st in studies]
-    results = iter(json.loads(proc.stdout))
-    return [_apply_checked(st, [next(results) for _ in st.points]) for st in studies]
+        raise ScenarioModelError(f"the scenario model failed (exit {proc.returncode}): {proc.stderr.strip()}")
+    verdicts: list[dict[str, Any]] = json.loads(proc.stdout)
+    return verdicts
 
 
 def _apply_checked(study: Study, results: list[dict[str, Any]]) -> StudyError | None:
