@@ -1,6 +1,7 @@
 """The tests' shared helpers (hand-built captures and run directories) live in analysis/test-support, as every part
-of rtclab keeps them beside its test/ folder. One fixture lives here: the real default call that several real-call
-tests read. Every metrics.json a test's analysis writes is checked against its schema (RTCLAB_CHECK_METRICS)."""
+of rtclab keeps them beside its test/ folder. Two fixtures live here: the real default call that several real-call
+tests read, and one process of the scenario model that answers every study check of the session. Every metrics.json a
+test's analysis writes is checked against its schema (RTCLAB_CHECK_METRICS)."""
 
 import json
 import os
@@ -8,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -18,6 +20,15 @@ os.environ.setdefault("RTCLAB_CHECK_METRICS", "1")
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CALL_S = 20
+
+
+@pytest.fixture(scope="session", autouse=True)
+def scenario_model_served() -> Iterator[None]:
+    """Every study check of the session (rtclab_study.spec.scenario_model_verdicts) answered by one node process of
+    the scenario model (test-support/scenario_model.py), not a node start of 0.4 CPU-seconds per study."""
+    import scenario_model
+    with scenario_model.served():
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -18,8 +18,10 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 import inprocess
+import scenario_model
 from rtclab import cli, synth
 from rtclab.study import aggregate as agg
 from rtclab.study import catalogue, metric_rows, studydir
@@ -85,6 +87,22 @@ def test_check_points_reports_every_point_in_one_process() -> None:
     assert [x["ok"] for x in res] == [True, False, True]
     assert res[0]["scenario"]["duration_s"] == 5 and res[0]["scenario"]["network"]["forward"]["qdisc"]["kind"] == "fifo"
     assert res[1]["problems"] == ["network.forward.qdisc.target_ms: must be > 0 (got 0)"]
+
+
+def test_the_tests_scenario_model_server_answers_as_the_products_process() -> None:
+    """The one process of the scenario model conftest.py answers the tests' study checks from
+    (test-support/scenario_model.py) against the product's `node scenarios/check-points.js`: the same verdicts on
+    every example scenario and on accepted and refused documents, and again when asked twice (nothing carried over)."""
+    examples = ROOT / "scenarios" / "examples"
+    items: list[dict[str, Any]] = [{"scenario": yaml.safe_load(f.read_text()), "label": f.name,
+                                    "base_dir": str(examples)} for f in sorted(examples.glob("*.yaml"))]
+    items += [{"duration_s": 5}, {"network": {"forward": {"qdisc": {"kind": "codel", "target_ms": 0}}}}]
+    assert spec.scenario_model_verdicts is not scenario_model.product_verdicts, "conftest.py serves the model"
+    served = spec.scenario_model_verdicts(items)
+    assert served == scenario_model.product_verdicts(items)
+    assert spec.scenario_model_verdicts(items) == served
+    assert sum(v["ok"] for v in served) == len(items) - 1 and served[-1]["problems"] == [
+        "network.forward.qdisc.target_ms: must be > 0 (got 0)"]
 
 
 # ---- field paths --------------------------------------------------------------------------------------------------
