@@ -1,9 +1,9 @@
 """The scenario model's verdicts for the tests from one `node` process serving the whole session
 (scenarios/test-support/check-points-serve.js: check-points.js's own checkOne on each item), in place of the node
 that rtclab_study.spec starts for every check: the model's imports and its schema's compilation cost about 0.4
-CPU-seconds a start, 67 starts in the fast tier (29 of its 175 CPU-seconds). conftest.py puts it in place for every
-test (`served`); the product's own process stays tested where a command runs as a process (test_study.py's dry run
-of the example study) and against this server (test_study.py, the same verdicts)."""
+CPU-seconds a start, and the fast tier's pytest suite made 67 (29 CPU-seconds; docs/contributing.md). conftest.py
+puts it in place for every test (`served`); the product's own process stays tested where a command runs as a process
+(test_study.py's dry run of the example study) and against this server (test_study.py, the same verdicts)."""
 
 from __future__ import annotations
 
