@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import inprocess
 from rtclab.study import aggregate as agg
 from rtclab.study import plan as repplan
 from rtclab.study import provenance, studydir
@@ -296,8 +297,8 @@ def test_cli_plan_write_and_errors(pilots: dict[str, Path], tmp_path: Path) -> N
     assert doc["format"] == repplan.PLAN_FORMAT and doc["study"] == "p-a"
     assert doc["repetitions"] == {"clear": 3, "edge": 30, "one": 3, "retried": 2}
     assert doc["method"]["power"] == 0.8 and doc["method"]["sd_upper_confidence"] == 0.8
-    bad = subprocess.run([sys.executable, "-m", "rtclab_study", "plan", str(tmp_path), "--claims", str(claims),
-                          "--study", str(f)], capture_output=True, text=True, cwd=REPO)
+    # The refusal through the command's entry point in this process (test-support/inprocess.py): one interpreter.
+    bad = inprocess.rtclab_study("plan", str(tmp_path), "--claims", str(claims), "--study", str(f))
     assert bad.returncode == 2 and "holds no plan.json" in bad.stderr
 
 
@@ -356,6 +357,5 @@ def test_a_plan_that_does_not_fit_the_study_is_refused(tmp_path: Path, change: d
                                 "repetitions": {"clear": 2, "edge": 5}, **change}))
     with pytest.raises(spec.StudyError, match=problem):
         cli.apply_repetitions_plan(spec.load(f), path)
-    r = subprocess.run([sys.executable, "-m", "rtclab_study", "run", str(f), "--repetitions-from", str(path),
-                        "--dry-run"], capture_output=True, text=True, cwd=REPO)
+    r = inprocess.rtclab_study("run", str(f), "--repetitions-from", str(path), "--dry-run")
     assert r.returncode == 2 and problem.split(":")[0] in r.stderr and "nothing was run" in r.stderr
