@@ -186,6 +186,31 @@ function normalizeCalls(scenario) {
       problems.push(`${where}.stop_s: ${call.stop_s} must be after start_s (${call.start_s})`);
     }
     call.tracks = completeTracks(call, where, problems);
+    problems.push(...pauseProblems(call, where, scenario.duration_s));
+  });
+  return problems;
+}
+
+/**
+ * A call's pauses must lie inside its media period (after start_s, resumed before stop_s or the end of the run),
+ * each resume after its pause, in order and not overlapping (a pause that starts before the previous one resumed).
+ * @param {any} call @param {string} where @param {number} duration_s
+ * @returns {string[]}
+ */
+function pauseProblems(call, where, duration_s) {
+  const problems = [];
+  const end = call.stop_s ?? duration_s;
+  const endName = call.stop_s === null ? `the end of the run (duration_s ${duration_s})` : `stop_s (${call.stop_s})`;
+  call.pauses.forEach((/** @type {{at_s: number, resume_s: number}} */ p, /** @type {number} */ k) => {
+    const at = `${where}.pauses[${k}]`;
+    if (p.at_s <= call.start_s) problems.push(`${at}.at_s: ${p.at_s} must be after the call's start_s (${call.start_s})`);
+    if (p.resume_s <= p.at_s) problems.push(`${at}.resume_s: ${p.resume_s} must be after at_s (${p.at_s})`);
+    else if (p.resume_s >= end) problems.push(`${at}.resume_s: ${p.resume_s} must be before ${endName}`);
+    const before = call.pauses[k - 1];
+    if (before && p.at_s <= before.resume_s) {
+      problems.push(`${at}.at_s: ${p.at_s} must be after the previous pause's resume_s (${before.resume_s}): pauses ` +
+        'in order, not overlapping');
+    }
   });
   return problems;
 }

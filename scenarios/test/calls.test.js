@@ -76,3 +76,29 @@ test('the multi-flow examples and the thesis scenarios are what their names say'
   assert.deepEqual(q1.cross_traffic.map((/** @type {any} */ c) => [c.flows, c.congestion_control, c.dscp]), [[5, 'cubic', 0]]);
   assert.equal(load('examples/prio.yaml').calls[0].dscp, 46);
 });
+
+test('pauses: kept in order on each call, taken from `call` by the calls that leave them out; none by default', () => {
+  const s = normalizeScenario({ duration_s: 120, call: { pauses: [{ at_s: 40, resume_s: 60 }] },
+    calls: [{ id: 's1', pauses: [] }, { id: 's2' }, { id: 's3', start_s: 10, pauses: [{ at_s: 20, resume_s: 30 }, { at_s: 50, resume_s: 70 }] }] });
+  assert.deepEqual(s.calls.map((/** @type {any} */ c) => c.pauses),
+    [[], [{ at_s: 40, resume_s: 60 }], [{ at_s: 20, resume_s: 30 }, { at_s: 50, resume_s: 70 }]]);
+  assert.deepEqual(normalizeScenario({}).calls[0].pauses, []);
+});
+
+test('pauses outside the call, resumed before they pause, or overlapping are refused naming the pause', () => {
+  assert.deepEqual(problems({ duration_s: 60, calls: [
+    { start_s: 10, pauses: [{ at_s: 10, resume_s: 20 }] },
+    { pauses: [{ at_s: 30, resume_s: 30 }] },
+    { stop_s: 50, pauses: [{ at_s: 40, resume_s: 50 }] },
+    { pauses: [{ at_s: 40, resume_s: 60 }] },
+    { pauses: [{ at_s: 10, resume_s: 20 }, { at_s: 15, resume_s: 25 }] },
+  ] }), [
+    "calls[0].pauses[0].at_s: 10 must be after the call's start_s (10)",
+    'calls[1].pauses[0].resume_s: 30 must be after at_s (30)',
+    'calls[2].pauses[0].resume_s: 50 must be before stop_s (50)',
+    'calls[3].pauses[0].resume_s: 60 must be before the end of the run (duration_s 60)',
+    "calls[4].pauses[1].at_s: 15 must be after the previous pause's resume_s (20): pauses in order, not overlapping",
+  ]);
+  assert.match(problems({ call: { pauses: [{ at_s: 5 }] } })[0], /^call\.pauses\[0\]/);
+  assert.match(problems({ call: { pauses: [{ at_s: 5, resume_s: 8, kind: 'video' }] } })[0], /^call\.pauses\[0\]/);
+});

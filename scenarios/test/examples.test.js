@@ -43,3 +43,10 @@ test('scenarios/examples/outage-burst-loss.yaml: outages and burst loss as the f
   assert.ok(Math.abs(loss - 0.0258) < 0.001, `loss ${loss}`);
   assert.ok(Math.abs(1 / r - 3.3) < 0.05 && Math.abs(loss / (loss - both) - 2.3) < 0.05, `mean burst ${loss / (loss - both)}`);
 });
+
+test('scenarios/examples/pause-resume.yaml: one call paused 10-20 s, as its header says', () => {
+  const s = loadScenario(`${dir}pause-resume.yaml`);
+  assert.equal(s.calls.length, 1);
+  assert.deepEqual(s.calls[0].pauses, [{ at_s: 10, resume_s: 20 }]);
+  assert.deepEqual([s.duration_s, s.network.forward.rate.kbit, s.calls[0].direction], [40, 1000, 'forward']);
+});
