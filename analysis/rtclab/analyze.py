@@ -322,12 +322,14 @@ def _rfc8867(inputs: RunInputs, table: packets.PacketTable | None) -> dict[str, 
     if table is None or not inputs.run.has_calls:
         return None
     scen, duration_s = inputs.scenario, inputs.duration_s
+    calls = multiflow.calls(inputs.run)
     names = {(f"{rundir.int_to_ip(c.five_tuple[0])}:{c.five_tuple[1]}",
               f"{rundir.int_to_ip(c.five_tuple[2])}:{c.five_tuple[3]}"): c.id
-             for c in multiflow.calls(inputs.run) if c.five_tuple is not None}
+             for c in calls if c.five_tuple is not None}
     trace = inputs.forward_trace.mean_capacity_bps if inputs.forward_trace else None
     return rfcmetrics.from_run(table, inputs.t0_ns, duration_s, scen,
-                               capacity_steps(scen.forward, duration_s) if scen and duration_s else None, names, trace)
+                               capacity_steps(scen.forward, duration_s) if scen and duration_s else None, names, trace,
+                               {c.id: c.pauses for c in calls if c.pauses})
 
 
 def _validity(inputs: RunInputs, table: packets.PacketTable | None) -> dict[str, Any]:

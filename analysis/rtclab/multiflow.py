@@ -64,6 +64,9 @@ class Call:
     tracks: list[Track]
     files: dict[str, str]  # getstats file per side
     five_tuple: tuple[int, int, int, int] | None  # forward (src ip, sport, dst ip, dport) as numbers
+    # (at_s, resume_s) of each pause the scenario scheduled (calls[].pauses; none in runs recorded before them)
+    pauses: list[tuple[float, float]] = field(default_factory=list)
+    direction: str = "both"  # the scenario's call.direction: forward, the callee sends no media
 
 
 def _pair_tuple(pair_a: Any, pair_b: Any) -> tuple[int, int, int, int] | None:
@@ -108,7 +111,9 @@ def calls(run: RunDir) -> list[Call]:
                                 ssrcs=[int(s) for s in (reported.get("audio") or {}).get("ssrcs") or []]))
         files = rec.get("getstats") or {"a": "getstats-a.jsonl", "b": "getstats-b.jsonl"}
         out.append(Call(id=cid, start_s=float(sc.get("start_s", 0) or 0), stop_s=sc.get("stop_s"), dscp=dscp,
-                        tracks=tracks, files=files, five_tuple=_pair_tuple(pairs.get("a"), pairs.get("b"))))
+                        tracks=tracks, files=files, five_tuple=_pair_tuple(pairs.get("a"), pairs.get("b")),
+                        pauses=[(float(p["at_s"]), float(p["resume_s"])) for p in sc.get("pauses") or []],
+                        direction=str(sc.get("direction") or "both")))
     return out
 
 

@@ -198,19 +198,24 @@ DASHBOARD_COLUMNS = ("direction", "flow", "status", "t_send_ns", "t_recv_ns", "o
                      "queuing_delay_vs_min_owd_ns", "ip_len")
 
 
+# The table's columns that packets.parquet names otherwise (analyze.write_parquet).
+PARQUET_NAMES = {"cls": "class"}
+
+
 def from_parquet(path: Path, columns: tuple[str, ...] = DASHBOARD_COLUMNS) -> PacketTable:
     """The per-packet table back from packets.parquet (as `analyze` wrote it): names to codes, nulls to -1."""
     import pyarrow.parquet as pq
 
     present = set(pq.read_schema(path).names)
-    data = pq.read_table(path, columns=[c for c in columns if c in present])
+    data = pq.read_table(path, columns=[PARQUET_NAMES.get(c, c) for c in columns if PARQUET_NAMES.get(c, c) in present])
     cols: dict[str, np.ndarray] = {}
-    codes = {"direction": DIRECTION_NAMES, "status": STATUS_NAMES}
+    codes = {"direction": DIRECTION_NAMES, "status": STATUS_NAMES, "cls": CLS_NAMES}
     for name in columns:
-        if name not in present:  # a column of a later analyzer version: unknown
+        stored = PARQUET_NAMES.get(name, name)
+        if stored not in present:  # a column of a later analyzer version: unknown
             cols[name] = np.full(data.num_rows, -1, dtype=np.int64)
             continue
-        col = data.column(name)
+        col = data.column(stored)
         if name in codes:
             index = {v: k for k, v in codes[name].items()}
             values = col.to_pylist()

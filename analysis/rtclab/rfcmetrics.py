@@ -1,7 +1,7 @@
 """The metrics RFC 8867 asks each test case to report (its section 4.1, after RFC 8868 section 4): each media flow's
 rate over time against its target (the available capacity, or its fair share of it), convergence to the target,
-the reaction time after a capacity step, ramp-up after a start or a pause, fairness among the media flows, and each
-flow's queuing delay and loss. RFC 8867 and 8868 name these metrics but fix no band or window: the ones here are this
+the reaction time after a capacity step, ramp-up after a start or a pause, the time to regain the fair share after each
+pause the scenario scheduled (RFC 8867 5.8), fairness among the media flows, and each flow's queuing delay and loss. RFC 8867 and 8868 name these metrics but fix no band or window: the ones here are this
 project's (WINDOW_S, BAND, PAUSE_GAP_S), recorded in every metrics.json beside the numbers. Definitions:
 docs/metrics.md, "RFC 8867 metrics".
 
@@ -28,6 +28,8 @@ BAND = 0.2  # within the target's band: |rate / target - 1| <= BAND (convergence
 PAUSE_GAP_S = 2.0  # a flow that delivers nothing for this long is paused (RFC 8867 5.8); its next packet resumes it
 ETHERNET_HEADER_BYTES = 14
 
+# A call's pauses as the scenario scheduled them (calls[].pauses): (at_s, resume_s), by the call's id.
+ScheduledPauses = dict[str, list[tuple[float, float]]]
 CapacityFn = Callable[[float, float], "float | None"]  # mean forward capacity (bit/s) over [lo_s, hi_s) of the call
 CompetitorsFn = Callable[[float, float], int]  # forward TCP competitors the scenario runs during [lo_s, hi_s)
 
@@ -172,11 +174,48 @@ def _ramp_ups(tm: np.ndarray, r: np.ndarray, tg: np.ndarray, n: int, w: float, b
     return ramp
 
 
+def _regains(flows: list[MediaFlow], rates: np.ndarray, target: np.ndarray, scheduled: ScheduledPauses, n: int,
+             w: float, band: float) -> list[dict[str, Any]]:
+    """Per scheduled pause of a call whose flow was found: the time from its scheduled resume to the end of the first
+    window (from the one holding the resume) whose rate is at least (1 - band) x the flow's fair share, searched up to
+    the window of its last RTP arrival and before the window its next scheduled pause starts in; None when no window
+    is. `fair_share_bps` is the target in
+    that window (the first active window after the resume when not reached; None when there is none)."""
+    out: list[dict[str, Any]] = []
+    index = {f.name: i for i, f in enumerate(flows)}
+    for call, pauses_ in scheduled.items():
+        i = index.get(call)
+        for j, (at_s, resume_s) in enumerate(pauses_):
+            entry: dict[str, Any] = {"call": call, "at_s": at_s, "resume_s": resume_s, "regain_fair_share_s": None,
+                                     "fair_share_bps": None, "not_measured": None}
+            out.append(entry)
+            if i is None:
+                entry["not_measured"] = "the call's media flow was not found in the captures"
+                continue
+            tm = flows[i].t_media_s
+            # Up to the window of its last RTP arrival, and before the window the next pause starts in.
+            k1 = min(n, int(math.floor(tm[-1] / w)) + 1 if tm.size else 0)
+            if j + 1 < len(pauses_):
+                k1 = min(k1, int(math.ceil(pauses_[j + 1][0] / w - 1e-9)))
+            k0 = int(math.floor(resume_s / w))
+            if k0 >= k1:
+                entry["not_measured"] = "no RTP of the call arrived at b after the resume, within the call's windows"
+                continue
+            k = first_crossing(rates[i], target[i], k0, k1, down=False, band=band)
+            if k is not None:
+                entry["regain_fair_share_s"] = (k + 1) * w - resume_s
+                entry["fair_share_bps"] = float(target[i][k])
+            else:
+                finite = np.flatnonzero(np.isfinite(target[i][k0:k1]))
+                entry["fair_share_bps"] = float(target[i][k0 + int(finite[0])]) if finite.size else None
+    return out
+
+
 def analyse(flows: list[MediaFlow], duration_s: float, capacity: CapacityFn | None, tcp_flows: CompetitorsFn,
             steps: list[list[float]] | None, w: float = WINDOW_S, band: float = BAND,
-            gap_s: float = PAUSE_GAP_S) -> dict[str, Any]:
-    """The `rfc8867` section of metrics.json from the media flows' arrivals and the scenario's capacity and TCP
-    competitors."""
+            gap_s: float = PAUSE_GAP_S, scheduled: ScheduledPauses | None = None) -> dict[str, Any]:
+    """The `rfc8867` section of metrics.json from the media flows' arrivals and the scenario's capacity, TCP
+    competitors and the calls' scheduled pauses."""
     n = max(0, int(math.floor(duration_s / w + 1e-9)))
     starts = np.arange(n) * w
     cap_w = np.array([(capacity(s, s + w) if capacity else None) or np.nan for s in starts], dtype=float)
@@ -230,13 +269,15 @@ def analyse(flows: list[MediaFlow], duration_s: float, capacity: CapacityFn | No
         })
     # Fairness among the media flows: Jain's index over their mean rates in the windows where all of them are active.
     together = active.all(axis=0) if len(flows) >= 2 else np.zeros(n, dtype=bool)
+    regains = _regains(flows, rates, target, scheduled or {}, n, w, band)
+    regained = [float(x["regain_fair_share_s"]) for x in regains if x["regain_fair_share_s"] is not None]
     jain = fairness.jain_index([float(rates[i][together].mean()) for i in range(len(flows))]) \
         if together.any() else None
     return {
         "window_s": w, "band": band, "pause_gap_s": gap_s, "windows": n,
         "capacity_bps": [None if not np.isfinite(x) else float(x) for x in cap_w],
         "tcp_competitors": [int(x) for x in tcp_w],
-        "flows": out_flows, "capacity_changes": step_out,
+        "flows": out_flows, "capacity_changes": step_out, "scheduled_pauses": regains,
         "media_jain_index": jain, "media_jain_windows": int(together.sum()),
         "summary": {
             "rate_to_target_ratio": _mean(ratios),
@@ -246,6 +287,8 @@ def analyse(flows: list[MediaFlow], duration_s: float, capacity: CapacityFn | No
             "reaction_time_up_s": _mean(reactions["up"]),
             "reactions_not_reached": sum(1 for st in step_out for x in st["flows"] if x["reaction_time_s"] is None),
             "ramp_up_s": _mean(ramps),
+            "regain_fair_share_s": _mean(regained),
+            "regains_not_reached": sum(1 for x in regains if x["regain_fair_share_s"] is None and x["not_measured"] is None),
             "media_jain_index": jain,
         },
     }
@@ -291,10 +334,11 @@ def media_flows(t: PacketTable, t0_ns: int, names: dict[tuple[str, str], str] | 
 
 def from_run(t: PacketTable, t0_ns: int, duration_s: float, scen: Scenario | None,
              steps: list[list[float]] | None, names: dict[tuple[str, str], str] | None = None,
-             trace_capacity: CapacityFn | None = None) -> dict[str, Any]:
+             trace_capacity: CapacityFn | None = None, scheduled: ScheduledPauses | None = None) -> dict[str, Any]:
     """The section for one analysed run: its media flows against the scenario's forward capacity (a trace link's:
-    `trace_capacity`, its delivery opportunities per window) and TCP flows."""
+    `trace_capacity`, its delivery opportunities per window) and TCP flows, and its calls' scheduled pauses (by call
+    id, as `names` names their flows)."""
     def tcp(lo: float, hi: float) -> int:
         return fairness.expected_tcp_flows(scen, lo, hi) or 0
     capacity = trace_capacity or (scen.forward.mean_capacity_bps if scen else None)
-    return analyse(media_flows(t, t0_ns, names), duration_s, capacity, tcp, steps)
+    return analyse(media_flows(t, t0_ns, names), duration_s, capacity, tcp, steps, scheduled=scheduled)

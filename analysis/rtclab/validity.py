@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import multiflow, schedule_check
+from . import multiflow, pause_check, schedule_check
 from .cpu import WINDOW_SLACK_S
 from .eventlog import parser as eventlog_parser
 from .eventlog import trials as eventlog_trials
@@ -25,7 +25,7 @@ from .rundir import GTLOG_FORWARDED, CpuLog, CpuSample, GroundTruthLog, RunDir, 
 BOUNDS_FILE = Path(__file__).resolve().parents[2] / "harness" / "validity-bounds.json"
 DIRECTIONS = {"forward": FORWARD, "reverse": REVERSE}
 # The packet table's columns the checks read (packets.parquet has them all).
-PACKET_COLUMNS = ("direction", "ip_src", "ip_dst", "sport", "dport", "key")
+PACKET_COLUMNS = ("direction", "ip_src", "ip_dst", "sport", "dport", "key", "cls", "ssrc", "t_send_ns", "ip_len")
 
 
 class BoundsError(Exception):
@@ -40,14 +40,19 @@ class Bounds:
     cpu_window_s: float  # the length of the sliding windows the CPU's busy share is judged over
     cpu_max_busy_fraction: float
     step_max_late_ms: float  # no capacity or delay step applied further than this from its scheduled time
+    pause_max_apply_ms: float  # a call's pause or resume applied in its browser at most this late
+    pause_max_wire_ms: float  # ... and on the wire at most this long after that
+    pause_max_rate_kbps: float  # what a paused call may still send (RTP)
 
 
 def load_bounds(path: Path = BOUNDS_FILE) -> Bounds:
     try:
         doc = json.loads(path.read_text())
         late, cpu = doc["release_lateness"], doc["cpu_window"]
+        pause = doc["pause"]
         values = (late["max_ms"], late["late_ms"], late["max_late_fraction"], cpu["window_s"],
-                  cpu["max_busy_fraction"], doc["schedule"]["max_late_ms"])
+                  cpu["max_busy_fraction"], doc["schedule"]["max_late_ms"], pause["max_apply_ms"],
+                  pause["max_wire_ms"], pause["max_rate_kbps"])
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise BoundsError(f"{path}: the validity bounds cannot be read ({type(e).__name__}: {e})") from None
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in values):
@@ -248,6 +253,14 @@ def schedule_applied(rec: RecordedRun) -> dict[str, Any] | None:
                                                                      rec.bounds.step_max_late_ms)
 
 
+def pauses_took_effect(rec: RecordedRun) -> dict[str, Any] | None:
+    """Every pause the calls scheduled took effect in the browsers and on the wire (pause_check.py); None when no call
+    schedules one."""
+    b = rec.bounds
+    return pause_check.pauses_took_effect(rec.run, rec.packets, rec.t0, b.pause_max_apply_ms, b.pause_max_wire_ms,
+                                          b.pause_max_rate_kbps)
+
+
 def field_trials_took_effect(rec: RecordedRun) -> dict[str, Any] | None:
     """Every GCC field trial of the registry (harness/gcc-trials.json) that the run's calls set: evidence from the
     sending side's RTC event log (eventlog-a.log: the first call's forward sender) that it took effect
@@ -315,7 +328,7 @@ def camera_frame_rate(rec: RecordedRun) -> dict[str, Any] | None:
 
 CHECKS: list[Callable[[RecordedRun], dict[str, Any] | None]] = [
     release_lateness_call_packets, release_lateness_all_packets, cpu_windows_not_saturated, schedule_applied,
-    field_trials_took_effect, camera_frame_rate]
+    field_trials_took_effect, camera_frame_rate, pauses_took_effect]
 NAMES = tuple(check.__name__ for check in CHECKS)  # a check is named as its function
 
 

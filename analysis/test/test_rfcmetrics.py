@@ -94,6 +94,39 @@ def test_fair_share_pause_resume_and_jain_hand_computed():
     assert r["summary"]["rate_to_target_ratio"] == pytest.approx((9 / 7 + 2350 / 3000) / 2)
 
 
+def test_regain_of_the_fair_share_after_a_scheduled_pause_hand_computed():
+    # 1500 kbit/s shared by three calls over 12 s. B is scheduled to pause at 4 s and resume at 7 s: it sends nothing
+    # in windows 4-6 (a gap of over PAUSE_GAP_S), so A and C share the capacity there (750 each) and all three from
+    # window 7 on (500 each). After the resume B sends 200, 400, 480, 500, 500.
+    a, c = flow("A", [500] * 4 + [740] * 3 + [500] * 5), flow("C", [500] * 12)
+    b = flow("B", [500] * 4 + [0] * 3 + [200, 400, 480, 500, 500])
+    r = rfcmetrics.analyse([a, b, c], 12.0, lambda lo, hi: 1.5e6, no_tcp, None,
+                           scheduled={"B": [(4.0, 7.0)], "D": [(2.0, 3.0)]})
+    assert r["flows"][0]["target_bps"] == [5e5] * 4 + [7.5e5] * 3 + [5e5] * 5
+    # From the resume (7 s) the first window at least 0.8 x 500 = 400 is window 8 (400): it ends at 9 s, 2 s later.
+    # D names no flow of the run: not measured, with the reason.
+    assert r["scheduled_pauses"] == [
+        {"call": "B", "at_s": 4.0, "resume_s": 7.0, "regain_fair_share_s": 2.0, "fair_share_bps": 5e5,
+         "not_measured": None},
+        {"call": "D", "at_s": 2.0, "resume_s": 3.0, "regain_fair_share_s": None, "fair_share_bps": None,
+         "not_measured": "the call's media flow was not found in the captures"}]
+    assert r["summary"]["regain_fair_share_s"] == 2.0 and r["summary"]["regains_not_reached"] == 0
+    # Without scheduled pauses the list is empty and the mean missing (null), never 0.
+    plain = rfcmetrics.analyse([a, b, c], 12.0, lambda lo, hi: 1.5e6, no_tcp, None)
+    assert plain["scheduled_pauses"] == [] and plain["summary"]["regain_fair_share_s"] is None
+
+
+def test_a_fair_share_not_regained_before_the_next_pause():
+    # One call alone on 1000 kbit/s, paused 2-4 s and 6-8 s (scheduled). After the first resume it sends 300, 350 (<
+    # 800) until the second pause: not reached (searched in windows 4 and 5 only: window 6 starts at the next pause),
+    # its fair share that of window 4; after the second resume window 8 reaches 900: 1 s.
+    f = flow("c1", [900, 900, 0, 0, 300, 350, 0, 0, 900, 900])
+    r = rfcmetrics.analyse([f], 10.0, lambda lo, hi: 1e6, no_tcp, None, scheduled={"c1": [(2.0, 4.0), (6.0, 8.0)]})
+    assert [(x["regain_fair_share_s"], x["fair_share_bps"], x["not_measured"]) for x in r["scheduled_pauses"]] == \
+        [(None, 1e6, None), (1.0, 1e6, None)]
+    assert r["summary"]["regain_fair_share_s"] == 1.0 and r["summary"]["regains_not_reached"] == 1
+
+
 def test_tcp_competitors_share_the_capacity():
     # One media flow, two TCP flows from 2 s: the flow's target falls from 900 to 300 kbit/s.
     r = rfcmetrics.analyse([flow("c1", [300] * 4)], 4.0, lambda lo, hi: 9e5, lambda lo, hi: 2 if hi > 2 else 0, None)
