@@ -28,7 +28,7 @@ NATURAL_BOUNDS: dict[str, Bounds] = {
                                  "owd_ms_mean", "jitter_ms", "throughput_bps", "send_rate_bps", "received_bps",
                                  "call_throughput_bps", "call_share_of_fair_share", "tcp_share_of_fair_share",
                                  "rate_to_target_ratio", "convergence_time_s", "reaction_time_down_s",
-                                 "reaction_time_up_s", "ramp_up_s", "n_dd", "overuse_events",
+                                 "reaction_time_up_s", "ramp_up_s", "regain_fair_share_s", "n_dd", "overuse_events",
                                  "glass_to_glass_ms_p50", "glass_to_glass_ms_p95", "every_frame_delay_ms_p50",
                                  "every_frame_delay_ms_p95", "every_frame_delay_ms_p99")},
 }

@@ -81,6 +81,9 @@ CATALOGUE: dict[str, Metric] = {m.name: m for m in [
            "increases, the first window whose rate is at least (1 - band) x the new target"),
     Metric("ramp_up_s", "rfc8867", "s", "rfc8867.summary.ramp_up_s: mean over the media flows' starts and resumes "
            "after a pause of the time to the end of the first window whose rate is at least (1 - band) x target"),
+    Metric("regain_fair_share_s", "rfc8867", "s", "rfc8867.summary.regain_fair_share_s: mean over the calls' scheduled "
+           "pauses (RFC 8867 5.8) of the time from the resume to the end of the first window whose rate is at least "
+           "(1 - band) x the flow's fair share (not reached: left out)"),
     Metric("media_jain_index", "rfc8867", "index", "rfc8867.summary.media_jain_index: Jain's index over the media "
            "flows' mean rates in the windows where all of them are active (two flows or more)"),
     # What the viewer saw (metrics.json frames.<side>; docs/metrics.md "Frames"): the run's own percentiles of its

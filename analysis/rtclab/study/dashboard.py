@@ -317,9 +317,11 @@ def rfc_figure(point: str, run_dir: Path, label: str) -> Figure | None:
     def num(k: str, unit: str = "") -> str:
         v = sm.get(k)
         return "-" if v is None else f"{v:.3g}{unit}"
+    # Only where the scenario paused a call (RFC 8867 5.8).
+    regain = f", regain after a pause {num('regain_fair_share_s', ' s')}" if rfc.get("scheduled_pauses") else ""
     sub = (f"rate / target {num('rate_to_target_ratio')}, converged {num('converged_fraction')} of segments after "
            f"{num('convergence_time_s', ' s')}, reaction down {num('reaction_time_down_s', ' s')} / up "
-           f"{num('reaction_time_up_s', ' s')}, ramp-up {num('ramp_up_s', ' s')}, Jain (media) "
+           f"{num('reaction_time_up_s', ' s')}, ramp-up {num('ramp_up_s', ' s')}{regain}, Jain (media) "
            f"{num('media_jain_index')}; band ±{float(rfc.get('band') or 0) * 100:g} %, {w:g} s windows "
            "(docs/metrics.md, RFC 8867 metrics)")
     return {"data": data, "layout": {

@@ -45,6 +45,7 @@ HEADERS = {"throughput_bps": "rate kbit/s", "send_rate_bps": "sent kbit/s", "rec
            "cpu_iperf3_cores": "iperf3", "cpu_harness_cores": "harness", "rate_to_target_ratio": "rate / target",
            "convergence_time_s": "convergence s", "converged_fraction": "converged share",
            "reaction_time_down_s": "reaction down s", "reaction_time_up_s": "reaction up s", "ramp_up_s": "ramp-up s",
+           "regain_fair_share_s": "regain s",
            "media_jain_index": "Jain (media)", "glass_to_glass_ms_p50": "g2g p50 ms",
            "glass_to_glass_ms_p95": "g2g p95 ms", "sender_ms_p50": "sender p50 ms", "sender_ms_p95": "sender p95 ms",
            "network_ms_p50": "network p50 ms", "network_ms_p95": "network p95 ms",
