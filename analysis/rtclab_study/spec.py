@@ -481,17 +481,21 @@ def load(file: Path | str) -> Study:
 
 def scale_doc(doc: dict[str, Any], factor: float) -> dict[str, Any]:
     """A copy of a scenario document with its durations and schedules scaled by `factor`: duration_s (the schema's
-    default when absent), each cross-traffic item's start_s and stop_s, and every rate schedule's at_s. A rate trace
-    is not scaled (its times are the trace file's)."""
+    default when absent), each cross-traffic item's and each call's start_s and stop_s, each call's pauses (at_s,
+    resume_s), and every rate schedule's at_s. A rate trace is not scaled (its times are the trace file's)."""
     out = copy.deepcopy(doc)
     props = scenario_schema()["properties"]
     out["duration_s"] = float(out.get("duration_s", props["duration_s"]["default"])) * factor
-    for item in out.get("cross_traffic") or []:
-        if isinstance(item, dict):
-            if isinstance(item.get("start_s"), (int, float)):
-                item["start_s"] = item["start_s"] * factor
-            if isinstance(item.get("stop_s"), (int, float)):
-                item["stop_s"] = item["stop_s"] * factor
+
+    def scale(item: Any, *keys: str) -> None:
+        for key in keys:
+            if isinstance(item, dict) and isinstance(item.get(key), (int, float)) and not isinstance(item[key], bool):
+                item[key] = item[key] * factor
+    calls = out.get("calls") if isinstance(out.get("calls"), list) else []
+    for item in [*(out.get("cross_traffic") or []), out.get("call"), *calls]:
+        scale(item, "start_s", "stop_s")
+        for pause in (item.get("pauses") if isinstance(item, dict) and isinstance(item.get("pauses"), list) else []):
+            scale(pause, "at_s", "resume_s")
     for direction in ("forward", "reverse"):
         link = ((out.get("network") or {}).get(direction)) or {}
         rate = link.get("rate") if isinstance(link, dict) else None

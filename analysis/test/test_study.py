@@ -159,6 +159,16 @@ repetitions: 2
     assert len(plan.order) == 10
 
 
+def test_quick_scales_the_calls_times_and_pauses() -> None:
+    doc = {"duration_s": 120, "call": {"pauses": [{"at_s": 40, "resume_s": 60}]},
+           "calls": [{"id": "s1", "stop_s": 119}, {"id": "s2", "start_s": 20, "pauses": [{"at_s": 30, "resume_s": 50}]}]}
+    out = spec.scale_doc(doc, 0.5)
+    assert out["duration_s"] == 60 and out["call"]["pauses"] == [{"at_s": 20, "resume_s": 30}]
+    assert out["calls"] == [{"id": "s1", "stop_s": 59.5},
+                            {"id": "s2", "start_s": 10, "pauses": [{"at_s": 15, "resume_s": 25}]}]
+    assert doc["calls"][1]["pauses"] == [{"at_s": 30, "resume_s": 50}], "the document itself is left as it was"
+
+
 def test_plan_order_is_shuffled_by_the_seed_and_kept_without_shuffle() -> None:
     pts = ["a", "b", "c"]
     o1 = planmod.run_order(pts, 3, seed=5, shuffle=True)
