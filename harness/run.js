@@ -470,7 +470,7 @@ class CallRun {
    */
   schedulePauses(start_ms) {
     for (const c of this.calls) {
-      const sides = /** @type {const} */ (c.call.direction === 'forward' ? ['a'] : ['a', 'b']);
+      const sides = /** @type {('a' | 'b')[]} */ (c.call.direction === 'forward' ? ['a'] : ['a', 'b']);
       c.call.pauses.forEach((/** @type {{at_s: number, resume_s: number}} */ p, /** @type {number} */ k) => {
         for (const [event, at_s, on] of /** @type {const} */ ([['call_pause', p.at_s, false], ['call_resume', p.resume_s, true]])) {
           const due_ms = start_ms + at_s * 1000;
