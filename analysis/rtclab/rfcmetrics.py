@@ -1,9 +1,9 @@
 """The metrics RFC 8867 asks each test case to report (its section 4.1, after RFC 8868 section 4): each media flow's
 rate over time against its target (the available capacity, or its fair share of it), convergence to the target,
 the reaction time after a capacity step, ramp-up after a start or a pause, the time to regain the fair share after each
-pause the scenario scheduled (RFC 8867 5.8), fairness among the media flows, and each flow's queuing delay and loss. RFC 8867 and 8868 name these metrics but fix no band or window: the ones here are this
-project's (WINDOW_S, BAND, PAUSE_GAP_S), recorded in every metrics.json beside the numbers. Definitions:
-docs/metrics.md, "RFC 8867 metrics".
+pause the scenario scheduled (RFC 8867 5.8), fairness among the media flows, and each flow's queuing delay and loss.
+RFC 8867 and 8868 name these metrics but fix no band or window: the ones here are this project's (WINDOW_S, BAND,
+PAUSE_GAP_S), recorded in every metrics.json beside the numbers. Definitions: docs/metrics.md, "RFC 8867 metrics".
 
 A media flow is a forward 5-tuple carrying RTP (one call's bundled connection: video, audio, RTX and RTCP together),
 as fairness.py counts the call among the bottleneck's competitors. Its rate is the link-layer bits it delivered to b
