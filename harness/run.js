@@ -22,6 +22,7 @@ import { isNamedClipFile, makeOnFirstUse } from '../media/clips.js';
 import { TeardownStack } from './teardown.js';
 import { validityChecks, runNotCompleted, stepsDue, crossTrafficDue } from './validity.js';
 import { DSCP_MARKING, markCall } from './call-marking.js';
+import { schedulePauses } from './pauses.js';
 import { collectVersions, gitCommit, hostInfo, rtclabVersion } from './versions.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -462,31 +463,6 @@ class CallRun {
   }
 
   /**
-   * Each call's pauses (RFC 8867 5.8): at at_s its sending sides switch every encoding off, at resume_s on again, on
-   * the same connection. When a side's setParameters has resolved, a call_pause or call_resume event records it with
-   * how late that was after the scheduled time (late_ms): what the check pauses_took_effect reads beside the wire.
-   * The timers are cleared with the join and leave timers.
-   * @param {number} start_ms
-   */
-  schedulePauses(start_ms) {
-    for (const c of this.calls) {
-      const sides = /** @type {('a' | 'b')[]} */ (c.call.direction === 'forward' ? ['a'] : ['a', 'b']);
-      c.call.pauses.forEach((/** @type {{at_s: number, resume_s: number}} */ p, /** @type {number} */ k) => {
-        for (const [event, at_s, on] of /** @type {const} */ ([['call_pause', p.at_s, false], ['call_resume', p.resume_s, true]])) {
-          const due_ms = start_ms + at_s * 1000;
-          this.timers.push(setTimeout(() => {
-            for (const side of sides) {
-              c.peers[side]?.page.evaluate((/** @type {boolean} */ v) => /** @type {any} */ (window).rtclab.call.setSending(v), on)
-                .then(() => this.recorder.event(event, { call: c.call.id, pause: k, at_s, side, late_ms: round4(Date.now() - due_ms) }))
-                .catch((/** @type {Error} */ err) => this.failWith(`call ${c.call.id} could not ${on ? 'resume' : 'pause'} at ${at_s} s: ${err.message}`));
-            }
-          }, Math.max(0, due_ms - Date.now())));
-        }
-      });
-    }
-  }
-
-  /**
    * The call itself: schedules start (t = 0 of the scenario), then the call runs for its duration with a progress
    * line every second.
    * @returns {Promise<number>} the share of the host's CPU time that was busy during the call
@@ -500,7 +476,8 @@ class CallRun {
     this.recorder.writeManifest();
     await net.startSchedules(this.timings.call_start * 1000);
     this.scheduleJoinsAndLeaves(this.timings.call_start * 1000);
-    this.schedulePauses(this.timings.call_start * 1000);
+    this.timers.push(...schedulePauses(this.calls, this.timings.call_start * 1000, {
+      event: (name, fields) => this.recorder.event(name, fields), failWith: (message) => this.failWith(message) }));
     // A run without a call marks its measured period with the same events, saying it has no call.
     this.recorder.event('call_start', this.calls.length ? {} : { calls: 0 });
 

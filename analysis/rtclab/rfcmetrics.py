@@ -211,6 +211,13 @@ def _regains(flows: list[MediaFlow], rates: np.ndarray, target: np.ndarray, sche
     return out
 
 
+def _regain_summary(regains: list[dict[str, Any]]) -> dict[str, Any]:
+    """The mean regain over the scheduled pauses regained, and how many measured ones were not."""
+    regained = [float(x["regain_fair_share_s"]) for x in regains if x["regain_fair_share_s"] is not None]
+    return {"regain_fair_share_s": _mean(regained),
+            "regains_not_reached": sum(1 for x in regains if x["regain_fair_share_s"] is None and not x["not_measured"])}
+
+
 def analyse(flows: list[MediaFlow], duration_s: float, capacity: CapacityFn | None, tcp_flows: CompetitorsFn,
             steps: list[list[float]] | None, w: float = WINDOW_S, band: float = BAND,
             gap_s: float = PAUSE_GAP_S, scheduled: ScheduledPauses | None = None) -> dict[str, Any]:
@@ -270,7 +277,6 @@ def analyse(flows: list[MediaFlow], duration_s: float, capacity: CapacityFn | No
     # Fairness among the media flows: Jain's index over their mean rates in the windows where all of them are active.
     together = active.all(axis=0) if len(flows) >= 2 else np.zeros(n, dtype=bool)
     regains = _regains(flows, rates, target, scheduled or {}, n, w, band)
-    regained = [float(x["regain_fair_share_s"]) for x in regains if x["regain_fair_share_s"] is not None]
     jain = fairness.jain_index([float(rates[i][together].mean()) for i in range(len(flows))]) \
         if together.any() else None
     return {
@@ -287,8 +293,7 @@ def analyse(flows: list[MediaFlow], duration_s: float, capacity: CapacityFn | No
             "reaction_time_up_s": _mean(reactions["up"]),
             "reactions_not_reached": sum(1 for st in step_out for x in st["flows"] if x["reaction_time_s"] is None),
             "ramp_up_s": _mean(ramps),
-            "regain_fair_share_s": _mean(regained),
-            "regains_not_reached": sum(1 for x in regains if x["regain_fair_share_s"] is None and x["not_measured"] is None),
+            **_regain_summary(regains),
             "media_jain_index": jain,
         },
     }

@@ -491,10 +491,12 @@ def scale_doc(doc: dict[str, Any], factor: float) -> dict[str, Any]:
         for key in keys:
             if isinstance(item, dict) and isinstance(item.get(key), (int, float)) and not isinstance(item[key], bool):
                 item[key] = item[key] * factor
-    calls = out.get("calls") if isinstance(out.get("calls"), list) else []
-    for item in [*(out.get("cross_traffic") or []), out.get("call"), *calls]:
+    calls: list[Any] = out["calls"] if isinstance(out.get("calls"), list) else []
+    cross: list[Any] = out["cross_traffic"] if isinstance(out.get("cross_traffic"), list) else []
+    for item in [*cross, out.get("call"), *calls]:
         scale(item, "start_s", "stop_s")
-        for pause in (item.get("pauses") if isinstance(item, dict) and isinstance(item.get("pauses"), list) else []):
+        pauses = item.get("pauses") if isinstance(item, dict) else None
+        for pause in pauses if isinstance(pauses, list) else []:
             scale(pause, "at_s", "resume_s")
     for direction in ("forward", "reverse"):
         link = ((out.get("network") or {}).get(direction)) or {}
