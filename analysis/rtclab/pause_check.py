@@ -66,8 +66,9 @@ def _wire(c: multiflow.Call, k: int, packets: dict[str, np.ndarray], t0: float, 
     video = [tr for tr in c.tracks if tr.kind == "video"]
     known = [tr for tr in video if tr.ssrcs]
     starts: list[str] = []
-    for name, sel in ([(tr.id, packets["ssrc"][rows] == tr.ssrcs[0]) for tr in known] if known and len(known) == len(video)
-                      else [("its RTP (video SSRCs not recorded)", np.ones(rows.size, dtype=bool))]):
+    selections = ([(tr.id, packets["ssrc"][rows] == tr.ssrcs[0]) for tr in known] if known and len(known) == len(video)
+                  else [("its RTP (video SSRCs not recorded)", np.ones(rows.size, dtype=bool))])
+    for name, sel in selections:
         after = t[sel & (t >= resume) & (t < nxt)]
         due = apply_s[1] + max_wire_s
         if not after.size or after.min() > due:

@@ -214,8 +214,8 @@ def _regains(flows: list[MediaFlow], rates: np.ndarray, target: np.ndarray, sche
 def _regain_summary(regains: list[dict[str, Any]]) -> dict[str, Any]:
     """The mean regain over the scheduled pauses regained, and how many measured ones were not."""
     regained = [float(x["regain_fair_share_s"]) for x in regains if x["regain_fair_share_s"] is not None]
-    return {"regain_fair_share_s": _mean(regained),
-            "regains_not_reached": sum(1 for x in regains if x["regain_fair_share_s"] is None and not x["not_measured"])}
+    not_reached = sum(1 for x in regains if x["regain_fair_share_s"] is None and not x["not_measured"])
+    return {"regain_fair_share_s": _mean(regained), "regains_not_reached": not_reached}
 
 
 def analyse(flows: list[MediaFlow], duration_s: float, capacity: CapacityFn | None, tcp_flows: CompetitorsFn,

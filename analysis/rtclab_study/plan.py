@@ -54,8 +54,8 @@ class Plan:
     def quick_note(self) -> str | None:
         if not self.quick:
             return None
-        return (f"QUICK variant x{self.quick_factor:g}: call durations, call and cross-traffic start/stop times, pauses "
-                f"and rate schedules are scaled by {self.quick_factor:g}; not the study as written")
+        return (f"QUICK variant x{self.quick_factor:g}: call durations, call and cross-traffic start/stop times, "
+                f"pauses and rate schedules are scaled by {self.quick_factor:g}; not the study as written")
 
     def fingerprint(self) -> str:
         """What must not change for a study directory to be resumed: each point's scenario and the quick factor."""

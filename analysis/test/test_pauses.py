@@ -13,7 +13,7 @@ import pytest
 
 from rtclab import validity
 from rtclab.analyze import analyze
-from runbuild import A, B, MS, T0_NS, Run
+from runbuild import MS, T0_NS, A, B, Run
 from runbuild import scenario as scenario_doc
 
 VIDEO, AUDIO = 0x1111, 0x2222

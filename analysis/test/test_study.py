@@ -161,7 +161,8 @@ repetitions: 2
 
 def test_quick_scales_the_calls_times_and_pauses() -> None:
     doc = {"duration_s": 120, "call": {"pauses": [{"at_s": 40, "resume_s": 60}]},
-           "calls": [{"id": "s1", "stop_s": 119}, {"id": "s2", "start_s": 20, "pauses": [{"at_s": 30, "resume_s": 50}]}]}
+           "calls": [{"id": "s1", "stop_s": 119},
+                     {"id": "s2", "start_s": 20, "pauses": [{"at_s": 30, "resume_s": 50}]}]}
     out = spec.scale_doc(doc, 0.5)
     assert out["duration_s"] == 60 and out["call"]["pauses"] == [{"at_s": 20, "resume_s": 30}]
     assert out["calls"] == [{"id": "s1", "stop_s": 59.5},

@@ -39,6 +39,7 @@ function fromSchema(node) {
   if (node === definitions.leaf_qdisc) return qdisc(true);
   if (node === definitions.rate) return rate();
   if (node === schema.properties.cpu_load) return cpuLoad();
+  if (node.items?.required?.includes('resume_s')) return pauses(node);
   if (node.enum) return fc.constantFrom(...node.enum);
   const type = Array.isArray(node.type) ? node.type.find((/** @type {string} */ t) => t !== 'null') : node.type;
   const nullable = Array.isArray(node.type) && node.type.includes('null');
@@ -96,6 +97,18 @@ function cpuLoad() {
     fc.record({ cores, policy: fc.constant('fifo'), priority: fromSchema(schema.properties.cpu_load.properties.priority) },
       { requiredKeys: ['cores', 'policy'] }),
   );
+}
+
+/**
+ * A call's pauses: none, or one early in the call (the model refuses pauses outside the call's media period, which a
+ * pause drawn anywhere in the schema's range nearly always is); the mutations reach the refusals.
+ * @param {any} node
+ */
+function pauses(node) {
+  const item = node.items.properties;
+  const pause = fc.tuple(fromSchema(item.at_s).map((at) => Math.min(at, 5)), fc.double({ min: 0.5, max: 5, noNaN: true }))
+    .map(([at_s, length]) => ({ at_s, resume_s: at_s + length }));
+  return fc.oneof(fc.constant([]), fc.array(pause, { minLength: 1, maxLength: 1 }));
 }
 
 /** Every path to a value inside a document, as lists of keys. @param {any} doc @returns {(string | number)[][]} */
