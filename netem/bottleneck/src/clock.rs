@@ -28,6 +28,8 @@ pub struct Woken {
     pub packets: bool,
     pub signalled: bool,
     pub restart_schedule: bool,
+    /// SIGUSR2: read the flow delays again (--flow-delays-file).
+    pub reload_flow_delays: bool,
 }
 
 pub struct Waiter {
@@ -45,11 +47,13 @@ fn termination_signals() -> libc::sigset_t {
         libc::sigaddset(&mut mask, libc::SIGINT);
         // Not a termination: "schedule time 0 is now" (the harness sends it when the call starts).
         libc::sigaddset(&mut mask, libc::SIGUSR1);
+        // Nor this: "read the flow delays again" (the harness sends it once it knows each call's 5-tuple).
+        libc::sigaddset(&mut mask, libc::SIGUSR2);
         mask
     }
 }
 
-/// Blocks SIGTERM, SIGINT and SIGUSR1 in this thread and every thread started after it: they are read from the
+/// Blocks SIGTERM, SIGINT, SIGUSR1 and SIGUSR2 in this thread and every thread started after it: they are read from the
 /// Waiter's signalfd instead. Call first thing in main, before any thread exists.
 pub fn block_termination_signals() -> io::Result<()> {
     let mask = termination_signals();
@@ -130,6 +134,8 @@ impl Waiter {
                     let signo = u32::from_ne_bytes([info[0], info[1], info[2], info[3]]) as i32;
                     if signo == libc::SIGUSR1 {
                         woken.restart_schedule = true;
+                    } else if signo == libc::SIGUSR2 {
+                        woken.reload_flow_delays = true;
                     } else {
                         woken.signalled = true;
                     }

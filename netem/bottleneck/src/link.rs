@@ -10,7 +10,15 @@ use crate::qdisc::{self, Dropped, Qdisc};
 use crate::rate::RateLimiter;
 use rand::rngs::SmallRng;
 use rand::Rng;
+use crate::flow_delay::FlowDelays;
 use std::collections::VecDeque;
+
+/// Packets of one lane of the delay line, in release order, and the release time of the last one.
+#[derive(Default)]
+struct Lane {
+    in_flight: VecDeque<Packet>,
+    last_due_ns: u64,
+}
 
 /// Running totals, as the stats file reports them.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
@@ -55,9 +63,12 @@ pub struct Link {
     blocked: bool,
     /// What the rate meters recorded, for the caller to take (`take_meter_records`).
     meter_records: Vec<crate::meter::MeterRecord>,
-    /// The delay line: forwarded packets in release order.
-    in_flight: VecDeque<Packet>,
-    last_due_ns: u64,
+    /// The delay line: one lane for the link's own delay (lane 0) and one per flow with a delay of its own (lane
+    /// 1 + its index in `flow_delays`), each in release order: a flow keeps its order, flows of different delays do
+    /// not wait for each other.
+    lanes: Vec<Lane>,
+    /// Flows with a propagation delay of their own, instead of the link's (`set_flow_delays`).
+    flow_delays: FlowDelays,
     /// The packet being transmitted: (end of transmission, bytes, band).
     in_service: Option<(u64, u32, u8)>,
     /// Drops decided but not yet taken by the caller.
@@ -91,8 +102,8 @@ impl Link {
             blocked: false,
             meter_records: Vec::new(),
             clock_ns: now_ns,
-            in_flight: VecDeque::new(),
-            last_due_ns: 0,
+            lanes: vec![Lane::default()],
+            flow_delays: FlowDelays::default(),
             in_service: None,
             dropped: Vec::new(),
             scratch: Vec::new(),
@@ -116,7 +127,16 @@ impl Link {
 
     #[allow(dead_code)]
     pub fn in_flight_packets(&self) -> usize {
-        self.in_flight.len()
+        self.lanes.iter().map(|l| l.in_flight.len()).sum()
+    }
+
+    /// Replaces the flows with a delay of their own. Packets already on the delay line keep their release time; a
+    /// flow keeps its lane (its index) so that its order is kept across a table that grows.
+    pub fn set_flow_delays(&mut self, table: FlowDelays) {
+        if self.lanes.len() < table.flows.len() + 1 {
+            self.lanes.resize_with(table.flows.len() + 1, Lane::default);
+        }
+        self.flow_delays = table;
     }
 
     /// DualPI2's coupled probabilities and queue lengths (None for every other discipline).
@@ -224,10 +244,14 @@ impl Link {
                 self.link_free_ns = p.tx_end_ns;
                 self.in_service = Some((p.tx_end_ns, p.wire_bytes, p.band));
                 let jitter = if self.jitter_ns > 0 { self.rng.gen_range(0..=self.jitter_ns) } else { 0 };
-                // Neither jitter nor a lower delay reorders: a packet is not released before the one ahead of it.
-                p.due_ns = (p.tx_end_ns + self.delay_ns_at(p.arrival_ns) + jitter).max(self.last_due_ns);
-                self.last_due_ns = p.due_ns;
-                self.in_flight.push_back(p);
+                let flow = self.flow_delays.flow_of(&p);
+                let delay = flow.map_or_else(|| self.delay_ns_at(p.arrival_ns), |i| self.flow_delays.flows[i].delay_ns);
+                let lane = &mut self.lanes[flow.map_or(0, |i| i + 1)];
+                // Neither jitter nor a lower delay reorders: a packet is not released before the one ahead of it in
+                // its lane.
+                p.due_ns = (p.tx_end_ns + delay + jitter).max(lane.last_due_ns);
+                lane.last_due_ns = p.due_ns;
+                lane.in_flight.push_back(p);
             }
         }
     }
@@ -259,17 +283,23 @@ impl Link {
 
     /// When something next happens: a release, a dequeue or a discipline timer.
     pub fn next_event_ns(&self) -> Option<u64> {
-        let release = self.in_flight.front().map(|p| p.due_ns);
+        let release = self.next_release().map(|(_, due)| due);
         let dequeue = (self.qdisc.len_packets() > 0 && !self.blocked).then_some(self.link_free_ns);
         [release, dequeue, self.qdisc.next_timer_ns()].into_iter().flatten().min()
     }
 
+    /// The lane whose first packet is released first, and that packet's release time.
+    fn next_release(&self) -> Option<(usize, u64)> {
+        self.lanes.iter().enumerate().filter_map(|(i, l)| l.in_flight.front().map(|p| (i, p.due_ns))).min_by_key(|x| x.1)
+    }
+
     /// Pops the next forwarded packet if it is due at `now_ns`.
     pub fn pop_due(&mut self, now_ns: u64) -> Option<Outcome> {
-        if self.in_flight.front()?.due_ns > now_ns {
+        let (lane, due_ns) = self.next_release()?;
+        if due_ns > now_ns {
             return None;
         }
-        let p = self.in_flight.pop_front().unwrap();
+        let p = self.lanes[lane].in_flight.pop_front().unwrap();
         self.counters.forwarded += 1;
         let event = if p.ce_marked {
             self.counters.ecn_marked += 1;
@@ -288,7 +318,8 @@ impl Link {
         }
         out.extend(self.take_drops());
         self.in_service = None;
-        let rest: Vec<Packet> = self.in_flight.drain(..).chain(self.qdisc.drain()).collect();
+        let held: Vec<Packet> = self.lanes.iter_mut().flat_map(|l| l.in_flight.drain(..)).collect();
+        let rest: Vec<Packet> = held.into_iter().chain(self.qdisc.drain()).collect();
         for p in rest {
             self.finish_drop(p, Event::DroppedShutdown);
         }

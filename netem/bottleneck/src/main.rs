@@ -6,6 +6,7 @@ mod actions;
 mod check;
 mod clock;
 mod config;
+mod flow_delay;
 mod gtlog;
 mod lateness;
 mod link;
@@ -67,6 +68,10 @@ struct Args {
     /// on stderr), time 0 is the signal's arrival.
     #[arg(long)]
     t0_file: Option<PathBuf>,
+    /// Where the flows with a propagation delay of their own are written (JSON, docs/bottleneck.md "Delay per flow")
+    /// before SIGUSR2 asks for them to be read; once in force, `flow delays GENERATION in force` on stdout.
+    #[arg(long)]
+    flow_delays_file: Option<PathBuf>,
     /// Direction named in the log header; default: "forward"/"reverse" from the log's file name.
     #[arg(long)]
     direction: Option<String>,
@@ -199,5 +204,6 @@ fn run(
     let mut rt = runtime::Runtime::new(queue, link, log, stats, args.stats_interval_ms * 1_000_000, actions);
     rt.schedule = schedule.map(|log| (schedule_steps, log));
     rt.t0_file = args.t0_file.clone();
+    rt.flow_delays_file = args.flow_delays_file.clone();
     rt.run()
 }

@@ -42,6 +42,12 @@ pub struct Packet {
     pub ecn_in: u8,
     /// Hash of the 5-tuple (addresses, protocol, ports): the flow, for sfq and fq_codel.
     pub flow_hash: u64,
+    /// Source and destination address and ports (ports 0 for a protocol without them): a call's own delay
+    /// (flow_delay.rs) finds its packets by them.
+    pub src: [u8; 4],
+    pub dst: [u8; 4],
+    pub sport: u16,
+    pub dport: u16,
     /// FNV-1a 64 over the first min(64) bytes after the IP header (docs/bottleneck-log.md).
     pub key: u64,
     /// prio band, or low bits of the fq/sfq flow bucket, for the log.
@@ -111,6 +117,10 @@ impl Packet {
             dscp: tos >> 2,
             ecn_in: tos & 0x03,
             flow_hash: h.finish(),
+            src: [data[12], data[13], data[14], data[15]],
+            dst: [data[16], data[17], data[18], data[19]],
+            sport: u16::from_be_bytes([ports[0], ports[1]]),
+            dport: u16::from_be_bytes([ports[2], ports[3]]),
             key,
             band: 0,
             ce_marked: false,

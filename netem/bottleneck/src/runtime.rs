@@ -13,7 +13,7 @@ use crate::packet::{Event, Packet};
 use crate::stats::{Sample, StatsWriter};
 use crate::steps::{ScheduleLog, ScheduleSteps};
 use std::collections::BTreeSet;
-use std::io;
+use std::io::{self, Write};
 
 /// Arm the timer this long before a due time and spin the rest (a wake-up here costs 30-65 us).
 const SPIN_NS: u64 = 50_000;
@@ -39,6 +39,8 @@ pub struct Runtime {
     schedule_lost_reported: u64,
     /// --t0-file: the time 0 a SIGUSR1 asks for (`restart_time_zero`).
     pub t0_file: Option<std::path::PathBuf>,
+    /// --flow-delays-file: the flow table a SIGUSR2 asks for (`reload_flow_delays`).
+    pub flow_delays_file: Option<std::path::PathBuf>,
     /// Packet ids the kernel holds for us, for batch verdicts.
     held: BTreeSet<u32>,
     kernel_overruns: u64,
@@ -73,6 +75,7 @@ impl Runtime {
             schedule: None,
             schedule_lost_reported: 0,
             t0_file: None,
+            flow_delays_file: None,
             held: BTreeSet::new(),
             kernel_overruns: 0,
             overruns_reported: 0,
@@ -122,6 +125,9 @@ impl Runtime {
                 if let Some((steps, _)) = self.schedule.as_mut() {
                     steps.restart(t0);
                 }
+            }
+            if woken.reload_flow_delays {
+                self.reload_flow_delays()?;
             }
             if woken.signalled {
                 return self.shutdown();
@@ -180,6 +186,28 @@ impl Runtime {
             Err(why) => {
                 eprintln!("rtclab-bottleneck: --t0-file {}: {why}; time 0 is the signal's arrival", path.display());
                 arrived_ns
+            }
+        }
+    }
+
+    /// Reads --flow-delays-file and puts its table in force; says so on stdout (the harness waits for that line).
+    /// A table that cannot be read leaves the one in force and says why on stderr.
+    fn reload_flow_delays(&mut self) -> io::Result<()> {
+        let Some(path) = &self.flow_delays_file else {
+            eprintln!("rtclab-bottleneck: SIGUSR2 without --flow-delays-file: nothing to read");
+            return Ok(());
+        };
+        match std::fs::read_to_string(path).map_err(|e| e.to_string()).and_then(|t| crate::flow_delay::parse(&t)) {
+            Ok(table) => {
+                let generation = table.generation;
+                self.link.set_flow_delays(table);
+                let mut out = io::stdout();
+                writeln!(out, "flow delays {generation} in force")?;
+                out.flush()
+            }
+            Err(why) => {
+                eprintln!("rtclab-bottleneck: --flow-delays-file {}: {why}; the flow delays in force stay", path.display());
+                Ok(())
             }
         }
     }
@@ -375,7 +403,7 @@ fn wait_until(waiter: &mut Waiter, next: u64, spin: &mut SpinBudget) -> io::Resu
             unsafe { libc::sched_yield() };
             let w = waiter.wait(0)?;
             let t = clock::now_ns();
-            if w.signalled || w.restart_schedule || w.packets || t >= next {
+            if w.signalled || w.restart_schedule || w.reload_flow_delays || w.packets || t >= next {
                 spin.spun_ns += t - now;
                 return Ok(w);
             }
