@@ -73,9 +73,18 @@ const UML_FEATURES = new Set(FEATURES);
  * @param {'auto' | 'kernel' | 'userspace' | 'uml'} requested
  * @param {{ forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link }} links
  * @param {string} [id] the run it is for (names the kernel probe's scratch namespace)
+ * @param {{ callDelays?: boolean }} [needs] callDelays: a call has a delay of its own (`calls[].delay_ms`), which only
+ *   the userspace bottleneck's delay line applies
  * @returns {Promise<{ requested: string, used: 'kernel' | 'userspace' | 'uml', reason: string }>}
  */
-export async function chooseBackend(requested, links, id) {
+export async function chooseBackend(requested, links, id, needs = {}) {
+  if (needs.callDelays && (requested === 'kernel' || requested === 'uml')) {
+    throw new Error(`${requested} backend: cannot give a call a delay of its own (calls[].delay_ms: tc has no delay keyed by a call's 5-tuple); use the userspace backend`);
+  }
+  if (needs.callDelays && requested === 'auto') {
+    checkBottleneckBuilt();
+    return { requested, used: 'userspace', reason: 'calls[].delay_ms: a delay per call needs the userspace bottleneck' };
+  }
   if (requested === 'userspace') {
     checkBottleneckBuilt();
     return { requested, used: 'userspace', reason: 'requested' };

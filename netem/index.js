@@ -78,7 +78,7 @@ export async function createNetwork(o) {
   const log = o.log ?? (() => {});
   const scenario = normalizeScenario(o.scenario ?? {});
   const links = scenario.network;
-  const backend = await chooseBackend(o.backend ?? scenario.backend, links, id);
+  const backend = await chooseBackend(o.backend ?? scenario.backend, links, id, { callDelays: scenario.calls.some((/** @type {any} */ c) => c.delay_ms !== null) });
   const runDir = makeWritableDirectory(o.runDir);
   const net = new Network({ id, scenario, links, runDir, log, backend, t0_ms: o.t0_ms ?? Date.now(), detached: !!o.detached });
   await phase('claim');
@@ -265,6 +265,19 @@ export class Network extends EventEmitter {
     if (this.isDown) return;
     // `add` of an existing table or chain changes nothing: every batch can carry them.
     await runChecked([...this.nsExec(host), 'nft', '-f', '-'], { input: markTableRuleset() + markRuleLine(rule) });
+  }
+
+  /**
+   * Gives each flow of `table` a propagation delay of its own, in both directions, instead of the links' (the userspace
+   * bottleneck's delay line, after the shared queue: docs/netem.md, "Delay per call"). The whole table each time.
+   * @param {import('./userspace.js').FlowDelay[]} table
+   * @returns {Promise<number>} when both bottlenecks had it in force (epoch ms)
+   */
+  async setFlowDelays(table) {
+    if (!(this.backend instanceof UserspaceBackend)) {
+      throw new Error(`the ${this.info.backend.used} backend cannot give a flow a delay of its own (the userspace bottleneck can)`);
+    }
+    return this.backend.setFlowDelays(table);
   }
 
   /**

@@ -41,6 +41,14 @@ export function checkBottleneckBuilt() {
   }
 }
 
+/** The line the bottleneck prints once a flow table is in force. */
+const FLOW_DELAYS_IN_FORCE = /^flow delays \d+ in force$/;
+
+/**
+ * A flow with a propagation delay of its own: its two endpoints ("ADDRESS:PORT", either direction), the delay.
+ * @typedef {{ a: string, b: string, delay_ms: number }} FlowDelay
+ */
+
 export class UserspaceBottleneck extends EventEmitter {
   /**
    * @param {{ nsExec: string[], direction: 'forward' | 'reverse', link: import('../scenarios/link.js').Link, runDir: string,
@@ -60,6 +68,10 @@ export class UserspaceBottleneck extends EventEmitter {
     this.restarts = 0;
     /** The next time 0 (epoch ns), written before each restart's SIGUSR1 (the bottleneck's --t0-file). */
     this.t0File = join(o.runDir, `bottleneck-${o.direction}.t0`);
+    /** The flows with a delay of their own (the bottleneck's --flow-delays-file, read on SIGUSR2: setFlowDelays). */
+    this.flowDelaysFile = join(o.runDir, `bottleneck-${o.direction}.flows.json`);
+    /** How many flow tables were handed over: each names itself by this number, which the bottleneck prints back. */
+    this.flowDelayGeneration = 0;
     /** The meters' action log (docs/bottleneck-log.md), only when the link has meters. */
     this.actions = o.link.qdisc.kind === 'prio' && o.link.qdisc.meters?.length ? join(o.runDir, `bottleneck-${o.direction}.actions.jsonl`) : null;
     /** @type {number | null} */
@@ -93,6 +105,7 @@ export class UserspaceBottleneck extends EventEmitter {
     const argv = [...nsExec, BOTTLENECK_BIN, '--queue-num', String(DIRECTIONS[direction].queue_num),
       '--config', this.config, '--log', this.gtlog, '--stats', this.stats,
       '--stats-interval-ms', String(this.o.stats_interval_ms ?? 100), '--t0-ns', String(t0_ns), '--t0-file', this.t0File, '--schedule', this.schedule,
+      '--flow-delays-file', this.flowDelaysFile,
       ...(this.actions ? ['--actions', this.actions] : [])];
     // stdout+stderr to a file: works the same when the process outlives us (CLI), and keeps its messages.
     const fd = openSync(this.logFile, 'w');
@@ -148,7 +161,30 @@ export class UserspaceBottleneck extends EventEmitter {
 
   /** Its last line that is not the "ready" handshake: its own last word when it exits. */
   lastMessage() {
-    return this.log().trimEnd().split('\n').filter((l) => l && l !== 'ready').pop() ?? '';
+    return this.log().trimEnd().split('\n').filter((l) => l && l !== 'ready' && !FLOW_DELAYS_IN_FORCE.test(l)).pop() ?? '';
+  }
+
+  /**
+   * Gives the flows of `table` a propagation delay of their own (docs/netem.md, "Delay per call"): written to its
+   * --flow-delays-file, then SIGUSR2; resolves with the time (epoch ms) at which the bottleneck said the table is in
+   * force, and throws when it did not say so within timeout_ms (its stderr names why).
+   * @param {FlowDelay[]} table @param {number} [timeout_ms]
+   */
+  async setFlowDelays(table, timeout_ms = 2000) {
+    if (!this.alive()) throw new Error(`userspace bottleneck (${this.o.direction}) is not running`);
+    const generation = ++this.flowDelayGeneration;
+    writeFileSync(`${this.flowDelaysFile}.tmp`, JSON.stringify({ generation, flows: table }) + '\n');
+    renameSync(`${this.flowDelaysFile}.tmp`, this.flowDelaysFile);
+    process.kill(/** @type {number} */ (this.pid), 'SIGUSR2');
+    const deadline = Date.now() + timeout_ms;
+    const said = new RegExp(`^flow delays ${generation} in force$`, 'm');
+    while (!said.test(this.log())) {
+      if (Date.now() > deadline || !this.alive()) {
+        throw new Error(`userspace bottleneck (${this.o.direction}) did not put flow table ${generation} in force within ${timeout_ms} ms: ${this.lastMessage() || '(no message)'}`);
+      }
+      await sleep(5);
+    }
+    return Date.now();
   }
 
   /**
@@ -297,6 +333,16 @@ export class UserspaceBackend {
 
   counters() {
     return Object.fromEntries(this.bottlenecks.map((b) => [b.o.direction, b.lastCounters()]));
+  }
+
+  /**
+   * Both directions' bottlenecks take the flow table (a flow's packets both ways get its delay).
+   * @param {FlowDelay[]} table
+   * @returns {Promise<number>} when the later of the two said it is in force (epoch ms)
+   */
+  async setFlowDelays(table) {
+    const times = await Promise.all(this.bottlenecks.map((b) => b.setFlowDelays(table)));
+    return Math.max(...times);
   }
 
   async stop() {
