@@ -110,7 +110,7 @@ export function validateScenario(scenario, label = 'scenario') {
  */
 export function normalizeScenario(doc, { label = 'scenario', baseDir = process.cwd() } = {}) {
   const scenario = validateScenario(withCallsList(structuredClone(doc)), label);
-  const problems = [...normalizeCalls(scenario), ...normalizeCpuLoad(scenario)];
+  const problems = [...normalizeCalls(scenario), ...normalizeCpuLoad(scenario), ...checkShortFlows(scenario)];
   if (problems.length) throw new ScenarioError(label, problems);
   try {
     for (const direction of /** @type {const} */ (['forward', 'reverse'])) {
@@ -120,7 +120,7 @@ export function normalizeScenario(doc, { label = 'scenario', baseDir = process.c
     if (err instanceof LinkError) throw new ScenarioError(label, [err.message]);
     throw err;
   }
-  const untraceable = tracesTheBackendCannotPlay(scenario);
+  const untraceable = [...tracesTheBackendCannotPlay(scenario), ...callDelaysTheNetworkCannotApply(scenario)];
   if (untraceable.length) throw new ScenarioError(label, untraceable);
   for (const call of [scenario.call, ...scenario.calls]) {
     // A clip's name (media/clips.js: default, natural) is the file setup made; anything else a path.
@@ -139,6 +139,29 @@ function tracesTheBackendCannotPlay(scenario) {
   if (scenario.backend !== 'kernel' && scenario.backend !== 'uml') return [];
   return /** @type {const} */ (['forward', 'reverse']).filter((d) => scenario.network[d].rate?.trace)
     .map((d) => `network.${d}.rate.trace: the ${scenario.backend} backend cannot play a trace (tc has no trace player); use backend userspace (or auto)`);
+}
+
+/**
+ * A call's own delay (`calls[].delay_ms`) is applied by the userspace bottleneck's delay line, keyed by the call's
+ * 5-tuple (docs/netem.md, "Delay per call"): tc has no such line, and a link's delay_schedule would leave the call's
+ * packets on a delay of their own while the schedule changes every other flow's, which is no case the RFC asks for.
+ * @param {any} scenario normalised links
+ * @returns {string[]}
+ */
+function callDelaysTheNetworkCannotApply(scenario) {
+  const delayed = scenario.calls.map((/** @type {any} */ c, /** @type {number} */ i) => [c, i]).filter(([c]) => c.delay_ms !== null);
+  if (!delayed.length) return [];
+  const [, first] = delayed[0];
+  const problems = [];
+  if (scenario.backend === 'kernel' || scenario.backend === 'uml') {
+    problems.push(`calls[${first}].delay_ms: the ${scenario.backend} backend cannot give a call a delay of its own (tc has no delay keyed by a call's 5-tuple); use backend userspace (or auto)`);
+  }
+  for (const d of /** @type {const} */ (['forward', 'reverse'])) {
+    if (scenario.network[d].delay_schedule?.length) {
+      problems.push(`calls[${first}].delay_ms: a call's own delay cannot be combined with network.${d}.delay_schedule (the schedule would change every flow's delay but the call's)`);
+    }
+  }
+  return problems;
 }
 
 /**
@@ -210,6 +233,34 @@ function pauseProblems(call, where, duration_s) {
     if (before && p.at_s <= before.resume_s) {
       problems.push(`${at}.at_s: ${p.at_s} must be after the previous pause's resume_s (${before.resume_s}): pauses ` +
         'in order, not overlapping');
+    }
+  });
+  return problems;
+}
+
+/** The fields of RFC 8868 5.1's short-flow model, which a tcp_short item must give and a tcp item must not. */
+const SHORT_FLOW_FIELDS = ['initially_on', 'size_bytes', 'idle_mean_s', 'seed'];
+
+/**
+ * What the schema cannot say about short TCP flows (`kind: tcp_short`): the model's fields given (no default: each is
+ * a choice of the case, the study file names its source), only there, and consistent.
+ * @param {any} scenario validated, defaults filled in
+ * @returns {string[]} problems, one sentence each
+ */
+function checkShortFlows(scenario) {
+  const problems = [];
+  scenario.cross_traffic.forEach((/** @type {any} */ item, /** @type {number} */ n) => {
+    const where = `cross_traffic[${n}]`;
+    if (item.kind !== 'tcp_short') {
+      for (const f of SHORT_FLOW_FIELDS) if (item[f] !== null) problems.push(`${where}.${f}: only with kind tcp_short (this item is kind ${item.kind})`);
+      return;
+    }
+    for (const f of SHORT_FLOW_FIELDS) if (item[f] === null) problems.push(`${where}.${f}: kind tcp_short needs it (RFC 8868 5.1's short-flow model)`);
+    if (item.initially_on !== null && item.initially_on > item.flows) {
+      problems.push(`${where}.initially_on: ${item.initially_on} is more than its flows (${item.flows})`);
+    }
+    if (item.size_bytes !== null && item.size_bytes[0] > item.size_bytes[1]) {
+      problems.push(`${where}.size_bytes: [${item.size_bytes.join(', ')}] is not [min, max] with min <= max`);
     }
   });
   return problems;

@@ -45,6 +45,9 @@ const INLINE = {
     cross_traffic: [{ kind: 'tcp', dscp: 46, ecn: true }, { kind: 'tcp', flows: 2, ecn: true }] },
   'outages and Gilbert-Elliott loss': { network: { forward: { delay_ms: 20, outage: { mean_on_ms: 8000, mean_off_ms: 150.5 },
     loss_gemodel: { p_percent: 0.5, r_percent: 30, bad_loss_percent: 75.5 } }, reverse: { loss_gemodel: { p_percent: 2 } } } },
+  'calls with their own delays beside short TCP flows': { network: { forward: { delay_ms: 50, rate: { kbit: 2000 } } },
+    calls: [{ id: 'near', delay_ms: 10 }, { id: 'far', delay_ms: 150 }, { id: 'plain' }],
+    cross_traffic: [{ kind: 'tcp_short', flows: 10, initially_on: 2, size_bytes: [30000, 50000], idle_mean_s: 10, seed: 7 }] },
 };
 
 /** The scenarios under test, normalised by the model. @returns {[string, any][]} */
@@ -98,8 +101,9 @@ function expectedAnalyzerView(s) {
   });
   return {
     duration_s: s.duration_s, forward: link(s.network.forward), reverse: link(s.network.reverse),
-    cross_traffic: s.cross_traffic.map((/** @type {any} */ c) => ({ direction: c.direction, flows: c.flows, start_s: c.start_s,
+    cross_traffic: s.cross_traffic.map((/** @type {any} */ c) => ({ kind: c.kind, direction: c.direction, flows: c.flows, start_s: c.start_s,
       stop_s: c.stop_s, congestion_control: c.congestion_control, dscp: c.dscp })),
+    first_call_delay_ms: s.calls.length ? s.calls[0].delay_ms : s.call.delay_ms,
   };
 }
 
