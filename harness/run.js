@@ -23,6 +23,7 @@ import { TeardownStack } from './teardown.js';
 import { validityChecks, runNotCompleted, stepsDue, crossTrafficDue } from './validity.js';
 import { DSCP_MARKING, markCall } from './call-marking.js';
 import { schedulePauses } from './pauses.js';
+import { applyCallDelays, delayReady } from './call-delay.js';
 import { collectVersions, gitCommit, hostInfo, rtclabVersion } from './versions.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -75,6 +76,7 @@ export async function runCall(o) {
  * @typedef {{ call: any, index: number, room: string, files: { a: string, b: string },
  *   framesDecoded: { a: number, b: number }, pairs: { a: any, b: any }, tracks: { a: any[] | null, b: any[] | null },
  *   peers: { a: Peer | null, b: Peer | null }, marks: { a: any[], b: any[] }, marked: Set<string>,
+ *   delay: { flow: any, in_force_t: number | null } | null,
  *   clips: Record<string, Record<string, any>> }} CallState
  *   clips: per sending side, the clip its camera played (clipOf), for the receiving side's frames file
  *   files: the key of each side's files (getstats-<key>.jsonl, browser-<key>.log): a, b for the first call (the
@@ -109,7 +111,7 @@ class CallRun {
       room: `${id}-${call.id}-${randomBytes(12).toString('hex')}`,
       files: index === 0 ? { a: 'a', b: 'b' } : { a: `${call.id}-a`, b: `${call.id}-b` },
       framesDecoded: { a: 0, b: 0 }, pairs: { a: null, b: null }, tracks: { a: null, b: null },
-      peers: { a: null, b: null }, marks: { a: [], b: [] }, marked: new Set(), clips: {},
+      peers: { a: null, b: null }, marks: { a: [], b: [] }, marked: new Set(), delay: null, clips: {},
     }));
     /** Timers of calls joining and leaving during the run. @type {NodeJS.Timeout[]} */
     this.timers = [];
@@ -217,6 +219,7 @@ class CallRun {
       getstats: { a: `getstats-${c.files.a}.jsonl`, b: `getstats-${c.files.b}.jsonl` },
       browser_logs: { a: `browser-${c.files.a}.log`, b: `browser-${c.files.b}.log` },
       selected_pairs: c.pairs, tracks: c.tracks, dscp_marking: c.marks,
+      delay_ms: c.call.delay_ms, delay: c.delay,
     }));
   }
 
@@ -391,6 +394,7 @@ class CallRun {
       // address is known.
       this.markCall(c, 'a');
       this.markCall(c, 'b');
+      if (this.net) applyCallDelays(this.calls, { net: this.net, event: (name, fields) => this.recorder.event(name, fields), failWith: (m) => this.failWith(m) });
     } else {
       this.recorder.event(`page_${kind}`, this.calls.length > 1 ? { side, call: c.call.id, page: payload } : { side, page: payload });
     }
@@ -421,13 +425,15 @@ class CallRun {
     const timeout_s = Math.max(...this.calls.map((c) => c.call.connect_timeout_s));
     const deadline = Date.now() + timeout_s * 1000;
     // direction forward: the caller receives no video, so the callee's decoded frames say that media flows.
-    const ready = (/** @type {CallState} */ c) => (c.call.start_s === 0
+    // A call with a delay of its own is ready once the bottleneck has its flow's delay in force (call-delay.js).
+    const ready = (/** @type {CallState} */ c) => delayReady(c) && (c.call.start_s === 0
       ? (c.call.direction === 'forward' || c.framesDecoded.a > 0) && c.framesDecoded.b > 0 : c.pairs.a !== null && c.pairs.b !== null);
     while (!this.calls.every(ready)) {
       this.checkStillRunning();
       if (Date.now() > deadline) {
         const late = this.calls.filter((c) => !ready(c)).map((c) => `${this.calls.length > 1 ? `call ${c.call.id}` : 'the call'} did not ` +
-          `connect within ${timeout_s} s (video frames decoded: a ${c.framesDecoded.a}, b ${c.framesDecoded.b}); ` +
+          `connect within ${timeout_s} s (video frames decoded: a ${c.framesDecoded.a}, b ${c.framesDecoded.b}` +
+          `${delayReady(c) ? '' : `; its own delay of ${c.call.delay_ms} ms not in force`}); ` +
           `see browser-${c.files.a}.log, browser-${c.files.b}.log, events.jsonl`);
         throw new RunError(late.join('; '));
       }
