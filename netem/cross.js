@@ -1,9 +1,12 @@
 // @ts-check
-// Cross traffic: iperf3 TCP flows through the bottleneck on the scenario's schedule. The server runs in the
-// receiving namespace (b for forward, a for reverse), the client in the other, congestion control set explicitly.
+// Cross traffic: TCP flows through the bottleneck on the scenario's schedule, congestion control set explicitly.
+// kind tcp: long-lived iperf3 flows; the server runs in the receiving namespace (b for forward, a for reverse), the
+// client in the other. kind tcp_short: RFC 8868 5.1's downloads (netem/short_tcp.py); the server, which sends the data,
+// runs in the sending namespace (a for forward), the downloading client in the other.
 import { spawn } from 'node:child_process';
-import { openSync, closeSync } from 'node:fs';
-import { join } from 'node:path';
+import { openSync, closeSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { run, runChecked, sleep } from './exec.js';
 import { DATA } from './names.js';
 
@@ -22,8 +25,57 @@ export function crossTrafficEndpoints(items) {
 /** @param {any} item @param {number} n */
 function endpoint(item, n) {
   const forward = (item.direction ?? 'forward') === 'forward';
-  return { n, port: BASE_PORT + n, server_host: /** @type {'a'|'b'} */ (forward ? 'b' : 'a'),
-    client_host: /** @type {'a'|'b'} */ (forward ? 'a' : 'b') };
+  // The host that sends the data: iperf3's client, short_tcp.py's server.
+  const sender = /** @type {'a'|'b'} */ (forward ? 'a' : 'b');
+  const receiver = /** @type {'a'|'b'} */ (forward ? 'b' : 'a');
+  return item.kind === 'tcp_short' ? { n, port: BASE_PORT + n, server_host: sender, client_host: receiver }
+    : { n, port: BASE_PORT + n, server_host: receiver, client_host: sender };
+}
+
+const SHORT_TCP = join(dirname(fileURLToPath(import.meta.url)), 'short_tcp.py');
+
+/** A 32-bit generator (mulberry32): the same seed, the same numbers on every machine. @param {number} seed */
+function mulberry32(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** At most this many downloads are drawn per item (an idle mean far below the run's length would be a mistake). */
+const MAX_DOWNLOADS = 100000;
+
+/**
+ * RFC 8868 5.1's short flows of a tcp_short item, drawn from its seed: per flow the idle time before each download
+ * and the download's size. A flow among the first `initially_on` starts with a download (idle 0), the others with an
+ * idle time; idle times are exponential with mean idle_mean_s, sizes uniform integers in [min, max] of size_bytes.
+ * Each flow draws from its own stream (seed and flow index), and enough steps are drawn that the idle times alone
+ * outlast the item's length.
+ * @param {any} item normalized tcp_short item @param {number} length_s how long it runs
+ * @returns {{ flows: { idle_s: number, size_bytes: number }[][] }}
+ */
+export function planShortFlows(item, length_s) {
+  const [min, max] = item.size_bytes;
+  let total = 0;
+  const flows = [];
+  for (let i = 0; i < item.flows; i++) {
+    const random = mulberry32((item.seed + Math.imul(i + 1, 0x9e3779b9)) >>> 0);
+    const steps = [];
+    let idle_sum = 0;
+    while (idle_sum <= length_s) {
+      const idle_s = steps.length === 0 && i < item.initially_on ? 0 : -item.idle_mean_s * Math.log(1 - random());
+      const size_bytes = min + Math.floor(random() * (max - min + 1));
+      steps.push({ idle_s, size_bytes });
+      idle_sum += idle_s;
+      if (++total > MAX_DOWNLOADS) throw new Error(`cross_traffic: tcp_short draws more than ${MAX_DOWNLOADS} downloads (idle_mean_s ${item.idle_mean_s} against ${length_s} s)`);
+    }
+    flows.push(steps);
+  }
+  return { flows };
 }
 
 /**
@@ -37,6 +89,19 @@ export function planCrossTraffic(item, n, duration_s, runDir) {
   const start_s = item.start_s ?? 0;
   const stop_s = item.stop_s ?? duration_s;
   const length_s = Math.max(0, stop_s - start_s);
+  if (item.kind === 'tcp_short') {
+    const cc = item.congestion_control ?? 'cubic';
+    return {
+      port, start_s, stop_s, length_s, serverHost, clientHost,
+      plan: planShortFlows(item, length_s), planFile: join(runDir, `short-tcp-${n}.plan.json`),
+      server: ['python3', '-S', '-I', SHORT_TCP, 'serve', '--bind', serverAddr, '--port', String(port),
+        '--congestion-control', cc, '--dscp', String(item.dscp ?? 0)],
+      // --stop-at-ns is added when it starts (the run's t0 is known then).
+      client: ['python3', '-S', '-I', SHORT_TCP, 'fetch', '--server', serverAddr, '--port', String(port),
+        '--plan', join(runDir, `short-tcp-${n}.plan.json`), '--out', join(runDir, `short-tcp-${n}.jsonl`),
+        '--congestion-control', cc],
+    };
+  }
   return {
     port, start_s, stop_s, length_s, serverHost, clientHost,
     server: ['iperf3', '-s', '-1', '-B', serverAddr, '-p', String(port)],
@@ -100,12 +165,15 @@ export class CrossTraffic {
     for (const [n, item] of items.entries()) {
       const p = planCrossTraffic(item, n, duration_s, runDir);
       if (p.length_s <= 0) continue;
-      this.spawn([...nsExec(p.serverHost), ...p.server], join(runDir, `iperf3-${n}-server.log`));
+      const tool = item.kind === 'tcp_short' ? 'short-tcp' : 'iperf3';
+      if (p.plan) writeFileSync(/** @type {string} */ (p.planFile), JSON.stringify(p.plan) + '\n');
+      this.spawn([...nsExec(p.serverHost), ...p.server], join(runDir, `${tool}-${n}-server.log`));
       await this.waitListening(p.serverHost, p.port);
+      const stopAt = p.plan ? ['--stop-at-ns', String(BigInt(Math.round((t0_ms + p.stop_s * 1000) * 1000)) * 1000n)] : [];
       const timer = setTimeout(() => {
         if (this.stopped) return;
-        const proc = this.spawn([...nsExec(p.clientHost), ...p.client], join(runDir, `iperf3-${n}-client.log`));
-        this.o.onEvent?.({ event: 'cross_traffic_started', n, flows: item.flows, congestion_control: item.congestion_control, direction: item.direction, ecn: item.ecn ?? false });
+        const proc = this.spawn([...nsExec(p.clientHost), ...p.client, ...stopAt], join(runDir, `${tool}-${n}-client.log`));
+        this.o.onEvent?.({ event: 'cross_traffic_started', n, kind: item.kind, flows: item.flows, congestion_control: item.congestion_control, direction: item.direction, ecn: item.ecn ?? false });
         proc.on('exit', (code) => this.o.onEvent?.({ event: 'cross_traffic_stopped', n, exit_code: code }));
       }, Math.max(0, t0_ms + p.start_s * 1000 - Date.now()));
       this.timers.push(timer);
