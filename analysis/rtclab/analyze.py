@@ -23,6 +23,7 @@ import numpy as np
 
 from . import (
     __version__,
+    call_delay,
     chrome_ecn,
     cpu,
     crosscheck,
@@ -42,6 +43,7 @@ from . import (
     rfcmetrics,
     rundir,
     scenario,
+    short_tcp,
     trace_capacity,
     validity,
 )
@@ -234,7 +236,8 @@ def compute_metrics(inputs: RunInputs, *, run_tshark: bool = True,
         ecn_by_chrome["l4s_chain"] = l4s_chain.chain(run, table, gt_summary)
     result = _document(inputs, table, validity=validity_doc, phase_list=phase_list, timing=timing, flows=flows,
                        fair=fair, rfc=rfc, multi=multi, frame_join=frame_join, ecn_by_chrome=ecn_by_chrome,
-                       iperf3=rundir.iperf3_summaries(run), bottleneck=queue.analyse(run, inputs.t0),
+                       iperf3=rundir.iperf3_summaries(run), short_flows=short_tcp.analyse(run, inputs.scenario),
+                       bottleneck=queue.analyse(run, inputs.t0),
                        gt_summary=gt_summary, controller=controller, cpu_use=cpu_use, checks=checks)
     return result, table
 
@@ -255,9 +258,12 @@ def _join(inputs: RunInputs, progress: Progress) -> packets.PacketTable | None:
     with _step(progress, "joining packets", inputs.timings):
         prop = (None, None) if scen is None else \
             (packets.propagation_of(scen.forward, inputs.t0_ns), packets.propagation_of(scen.reverse, inputs.t0_ns))
-        return packets.build(caps["a"] or rundir.empty_capture(run.file("capture-a.pcap")),
-                             caps["b"] or rundir.empty_capture(run.file("capture-b.pcap")),
-                             rundir.ip_to_int(run.addr_a), rundir.ip_to_int(run.addr_b), prop)
+        table = packets.build(caps["a"] or rundir.empty_capture(run.file("capture-a.pcap")),
+                              caps["b"] or rundir.empty_capture(run.file("capture-b.pcap")),
+                              rundir.ip_to_int(run.addr_a), rundir.ip_to_int(run.addr_b), prop)
+        # A call with a delay of its own (calls[].delay_ms): its packets' queuing delay from that delay.
+        call_delay.rebase_queuing_delay(table, multiflow.calls(run), call_delay.delays_ms(run))
+        return table
 
 
 def _phases(inputs: RunInputs, table: packets.PacketTable | None) -> tuple[list[phases.ItemTiming], list[phases.Phase]]:
@@ -341,7 +347,8 @@ def _validity(inputs: RunInputs, table: packets.PacketTable | None) -> dict[str,
                                validity.load_bounds())
     own = validity.analyzer_checks(rec)
     marked = multiflow.dscp_marked(run, inputs.captures["a"], inputs.t0_ns)
-    return validity.combine(run.manifest.get("validity"), own + ([marked] if marked is not None else []))
+    delayed = call_delay.check(table, multiflow.calls(run), call_delay.delays_ms(run), inputs.t0_ns)
+    return validity.combine(run.manifest.get("validity"), own + [c for c in (marked, delayed) if c is not None])
 
 
 def _crosschecks(inputs: RunInputs, table: packets.PacketTable | None, flows: list[dict[str, Any]],
@@ -426,6 +433,7 @@ def _document(inputs: RunInputs, table: packets.PacketTable | None, *, validity:
               phase_list: list[phases.Phase], timing: list[phases.ItemTiming], flows: list[dict[str, Any]],
               fair: dict[str, Any], rfc: dict[str, Any] | None, multi: dict[str, Any] | None,
               frame_join: dict[str, Any] | None, ecn_by_chrome: dict[str, Any] | None, iperf3: list[dict[str, Any]],
+              short_flows: list[dict[str, Any]] | None,
               bottleneck: dict[str, Any] | None, gt_summary: dict[str, Any] | None, controller: dict[str, Any] | None,
               cpu_use: dict[str, Any] | None, checks: list[dict[str, Any]]) -> dict[str, Any]:
     """metrics.json's document, its sections in their order (metrics.schema.json). `problems`, `gaps` and
@@ -476,6 +484,7 @@ def _document(inputs: RunInputs, table: packets.PacketTable | None, *, validity:
         "frames": frame_join,
         "chrome_ecn": ecn_by_chrome,
         "cross_traffic": iperf3,
+        "short_tcp": short_flows,
         "bottleneck_queue": bottleneck,
         "ground_truth": gt_summary,
         "congestion_controller": controller,

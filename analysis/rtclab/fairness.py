@@ -29,10 +29,13 @@ def jain_index(rates: list[float]) -> float | None:
 
 
 def expected_tcp_flows(scenario: Scenario | None, lo_s: float, hi_s: float) -> int | None:
-    """Forward TCP connections the scenario runs during any part of [lo_s, hi_s); None without a scenario."""
+    """Forward long-lived TCP connections the scenario runs during any part of [lo_s, hi_s); None without a scenario.
+    Short flows (kind tcp_short) are not counted: each download is a connection of its own, mostly idle in between,
+    with no fair share of its own to be measured against."""
     if scenario is None:
         return None
-    return sum(c.flows for c in scenario.cross_traffic if c.direction == "forward" and c.active(lo_s, hi_s))
+    return sum(c.flows for c in scenario.cross_traffic
+               if c.kind == "tcp" and c.direction == "forward" and c.active(lo_s, hi_s))
 
 
 def connections(t: PacketTable, lo_ns: int, hi_ns: int, capacity_bps: float | None, tcp_flows: int | None,

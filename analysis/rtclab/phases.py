@@ -72,6 +72,19 @@ def cross_traffic_timing(table: PacketTable | None, scenario: Scenario | None, t
             gaps.append(f"capture-{side}.pcap unreadable: cross_traffic[{n}]'s phase bounds follow its schedule")
             continue
         col = table.cols
+        if c.kind == "tcp_short":
+            # Downloads (netem/short_tcp.py): the server in the sending namespace sends the data from its port.
+            sender, receiver = (addr_a, addr_b) if forward else (addr_b, addr_a)
+            data = np.flatnonzero((col["direction"] == (FORWARD if forward else REVERSE)) & (col["proto"] == 6) &
+                                  (col["ip_src"] == sender) & (col["ip_dst"] == receiver) & (col["sport"] == port) &
+                                  (col["t_send_ns"] >= 0) & (col["payload_len"] > 0))
+            if data.size == 0:
+                gaps.append(f"cross_traffic[{n}]: no TCP data from its server's port {port} in capture-{side}.pcap: "
+                            f"its phase bounds follow its schedule")
+                continue
+            timing.first_data_s = (int(col["t_send_ns"][data].min()) - t0_ns) / 1e9
+            timing.last_data_s = (int(col["t_send_ns"][data].max()) - t0_ns) / 1e9
+            continue
         client, server = (addr_a, addr_b) if forward else (addr_b, addr_a)
         rows = np.flatnonzero((col["direction"] == (FORWARD if forward else REVERSE)) & (col["proto"] == 6) &
                               (col["ip_src"] == client) & (col["ip_dst"] == server) & (col["dport"] == port) &

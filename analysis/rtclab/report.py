@@ -239,6 +239,7 @@ def render(m: dict[str, Any]) -> str:
     for c in m.get("cross_traffic", []):
         out.append(f"cross traffic {c['file']}: {_rate(c.get('throughput_bps'))}, "
                    f"mean RTT {_f(c.get('mean_rtt_ms'))} ms")
+    out += _short_tcp_lines(m.get("short_tcp"))
     out += _frames_lines(m.get("frames"))
     out += _controller_lines(m.get("congestion_controller"))
     out += _cpu_lines(m.get("cpu"))
@@ -315,6 +316,22 @@ def _l4s_lines(m: dict[str, Any]) -> list[str]:
         out.append(f"dualpi2 {name.upper()} queue (ground-truth log): {q['forwarded']} forwarded, {q['marked_ce']} "
                    f"marked CE, {q['dropped']} dropped; sojourn p50 {_f(d['p50'], '.2f')} ms, "
                    f"p99 {_f(d['p99'], '.2f')} ms")
+    return out
+
+
+def _short_tcp_lines(items: list[dict[str, Any]] | None) -> list[str]:
+    """Per tcp_short item: its downloads and their completion times (docs/metrics.md, "Short TCP flows")."""
+    out = []
+    for e in items or []:
+        s = e.get("summary")
+        if s is None:
+            out.append(f"short TCP flows cross_traffic[{e['item']}]: - ({e.get('error')})")
+            continue
+        c = s["completion_s"]
+        missed = ", ".join(f"{k}: {v}" for k, v in sorted(s["not_completed"].items()))
+        out.append(f"short TCP flows cross_traffic[{e['item']}]: {s['downloads']} downloads, {s['completed']} completed"
+                   f"{f' (not completed: {missed})' if missed else ''}; completion time p50 {_f(c['p50'], '.3f')} s, "
+                   f"p95 {_f(c['p95'], '.3f')} s")
     return out
 
 

@@ -79,6 +79,7 @@ class CrossTraffic:
     stop_s: float | None  # None: until the end of the call
     congestion_control: str
     dscp: int
+    kind: str = "tcp"  # "tcp": long-lived iperf3 flows; "tcp_short": RFC 8868 5.1's downloads (netem/short_tcp.py)
 
     def active(self, lo_s: float, hi_s: float) -> bool:
         """Whether it sends during any part of [lo_s, hi_s)."""
@@ -93,15 +94,23 @@ class Scenario:
     forward: Link
     reverse: Link
     cross_traffic: list[CrossTraffic]
+    # The first call's own one-way delay (calls[0].delay_ms, each direction), None: the links'. The first call is the
+    # one whose getStats the analysis reads, so its RTTm is what Tq is measured against.
+    first_call_delay_ms: float | None = None
 
     @property
     def round_trip_propagation_ms(self) -> float:
-        """RTTm of Carlucci et al.: the configured round-trip propagation delay (at the call's start)."""
+        """RTTm of Carlucci et al.: the configured round-trip propagation delay (at the call's start) of the first
+        call."""
+        if self.first_call_delay_ms is not None:
+            return 2 * self.first_call_delay_ms
         return self.forward.delay_ms + self.reverse.delay_ms
 
     def round_trip_propagation_ms_at(self, t_s: float) -> float:
         """RTTm at t_s seconds after call start, under the links' delay schedules (both read at t_s: a step moves
-        the round trip within one one-way delay of it)."""
+        the round trip within one one-way delay of it); a call's own delay has no schedule."""
+        if self.first_call_delay_ms is not None:
+            return 2 * self.first_call_delay_ms
         return self.forward.delay_ms_at(t_s) + self.reverse.delay_ms_at(t_s)
 
     def link(self, direction: str) -> Link:
@@ -167,7 +176,7 @@ def _cross(doc: dict[str, Any]) -> CrossTraffic:
     props = schema()["properties"]["cross_traffic"]["items"]["properties"]
     get = lambda k: doc.get(k, props[k].get("default"))
     return CrossTraffic(direction=get("direction"), flows=get("flows"), start_s=get("start_s"), stop_s=get("stop_s"),
-                        congestion_control=get("congestion_control"), dscp=get("dscp"))
+                        congestion_control=get("congestion_control"), dscp=get("dscp"), kind=doc["kind"])
 
 
 def view(doc: Any) -> Scenario:
@@ -177,7 +186,16 @@ def view(doc: Any) -> Scenario:
     return Scenario(name=doc.get("name", _default("properties", "name")),
                     duration_s=doc.get("duration_s", _default("properties", "duration_s")),
                     forward=_link(network.get("forward")), reverse=_link(network.get("reverse")),
-                    cross_traffic=[_cross(c) for c in doc.get("cross_traffic") or []])
+                    cross_traffic=[_cross(c) for c in doc.get("cross_traffic") or []],
+                    first_call_delay_ms=_first_call_delay(doc))
+
+
+def _first_call_delay(doc: dict[str, Any]) -> float | None:
+    """calls[0].delay_ms (else call.delay_ms for a scenario without calls), None when absent or null."""
+    calls = doc.get("calls")
+    first = calls[0] if isinstance(calls, list) and calls else doc.get("call")
+    delay = first.get("delay_ms") if isinstance(first, dict) else None
+    return float(delay) if delay is not None else None
 
 
 def to_json(s: Scenario) -> dict[str, Any]:
@@ -191,8 +209,10 @@ def to_json(s: Scenario) -> dict[str, Any]:
         return {"delay_ms": x.delay_ms, "delay_schedule": [list(step) for step in x.delay_schedule],
                 "jitter_ms": x.jitter_ms, "loss_percent": x.loss_percent, "rate": rate, "qdisc_kind": x.qdisc_kind}
     return {"duration_s": s.duration_s, "forward": link(s.forward), "reverse": link(s.reverse),
-            "cross_traffic": [{"direction": c.direction, "flows": c.flows, "start_s": c.start_s, "stop_s": c.stop_s,
-                               "congestion_control": c.congestion_control, "dscp": c.dscp} for c in s.cross_traffic]}
+            "cross_traffic": [{"kind": c.kind, "direction": c.direction, "flows": c.flows, "start_s": c.start_s,
+                               "stop_s": c.stop_s, "congestion_control": c.congestion_control, "dscp": c.dscp}
+                              for c in s.cross_traffic],
+            "first_call_delay_ms": s.first_call_delay_ms}
 
 
 def main(argv: list[str] | None = None) -> int:
