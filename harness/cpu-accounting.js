@@ -74,6 +74,9 @@ export function processGroup({ pid, argv, comm, browserKey, harnessPid }) {
   if (comm === 'linux.uml' || exe.endsWith('linux.uml')) return 'bottleneck/uml';
   if (comm === 'tcpdump') return `capture/${argv[argv.indexOf('-i') + 1]?.startsWith('b-') ? 'b' : 'a'}`;
   if (comm === 'iperf3') return `iperf3/${argv.includes('-s') ? 'server' : 'client'}`;
+  // Short TCP flows (netem/short_tcp.py, cross_traffic kind tcp_short): python3 running that script.
+  const script = argv.findIndex((a) => a.endsWith('short_tcp.py'));
+  if (script >= 0) return `short-tcp/${argv[script + 1] === 'serve' ? 'server' : 'client'}`;
   // The scenario's cpu_load (harness/cpu-load.js): stress-ng and its workers (--keep-name: all named stress-ng).
   if (comm.startsWith('stress-ng') || exe.endsWith('stress-ng')) return 'cpu-load/stress-ng';
   return 'harness/other';

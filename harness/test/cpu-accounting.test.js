@@ -47,6 +47,8 @@ test('the run\'s other processes by component and role', () => {
   assert.equal(group('tcpdump -i b-eth0 -n -s 256 -w /r/capture-b.pcap'), 'capture/b');
   assert.equal(group('iperf3 -s -p 5201 -1'), 'iperf3/server');
   assert.equal(group('iperf3 -c 10.0.2.2 -p 5201 -t 10'), 'iperf3/client');
+  assert.equal(group('python3 -S -I netem/short_tcp.py serve --bind 10.0.1.2 --port 5201'), 'short-tcp/server');
+  assert.equal(group('python3 -S -I netem/short_tcp.py fetch --server 10.0.1.2 --port 5201'), 'short-tcp/client');
   assert.equal(group('tc qdisc show'), 'harness/other');
 });
 
