@@ -31,10 +31,18 @@ impl FlowDelays {
 }
 
 fn endpoint(v: &serde_json::Value, field: &str, at: usize) -> Result<([u8; 4], u16), String> {
-    let text = v.get(field).and_then(|x| x.as_str()).ok_or(format!("flows[{at}].{field}: missing (\"ADDRESS:PORT\")"))?;
-    let (addr, port) = text.rsplit_once(':').ok_or(format!("flows[{at}].{field}: {text:?} is not ADDRESS:PORT"))?;
+    let text = v
+        .get(field)
+        .and_then(|x| x.as_str())
+        .ok_or_else(|| format!("flows[{at}].{field}: missing (\"ADDRESS:PORT\")"))?;
+    let (addr, port) =
+        text.rsplit_once(':').ok_or_else(|| format!("flows[{at}].{field}: {text:?} is not ADDRESS:PORT"))?;
     let addr: Ipv4Addr = addr.parse().map_err(|_| format!("flows[{at}].{field}: {addr:?} is not an IPv4 address"))?;
-    let port: u16 = port.parse().ok().filter(|p| *p > 0).ok_or(format!("flows[{at}].{field}: port {port:?} is not 1-65535"))?;
+    let port: u16 = port
+        .parse()
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| format!("flows[{at}].{field}: port {port:?} is not 1-65535"))?;
     Ok((addr.octets(), port))
 }
 
@@ -49,7 +57,7 @@ pub fn parse(text: &str) -> Result<FlowDelays, String> {
             .get("delay_ms")
             .and_then(|d| d.as_f64())
             .filter(|d| d.is_finite() && *d >= 0.0)
-            .ok_or(format!("flows[{i}].delay_ms: missing or not a number >= 0"))?;
+            .ok_or_else(|| format!("flows[{i}].delay_ms: missing or not a number >= 0"))?;
         flows.push(FlowDelay {
             a: endpoint(f, "a", i)?,
             b: endpoint(f, "b", i)?,
@@ -70,7 +78,8 @@ mod tests {
 
     #[test]
     fn a_flow_is_found_in_both_directions_and_only_by_its_four_fields() {
-        let t = parse(r#"{"generation": 3, "flows": [{"a": "10.0.1.2:5000", "b": "10.0.2.2:6000", "delay_ms": 150}]}"#).unwrap();
+        let t = parse(r#"{"generation": 3, "flows": [{"a": "10.0.1.2:5000", "b": "10.0.2.2:6000", "delay_ms": 150}]}"#)
+            .unwrap();
         assert_eq!(t.generation, 3);
         assert_eq!(t.flows[0].delay_ns, 150_000_000);
         assert_eq!(t.flow_of(&packet([10, 0, 1, 2], 5000, [10, 0, 2, 2], 6000)), Some(0));
@@ -82,11 +91,14 @@ mod tests {
     #[test]
     fn bad_tables_are_refused_naming_the_field() {
         assert!(parse(r#"{"flows": []}"#).unwrap_err().contains("generation"));
-        let e = parse(r#"{"generation": 1, "flows": [{"a": "10.0.1.2", "b": "10.0.2.2:1", "delay_ms": 5}]}"#).unwrap_err();
+        let e =
+            parse(r#"{"generation": 1, "flows": [{"a": "10.0.1.2", "b": "10.0.2.2:1", "delay_ms": 5}]}"#).unwrap_err();
         assert!(e.contains("flows[0].a"), "{e}");
-        let e = parse(r#"{"generation": 1, "flows": [{"a": "10.0.1.2:1", "b": "10.0.2.2:0", "delay_ms": 5}]}"#).unwrap_err();
+        let e = parse(r#"{"generation": 1, "flows": [{"a": "10.0.1.2:1", "b": "10.0.2.2:0", "delay_ms": 5}]}"#)
+            .unwrap_err();
         assert!(e.contains("flows[0].b"), "{e}");
-        let e = parse(r#"{"generation": 1, "flows": [{"a": "10.0.1.2:1", "b": "10.0.2.2:2", "delay_ms": -1}]}"#).unwrap_err();
+        let e = parse(r#"{"generation": 1, "flows": [{"a": "10.0.1.2:1", "b": "10.0.2.2:2", "delay_ms": -1}]}"#)
+            .unwrap_err();
         assert!(e.contains("delay_ms"), "{e}");
     }
 }

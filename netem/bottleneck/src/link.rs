@@ -4,13 +4,13 @@
 //! and on the real clock of the NFQUEUE loop.
 
 use crate::config::LinkConfig;
+use crate::flow_delay::FlowDelays;
 use crate::loss::{GilbertElliott, Outages};
 use crate::packet::{Event, Packet};
 use crate::qdisc::{self, Dropped, Qdisc};
 use crate::rate::RateLimiter;
 use rand::rngs::SmallRng;
 use rand::Rng;
-use crate::flow_delay::FlowDelays;
 use std::collections::VecDeque;
 
 /// Packets of one lane of the delay line, in release order, and the release time of the last one.
@@ -290,7 +290,11 @@ impl Link {
 
     /// The lane whose first packet is released first, and that packet's release time.
     fn next_release(&self) -> Option<(usize, u64)> {
-        self.lanes.iter().enumerate().filter_map(|(i, l)| l.in_flight.front().map(|p| (i, p.due_ns))).min_by_key(|x| x.1)
+        self.lanes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| l.in_flight.front().map(|p| (i, p.due_ns)))
+            .min_by_key(|x| x.1)
     }
 
     /// Pops the next forwarded packet if it is due at `now_ns`.

@@ -206,7 +206,10 @@ impl Runtime {
                 out.flush()
             }
             Err(why) => {
-                eprintln!("rtclab-bottleneck: --flow-delays-file {}: {why}; the flow delays in force stay", path.display());
+                eprintln!(
+                    "rtclab-bottleneck: --flow-delays-file {}: {why}; the flow delays in force stay",
+                    path.display()
+                );
                 Ok(())
             }
         }
