@@ -64,12 +64,13 @@ def check(t: PacketTable | None, calls: list[Call], delays: dict[str, float], t0
         return {"name": "call_delay_applied", "ok": False,
                 "detail": "no packet table (captures unreadable): whether the calls took their own delays is unknown"}
     c = t.cols
-    parts, ok = [], True
+    parts: list[str] = []
+    ok = True
     for call in calls:
         if call.id not in delays:
             continue
         want = delays[call.id]
-        seen = []
+        seen: list[str] = []
         for direction, rows in rows_by_direction(t, call).items():
             rows = rows[(c["status"][rows] == DELIVERED) & (c["t_send_ns"][rows] >= t0_ns)]
             name = "forward" if direction == FORWARD else "reverse"

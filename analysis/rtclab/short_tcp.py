@@ -41,7 +41,7 @@ def analyse(run: RunDir, scenario: Scenario | None) -> list[dict[str, Any]] | No
     items = [n for n, c in enumerate(scenario.cross_traffic if scenario else []) if c.kind == "tcp_short"]
     if not items:
         return None
-    out = []
+    out: list[dict[str, Any]] = []
     for n in items:
         path = run.file(f"short-tcp-{n}.jsonl")
         entry: dict[str, Any] = {"item": n, "file": path.name, "error": None, "summary": None}
