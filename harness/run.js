@@ -252,8 +252,8 @@ class CallRun {
   noteCrossTraffic(event, fields) {
     if (event === 'cross_traffic_started') this.crossTraffic.started.add(fields.n);
     if (event === 'cross_traffic_stopped' && fields.exit_code !== 0 && !this.stopping) {
-      const tool = fields.kind === 'tcp_short' ? 'short-tcp' : 'iperf3';
-      this.crossTraffic.failed.push(`${tool} client ${fields.n} exited with ${fields.exit_code === null ? 'a signal' : `code ${fields.exit_code}`} (see ${tool}-${fields.n}-client.log)`);
+      const tool = fields.kind === 'tcp_short' ? 'short-tcp' : 'iperf3', how = fields.exit_code === null ? 'a signal' : `code ${fields.exit_code}`;
+      this.crossTraffic.failed.push(`${tool} client ${fields.n} exited with ${how} (see ${tool}-${fields.n}-client.log)`);
     }
   }
 

@@ -75,8 +75,9 @@ def test_typed_view_of_a_normalised_scenario():
                     "rate": {"schedule": [[0, 2000], [10, 500]]}, "qdisc_kind": "codel"},
         "reverse": {"delay_ms": 7, "delay_schedule": [], "jitter_ms": 0, "loss_percent": 0,
                     "rate": {"schedule": [[0, 3000]]}, "qdisc_kind": "fifo"},
-        "cross_traffic": [{"direction": "reverse", "flows": 3, "start_s": 5, "stop_s": 20,
-                           "congestion_control": "cubic", "dscp": 10}]}
+        "cross_traffic": [{"kind": "tcp", "direction": "reverse", "flows": 3, "start_s": 5, "stop_s": 20,
+                           "congestion_control": "cubic", "dscp": 10}],
+        "first_call_delay_ms": None}
     assert s.round_trip_propagation_ms == 19.5
     # Time-weighted mean capacity over [5, 15): half at 2000 kbit/s, half at 500.
     assert s.forward.mean_capacity_bps(5, 15) == pytest.approx(1_250_000.0)
