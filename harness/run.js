@@ -426,7 +426,6 @@ class CallRun {
     const timeout_s = Math.max(...this.calls.map((c) => c.call.connect_timeout_s));
     const deadline = Date.now() + timeout_s * 1000;
     // direction forward: the caller receives no video, so the callee's decoded frames say that media flows.
-    // A call with a delay of its own is ready once the bottleneck has its flow's delay in force (call-delay.js).
     const ready = (/** @type {CallState} */ c) => delayReady(c) && (c.call.start_s === 0
       ? (c.call.direction === 'forward' || c.framesDecoded.a > 0) && c.framesDecoded.b > 0 : c.pairs.a !== null && c.pairs.b !== null);
     while (!this.calls.every(ready)) {
