@@ -40,6 +40,7 @@ function fromSchema(node) {
   if (node === definitions.rate) return rate();
   if (node === schema.properties.cpu_load) return cpuLoad();
   if (node.items?.required?.includes('resume_s')) return pauses(node);
+  if (node === schema.properties.cross_traffic.items) return crossTraffic();
   if (node.enum) return fc.constantFrom(...node.enum);
   const type = Array.isArray(node.type) ? node.type.find((/** @type {string} */ t) => t !== 'null') : node.type;
   const nullable = Array.isArray(node.type) && node.type.includes('null');
@@ -109,6 +110,29 @@ function pauses(node) {
   const pause = fc.tuple(fromSchema(item.at_s).map((at) => Math.min(at, 5)), fc.double({ min: 0.5, max: 5, noNaN: true }))
     .map(([at_s, length]) => ({ at_s, resume_s: at_s + length }));
   return fc.oneof(fc.constant([]), fc.array(pause, { minLength: 1, maxLength: 1 }));
+}
+
+/** The fields of RFC 8868 5.1's short-flow model: a tcp_short item needs them all, a tcp item none (scenarios/model.js). */
+const SHORT_FLOW_FIELDS = ['initially_on', 'size_bytes', 'idle_mean_s', 'seed'];
+
+/**
+ * A cross-traffic item whose kind and short-flow fields agree (the model's check, which the schema cannot hold): kind
+ * tcp without them, kind tcp_short with all four, initially_on at most its flows, size_bytes as [min, max]; the
+ * mutations reach the refusals.
+ */
+function crossTraffic() {
+  const p = schema.properties.cross_traffic.items.properties;
+  /** @type {Record<string, fc.Arbitrary<any>>} */
+  const common = {};
+  for (const [k, v] of Object.entries(p)) if (k !== 'kind' && !SHORT_FLOW_FIELDS.includes(k)) common[k] = fromSchema(v);
+  const nonNull = (/** @type {string} */ k) => fromSchema(p[k]).filter((v) => v !== null);
+  return fc.oneof(
+    fc.record({ kind: fc.constant('tcp'), ...common }, { requiredKeys: ['kind'] }),
+    fc.record({ kind: fc.constant('tcp_short'), ...common, initially_on: nonNull('initially_on'), size_bytes: nonNull('size_bytes'),
+      idle_mean_s: nonNull('idle_mean_s'), seed: nonNull('seed') }, { requiredKeys: ['kind', ...SHORT_FLOW_FIELDS] })
+      .map((item) => ({ ...item, initially_on: Math.min(item.initially_on, item.flows ?? p.flows.default),
+        size_bytes: [...item.size_bytes].sort((x, y) => x - y) })),
+  );
 }
 
 /** Every path to a value inside a document, as lists of keys. @param {any} doc @returns {(string | number)[][]} */

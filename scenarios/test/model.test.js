@@ -98,5 +98,6 @@ test('scenarios/examples/tcp-competition.yaml: the video call beside 3 CUBIC flo
   assert.equal(s.duration_s, 400);
   assert.equal(s.network.forward.rate.kbit, 10000);
   assert.deepEqual(s.network.forward.qdisc, { kind: 'fifo', limit_bytes: 375000 });
-  assert.deepEqual(s.cross_traffic, [{ kind: 'tcp', flows: 3, congestion_control: 'cubic', direction: 'forward', start_s: 100, stop_s: 300, dscp: 0, ecn: false }]);
+  assert.deepEqual(s.cross_traffic, [{ kind: 'tcp', flows: 3, congestion_control: 'cubic', direction: 'forward', start_s: 100, stop_s: 300, dscp: 0, ecn: false,
+    initially_on: null, size_bytes: null, idle_mean_s: null, seed: null }]);
 });
