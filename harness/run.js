@@ -76,8 +76,7 @@ export async function runCall(o) {
  * @typedef {{ call: any, index: number, room: string, files: { a: string, b: string },
  *   framesDecoded: { a: number, b: number }, pairs: { a: any, b: any }, tracks: { a: any[] | null, b: any[] | null },
  *   peers: { a: Peer | null, b: Peer | null }, marks: { a: any[], b: any[] }, marked: Set<string>,
- *   delay: { flow: any, in_force_t: number | null } | null,
- *   clips: Record<string, Record<string, any>> }} CallState
+ *   delay: { flow: any, in_force_t: number | null } | null, clips: Record<string, Record<string, any>> }} CallState
  *   clips: per sending side, the clip its camera played (clipOf), for the receiving side's frames file
  *   files: the key of each side's files (getstats-<key>.jsonl, browser-<key>.log): a, b for the first call (the
  *   names of a single-call run), <id>-a, <id>-b for the others
@@ -218,8 +217,7 @@ class CallRun {
       id: c.call.id, start_s: c.call.start_s, stop_s: c.call.stop_s, dscp: c.call.dscp,
       getstats: { a: `getstats-${c.files.a}.jsonl`, b: `getstats-${c.files.b}.jsonl` },
       browser_logs: { a: `browser-${c.files.a}.log`, b: `browser-${c.files.b}.log` },
-      selected_pairs: c.pairs, tracks: c.tracks, dscp_marking: c.marks,
-      delay_ms: c.call.delay_ms, delay: c.delay,
+      selected_pairs: c.pairs, tracks: c.tracks, dscp_marking: c.marks, delay_ms: c.call.delay_ms, delay: c.delay,
     }));
   }
 
@@ -245,9 +243,8 @@ class CallRun {
   }
 
   /**
-   * For the validity check cross_traffic_ran: which clients started, and which exited with an error before the run
-   * stopped them (an iperf3 that ends on its own at its stop_s exits with 0).
-   * @param {string} event @param {any} fields
+   * For the check cross_traffic_ran: the clients that started, those that failed before the run stopped them (a client
+   * ending at its own stop_s exits with 0). @param {string} event @param {any} fields
    */
   noteCrossTraffic(event, fields) {
     if (event === 'cross_traffic_started') this.crossTraffic.started.add(fields.n);
