@@ -241,9 +241,13 @@ def gtlog_owd(run: RunDir, table: PacketTable | None) -> tuple[list[dict[str, An
                 "at_bottleneck_mean_ms": float(at_bottleneck_ns.mean() / 1e6), "p99_abs_difference_ms": q99,
                 "release_lateness_p99_ms": late99, "tolerance_ms": tol}
         summary["queuing_delay"] = qsum
+        listed = run.scenario_doc.get("calls")
+        own = any(isinstance(x, dict) and x.get("delay_ms") is not None
+                  for x in (listed if isinstance(listed, list) else []))
         checks.append(_check(
             "queuing_delay_vs_ground_truth", q99 is not None and q99 <= tol,
-            f"forward queuing delay (OWD - {run.scenario.forward.delay_ms:g} ms configured propagation) mean "
+            f"forward queuing delay (OWD - {run.scenario.forward.delay_ms:g} ms configured propagation"
+            f"{', a call with its own delay: OWD - that delay' if own else ''}) mean "
             f"{_ms(qsum['queuing_delay_mean_ms'])}; the log's sojourn mean {_ms(qsum['sojourn_mean_ms'])}, sojourn + "
             f"transmission mean {_ms(qsum['at_bottleneck_mean_ms'])}; p99 |difference| {_ms(q99)}",
             f"p99 |queuing delay - (tx_end - arrival)| <= {GTLOG_OWD_TOLERANCE_MS} ms + the configured jitter + the "

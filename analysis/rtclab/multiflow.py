@@ -67,6 +67,7 @@ class Call:
     # (at_s, resume_s) of each pause the scenario scheduled (calls[].pauses; none in runs recorded before them)
     pauses: list[tuple[float, float]] = field(default_factory=list)
     direction: str = "both"  # the scenario's call.direction: forward, the callee sends no media
+    delay_ms: float | None = None  # its own one-way propagation delay (calls[].delay_ms); None: the links'
 
 
 def _pair_tuple(pair_a: Any, pair_b: Any) -> tuple[int, int, int, int] | None:
@@ -113,7 +114,8 @@ def calls(run: RunDir) -> list[Call]:
         out.append(Call(id=cid, start_s=float(sc.get("start_s", 0) or 0), stop_s=sc.get("stop_s"), dscp=dscp,
                         tracks=tracks, files=files, five_tuple=_pair_tuple(pairs.get("a"), pairs.get("b")),
                         pauses=[(float(p["at_s"]), float(p["resume_s"])) for p in sc.get("pauses") or []],
-                        direction=str(sc.get("direction") or "both")))
+                        direction=str(sc.get("direction") or "both"),
+                        delay_ms=None if sc.get("delay_ms") is None else float(sc["delay_ms"])))
     return out
 
 
@@ -255,7 +257,7 @@ def analyse(run: RunDir, t: PacketTable, t0_ns: int, duration_s: float, ssrc_kin
             tracks_out.append(entry)
             all_media.append(trows)
         call_m = _track_metrics(t, rows, lo_ns, hi_ns)
-        out_calls.append({"id": call.id, "start_s": lo_s, "stop_s": hi_s, "dscp": call.dscp,
+        out_calls.append({"id": call.id, "start_s": lo_s, "stop_s": hi_s, "dscp": call.dscp, "delay_ms": call.delay_ms,
                           "five_tuple_found": call.five_tuple is not None, **call_m, "tracks": tracks_out})
     return {"calls": out_calls, "shares": shares(t, video, t0_ns, duration_s),
             "aggregate": _aggregate(t, all_media, t0_ns, duration_s, capacity_bps),

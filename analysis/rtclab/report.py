@@ -44,8 +44,14 @@ def _off_schedule_lines(m: dict[str, Any]) -> list[str]:
     out = []
     for t in off_schedule(m.get("cross_traffic_timing") or []):
         flows = items[t["item"]]["flows"] if t["item"] < len(items) else None
-        why = (f"; likely: iperf3 connects its {flows} streams one after the other (a round trip each) before its "
-               f"-t clock starts" if flows and flows > 1 and (t["start_delay_s"] or 0) > OFF_SCHEDULE_S else "")
+        short = t["item"] < len(items) and items[t["item"]].get("kind") == "tcp_short"
+        why = ""
+        if (t["start_delay_s"] or 0) > OFF_SCHEDULE_S and short:
+            why = ("; likely: the downloads' client starts (python3) and each download opens its connection and asks "
+                   "for its size (a round trip) before the server sends")
+        elif (t["start_delay_s"] or 0) > OFF_SCHEDULE_S and flows and flows > 1:
+            why = (f"; likely: iperf3 connects its {flows} streams one after the other (a round trip each) before its "
+                   f"-t clock starts")
         out.append(f"cross traffic off schedule: cross_traffic[{t['item']}]"
                    f"{f' ({flows} flows)' if flows else ''} sent data from {_f(t['first_data_s'])} s to "
                    f"{_f(t['last_data_s'])} s, scheduled {t['scheduled_start_s']:g}-{t['scheduled_stop_s']:g} s "
@@ -104,9 +110,7 @@ def _header_lines(m: dict[str, Any]) -> list[str]:
                       if trace else ""))
     sc = m.get("scenario") or {}
     if sc:
-        out.append(f"propagation delay (scenario): forward {sc['forward']['delay_ms']:g} ms, reverse "
-                   f"{sc['reverse']['delay_ms']:g} ms; "
-                   f"RTTm {sc['forward']['delay_ms'] + sc['reverse']['delay_ms']:g} ms")
+        out.append(_propagation_line(sc, (m.get("multiflow") or {}).get("calls") or []))
     for side in ("a", "b"):
         left = ((m.get("inputs") or {}).get(f"capture_{side}") or {}).get("not_joined") or {}
         if left:
@@ -319,6 +323,17 @@ def _l4s_lines(m: dict[str, Any]) -> list[str]:
     return out
 
 
+def _propagation_line(sc: dict[str, Any], calls: list[dict[str, Any]]) -> str:
+    """The links' configured delays, each call's own (calls[].delay_ms) and RTTm: the first call's (docs/metrics.md,
+    "Delay per call")."""
+    own = [f"{c['id']} {c['delay_ms']:g} ms" for c in calls if c.get("delay_ms") is not None]
+    first = sc.get("first_call_delay_ms")
+    rttm = 2 * first if first is not None else sc["forward"]["delay_ms"] + sc["reverse"]["delay_ms"]
+    return (f"propagation delay (scenario): forward {sc['forward']['delay_ms']:g} ms, reverse "
+            f"{sc['reverse']['delay_ms']:g} ms" + (f"; calls' own, each way: {', '.join(own)}" if own else "") +
+            f"; RTTm {rttm:g} ms" + (" (the first call's)" if first is not None else ""))
+
+
 def _short_tcp_lines(items: list[dict[str, Any]] | None) -> list[str]:
     """Per tcp_short item: its downloads and their completion times (docs/metrics.md, "Short TCP flows")."""
     out = []
@@ -343,12 +358,12 @@ def _multiflow_lines(mf: dict[str, Any] | None) -> list[str]:
         return []
     rows = [[f"{c['id']}/{t['id']}", f"{c['start_s']:g}-{c['stop_s']:.1f} s", t["priority"], str(t["dscp"]),
              _rate(t["rate_bps"]), _rate(t["steady_rate_bps"]), _f(t["convergence_s"], ".0f"), _f(t["rate_cv"], ".2f"),
-             _f(None if t["loss_ratio"] is None else 100 * t["loss_ratio"], ".2f", "%"),
-             _f(t["queuing_delay_ms"]["mean"]), _f(t["queuing_delay_ms"]["p95"]), _f(t.get("fps_mean")),
-             _f(t.get("frame_height_median"), ".0f")] for c, t in tracks]
+             _f(None if t["loss_ratio"] is None else 100 * t["loss_ratio"], ".2f", "%"), _f(c.get("delay_ms"), "g"),
+             _f(t["owd_ms"]["p50"]), _f(t["queuing_delay_ms"]["mean"]), _f(t["queuing_delay_ms"]["p95"]),
+             _f(t.get("fps_mean")), _f(t.get("frame_height_median"), ".0f")] for c, t in tracks]
     out = ["", "calls and tracks (forward video):"]
     out += _table(["call/track", "active", "priority", "dscp", "rate", "steady", "converged s", "cv", "loss",
-                   "queue mean", "p95", "fps", "height"], rows)
+                   "own delay", "owd p50", "queue mean", "p95", "fps", "height"], rows)
     sh = (mf or {}).get("shares") or {}
     if sh.get("flows"):
         out.append(f"priority shares while every video flow is active ({sh['start_s']:.1f}-{sh['end_s']:.1f} s), "

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pcapbuild import ipv4_frame, rtp, udp
-from rtclab import analyze, short_tcp
+from rtclab import analyze, report, short_tcp
 from runbuild import MS, T0_NS, A, B, Run, Sent, scenario
 
 S = 1_000_000_000
@@ -143,3 +143,29 @@ def test_no_completed_download_gives_null_times_with_count_zero():
     s = short_tcp.summarise([download(0, 0, 30000, 1, None, "the run ended")])
     assert s["completion_s"] == {"count": 0, "p50": None, "p95": None, "mean": None, "max": None}
     assert s["not_completed"] == {"the run ended": 1}
+
+
+def test_the_report_names_each_calls_own_delay_beside_its_one_way_delay_and_the_first_calls_rttm(tmp_path):
+    delayed_calls_run(tmp_path)
+    m, _ = analyze.analyze(tmp_path, run_tshark=False, write=False)
+    assert [(c["id"], c["delay_ms"]) for c in m["multiflow"]["calls"]] == [("near", 10), ("far", 150)]
+    text = report.render(m)
+    assert ("propagation delay (scenario): forward 50 ms, reverse 50 ms; calls' own, each way: near 10 ms, far 150 ms; "
+            "RTTm 20 ms (the first call's)") in text
+    # Each call's row: its own delay, then the median one-way delay of its video (own delay + 2 ms, as sent above).
+    table = text.split("calls and tracks (forward video):")[1].splitlines()
+    for cid, _, _, _, delay in CALLS:
+        row = next(line.split() for line in table if line.startswith(f"{cid}/v1 "))
+        at = row.index(f"{delay:g}")
+        assert row[at + 1] == f"{delay + 2:.1f}", row
+
+
+def test_short_flows_that_start_late_are_explained_by_their_downloads_not_by_iperf3():
+    timing = {"item": 0, "scheduled_start_s": 0, "scheduled_stop_s": 59.5, "first_data_s": 0.6, "last_data_s": 59.6,
+              "start_delay_s": 0.6, "stop_delay_s": 0.1}
+    m = {"scenario": {"cross_traffic": [{"kind": "tcp_short", "flows": 10}]}, "cross_traffic_timing": [timing]}
+    [line] = report._off_schedule_lines(m)
+    assert "cross_traffic[0] (10 flows) sent data from 0.6 s to 59.6 s, scheduled 0-59.5 s" in line
+    assert "the downloads' client starts (python3)" in line and "iperf3" not in line
+    m["scenario"]["cross_traffic"][0]["kind"] = "tcp"
+    assert "iperf3 connects its 10 streams" in report._off_schedule_lines(m)[0]
