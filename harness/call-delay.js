@@ -50,6 +50,11 @@ export function applyCallDelays(calls, { net, event, failWith }) {
   }, (/** @type {Error} */ err) => failWith(`the delay of call ${changed.map((c) => c.call.id).join(', ')} could not be applied: ${err.message}`));
 }
 
+/** What the connect timeout says of a call whose own delay is not in force ('' otherwise). @param {DelayedCall} c */
+export function delayNotReady(c) {
+  return delayReady(c) ? '' : `; its own delay of ${c.call.delay_ms} ms not in force`;
+}
+
 /** Whether a call is ready as far as its delay goes: no delay of its own, or its flow's delay in force. @param {DelayedCall} c */
 export function delayReady(c) {
   return c.call.delay_ms === null || c.call.delay_ms === undefined || (c.delay?.in_force_t ?? null) !== null;

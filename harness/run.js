@@ -23,7 +23,7 @@ import { TeardownStack } from './teardown.js';
 import { validityChecks, runNotCompleted, stepsDue, crossTrafficDue } from './validity.js';
 import { DSCP_MARKING, markCall } from './call-marking.js';
 import { schedulePauses } from './pauses.js';
-import { applyCallDelays, delayReady } from './call-delay.js';
+import { applyCallDelays, delayReady, delayNotReady } from './call-delay.js';
 import { collectVersions, gitCommit, hostInfo, rtclabVersion } from './versions.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -242,15 +242,11 @@ class CallRun {
     this.checkStillRunning();
   }
 
-  /**
-   * For the check cross_traffic_ran: the clients that started, those that failed before the run stopped them (a client
-   * ending at its own stop_s exits with 0). @param {string} event @param {any} fields
-   */
+  /** For cross_traffic_ran: clients started, clients failed before the run stopped them. @param {string} event @param {any} fields */
   noteCrossTraffic(event, fields) {
     if (event === 'cross_traffic_started') this.crossTraffic.started.add(fields.n);
     if (event === 'cross_traffic_stopped' && fields.exit_code !== 0 && !this.stopping) {
-      const tool = fields.kind === 'tcp_short' ? 'short-tcp' : 'iperf3', how = fields.exit_code === null ? 'a signal' : `code ${fields.exit_code}`;
-      this.crossTraffic.failed.push(`${tool} client ${fields.n} exited with ${how} (see ${tool}-${fields.n}-client.log)`);
+      this.crossTraffic.failed.push(`${fields.tool} client ${fields.n} exited with ${fields.exit_code === null ? 'a signal' : `code ${fields.exit_code}`} (see ${fields.tool}-${fields.n}-client.log)`);
     }
   }
 
@@ -429,8 +425,7 @@ class CallRun {
       this.checkStillRunning();
       if (Date.now() > deadline) {
         const late = this.calls.filter((c) => !ready(c)).map((c) => `${this.calls.length > 1 ? `call ${c.call.id}` : 'the call'} did not ` +
-          `connect within ${timeout_s} s (video frames decoded: a ${c.framesDecoded.a}, b ${c.framesDecoded.b}` +
-          `${delayReady(c) ? '' : `; its own delay of ${c.call.delay_ms} ms not in force`}); ` +
+          `connect within ${timeout_s} s (video frames decoded: a ${c.framesDecoded.a}, b ${c.framesDecoded.b}${delayNotReady(c)}); ` +
           `see browser-${c.files.a}.log, browser-${c.files.b}.log, events.jsonl`);
         throw new RunError(late.join('; '));
       }

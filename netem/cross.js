@@ -174,7 +174,7 @@ export class CrossTraffic {
         if (this.stopped) return;
         const proc = this.spawn([...nsExec(p.clientHost), ...p.client, ...stopAt], join(runDir, `${tool}-${n}-client.log`));
         this.o.onEvent?.({ event: 'cross_traffic_started', n, kind: item.kind, flows: item.flows, congestion_control: item.congestion_control, direction: item.direction, ecn: item.ecn ?? false });
-        proc.on('exit', (code) => this.o.onEvent?.({ event: 'cross_traffic_stopped', n, kind: item.kind, exit_code: code }));
+        proc.on('exit', (code) => this.o.onEvent?.({ event: 'cross_traffic_stopped', n, kind: item.kind, tool, exit_code: code }));
       }, Math.max(0, t0_ms + p.start_s * 1000 - Date.now()));
       this.timers.push(timer);
     }
