@@ -3,7 +3,7 @@
 // a call's flow becomes known, each call ready only once its delay is in force.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { callFlowDelay, applyCallDelays, delayReady } from '../call-delay.js';
+import { callFlowDelay, applyCallDelays, delayReady, delayNotReady } from '../call-delay.js';
 
 const pairs = (/** @type {number} */ port) => ({
   a: { local: { address: '10.0.1.2', port }, remote: { address: '10.0.2.2', port: port + 1 } },
@@ -31,6 +31,7 @@ test('each new flow hands the bottleneck the whole table; a call is ready once i
   applyCallDelays(calls, run);
   await new Promise((r) => setImmediate(r));
   assert.deepEqual(calls.map(delayReady), [true, false, true]);
+  assert.deepEqual(calls.map(delayNotReady), ['', '; its own delay of 150 ms not in force', '']);
   calls[1].pairs = pairs(40002);
   applyCallDelays(calls, run);
   applyCallDelays(calls, run); // nothing new: nothing handed over
