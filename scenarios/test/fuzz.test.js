@@ -129,8 +129,8 @@ function crossTraffic() {
   return fc.oneof(
     fc.record({ kind: fc.constant('tcp'), ...common }, { requiredKeys: ['kind'] }),
     fc.record({ kind: fc.constant('tcp_short'), ...common, initially_on: nonNull('initially_on'), size_bytes: nonNull('size_bytes'),
-      idle_mean_s: nonNull('idle_mean_s'), seed: nonNull('seed') }, { requiredKeys: ['kind', ...SHORT_FLOW_FIELDS] })
-      .map((item) => ({ ...item, initially_on: Math.min(item.initially_on, item.flows ?? p.flows.default),
+      idle_mean_s: nonNull('idle_mean_s'), seed: nonNull('seed') }, { requiredKeys: /** @type {any} */ (['kind', ...SHORT_FLOW_FIELDS]) })
+      .map((/** @type {any} */ item) => ({ ...item, initially_on: Math.min(item.initially_on, item.flows ?? p.flows.default),
         size_bytes: [...item.size_bytes].sort((x, y) => x - y) })),
   );
 }
