@@ -1,8 +1,8 @@
 // @ts-check
 /**
  * The clips a scenario names by a short name instead of a path (`call.video_clip: natural`), each made into media/ by
- * scripts/setup.sh (default) or on first use (natural: about a minute and 830 MB, too much for every setup). It imports
- * nothing of the project, so the scenario model resolves names without loading a generator.
+ * scripts/setup.sh (default) or on first use (natural: about a minute and 830 MB; default-60fps: 415 MB; too much for
+ * every setup). It imports nothing of the project, so the scenario model resolves names without loading a generator.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -11,8 +11,11 @@ import { fileURLToPath } from 'node:url';
 
 const mediaDir = path.dirname(fileURLToPath(import.meta.url));
 
-/** Name -> file in media/. default: ffmpeg's testsrc2, 5 s (setup.sh); natural: a filmed photograph, 20 s (natural.js). */
-export const NAMED_CLIPS = Object.freeze({ default: 'default.y4m', natural: 'natural.y4m' });
+/**
+ * Name -> file in media/. default: ffmpeg's testsrc2, 5 s at 30 fps (setup.sh); default-60fps: the same at 60 fps;
+ * natural: a filmed photograph, 20 s (natural.js).
+ */
+export const NAMED_CLIPS = Object.freeze({ default: 'default.y4m', 'default-60fps': 'default-60fps.y4m', natural: 'natural.y4m' });
 
 /**
  * The clip file a name stands for, or null when `value` is not a clip's name (then it is a path).
@@ -29,8 +32,11 @@ export function namedClipPath(value) {
  */
 export const isNamedClipFile = (file) => Object.values(NAMED_CLIPS).some((f) => path.join(mediaDir, f) === file);
 
-/** The named clips made on first use, by their generator in media/ (`node media/GENERATOR FILE`). */
-const MADE_ON_FIRST_USE = Object.freeze({ natural: 'natural.js' });
+/** The named clips made on first use, by their generator in media/ and its arguments (`node media/GENERATOR ARGS FILE`). */
+export const MADE_ON_FIRST_USE = Object.freeze({
+  natural: { generator: 'natural.js', args: [], takes: 'about a minute' },
+  'default-60fps': { generator: 'testsrc.js', args: ['--fps', '60'], takes: 'about 20 s' },
+});
 
 /**
  * Makes a clip that is made on first use when its file is missing; returns whether it made one. scripts/setup.sh
@@ -41,8 +47,8 @@ const MADE_ON_FIRST_USE = Object.freeze({ natural: 'natural.js' });
 export function makeOnFirstUse(file, say = (line) => console.error(line)) {
   const name = Object.keys(MADE_ON_FIRST_USE).find((n) => path.join(mediaDir, NAMED_CLIPS[/** @type {keyof typeof NAMED_CLIPS} */ (n)]) === file);
   if (!name || fs.existsSync(file)) return false;
-  const generator = MADE_ON_FIRST_USE[/** @type {keyof typeof MADE_ON_FIRST_USE} */ (name)];
-  say(`making the ${name} clip ${file} on its first use (media/${generator}: about a minute, once)`);
-  execFileSync(process.execPath, [path.join(mediaDir, generator), file], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const { generator, args, takes } = MADE_ON_FIRST_USE[/** @type {keyof typeof MADE_ON_FIRST_USE} */ (name)];
+  say(`making the ${name} clip ${file} on its first use (media/${generator}: ${takes}, once)`);
+  execFileSync(process.execPath, [path.join(mediaDir, generator), ...args, file], { stdio: ['ignore', 'inherit', 'inherit'] });
   return true;
 }

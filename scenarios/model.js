@@ -123,7 +123,7 @@ export function normalizeScenario(doc, { label = 'scenario', baseDir = process.c
   const untraceable = [...tracesTheBackendCannotPlay(scenario), ...callDelaysTheNetworkCannotApply(scenario)];
   if (untraceable.length) throw new ScenarioError(label, untraceable);
   for (const call of [scenario.call, ...scenario.calls]) {
-    // A clip's name (media/clips.js: default, natural) is the file setup made; anything else a path.
+    // A clip's name (media/clips.js: default, default-60fps, natural) is the file rtclab makes; anything else a path.
     if (call.video_clip) call.video_clip = namedClipPath(call.video_clip) ?? path.resolve(baseDir, call.video_clip);
   }
   return scenario;

@@ -179,28 +179,27 @@ for i in "${!bg_pids[@]}"; do
 done
 bg_pids=()
 
-# --- The default clip at 60 fps -------------------------------------------------------------------------------------
-# The default clip's pattern and size at 60 fps, 5 s (about 415 MB): a scenario plays it with `call.video_clip` and
-# `call.fps: 60` (scenarios/examples/clip-60fps.yaml). Generated like the default below, never committed.
-clip60=media/default-60fps.y4m
-if [ ! -s "$clip60" ] || ! head -c 512 "$clip60" | head -n 1 | grep -q " XRTCLAB_STAMP=$(node media/stamp.js --version)\b"; then
-  say "generating $clip60 with ffmpeg (1280x720, 60 fps, 5 s)"
-  mkdir -p media
-  ffmpeg -loglevel error -f lavfi -i "testsrc2=size=1280x720:rate=60" -t 5 -pix_fmt yuv420p -f yuv4mpegpipe - |
-    node media/stamp.js - "$clip60"
-fi
-
 # --- The default fake-camera clip ------------------------------------------------------------------------------------
 # 5 s of ffmpeg's testsrc2 at 720p30 (Chrome loops the file), each frame stamped with its index (media/stamp.js,
 # docs/client.md "Frame stamp"); about 200 MB, so it is generated, never committed. Made again when the stamp's
 # version (in the clip's Y4M header) is not the one media/stamp.js writes.
 clip=media/default.y4m
 stamp_version=$(node media/stamp.js --version)
-if [ ! -s "$clip" ] || ! head -c 512 "$clip" | head -n 1 | grep -q " XRTCLAB_STAMP=$stamp_version\b"; then
+stamped_now() { # CLIP: whether it exists and carries the stamp version media/stamp.js writes (in its Y4M header)
+  [ -s "$1" ] && head -c 512 "$1" | head -n 1 | grep -q " XRTCLAB_STAMP=$stamp_version\b"
+}
+if ! stamped_now "$clip"; then
   say "generating $clip with ffmpeg (1280x720, 30 fps, 5 s), frame stamp version $stamp_version"
-  mkdir -p media
-  ffmpeg -loglevel error -f lavfi -i "testsrc2=size=1280x720:rate=30" -t 5 -pix_fmt yuv420p -f yuv4mpegpipe - |
-    node media/stamp.js - "$clip"
+  node media/testsrc.js --fps 30 "$clip"
+fi
+
+# --- The default clip at 60 fps --------------------------------------------------------------------------------------
+# The same pattern at 60 fps (about 415 MB; `call.video_clip: default-60fps`): the harness makes it on its first use
+# (media/clips.js), not every setup. Here: made again when it exists but its stamp's version is out of date.
+clip60=media/default-60fps.y4m
+if [ -e "$clip60" ] && ! stamped_now "$clip60"; then
+  say "generating $clip60 again (its stamp changed; media/testsrc.js)"
+  node media/testsrc.js --fps 60 "$clip60"
 fi
 
 # --- The natural clip -------------------------------------------------------------------------------------------------

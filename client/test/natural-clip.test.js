@@ -118,7 +118,7 @@ test('a missing photograph is named with the package that ships it', async () =>
     /\/nonexistent\/photo\.jpg does not exist: the natural clip is made from it \(Debian's mate-backgrounds/);
 });
 
-test('the harness makes only the natural clip on first use, and only when its file is missing', async () => {
+test('the harness makes only the natural and 60 fps clips on first use, and only when their file is missing', async () => {
   const { makeOnFirstUse, namedClipPath } = await import('../../media/clips.js');
   const fs = await import('node:fs');
   const os = await import('node:os');
@@ -130,7 +130,9 @@ test('the harness makes only the natural clip on first use, and only when its fi
   assert.equal(fs.existsSync(other), false);
   assert.equal(makeOnFirstUse(/** @type {string} */ (namedClipPath('default')), (l) => said.push(l)), false);
   // The natural clip when its file is there: left as it is (setup remakes a stale one).
-  const natural = /** @type {string} */ (namedClipPath('natural'));
-  if (fs.existsSync(natural)) assert.equal(makeOnFirstUse(natural, (l) => said.push(l)), false);
+  for (const name of ['natural', 'default-60fps']) {
+    const clip = /** @type {string} */ (namedClipPath(name));
+    if (fs.existsSync(clip)) assert.equal(makeOnFirstUse(clip, (l) => said.push(l)), false);
+  }
   assert.deepEqual(said, []);
 });

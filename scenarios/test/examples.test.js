@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { loadScenario, QDISC_KINDS } from '../model.js';
+import { MADE_ON_FIRST_USE, namedClipPath } from '../../media/clips.js';
 
 const dir = fileURLToPath(new URL('../examples/', import.meta.url));
 
@@ -49,4 +50,12 @@ test('scenarios/examples/pause-resume.yaml: one call paused 10-20 s, as its head
   assert.equal(s.calls.length, 1);
   assert.deepEqual(s.calls[0].pauses, [{ at_s: 10, resume_s: 20 }]);
   assert.deepEqual([s.duration_s, s.network.forward.rate.kbit, s.calls[0].direction], [40, 1000, 'forward']);
+});
+
+test('scenarios/examples/clip-60fps.yaml: the default pattern at 60 fps, a clip the harness makes on its first use', () => {
+  const call = loadScenario(`${dir}clip-60fps.yaml`).call;
+  assert.equal(call.fps, 60);
+  assert.equal(call.video_clip, namedClipPath('default-60fps'));
+  assert.match(/** @type {string} */ (call.video_clip), /media\/default-60fps\.y4m$/);
+  assert.deepEqual(MADE_ON_FIRST_USE['default-60fps'], { generator: 'testsrc.js', args: ['--fps', '60'], takes: 'about 20 s' });
 });
