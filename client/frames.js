@@ -8,41 +8,33 @@
  */
 import { CELLS, decodeLevels, lumaLevels, stripLevels, stripRect } from './frame-stamp.js';
 import { report } from './report.js';
+import { readStamp } from './stamp-read.js';
+import { watchTrackFrames } from './track-frames.js';
 
 /** Canvas pixels per cell side (the canvas read): the strip is drawn at CELLS * CELL_PX x CELL_PX. */
 const CELL_PX = 8;
 const FLUSH_MS = 1000;
 /** At most this many records wait for the harness; beyond, records are counted as dropped instead of kept. */
 const MAX_PENDING = 1200;
-/** Pixel formats whose first plane is luma (what VideoFrame.copyTo gives for a software-decoded frame). */
-const LUMA_FIRST = new Set(['I420', 'I420A', 'I422', 'I444', 'NV12']);
 
 /** performance.now()-based times to epoch ms (the run's one clock), rounded to microseconds. */
 const epoch = (/** @type {number | undefined} */ t) => (t === undefined ? null : Math.round((performance.timeOrigin + t) * 1000) / 1000);
 
 /**
- * The stamp of the frame `video` presents now, read from the decoded frame's own luma plane: only the strip's rows
- * and columns are copied (VideoFrame.copyTo with a rectangle), nothing is converted to RGB or scaled. Decided at
- * once: null when the frame has no CPU-side luma plane (a GPU-decoded frame), for the canvas read to take over while
- * the element still shows this frame; else the read, which holds its own reference to the frame.
+ * The stamp of the frame `video` presents now (stamp-read.js). Decided at once: null when the frame has no CPU-side
+ * luma plane (a GPU-decoded frame), for the canvas read to take over while the element still shows this frame; else
+ * the read, which holds its own reference to the frame.
  * @param {HTMLVideoElement} video
  * @returns {Promise<{ index: number | null, contrast: number }> | null}
  */
 function readFromVideoFrame(video) {
   const frame = new VideoFrame(video);
-  const visible = frame.visibleRect;
-  if (!frame.format || !LUMA_FIRST.has(frame.format) || !visible || visible.x !== 0 || visible.y !== 0) {
+  const read = readStamp(frame);
+  if (!read) {
     frame.close();
     return null;
   }
-  const strip = stripRect(visible.width, visible.height);
-  // I420's chroma is subsampled: the rectangle must start and end on even pixels.
-  const rect = { x: 0, y: 0, width: Math.min(frame.codedWidth, strip.width + (strip.width % 2)),
-    height: Math.min(frame.codedHeight, strip.height + (strip.height % 2)) };
-  const buffer = new Uint8Array(frame.allocationSize({ rect }));
-  return frame.copyTo(buffer, { rect })
-    .then((layout) => decodeLevels(lumaLevels(buffer.subarray(layout[0].offset), visible.width, visible.height, layout[0].stride)))
-    .finally(() => frame.close());
+  return read.finally(() => frame.close());
 }
 
 /** Samples on their way to the harness at once; a sampled frame beyond is recorded as not sampled. */
@@ -85,12 +77,16 @@ function readFromCanvas(video, ctx) {
 /**
  * The record of one presented frame, before its stamp is read (clip_index and the read's fields null).
  * @param {DOMHighResTimeStamp} now @param {VideoFrameCallbackMetadata} m @param {boolean} read whether it will be read
+ * @param {VideoPlaybackQuality | null} quality the element's counters now: totalVideoFrames the frames decoded for it,
+ *   droppedVideoFrames those of them the compositor skipped (never presented)
  */
-function frameRecord(now, m, read) {
+function frameRecord(now, m, read, quality) {
   const meta = /** @type {any} */ (m);
   return {
     kind: 'frame',
     presented_frames: m.presentedFrames,
+    dropped_video_frames: quality ? quality.droppedVideoFrames : null,
+    total_video_frames: quality ? quality.totalVideoFrames : null,
     callback_ms: epoch(now),
     presentation_ms: epoch(m.presentationTime),
     expected_display_ms: epoch(m.expectedDisplayTime),
@@ -112,11 +108,13 @@ function frameRecord(now, m, read) {
 /**
  * Watches `video` until `signal` aborts.
  * @param {HTMLVideoElement} video
- * @param {{ readEvery: number, sampleEvery?: number, samplePath?: string | null, signal: AbortSignal }} o
+ * @param {{ readEvery: number, sampleEvery?: number, samplePath?: string | null, track?: MediaStreamTrack | null,
+ *   signal: AbortSignal }} o
  *   readEvery >= 1: the stamp is read on presented frames whose count (presentedFrames) is a multiple of it;
- *   sampleEvery >= 1 (and a samplePath): the whole picture is sent on those whose count is a multiple of it
+ *   sampleEvery >= 1 (and a samplePath): the whole picture is sent on those whose count is a multiple of it;
+ *   track: the video track `video` plays, every frame of which is recorded too (track-frames.js)
  */
-export function watchFrames(video, { readEvery, sampleEvery = 0, samplePath = null, signal }) {
+export function watchFrames(video, { readEvery, sampleEvery = 0, samplePath = null, track = null, signal }) {
   const canvas = document.createElement('canvas');
   canvas.width = CELLS * CELL_PX;
   canvas.height = CELL_PX;
@@ -148,7 +146,7 @@ export function watchFrames(video, { readEvery, sampleEvery = 0, samplePath = nu
     const read = m.presentedFrames % readEvery === 0 && video.videoWidth > 0;
     const sample = Boolean(samplePath) && sampleEvery > 0 && m.presentedFrames % sampleEvery === 0
       && canReadFrames && video.videoWidth > 0 && uploading < MAX_UPLOADS;
-    const record = frameRecord(now, m, read || sample);
+    const record = frameRecord(now, m, read || sample, video.getVideoPlaybackQuality?.() ?? null);
     if (!read && !sample) { keep(record); return; }
     const t = performance.now();
     /** @param {{ index: number | null, contrast: number }} decoded @param {string} via */
@@ -186,11 +184,14 @@ export function watchFrames(video, { readEvery, sampleEvery = 0, samplePath = nu
     pending = [];
     dropped = 0;
     try {
-      await report('frames', { t_ms: Date.now(), read_every: readEvery, sample_every: samplePath ? sampleEvery : 0, time_origin_ms: performance.timeOrigin, dropped: lost, frames: batch });
+      await report('frames', { t_ms: Date.now(), read_every: readEvery, sample_every: samplePath ? sampleEvery : 0, time_origin_ms: performance.timeOrigin,
+        track_frames_missing: trackFrames, dropped: lost, frames: batch });
     } finally {
       flushing = false;
     }
   };
+  /** Why the track's frames are not recorded (null: they are; none given: not asked). */
+  const trackFrames = track ? watchTrackFrames(track, { keep, signal }) : 'no track given';
   const timer = setInterval(() => { flush().catch(() => {}); }, FLUSH_MS);
   signal.addEventListener('abort', () => { clearInterval(timer); flush().catch(() => {}); }, { once: true });
   video.requestVideoFrameCallback(onFrame);

@@ -36,7 +36,8 @@ const view = {
     if (readEvery > 0 && !framesWatched.signal.aborted && !watching) {
       watching = true;
       const { frames_sample_every: sampleEvery, frames_sample_path: samplePath } = /** @type {any} */ (window).rtclab.config;
-      watchFrames(video, { readEvery, sampleEvery, samplePath, signal: framesWatched.signal });
+      const track = stream.getVideoTracks()[0] ?? null;
+      watchFrames(video, { readEvery, sampleEvery, samplePath, track, signal: framesWatched.signal });
     }
   },
   onStatus: (/** @type {string} */ text) => { $('status').textContent = text; },

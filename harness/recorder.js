@@ -139,7 +139,8 @@ export class RunRecorder {
    * One batch of the page's per-frame records (docs/client.md, "Frames"), one line each into frames-<side>.jsonl;
    * the file's first line is a header with the page's sampling and clock and the clip it was given.
    * @param {string} side
-   * @param {{ t_ms: number, read_every: number, sample_every?: number, time_origin_ms: number, dropped: number, frames: any[] }} batch
+   * @param {{ t_ms: number, read_every: number, sample_every?: number, time_origin_ms: number, track_frames_missing?: string | null,
+   *   dropped: number, frames: any[] }} batch
    * @param {Record<string, any>} clip what the side's camera played (media/stamp.js clipInfo, and its path)
    */
   frames(side, batch, clip) {
@@ -148,7 +149,9 @@ export class RunRecorder {
       const fd = this.framesFds[side];
       if (fd === undefined) return;
       this.appendLine(fd, { kind: 'header', t: batch.t_ms / 1000, side, read_every: batch.read_every,
-        sample_every: batch.sample_every ?? 0, time_origin_ms: batch.time_origin_ms, clip });
+        sample_every: batch.sample_every ?? 0, time_origin_ms: batch.time_origin_ms,
+        // Why the track's frames are not recorded (null: they are); a page that does not say records none.
+        track_frames_missing: batch.track_frames_missing === undefined ? 'the page recorded no track frames' : batch.track_frames_missing, clip });
     }
     const fd = this.framesFds[side];
     if (fd === undefined) return;

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import every_frame, freezes
+from . import every_frame, freezes, presented
 from .eventlog import parser as eventlog_parser
 from .packets import CLS_RTP, FORWARD, LOST, REVERSE, PacketTable
 from .rundir import FramesFile
@@ -359,6 +359,9 @@ def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, 
     rtp = np.array([r["rtp_timestamp"] for r in recs], dtype=np.int64)
     index = [r.get("clip_index") if isinstance(r.get("clip_index"), int) else None for r in recs]
     out |= _record_counts(recs, index)
+    # Which presented frames had their stamp read, the track's every frame joined in (presented.py).
+    missing = frames.header.get("track_frames_missing", "the run's page recorded no track frames (a run from before)")
+    out |= presented.presented_read(recs, frames.track_frames, missing)
 
     # Frame numbers across the clip's loops, and what they say about the order frames were shown in.
     rtp_u = unwrap_rtp(rtp)

@@ -487,9 +487,14 @@ def _frames_lines(fr: dict[str, Any] | None) -> list[str]:
                     f"({pct(f.get('numbered', 0), f.get('read', 0))}, every {f.get('read_every')}), packets found "
                     f"for {f.get('joined', 0)} ({pct(f.get('joined', 0), f['records'])})"]
         if f.get("presented_frames"):
-            out.append(f"  the compositor presented {f['presented_frames']} frames, {f.get('callbacks_missed')} of "
-                       f"them without a record: stamp read on {pct(f.get('numbered', 0), f['presented_frames'])} of "
-                       "the presented frames")
+            read = f.get("presented_read")
+            track = (f"the track delivered {f['track_frames']}" if f.get("track_frames") is not None
+                     else f"track frames missing: {f.get('track_frames_missing')}")
+            dropped = f.get("dropped_video_frames")
+            out.append(f"  the compositor presented {f['presented_frames']} frames (skipped "
+                       f"{'-' if dropped is None else dropped} decoded ones), {f.get('callbacks_missed')} "
+                       f"of them without a record; {track}: stamp read on "
+                       f"{'-' if read is None else pct(read, f['presented_frames'])} of the presented frames")
         parts = [("glass-to-glass", "glass_to_glass_ms"), ("sender", "sender_ms"), ("network", "network_ms"),
                  ("receiver", "receiver_ms")]
         cells = [f"{name} {_f((f.get(key) or {}).get('p50'))}/{_f((f.get(key) or {}).get('p95'))}"

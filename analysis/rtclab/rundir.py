@@ -165,10 +165,12 @@ def load(path: Path) -> RunDir:
 @dataclass
 class FramesFile:
     """A receiving page's per-frame record, frames-<side>.jsonl (docs/run-directory.md): its header (sampling, the
-    page's clock, the clip it read), one dict per presented frame in order, and the records the page dropped."""
+    page's clock, the clip it read), one dict per presented frame in order, the records the page dropped, and one
+    dict per frame the video track delivered (read in a worker; empty in a run from before)."""
     header: dict[str, Any]
     frames: list[dict[str, Any]]
     dropped: int
+    track_frames: list[dict[str, Any]] = field(default_factory=list)
 
 
 def read_frames(run: RunDir, side: str) -> FramesFile | None:
@@ -180,7 +182,8 @@ def read_frames(run: RunDir, side: str) -> FramesFile | None:
     header = next((x for x in lines if x.get("kind") == "header"), {})
     frames = [x for x in lines if x.get("kind") == "frame"]
     dropped = sum(int(x.get("frames") or 0) for x in lines if x.get("kind") == "dropped")
-    return FramesFile(header=header, frames=frames, dropped=dropped)
+    track = [x for x in lines if x.get("kind") == "track_frame"]
+    return FramesFile(header=header, frames=frames, dropped=dropped, track_frames=track)
 
 
 # --- Captures ---------------------------------------------------------------------------------------------------

@@ -50,10 +50,32 @@ test('frames: a header line first (sampling, clock, clip), then one line per fra
     recorder.frames('b', { t_ms: 2000, read_every: 2, time_origin_ms: 999.5, dropped: 3, frames: [frame(3)] }, clip);
     recorder.close();
     const lines = fs.readFileSync(path.join(dir, 'frames-b.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    assert.deepEqual(lines[0], { kind: 'header', t: 1, side: 'b', read_every: 2, sample_every: 0, time_origin_ms: 999.5, clip });
+    // A page that does not say whether it read the track's frames read none.
+    assert.deepEqual(lines[0], { kind: 'header', t: 1, side: 'b', read_every: 2, sample_every: 0, time_origin_ms: 999.5,
+      track_frames_missing: 'the page recorded no track frames', clip });
     assert.deepEqual(lines.slice(1).map((l) => l.presented_frames ?? l.kind), [1, 2, 3, 'dropped']);
     assert.deepEqual(lines[4], { kind: 'dropped', t: 2, frames: 3 });
     assert.equal(recorder.frameCount.b, 3);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('frames: the track\'s frames in the same file, and the header says whether the page read them', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-frames-'));
+  try {
+    const recorder = new RunRecorder(dir);
+    const track = { kind: 'track_frame', rtp_timestamp: 3000, clip_index: 7 };
+    recorder.frames('b', { t_ms: 1000, read_every: 1, time_origin_ms: 1, track_frames_missing: null, dropped: 0,
+      frames: [{ kind: 'frame', presented_frames: 1 }, track] }, {});
+    recorder.frames('a', { t_ms: 1000, read_every: 1, time_origin_ms: 1, track_frames_missing: 'no MediaStreamTrackProcessor on the page',
+      dropped: 0, frames: [] }, {});
+    recorder.close();
+    const read = (/** @type {string} */ side) => fs.readFileSync(path.join(dir, `frames-${side}.jsonl`), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const [header, , trackLine] = read('b');
+    assert.equal(header.track_frames_missing, null);
+    assert.deepEqual(trackLine, track);
+    assert.equal(read('a')[0].track_frames_missing, 'no MediaStreamTrackProcessor on the page');
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
