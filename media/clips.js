@@ -35,7 +35,7 @@ export const isNamedClipFile = (file) => Object.values(NAMED_CLIPS).some((f) => 
 /** The named clips made on first use, by their generator in media/ and its arguments (`node media/GENERATOR ARGS FILE`). */
 export const MADE_ON_FIRST_USE = Object.freeze({
   natural: { generator: 'natural.js', args: [], takes: 'about a minute' },
-  'default-60fps': { generator: 'testsrc.js', args: ['--fps', '60'], takes: 'about 20 s' },
+  'default-60fps': { generator: 'testsrc.js', args: ['--fps', '60'], takes: 'a few seconds' },
 });
 
 /**

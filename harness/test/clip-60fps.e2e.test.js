@@ -3,7 +3,7 @@
 // makes media/default-60fps.y4m on its first use when it is missing (media/clips.js, the path every run takes), the
 // camera delivers 60 fps, the run is valid, and the stamp is read on at least 99 % of the frames b presented (the
 // page's callback misses some at 60 fps; the track's every frame, read in a worker, has them: docs/metrics.md,
-// "Frames"). A 20 s call: about 40 s, and 20 s more when the clip is made.
+// "Frames"). A 20 s call: about 30 s.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
