@@ -184,14 +184,12 @@ export function watchFrames(video, { readEvery, sampleEvery = 0, samplePath = nu
     pending = [];
     dropped = 0;
     try {
-      await report('frames', { t_ms: Date.now(), read_every: readEvery, sample_every: samplePath ? sampleEvery : 0, time_origin_ms: performance.timeOrigin,
-        track_frames_missing: trackFrames, dropped: lost, frames: batch });
+      await report('frames', { t_ms: Date.now(), read_every: readEvery, sample_every: samplePath ? sampleEvery : 0, time_origin_ms: performance.timeOrigin, track_frames_missing: trackFrames, dropped: lost, frames: batch });
     } finally {
       flushing = false;
     }
   };
-  /** Why the track's frames are not recorded (null: they are; none given: not asked). */
-  const trackFrames = track ? watchTrackFrames(track, { keep, signal }) : 'no track given';
+  const trackFrames = track ? watchTrackFrames(track, { keep, signal }) : 'no track given'; // null: recorded; else why not
   const timer = setInterval(() => { flush().catch(() => {}); }, FLUSH_MS);
   signal.addEventListener('abort', () => { clearInterval(timer); flush().catch(() => {}); }, { once: true });
   video.requestVideoFrameCallback(onFrame);

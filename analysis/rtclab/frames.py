@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from . import every_frame, freezes, presented
+from . import every_frame, freezes
 from .eventlog import parser as eventlog_parser
 from .packets import CLS_RTP, FORWARD, LOST, REVERSE, PacketTable
+from .presented import presented_read
 from .rundir import FramesFile
 from .stats import distribution
 
@@ -213,9 +214,10 @@ def _packet_ms(v: np.ndarray, t0_ns: int) -> np.ndarray:
     return np.where(v >= 0, (v - t0_ns) / _NS, np.nan)
 
 
-def _record_counts(recs: list[dict[str, Any]], index: list[int | None]) -> dict[str, Any]:
+def _record_counts(recs: list[dict[str, Any]], index: list[int | None], frames: FramesFile) -> dict[str, Any]:
     """How many frames the page presented and how many of its records were read and numbered (index: each
-    record's clip_index, None when not read)."""
+    record's clip_index, None when not read); how many presented frames had their stamp read, the track's every
+    frame joined in (presented.py)."""
     out: dict[str, Any] = {}
     presented = [r.get("presented_frames") for r in recs]
     ints = [p for p in presented if isinstance(p, int)]
@@ -227,7 +229,8 @@ def _record_counts(recs: list[dict[str, Any]], index: list[int | None]) -> dict[
     out["numbered_ratio"] = out["numbered"] / out["read"] if out["read"] else None
     read_ms = np.array([r["read_ms"] for r in recs if isinstance(r.get("read_ms"), (int, float))])
     out["read_ms"] = distribution(read_ms) if read_ms.size else None
-    return out
+    missing = frames.header.get("track_frames_missing", "the run's page recorded no track frames (a run from before)")
+    return out | presented_read(recs, frames.track_frames, missing)
 
 
 def _display_order(numbers: list[int | None], rtp: np.ndarray, rtp_u: np.ndarray,
@@ -358,10 +361,7 @@ def analyse_side(frames: FramesFile, table: PacketTable, side: str, t0_ns: int, 
         return out | {"ssrc": None}
     rtp = np.array([r["rtp_timestamp"] for r in recs], dtype=np.int64)
     index = [r.get("clip_index") if isinstance(r.get("clip_index"), int) else None for r in recs]
-    out |= _record_counts(recs, index)
-    # Which presented frames had their stamp read, the track's every frame joined in (presented.py).
-    missing = frames.header.get("track_frames_missing", "the run's page recorded no track frames (a run from before)")
-    out |= presented.presented_read(recs, frames.track_frames, missing)
+    out |= _record_counts(recs, index, frames)
 
     # Frame numbers across the clip's loops, and what they say about the order frames were shown in.
     rtp_u = unwrap_rtp(rtp)
