@@ -23,6 +23,7 @@ const usage = `usage: npm run call -- [options]
   --duration S      call (or run) length in seconds (overrides the scenario's duration_s)
   --out DIR         run directory (default: results/<date>-<id>/)
   --backend B       auto | kernel | userspace | uml (overrides the scenario's backend)
+  --webrtc-internals  save Chrome's chrome://webrtc-internals dump of every call (sets call.webrtc_internals)
   --no-analyze      stop after the call; analyse later with: rtclab analyze DIR`;
 
 /** @param {string} message @returns {never} */
@@ -31,12 +32,13 @@ function fail(message, code = 2) {
   process.exit(code);
 }
 
-/** @returns {{scenario?: string, duration?: string, out?: string, backend?: string, 'no-analyze'?: boolean, help?: boolean}} */
+/** @returns {{scenario?: string, duration?: string, out?: string, backend?: string, 'no-analyze'?: boolean, 'webrtc-internals'?: boolean, help?: boolean}} */
 function parseCommandLine() {
   try {
     return parseArgs({ options: {
       scenario: { type: 'string' }, duration: { type: 'string' }, out: { type: 'string' },
-      backend: { type: 'string' }, 'no-analyze': { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      backend: { type: 'string' }, 'no-analyze': { type: 'boolean' }, 'webrtc-internals': { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
     } }).values;
   } catch (err) {
     return fail(`${/** @type {Error} */ (err).message}\n${usage}`);
@@ -77,6 +79,10 @@ function prepareRun(args) {
   } catch (err) {
     if (err instanceof ScenarioError) fail(err.message);
     throw err;
+  }
+  if (args['webrtc-internals']) {
+    if (!scenario.calls.length) fail(`--webrtc-internals: ${scenarioFile} has no call (calls: []), so no webrtc-internals dump to save`);
+    for (const call of [scenario.call, ...scenario.calls]) call.webrtc_internals = true;
   }
   // A trial key Chrome does not hold would be ignored silently: refused before anything is set up.
   try {

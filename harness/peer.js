@@ -26,6 +26,7 @@
  */
 import fs from 'node:fs';
 import { launchChromium } from './browser.js';
+import { openInternals, saveDump } from './webrtc-internals.js';
 
 /** How long the page gets to load. */
 const LOAD_TIMEOUT_MS = 30_000;
@@ -54,6 +55,8 @@ const LOAD_TIMEOUT_MS = 30_000;
  * @property {(pid: number | null) => void} [onLaunched] called once the browser process runs, with its pid
  * @property {(reason: string) => void} [onExit] called once if the browser dies or disconnects before close(), with
  *   how it ended ('killed by SIGKILL', 'exit status 1', 'the DevTools pipe closed'); the log file says why
+ * @property {string | null} [webrtcInternals] where saveWebrtcInternals() saves Chrome's chrome://webrtc-internals
+ *   dump (harness/webrtc-internals.js); the page is then opened before the call's page. Absent or null: not opened
  */
 
 export class Peer {
@@ -65,6 +68,13 @@ export class Peer {
   #page = null;
   /** @type {Promise<void> | null} */
   #closing = null;
+  /** The chrome://webrtc-internals tab, when options.webrtcInternals asks for the dump. @type {import('puppeteer-core').Page | null} */
+  #internals = null;
+  /**
+   * What saveWebrtcInternals() saved, or why nothing; null before it ran or when no dump is asked for.
+   * @type {import('./webrtc-internals.js').InternalsDump | null}
+   */
+  internalsDump = null;
   /**
    * How the browser died ('killed by SIGKILL', 'exit status 1', 'the DevTools pipe closed'), or null while it lives
    * or once close() closed it. @type {string | null}
@@ -107,6 +117,8 @@ export class Peer {
     this.#options.onLaunched?.(this.pid);
     if (this.#closing) throw new Error(`peer ${this.name}: closed while opening`);
     browser.on('disconnected', () => { this.#died(browser); });
+    // Before the call's page: the internals page records only the peer connections created after it opened.
+    if (this.#options.webrtcInternals) this.#internals = await openInternals(browser);
 
     const page = await browser.newPage();
     this.#page = page;
@@ -123,6 +135,24 @@ export class Peer {
     await page.exposeFunction('rtclabReport', (/** @type {ReportKind} */ kind, /** @type {any} */ payload) => onReport(kind, payload));
     await page.evaluateOnNewDocument((/** @type {PageConfig} */ c) => { /** @type {any} */ (window).rtclabConfig = c; }, config);
     await page.goto(url, { waitUntil: 'load', timeout: LOAD_TIMEOUT_MS });
+  }
+
+  /**
+   * Makes Chrome write its webrtc-internals dump to options.webrtcInternals (nothing when it asks for none), and sets
+   * internalsDump to what was saved or why nothing was. Never throws: a dump that cannot be had is the check
+   * webrtc_internals_saved's to judge.
+   */
+  async saveWebrtcInternals() {
+    const file = this.#options.webrtcInternals;
+    if (!file) return;
+    try {
+      const launched = await this.#launch;
+      if (!launched || !this.#internals) throw new Error('its chrome://webrtc-internals page was never opened');
+      if (this.exitReason) throw new Error(`the browser had exited (${this.exitReason})`);
+      this.internalsDump = await saveDump(launched.browser, this.#internals, file);
+    } catch (err) {
+      this.internalsDump = { file: null, error: /** @type {Error} */ (err).message };
+    }
   }
 
   /**

@@ -24,6 +24,7 @@ import { validityChecks, runNotCompleted, stepsDue, crossTrafficDue } from './va
 import { DSCP_MARKING, markCall } from './call-marking.js';
 import { schedulePauses } from './pauses.js';
 import { applyCallDelays, delayReady, delayNotReady } from './call-delay.js';
+import { askedDumps, callDumps } from './webrtc-internals.js';
 import { collectVersions, gitCommit, hostInfo, rtclabVersion } from './versions.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -217,7 +218,7 @@ class CallRun {
       id: c.call.id, start_s: c.call.start_s, stop_s: c.call.stop_s, dscp: c.call.dscp,
       getstats: { a: `getstats-${c.files.a}.jsonl`, b: `getstats-${c.files.b}.jsonl` },
       browser_logs: { a: `browser-${c.files.a}.log`, b: `browser-${c.files.b}.log` },
-      selected_pairs: c.pairs, tracks: c.tracks, dscp_marking: c.marks, delay_ms: c.call.delay_ms, delay: c.delay,
+      selected_pairs: c.pairs, tracks: c.tracks, dscp_marking: c.marks, delay_ms: c.call.delay_ms, delay: c.delay, webrtc_internals: callDumps(c),
     }));
   }
 
@@ -343,6 +344,7 @@ class CallRun {
       onReport: (kind, payload) => this.pageReport(c, side, kind, payload),
       onLaunched: (pid) => this.cpu.nameBrowser(pid ?? undefined, key),
       onExit: (reason) => this.failWith(`browser ${key} (Chromium) exited during the run: ${reason}; see ${logFile}`),
+      webrtcInternals: c.call.webrtc_internals ? path.join(this.runDir, `webrtc-internals-${key}.json.gz`) : null,
     });
     c.peers[side] = peer;
     this.teardown.push(`browser ${key}`, () => peer.close());
@@ -531,6 +533,7 @@ class CallRun {
     this.stopping = true;
     const bottleneckAlive = net.info.backend.used === 'userspace' ? net.bottleneckAlive() : null;
     await this.teardown.undo('join and leave timers', (name, err) => this.teardownFailed(name, err));
+    await Promise.all(this.calls.flatMap((c) => [c.peers.a?.saveWebrtcInternals(), c.peers.b?.saveWebrtcInternals()])); // before any closes
     await this.teardown.undo('browser', (name, err) => this.teardownFailed(name, err));
     const eventLogs = this.collectEventLogs();
     const captures = await this.stopCaptures();
@@ -546,7 +549,7 @@ class CallRun {
       crossTraffic: crossTrafficDue(this.scenario.cross_traffic, this.scenario.duration_s, this.crossTraffic),
       backend: net.info.backend.used,
       guestHealth: net.guestHealth({ fromS: /** @type {number} */ (this.timings.call_start), toS: /** @type {number} */ (this.timings.call_end) }),
-      probeIntervalMs: net.info.backend.probe?.interval_ms,
+      probeIntervalMs: net.info.backend.probe?.interval_ms, webrtcInternals: askedDumps(this.calls),
       schedule: { expected: stepsDue(net.links, this.scenario.duration_s), events: this.stepEvents },
       cpuLoad: this.scenario.cpu_load ? { asked: this.scenario.cpu_load.cores, measured: this.recorder.manifest.cpu_load?.measured?.cores ?? null } : undefined,
     });
@@ -593,6 +596,5 @@ class CallRun {
 }
 
 const round4 = (/** @type {number} */ x) => Math.round(x * 10000) / 10000;
-
 /** @param {number | null} bps */
 const kbps = (bps) => (bps == null ? null : bps / 1000);

@@ -68,6 +68,7 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   schedule?: { expected: ScheduledStep[], events: any[] },
  *   guestHealth?: import('../netem/uml/health.js').GuestHealth | null, probeIntervalMs?: number,
  *   cpuLoad?: { asked: number, measured: number | null },
+ *   webrtcInternals?: Record<string, import('./webrtc-internals.js').InternalsDump | null> | null,
  * }} ValidityInputs
  */
 
@@ -90,6 +91,8 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   events the backend reported: the check schedule_applied (absent when no link has a step)
  *   cpuLoad: the scenario's cpu_load, the cores it asked for and those it used over the call (null: not measured):
  *   the check cpu_load_as_asked (absent without a cpu_load)
+ *   webrtcInternals: Chrome's webrtc-internals dumps the calls asked for (call.webrtc_internals), by the key of each
+ *   browser's files (harness/webrtc-internals.js askedDumps): the check webrtc_internals_saved (absent: none asked)
  * A check's ok is null when the run's backend cannot measure what it checks ("not measured"): it does not make the
  * run invalid, and it does not vouch for it either.
  */
@@ -126,6 +129,7 @@ export function validityChecks(o) {
   if (o.captureEnabled) add(...capturesComplete(o.captures));
   if (o.crossTraffic) add(...crossTrafficRan(o.crossTraffic, period));
   if (o.eventLogs) add(...eventLogComplete(o.eventLogs));
+  if (o.webrtcInternals) add(...internalsSaved(o.webrtcInternals));
   return { valid: checks.every((c) => c.ok !== false), checks };
 }
 
@@ -252,6 +256,25 @@ function eventLogComplete(eventLogs) {
     }
   }
   return ['event_log_complete', problems.length === 0, problems.length ? problems.join('; ') : found.join(', ')];
+}
+
+/**
+ * webrtc_internals_saved: every browser whose call asked for Chrome's webrtc-internals dump saved one, and it holds a
+ * peer connection with stats series (a dump of a page that recorded no call holds none).
+ * @param {NonNullable<ValidityInputs['webrtcInternals']>} dumps
+ * @returns {[string, boolean, string]}
+ */
+function internalsSaved(dumps) {
+  const problems = [];
+  const found = [];
+  for (const [key, d] of Object.entries(dumps)) {
+    if (!d) problems.push(`${key}: no dump was saved`);
+    else if (d.file === null) problems.push(`${key}: no dump: ${d.error}`);
+    else if (d.peer_connections < 1 || d.stats_series < 1) {
+      problems.push(`${d.file} holds ${d.peer_connections} peer connection(s) and ${d.stats_series} stats series: it recorded no call`);
+    } else found.push(`${d.file} ${d.bytes} bytes, ${d.peer_connections} peer connection(s), ${d.stats_series} stats series`);
+  }
+  return ['webrtc_internals_saved', problems.length === 0, problems.length ? problems.join('; ') : found.join(', ')];
 }
 
 /**

@@ -3,7 +3,8 @@ rtclab/imports/): lab getstats-<side>.jsonl lines in, a chrome://webrtc-internal
 
 - webrtc_internals(): what Chrome's dump holds (content/browser/resources/webrtc/: each stats object's attribute a
   TimelineDataSeries stamped with the object's timestamp, toJSON {startTime, endTime, statsType, values as a JSON
-  string}); `older=True` the layout of older Chrome: times as ISO dates, no statsType, ids RTCOutboundRTPVideoStream_...
+  string}, and the object's own timestamps as `<id>-timestamp`: Chromium 156's layout); `layout="older"` the layout
+  of older Chrome: times as ISO dates, no statsType, ids RTCOutboundRTPVideoStream_...; `layout="ms"` times in ms.
 - rtcstats_classic(): fileFormat 2 of fippo/rtcstats (its deltaCompression: unchanged values dropped, the id dropped,
   the newest timestamp moved to the top and 0 in its objects; events [method, pc, value, Unix ms]).
 - rtcstats_format3(): fileFormat 3 of rtcstats/rtcstats (rtcstats-shared/compression.js: the RTCStatsDump line, time
@@ -46,32 +47,46 @@ def _renamed(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def webrtc_internals(pcs: dict[str, list[dict[str, Any]]], older: bool = False) -> dict[str, Any]:
-    """A webrtc-internals dump of these peer connections (id -> their getstats-<side>.jsonl lines)."""
+def webrtc_internals(pcs: dict[str, list[dict[str, Any]]], layout: str = "chromium") -> dict[str, Any]:
+    """A webrtc-internals dump of these peer connections (id -> their getstats-<side>.jsonl lines), in a layout:
+    - "chromium": what Chromium 156 writes (its data_series.js and stats_graph_helper.js, read from the browser):
+      every attribute but id and timestamp a series (type too), each point stamped with its object's timestamp, the
+      object's timestamps themselves the series `<id>-timestamp`; startTime/endTime JavaScript Dates (ISO dates, whole
+      milliseconds), statsType, values a JSON string in which an object attribute stays an object;
+    - "ms": times as Unix milliseconds, no timestamp series, objects as JSON text (a variant the importer reads);
+    - "older": older Chrome: ISO dates, no statsType, ids RTCOutboundRTPVideoStream_..., no timestamp series."""
+    if layout not in ("chromium", "ms", "older"):
+        raise ValueError(f"unknown layout {layout!r}")
     doc: dict[str, Any] = {"getUserMedia": [], "PeerConnections": {}, "UserAgent": "Mozilla/5.0 (X11; Linux x86_64) "
                            "Chrome/156.0.0.0"}
+    skip = ("id", "timestamp") if layout == "chromium" else ("id", "type", "timestamp")
     for pc_id, lines in pcs.items():
         series: dict[str, tuple[str, list[tuple[float, Any]]]] = {}
-        for ln in _renamed(lines) if older else lines:
+        for ln in _renamed(lines) if layout == "older" else lines:
             for o in ln["report"]:
                 for attr, v in o.items():
-                    if attr in ("id", "type", "timestamp"):
+                    if attr in skip:
                         continue
-                    v = json.dumps(v) if isinstance(v, dict) else v  # Chrome shows objects as JSON text
+                    if isinstance(v, dict) and layout != "chromium":
+                        v = json.dumps(v)
                     series.setdefault(f"{o['id']}-{attr}", (o["type"], []))[1].append((o["timestamp"], v))
+                if layout == "chromium":
+                    series.setdefault(f"{o['id']}-timestamp", (o["type"], []))[1].append(
+                        (o["timestamp"], o["timestamp"]))
                 if o["type"] == "outbound-rtp" and "bytesSent" in o:  # a rate Chrome computes: the importer skips it
                     series.setdefault(f"{o['id']}-[bytesSent_in_bits/s]", (o["type"], []))[1].append(
                         (o["timestamp"], 1.0))
         stats = {}
         for key, (typ, pts) in series.items():
             t0, t1 = pts[0][0], pts[-1][0]
-            entry = {"startTime": _iso(t0) if older else t0, "endTime": _iso(t1) if older else t1,
+            iso = layout != "ms"
+            entry = {"startTime": _iso(t0) if iso else t0, "endTime": _iso(t1) if iso else t1,
                      "values": json.dumps([v for _, v in pts])}
-            if not older:
+            if layout != "older":
                 entry["statsType"] = typ
             stats[key] = entry
-        doc["PeerConnections"][pc_id] = {"constraints": "", "rtcConfiguration": "{ iceServers: [] }",
-                                         "stats": stats, "updateLog": [{"time": "0", "type": "icecandidate",
+        doc["PeerConnections"][pc_id] = {"pid": 1234, "rtcConfiguration": "{ iceServers: [] }",
+                                         "stats": stats, "updateLog": [{"timestamp": 0, "type": "icecandidate",
                                                                         "value": ""}],
                                          "url": "https://field.example/call"}
     return doc

@@ -15,6 +15,7 @@ import gzip
 import io
 import json
 import shutil
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -139,15 +140,34 @@ def test_an_imported_run_says_what_it_has_not_and_shows_no_zeros(tmp_path: Path)
     assert code == 0, err
 
 
-def test_the_older_webrtc_internals_layout_gives_the_same_rates(tmp_path: Path) -> None:
-    newer = streams(imported(tmp_path, "webrtc-internals", "a", "newer"))
-    older_m = imported(tmp_path, "webrtc-internals", "a", "older", older=True)
-    assert "ISO dates" in older_m["imported"]["layout"]
-    older = streams(older_m)
+@pytest.mark.parametrize("layout", ["ms", "older"])
+def test_the_other_webrtc_internals_layouts_give_the_same_rates(tmp_path: Path, layout: str) -> None:
+    chromium_m = imported(tmp_path, "webrtc-internals", "a", "chromium")
+    assert "ISO dates" in chromium_m["imported"]["layout"] and "timestamp series" in chromium_m["imported"]["layout"]
+    other_m = imported(tmp_path, "webrtc-internals", "a", layout, layout=layout)
+    assert ("ISO dates" if layout == "older" else "times in ms") in other_m["imported"]["layout"]
+    assert "laid evenly" in other_m["imported"]["layout"]
+    chromium, other = streams(chromium_m), streams(other_m)
     for k in ("video", "audio"):
-        # ISO dates keep whole milliseconds: each interval's time within 1 ms of the newer layout's
-        assert older[k]["sent_bitrate_bps"]["mean"] == pytest.approx(newer[k]["sent_bitrate_bps"]["mean"], rel=1e-3)
-        assert older[k]["rtt_ms"]["mean"] == pytest.approx(newer[k]["rtt_ms"]["mean"], rel=1e-6)
+        # laid evenly, a point's time is off its own by the getStats calls' jitter (a few ms in the lab call)
+        assert other[k]["sent_bitrate_bps"]["mean"] == pytest.approx(chromium[k]["sent_bitrate_bps"]["mean"], rel=1e-3)
+        assert other[k]["rtt_ms"]["mean"] == pytest.approx(chromium[k]["rtt_ms"]["mean"], rel=1e-6)
+
+
+def test_chromiums_timestamp_series_gives_every_sample_its_own_time(tmp_path: Path) -> None:
+    """Chromium 156's `<id>-timestamp` series: each imported sample is at its getStats call's own time, however
+    unevenly the calls came (here one call of the lab's moved 300 ms later), where laying them evenly could not."""
+    lines = lab_lines("a")[:20]
+    moved = [dict(ln, t=ln["t"] + 0.3 if i == 10 else ln["t"], report=[
+        dict(o, timestamp=o["timestamp"] + 300 if i == 10 and o["type"] not in ("remote-inbound-rtp",) else
+             o["timestamp"]) for o in ln["report"]]) for i, ln in enumerate(lines)]
+    dump = write_dump(tmp_path / "moved.json", "webrtc-internals", {"1-1": moved})
+    calls = getstats_dump.import_dump("webrtc-internals", dump, tmp_path / "moved")
+    got = [json.loads(x)["t"] for x in (tmp_path / "moved" / "getstats-a.jsonl").read_text().splitlines()]
+    own = [statistics.median(o["timestamp"] for o in ln["report"] if not o["type"].startswith("remote-")) / 1000
+           for ln in moved]
+    assert got == pytest.approx(own, abs=1e-6)
+    assert calls[0].samples == len(moved)
 
 
 def legacy_dump(n: int = 11) -> dict[str, Any]:

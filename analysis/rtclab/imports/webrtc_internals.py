@@ -5,10 +5,11 @@ The dump is one JSON object: `PeerConnections` maps each peer connection's id (`
 `updateLog` and `stats`. `stats` holds one time series per stats object and attribute, keyed `<stats id>-<attribute>`:
 `{"startTime", "endTime", "statsType", "values"}`, `values` a JSON string of the attribute's values, one per getStats
 call the page made (once a second) while the object existed (Chrome's TimelineDataSeries.toJSON: the series keeps
-its last 1000 points). Only the first and last point's times are kept, so a point's time is laid evenly between
-them. Newer Chrome writes the times as milliseconds since the Unix epoch, older Chrome as ISO dates (JavaScript
-Dates); older dumps may lack `statsType` (the type is then read from the id's prefix, RTCOutboundRTPVideoStream_...)
-or hold the legacy goog stats (legacy_stats.py). Attributes Chrome computes itself (`[bytesSent_in_bits/s]`, named in
+its last 1000 points). A series keeps only its first and last point's times (JavaScript Dates, written as ISO dates;
+milliseconds are read too), but Chromium 156 also writes each object's own timestamps as the series
+`<id>-timestamp`, which gives every point its time; without it (older dumps) a point's time is laid evenly between
+the first and last. Older dumps may lack `statsType` (the type is then read from the id's prefix,
+RTCOutboundRTPVideoStream_...) or hold the legacy goog stats (legacy_stats.py). Attributes Chrome computes itself (`[bytesSent_in_bits/s]`, named in
 brackets) are left out: the analyzer computes its rates from the counters, as for a lab run.
 
 The series of one peer connection are regrouped into samples, one per getStats call. An object's attributes share
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from . import legacy_stats
-from .statsdump import Dump, DumpError, PeerConnection, Sample, json_error, read_text
+from .statsdump import Dump, DumpError, PeerConnection, Sample, json_error, number, read_text
 
 DEFAULT_STEP_MS = 1000.0  # webrtc-internals polls getStats once a second
 REMOTE_TYPES = ("remote-inbound-rtp", "remote-outbound-rtp")  # stamped with their RTCP report's time
@@ -122,6 +123,15 @@ class StatsObject:
         return values[-1] if values else None
 
 
+def _own_times(group: list[Series], n: int) -> list[float] | None:
+    """The object's own timestamps, one per point: Chrome's `<id>-timestamp` series (stats_graph_helper.js adds it
+    with every report), when it has all n points as numbers; None otherwise (older dumps: the times are laid evenly)."""
+    own = next((s for s in group if s.attribute == "timestamp"), None)
+    if own is None or len(own.values) != n or any(number(v) is None for v in own.values):
+        return None
+    return [float(v) for v in own.values]
+
+
 def _objects(series: list[Series]) -> list[StatsObject]:
     by_id: dict[str, list[Series]] = {}
     for s in series:
@@ -130,7 +140,7 @@ def _objects(series: list[Series]) -> list[StatsObject]:
     for sid, group in by_id.items():
         ref = max(group, key=lambda s: len(s.times_ms))
         n = len(ref.times_ms)
-        out.append(StatsObject(sid, str(ref.stats_type), ref.times_ms,
+        out.append(StatsObject(sid, str(ref.stats_type), _own_times(group, n) or ref.times_ms,
                                {s.attribute: (n - len(s.values), s.values) for s in group}))
     return out
 
@@ -208,13 +218,20 @@ def _peer_connection(path: Path, pc_id: str, conn: Any) -> PeerConnection:
 
 
 def layout_of(doc: dict[str, Any]) -> str:
-    """Which of Chrome's dump layouts: times as milliseconds (newer) or as ISO dates (older)."""
-    for conn in doc["PeerConnections"].values():
-        for entry in ((conn or {}).get("stats") or {}).values() if isinstance(conn, dict) else []:
-            if isinstance(entry, dict) and "startTime" in entry:
-                return ("webrtc-internals, times in ms (newer Chrome)" if not isinstance(entry["startTime"], str)
-                        else "webrtc-internals, times as ISO dates (older Chrome)")
-    return "webrtc-internals, no stats series"
+    """Which of Chrome's dump layouts, in words: the series' first and last times as ISO dates (JavaScript Dates, as
+    Chromium 156 and older Chrome write them) or as milliseconds; each point's time from its object's own timestamp
+    series (Chromium 156) or laid evenly between them; the stats type named (statsType) or read from the id."""
+    entries = [(key, entry) for conn in doc["PeerConnections"].values() if isinstance(conn, dict)
+               for key, entry in (conn.get("stats") or {}).items() if isinstance(entry, dict) and "startTime" in entry]
+    if not entries:
+        return "webrtc-internals, no stats series"
+    iso = isinstance(entries[0][1]["startTime"], str)
+    stamped = any(key.endswith("-timestamp") for key, _ in entries)
+    typed = any("statsType" in entry for _, entry in entries)
+    return ", ".join(["webrtc-internals", "times as ISO dates" if iso else "times in ms",
+                      "each point's time from its object's timestamp series" if stamped
+                      else "points laid evenly between each series' first and last time",
+                      "stats types named" if typed else "no statsType (older Chrome: the type read from the id)"])
 
 
 def read(path: Path) -> Dump:
