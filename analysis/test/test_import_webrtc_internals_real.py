@@ -65,16 +65,24 @@ def series(metrics: dict[str, Any], prefix: str, t0: float) -> Series:
 def held_back(points: Series, lo: float, hi: float) -> float:
     """Time average over [lo, hi] of a rate series: each point's value holds over the interval up to it."""
     assert points[0][0] <= lo and points[-1][0] >= hi, f"the series covers {points[0][0]}..{points[-1][0]} only"
-    total = sum(v * (min(t1, hi) - max(t0, lo)) for (t0, _), (t1, v) in zip(points, points[1:]) if min(t1, hi) > max(t0, lo))
+    total = sum(v * (min(t1, hi) - max(t0, lo)) for (t0, _), (t1, v) in zip(points, points[1:])
+                if min(t1, hi) > max(t0, lo))
     return total / (hi - lo)
 
 
 def held_forward(points: Series, lo: float, hi: float) -> float:
-    """Time average over [lo, hi] of a gauge series: each point's value holds until the next point."""
-    assert points[0][0] <= lo and points[-1][0] >= hi, f"the series covers {points[0][0]}..{points[-1][0]} only"
+    """Time average over [lo, hi] of a gauge series: each point's value holds until the next point (the last's to hi:
+    an RTT series has a point only at each new measurement)."""
+    assert points[0][0] <= lo, f"the series starts at {points[0][0]}, after {lo}"
     ends = [t for t, _ in points[1:]] + [hi]
     total = sum(v * (min(t1, hi) - max(t0, lo)) for (t0, v), t1 in zip(points, ends) if min(t1, hi) > max(t0, lo))
     return total / (hi - lo)
+
+
+def rtts(path: Path) -> dict[int, float]:
+    """Each RTCP RTT measurement of the forward video the getstats file holds: its count -> its roundTripTime."""
+    return {o["roundTripTimeMeasurements"]: o["roundTripTime"]
+            for _, o in objects(path, "remote-inbound-rtp", "video") if "roundTripTime" in o}
 
 
 def run_cli(*args: str) -> int:
@@ -114,7 +122,8 @@ def test_an_imported_chrome_dump_gives_the_lab_runs_getstats_rates_within_1_perc
     lab = json.loads((call / "metrics.json").read_text())
     imp = {s: json.loads((tmp_path / s / "metrics.json").read_text()) for s in ("a", "b")}
     assert "timestamp series" in imp["a"]["imported"]["layout"]
-    assert imp["a"]["imported"]["user_agent"].startswith("Mozilla/5.0") and "Chrome/" in imp["a"]["imported"]["user_agent"]
+    agent = imp["a"]["imported"]["user_agent"]
+    assert agent.startswith("Mozilla/5.0") and "Chrome/" in agent
 
     # Exact: the dump's counters between the lab run's around them (same browser, same clock), RTTs the same.
     for side, typ, counter in (("a", "outbound-rtp", "bytesSent"), ("b", "inbound-rtp", "bytesReceived")):
@@ -127,10 +136,7 @@ def test_an_imported_chrome_dump_gives_the_lab_runs_getstats_rates_within_1_perc
             k = bisect.bisect_left([x for x, _ in ours], t)
             before, after = ours[k - 1] if ours[k][0] > t else ours[k], ours[k]
             assert before[1] <= v <= after[1], f"{side} {counter} {v} at {t}: lab {before} .. {after}"
-    lab_rtt, dump_rtt = ({o["roundTripTimeMeasurements"]: o["roundTripTime"] for _, o in objects(path, "remote-inbound-rtp",
-                                                                                              "video")
-                          if "roundTripTime" in o} for path in (call / "getstats-a.jsonl",
-                                                                tmp_path / "a" / "getstats-a.jsonl"))
+    lab_rtt, dump_rtt = rtts(call / "getstats-a.jsonl"), rtts(tmp_path / "a" / "getstats-a.jsonl")
     shared = set(lab_rtt) & set(dump_rtt)
     assert len(shared) >= CALL_S // 2 and all(lab_rtt[n] == dump_rtt[n] for n in shared)
 

@@ -9,8 +9,9 @@ its last 1000 points). A series keeps only its first and last point's times (Jav
 milliseconds are read too), but Chromium 156 also writes each object's own timestamps as the series
 `<id>-timestamp`, which gives every point its time; without it (older dumps) a point's time is laid evenly between
 the first and last. Older dumps may lack `statsType` (the type is then read from the id's prefix,
-RTCOutboundRTPVideoStream_...) or hold the legacy goog stats (legacy_stats.py). Attributes Chrome computes itself (`[bytesSent_in_bits/s]`, named in
-brackets) are left out: the analyzer computes its rates from the counters, as for a lab run.
+RTCOutboundRTPVideoStream_...) or hold the legacy goog stats (legacy_stats.py). Attributes Chrome computes itself
+(`[bytesSent_in_bits/s]`, named in brackets) are left out: the analyzer computes its rates from the counters, as for
+a lab run.
 
 The series of one peer connection are regrouped into samples, one per getStats call. An object's attributes share
 its longest series' times (an attribute that appeared later, as the RTT after the first RTCP report, is aligned at
