@@ -7,10 +7,10 @@ and `rtclab import webrtc-internals` of each gives a report whose getStats rates
   sample at or after call_start to its last at or before call_end. The dump's getStats calls are Chrome's own (its
   internals page's, once a second), not the page's that the lab run records, so the two runs' samples fall at
   different instants;
-- over that interval each bit rate of metrics.json's getStats series (sent and received, video and audio; the target
-  and available outgoing bitrates) is time-averaged, each run's series held as it means: a rate over the interval up
-  to its sample, a gauge from its sample to the next. A rate's average is then its counter's increase over the
-  interval. The fps and the RTT are reported (`measure:` lines), not bounded: see the test.
+- over that interval each bit rate of metrics.json's getStats series (sent and received, video and audio) is
+  time-averaged, each run's series held as it means: a rate over the interval up to its sample, a gauge from its
+  sample to the next. A rate's average is then its counter's increase over the interval. The gauges (the target and
+  available outgoing bitrates, the fps, the RTT) are reported (`measure:` lines), not bounded: see the test.
 Before the bar, exact checks with no tolerance: the dump's byte counters at each of its samples lie between the lab
 run's at its samples around it (both are the same browser's counters, on the same clock), and every RTT measurement
 the dump holds (roundTripTimeMeasurements, roundTripTime) is the lab's for the same count.
@@ -143,13 +143,16 @@ def test_an_imported_chrome_dump_gives_the_lab_runs_getstats_rates_within_1_perc
     # The bar, over the call as far as each dump covers it.
     timings = json.loads((call / "manifest.json").read_text())["timings"]
     call_start, call_end = timings["call_start"], timings["call_end"]
-    # (series, side, how it is held, bounded by the bar): the bit rates are; the fps and the RTT are reported only. An
-    # RTT sample is a new RTCP measurement as a getStats call first saw it: two calls on different grids can each
-    # miss a different one of two reports that came within a second, so their means differ by more than their
-    # sampling (6.7 % in one call of 2026-11-28); every measurement both hold is the same (checked exactly above).
+    # (series, side, how it is held, bounded by the bar): the bit rates of the streams are (counters: their average
+    # over the interval is the counter's increase, whatever the sampling instants); the gauges are reported only:
+    # the target and available outgoing bitrates are GCC's estimate at each getStats call, so two calls on
+    # different grids average different samples of a moving estimate (0.6-0.84 % apart in the calls of 2026-11-28,
+    # a margin no slower machine is held to); an RTT sample is a new RTCP measurement as a getStats call first saw
+    # it: two grids can each miss a different one of two reports that came within a second (6.7 % in one call);
+    # every measurement both hold is the same (checked exactly above).
     cases = [("sent_bitrate_bps:video", "a", held_back, True), ("sent_bitrate_bps:audio", "a", held_back, True),
-             ("target_bitrate_bps:video", "a", held_forward, True),
-             ("available_outgoing_bitrate_bps", "a", held_forward, True),
+             ("target_bitrate_bps:video", "a", held_forward, False),
+             ("available_outgoing_bitrate_bps", "a", held_forward, False),
              ("received_bitrate_bps:video", "b", held_back, True), ("received_bitrate_bps:audio", "b", held_back, True),
              ("received_fps:video", "b", held_forward, False), ("rtt_ms:video", "a", held_forward, False)]
     for prefix, side, average, bounded in cases:
