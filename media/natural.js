@@ -12,10 +12,9 @@
  * number of cycles per clip), so Chrome's loop of the clip has no seam; the noise is ffmpeg's `noise` filter with a
  * fixed seed. Same ffmpeg, same photograph: the same bytes (the scaler in its bit-exact mode; tested).
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { stampStream } from './stamp.js';
+import { stampFfmpeg } from './stamp.js';
 
 export const PHOTO = '/usr/share/backgrounds/mate/nature/LadyBird.jpg';
 export const PHOTO_PACKAGE = 'mate-backgrounds';
@@ -118,22 +117,7 @@ export async function makeClip(write, o = {}) {
   if (!fs.existsSync(photo)) {
     throw new Error(`${photo} does not exist: the natural clip is made from it (Debian's ${PHOTO_PACKAGE}; scripts/setup.sh installs it)`);
   }
-  const ffmpeg = spawn('ffmpeg', ffmpegArgs(o), { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  ffmpeg.stderr.on('data', (d) => { stderr += d; });
-  const exited = new Promise((resolve, reject) => {
-    ffmpeg.on('error', reject);
-    ffmpeg.on('close', (code, signal) => resolve({ code, signal }));
-  });
-  let info;
-  try {
-    info = await stampStream(withRecipeTag(ffmpeg.stdout), write);
-  } finally {
-    if (ffmpeg.exitCode === null) ffmpeg.kill();
-  }
-  const { code, signal } = /** @type {{ code: number | null, signal: string | null }} */ (await exited);
-  if (code !== 0) throw new Error(`ffmpeg failed (${signal ?? `exit ${code}`}): ${stderr.trim()}`);
-  return info;
+  return stampFfmpeg(ffmpegArgs(o), write, withRecipeTag);
 }
 
 async function main() {

@@ -10,6 +10,7 @@
  * 4:2:0 clips only (what Chrome's fake camera reads), at most MAX_FRAMES frames. The stream header gets the tag
  * `XRTCLAB_STAMP=<version>` (Y4M's comment tag; Chrome ignores it), so setup knows when a clip must be made again.
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { BLACK_Y, CELLS, MAX_FRAMES, STAMP_VERSION, WHITE_Y, cellRect, decodeLevels, lumaLevels, stampCells } from '../client/frame-stamp.js';
@@ -75,6 +76,32 @@ export async function stampStream(input, write) {
   if (!header) throw new Error('empty input: no Y4M header');
   if (pending.length) throw new Error(`the clip ends inside frame ${frames} (${pending.length} bytes left over)`);
   return { width: header.width, height: header.height, frames };
+}
+
+
+/**
+ * Runs ffmpeg with `args` (writing Y4M to stdout) and stamps what it writes: the stamped stream's chunks go to
+ * `write`; `transform` may rewrite the stream first (a clip's own header tag). ffmpeg is killed if stamping fails.
+ * @param {string[]} args @param {(chunk: Buffer) => Promise<void>} write
+ * @param {(input: AsyncIterable<Buffer>) => AsyncIterable<Buffer>} [transform]
+ */
+export async function stampFfmpeg(args, write, transform = (input) => input) {
+  const ffmpeg = spawn('ffmpeg', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  ffmpeg.stderr.on('data', (d) => { stderr += d; });
+  const exited = new Promise((resolve, reject) => {
+    ffmpeg.on('error', reject);
+    ffmpeg.on('close', (code, signal) => resolve({ code, signal }));
+  });
+  let info;
+  try {
+    info = await stampStream(transform(ffmpeg.stdout), write);
+  } finally {
+    if (ffmpeg.exitCode === null) ffmpeg.kill();
+  }
+  const { code, signal } = /** @type {{ code: number | null, signal: string | null }} */ (await exited);
+  if (code !== 0) throw new Error(`ffmpeg failed (${signal ?? `exit ${code}`}): ${stderr.trim()}`);
+  return info;
 }
 
 async function main() {

@@ -6,10 +6,9 @@
  *
  *   node media/testsrc.js --fps 60 OUT.y4m
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { stampStream } from './stamp.js';
+import { stampFfmpeg } from './stamp.js';
 
 export const WIDTH = 1280;
 export const HEIGHT = 720;
@@ -33,22 +32,7 @@ export function ffmpegArgs({ fps, seconds = SECONDS }) {
  * @param {(chunk: Buffer) => Promise<void>} write @param {Parameters<typeof ffmpegArgs>[0]} o
  */
 export async function makeClip(write, o) {
-  const ffmpeg = spawn('ffmpeg', ffmpegArgs(o), { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  ffmpeg.stderr.on('data', (d) => { stderr += d; });
-  const exited = new Promise((resolve, reject) => {
-    ffmpeg.on('error', reject);
-    ffmpeg.on('close', (code, signal) => resolve({ code, signal }));
-  });
-  let info;
-  try {
-    info = await stampStream(ffmpeg.stdout, write);
-  } finally {
-    if (ffmpeg.exitCode === null) ffmpeg.kill();
-  }
-  const { code, signal } = /** @type {{ code: number | null, signal: string | null }} */ (await exited);
-  if (code !== 0) throw new Error(`ffmpeg failed (${signal ?? `exit ${code}`}): ${stderr.trim()}`);
-  return info;
+  return stampFfmpeg(ffmpegArgs(o), write);
 }
 
 async function main() {
