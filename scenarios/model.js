@@ -12,6 +12,7 @@ import { Ajv } from 'ajv';
 import YAML from 'yaml';
 import { LinkError, normalizeLink } from './link.js';
 import { namedClipPath } from '../media/clips.js';
+import { normalizeChain } from './chain.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const schemaPath = path.join(repoRoot, 'scenarios', 'schema.json');
@@ -120,6 +121,8 @@ export function normalizeScenario(doc, { label = 'scenario', baseDir = process.c
     if (err instanceof LinkError) throw new ScenarioError(label, [err.message]);
     throw err;
   }
+  const chainProblems = normalizeChain(scenario, plainLink(), baseDir);
+  if (chainProblems.length) throw new ScenarioError(label, chainProblems);
   const untraceable = [...tracesTheBackendCannotPlay(scenario), ...callDelaysTheNetworkCannotApply(scenario)];
   if (untraceable.length) throw new ScenarioError(label, untraceable);
   for (const call of [scenario.call, ...scenario.calls]) {
@@ -127,6 +130,15 @@ export function normalizeScenario(doc, { label = 'scenario', baseDir = process.c
     if (call.video_clip) call.video_clip = namedClipPath(call.video_clip) ?? path.resolve(baseDir, call.video_clip);
   }
   return scenario;
+}
+
+/** @type {any} */
+let plain = null;
+
+/** The normalised plain link: what a direction left out becomes (the schema's defaults). */
+export function plainLink() {
+  plain ??= normalizeLink(validateScenario(withCallsList({})).network.forward, 'network.forward', process.cwd());
+  return structuredClone(plain);
 }
 
 /**
