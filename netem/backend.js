@@ -14,7 +14,7 @@ import { umlUnavailable } from './uml/guest.js';
  *   startSchedules(t0_ms: number): void,
  *   schedulesSettled(): Promise<void>,
  *   alive(): boolean,
- *   processes(): { direction: string, pid: number | null, log: string }[],
+ *   processes(): { direction: string, hop?: number, pid: number | null, log: string }[],
  *   counters(): Record<string, Record<string, number> | null> | null,
  *   stop(): Promise<void>,
  * }} Backend
@@ -24,13 +24,14 @@ import { umlUnavailable } from './uml/guest.js';
  *   idempotent.
  * @typedef {{ direction: 'forward' | 'reverse', at_s: number, scheduled_ns: number, applied_ns: number | null,
  *   late_ms: number | null, ok: boolean, by: string, error?: string, started_ns?: number, returned_ns?: number,
- *   noticed_ns?: number }} StepTimes
+ *   noticed_ns?: number, hop?: number }} StepTimes
  *   a scheduled change once the backend applied it (netem/steps.js stepEvent; docs/netem.md, "Scheduled changes"):
  *   scheduled_ns the call's t0 + at_s, applied_ns when the backend measured it in force (null: not applied, with
  *   the error), late_ms their difference; tc's start and return (kernel), the loop's notice (userspace)
  * @typedef {{ event: 'capacity_change', kbit: number } & StepTimes} CapacityChange
- * @typedef {{ event: 'bottleneck_exit', direction: 'forward' | 'reverse', code: number | null, signal: string | null,
- *   message: string, log: string }} BottleneckExit  message: the process's own last line (may be empty)
+ * @typedef {{ event: 'bottleneck_exit', direction: 'forward' | 'reverse', hop?: number, code: number | null, signal: string | null,
+ *   message: string, log: string }} BottleneckExit  message: the process's own last line (may be empty); hop: which hop
+ *   of a chain (network.hops)
  * @typedef {{ event: 'guest_exit', code: number | null, signal: string | null, message: string, log: string }} GuestExit
  *   the uml backend's guest ended while the network was up; log: its console
  * @typedef {{ event: 'delay_change', delay_ms: number } & StepTimes} DelayChange  a step of the link's delay_schedule
@@ -45,13 +46,14 @@ const WHY = {
 
 /**
  * What the kernel backend lacks for these links: sentences, empty if it can run them.
- * @param {{ forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link }} links
+ * @param {{ forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link, hops?: import('../scenarios/link.js').Link[] }} links
  * @param {Set<string>} have probed kernel features
  * @returns {string[]}
  */
 export function kernelShortcomings(links, have) {
   /** @type {string[]} */
   const out = [];
+  if (links.hops?.length) out.push('network.hops: a chain of bottlenecks is played by the userspace backend only (tc\'s plan has one bottleneck per direction)');
   for (const direction of /** @type {const} */ (['forward', 'reverse'])) {
     const { needs, unsupported } = kernelNeeds(links[direction]);
     const missing = missingFeatures(needs, have);

@@ -116,7 +116,7 @@ export function releaseRun(id) {
 
 export class Network extends EventEmitter {
   /**
-   * @param {{ id: string, scenario: any, links: { forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link },
+   * @param {{ id: string, scenario: any, links: { forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link, hops?: import('../scenarios/link.js').Link[] },
    *   runDir: string, log: (msg: string) => void, backend: { requested: string, used: 'kernel' | 'userspace' | 'uml', reason: string, kernel?: string },
    *   t0_ms: number, detached: boolean }} o
    */
@@ -159,8 +159,9 @@ export class Network extends EventEmitter {
     }
     if (e.event === 'bottleneck_exit') {
       const how = e.signal ? `killed by ${e.signal}` : `exit code ${e.code}`;
-      this.emit('failure', { component: `userspace bottleneck (${e.direction})`,
-        message: `the userspace bottleneck (${e.direction}) exited during the run (${how})` +
+      const which = e.hop === undefined ? e.direction : `hop ${e.hop} ${e.direction}`;
+      this.emit('failure', { component: `userspace bottleneck (${which})`,
+        message: `the userspace bottleneck (${which}) exited during the run (${how})` +
           (e.message ? `: ${e.message}` : `, with no message of its own; its log: ${e.log}`) });
     }
   }
@@ -287,6 +288,22 @@ export class Network extends EventEmitter {
   async markCounters(host) {
     const r = await run([...this.nsExec(host), 'nft', '-j', 'list', 'table', 'ip', MARK_TABLE]);
     return r.code === 0 ? ruleCounters(r.stdout) : [];
+  }
+
+  /**
+   * Sends a flow a -> b (and its packets back) through the hops of its path: a chain of bottlenecks only
+   * (network.hops; docs/netem.md, "A chain of bottlenecks"). Until then r forwards its packets through no hop.
+   * @param {import('./chain.js').FlowMatch} flow @param {number[]} path
+   */
+  async routeFlow(flow, path) {
+    if (this.isDown) return;
+    if (!(this.backend instanceof UserspaceBackend)) throw new Error(`routeFlow: the ${this.info.backend.used} backend has no chain of bottlenecks`);
+    await this.backend.routeFlow(flow, path);
+  }
+
+  /** What each rule of the chain has queued so far (empty without a chain). */
+  async routeCounters() {
+    return this.backend instanceof UserspaceBackend ? this.backend.routeCounters() : [];
   }
 
   /** Resolves once every capacity and delay step whose time has come has its event (applied or failed). */

@@ -1,6 +1,7 @@
 // @ts-check
 // The userspace backend: one rtclab-bottleneck process per direction in r, fed by an NFQUEUE rule
-// (no --queue-bypass: while the bottleneck is not running, that direction carries nothing, and we say so).
+// (no --queue-bypass: while the bottleneck is not running, that direction carries nothing, and we say so); or, for a
+// chain of bottlenecks (network.hops), one per hop and direction, fed by the chain's nftables table (chain.js).
 // UserspaceBackend is the backend interface (backend.js) over the two processes; UserspaceBottleneck is one process.
 import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
@@ -10,6 +11,9 @@ import { fileURLToPath } from 'node:url';
 import { alive, runChecked, run, sleep } from './exec.js';
 import { INTERFACES } from './names.js';
 import { linkSteps, stepEvent } from './steps.js';
+import { CHAIN_TABLE, chainTableRuleset, hopName, hopQueueNum, routeCounters, routeRuleLines } from './chain.js';
+import { reverseHop } from '../scenarios/chain.js';
+import { plainLink } from '../scenarios/model.js';
 
 /** How long after its time a step's record may take to reach the schedule log (its writer thread drains every
  * 2 ms and flushes every 500 ms: docs/bottleneck.md) before the step counts as not applied. */
@@ -52,28 +56,32 @@ const FLOW_DELAYS_IN_FORCE = /^flow delays \d+ in force$/;
 export class UserspaceBottleneck extends EventEmitter {
   /**
    * @param {{ nsExec: string[], direction: 'forward' | 'reverse', link: import('../scenarios/link.js').Link, runDir: string,
-   *   t0_ns: bigint, detached?: boolean, stats_interval_ms?: number }} o
-   *   detached: the process outlives this Node process (the CLI's `up`)
+   *   t0_ns: bigint, detached?: boolean, stats_interval_ms?: number, hop?: number }} o
+   *   detached: the process outlives this Node process (the CLI's `up`); hop: this is hop `hop` of a chain (its
+   *   packets come from the chain's table, not from an iptables rule of its own)
    */
   constructor(o) {
     super();
     this.o = o;
-    this.config = join(o.runDir, `bottleneck-${o.direction}.json`);
-    this.gtlog = join(o.runDir, `bottleneck-${o.direction}.gtlog`);
-    this.stats = join(o.runDir, `bottleneck-${o.direction}.stats.jsonl`);
-    this.logFile = join(o.runDir, `bottleneck-${o.direction}.log`);
+    /** The stem of its files: the direction, or hop<i>-<direction> in a chain. */
+    this.name = o.hop === undefined ? o.direction : hopName(o.hop, o.direction);
+    this.queueNum = o.hop === undefined ? DIRECTIONS[o.direction].queue_num : hopQueueNum(o.hop, o.direction);
+    this.config = join(o.runDir, `bottleneck-${this.name}.json`);
+    this.gtlog = join(o.runDir, `bottleneck-${this.name}.gtlog`);
+    this.stats = join(o.runDir, `bottleneck-${this.name}.stats.jsonl`);
+    this.logFile = join(o.runDir, `bottleneck-${this.name}.log`);
     /** When each capacity and delay step came into force (docs/bottleneck-log.md, "Schedule log"). */
-    this.schedule = join(o.runDir, `bottleneck-${o.direction}.schedule.jsonl`);
+    this.schedule = join(o.runDir, `bottleneck-${this.name}.schedule.jsonl`);
     /** How many times schedule time 0 was restarted (restartSchedule): the schedule log counts them too. */
     this.restarts = 0;
     /** The next time 0 (epoch ns), written before each restart's SIGUSR1 (the bottleneck's --t0-file). */
-    this.t0File = join(o.runDir, `bottleneck-${o.direction}.t0`);
+    this.t0File = join(o.runDir, `bottleneck-${this.name}.t0`);
     /** The flows with a delay of their own (the bottleneck's --flow-delays-file, read on SIGUSR2: setFlowDelays). */
-    this.flowDelaysFile = join(o.runDir, `bottleneck-${o.direction}.flows.json`);
+    this.flowDelaysFile = join(o.runDir, `bottleneck-${this.name}.flows.json`);
     /** How many flow tables were handed over: each names itself by this number, which the bottleneck prints back. */
     this.flowDelayGeneration = 0;
     /** The meters' action log (docs/bottleneck-log.md), only when the link has meters. */
-    this.actions = o.link.qdisc.kind === 'prio' && o.link.qdisc.meters?.length ? join(o.runDir, `bottleneck-${o.direction}.actions.jsonl`) : null;
+    this.actions = o.link.qdisc.kind === 'prio' && o.link.qdisc.meters?.length ? join(o.runDir, `bottleneck-${this.name}.actions.jsonl`) : null;
     /** @type {number | null} */
     this.pid = null;
     this.exited = false;
@@ -86,23 +94,25 @@ export class UserspaceBottleneck extends EventEmitter {
   }
 
   /**
-   * The link as this process runs it: a trace is first copied into the run directory (`trace-<direction>`) and
-   * played from there, so the run keeps the very file its capacity came from (the analyzer reads it there).
+   * The link as this process runs it: a trace is first copied into the run directory (`trace-<direction>`, in a
+   * chain `trace-hop<i>-<direction>`) and played from there, so the run keeps the very file its capacity came from
+   * (the analyzer reads it there).
    */
   runnableLink() {
-    const { link, runDir, direction } = this.o;
+    const { link, runDir } = this.o;
     if (!link.rate?.trace) return link;
-    const copy = resolve(runDir, `trace-${direction}`);
+    const copy = resolve(runDir, `trace-${this.name}`);
     if (resolve(link.rate.trace) !== copy) copyFileSync(link.rate.trace, copy);
     return { ...link, rate: { ...link.rate, trace: copy } };
   }
 
-  /** Spawn, wait for `ready`, then add the NFQUEUE rule. */
+  /** Spawn, wait for `ready`, then add the NFQUEUE rule (a hop of a chain: the chain's table feeds it). */
   async start(timeout_ms = 5000) {
     checkBottleneckBuilt();
     const { nsExec, direction, t0_ns } = this.o;
+    const name = this.name;
     writeFileSync(this.config, JSON.stringify(this.runnableLink(), null, 2) + '\n');
-    const argv = [...nsExec, BOTTLENECK_BIN, '--queue-num', String(DIRECTIONS[direction].queue_num),
+    const argv = [...nsExec, BOTTLENECK_BIN, '--queue-num', String(this.queueNum), '--direction', direction,
       '--config', this.config, '--log', this.gtlog, '--stats', this.stats,
       '--stats-interval-ms', String(this.o.stats_interval_ms ?? 100), '--t0-ns', String(t0_ns), '--t0-file', this.t0File, '--schedule', this.schedule,
       '--flow-delays-file', this.flowDelaysFile,
@@ -122,14 +132,15 @@ export class UserspaceBottleneck extends EventEmitter {
     const deadline = Date.now() + timeout_ms;
     while (!/^ready$/m.test(this.log())) {
       if (this.exited || (this.pid !== null && !alive(this.pid))) {
-        throw new Error(`userspace bottleneck (${direction}) exited before it was ready: ${this.log().trim() || '(no message)'}`);
+        throw new Error(`userspace bottleneck (${name}) exited before it was ready: ${this.log().trim() || '(no message)'}`);
       }
       if (Date.now() > deadline) {
         await this.stop();
-        throw new Error(`userspace bottleneck (${direction}) did not print "ready" within ${timeout_ms} ms: ${this.log().trim() || '(no message)'}`);
+        throw new Error(`userspace bottleneck (${name}) did not print "ready" within ${timeout_ms} ms: ${this.log().trim() || '(no message)'}`);
       }
       await sleep(10);
     }
+    if (this.o.hop !== undefined) return;
     await runChecked([...nsExec, ...nfqueueRule('-A', direction)]);
     this.ruleAdded = true;
   }
@@ -171,7 +182,7 @@ export class UserspaceBottleneck extends EventEmitter {
    * @param {FlowDelay[]} table @param {number} [timeout_ms]
    */
   async setFlowDelays(table, timeout_ms = 2000) {
-    if (!this.alive()) throw new Error(`userspace bottleneck (${this.o.direction}) is not running`);
+    if (!this.alive()) throw new Error(`userspace bottleneck (${this.name}) is not running`);
     const generation = ++this.flowDelayGeneration;
     writeFileSync(`${this.flowDelaysFile}.tmp`, JSON.stringify({ generation, flows: table }) + '\n');
     renameSync(`${this.flowDelaysFile}.tmp`, this.flowDelaysFile);
@@ -180,7 +191,7 @@ export class UserspaceBottleneck extends EventEmitter {
     const said = new RegExp(`^flow delays ${generation} in force$`, 'm');
     while (!said.test(this.log())) {
       if (Date.now() > deadline || !this.alive()) {
-        throw new Error(`userspace bottleneck (${this.o.direction}) did not put flow table ${generation} in force within ${timeout_ms} ms: ${this.lastMessage() || '(no message)'}`);
+        throw new Error(`userspace bottleneck (${this.name}) did not put flow table ${generation} in force within ${timeout_ms} ms: ${this.lastMessage() || '(no message)'}`);
       }
       await sleep(5);
     }
@@ -241,8 +252,8 @@ export class UserspaceBottleneck extends EventEmitter {
 /** @implements {Backend} */
 export class UserspaceBackend {
   /**
-   * @param {{ nsExec: string[], links: { forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link },
-   *   runDir: string, t0_ms: number, detached: boolean, log: (msg: string) => void,
+   * @param {{ nsExec: string[], links: { forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link,
+   *   hops?: import('../scenarios/link.js').Link[] }, runDir: string, t0_ms: number, detached: boolean, log: (msg: string) => void,
    *   onEvent: (e: import('./backend.js').BackendEvent) => void }} o
    */
   constructor(o) {
@@ -256,18 +267,54 @@ export class UserspaceBackend {
     this.stopping = false;
   }
 
+  /** The bottlenecks to run: one per direction, or one per hop and direction for a chain (network.hops). */
+  plan() {
+    const hops = this.o.links.hops ?? [];
+    /** @type {{ direction: 'forward' | 'reverse', link: import('../scenarios/link.js').Link, hop?: number }[]} */
+    const out = [];
+    if (!hops.length) {
+      for (const direction of /** @type {const} */ (['forward', 'reverse'])) out.push({ direction, link: this.o.links[direction] });
+      return out;
+    }
+    const plain = plainLink();
+    hops.forEach((link, hop) => {
+      out.push({ direction: 'forward', link, hop });
+      out.push({ direction: 'reverse', link: reverseHop(link, plain), hop });
+    });
+    return out;
+  }
+
   async start() {
     const t0_ns = BigInt(Math.round(this.o.t0_ms * 1000)) * 1000n;
-    for (const direction of /** @type {const} */ (['forward', 'reverse'])) {
-      const b = new UserspaceBottleneck({ nsExec: this.o.nsExec, direction, link: this.o.links[direction],
-        runDir: this.o.runDir, t0_ns, detached: this.o.detached });
+    for (const { direction, link, hop } of this.plan()) {
+      const b = new UserspaceBottleneck({ nsExec: this.o.nsExec, direction, link, hop, runDir: this.o.runDir, t0_ns, detached: this.o.detached });
       this.bottlenecks.push(b);
       b.on('exit', (/** @type {{code: number | null, signal: string | null}} */ { code, signal }) => {
-        this.o.onEvent({ event: 'bottleneck_exit', direction, code, signal, message: b.lastMessage(), log: b.logFile });
+        this.o.onEvent({ event: 'bottleneck_exit', direction, ...(hop === undefined ? {} : { hop }), code, signal, message: b.lastMessage(), log: b.logFile });
       });
       await b.start();
-      this.o.log(`userspace bottleneck ${direction} ready (pid ${b.pid})`);
+      this.o.log(`userspace bottleneck ${b.name} ready (pid ${b.pid})`);
     }
+    // The chain's table last: its rules queue nothing until routeFlow names a flow, and every hop is running by then.
+    const hops = this.o.links.hops ?? [];
+    if (hops.length) await runChecked([...this.o.nsExec, 'nft', '-f', '-'], { input: chainTableRuleset(hops.length) });
+  }
+
+  /**
+   * Sends a flow through the hops of its path (a chain only): the chain table's rules for its 5-tuple, both ways.
+   * @param {import('./chain.js').FlowMatch} flow @param {number[]} path
+   */
+  async routeFlow(flow, path) {
+    const n = this.o.links.hops?.length ?? 0;
+    if (!n) throw new Error('routeFlow: the network has no chain of bottlenecks (network.hops)');
+    await runChecked([...this.o.nsExec, 'nft', '-f', '-'], { input: routeRuleLines(flow, path, n) });
+  }
+
+  /** What each rule of the chain's table has queued so far (empty without a chain). */
+  async routeCounters() {
+    if (!this.o.links.hops?.length) return [];
+    const r = await run([...this.o.nsExec, 'nft', '-j', 'list', 'table', 'ip', CHAIN_TABLE]);
+    return r.code === 0 ? routeCounters(r.stdout) : [];
   }
 
   /**
@@ -298,14 +345,14 @@ export class UserspaceBackend {
       const r = b.stepRecord(step.kind, step.index, restart);
       if (r) {
         this.o.onEvent(stepEvent({ step, direction: b.o.direction, t0_ms, applied_ns: r.in_force_ns, by: 'userspace bottleneck',
-          extra: { noticed_ns: r.noticed_ns } }));
+          extra: { noticed_ns: r.noticed_ns, ...hopField(b) } }));
         return;
       }
       const why = this.stopping ? 'the network stopped first' : !b.alive() ? 'the bottleneck is not running'
         : Date.now() > deadline ? `no record of it in ${b.schedule} within ${STEP_RECORD_WAIT_MS} ms of its time` : null;
       if (why) {
         this.o.onEvent(stepEvent({ step, direction: b.o.direction, t0_ms, applied_ns: null, by: 'userspace bottleneck',
-          error: `${step.kind} step ${step.index} (at ${step.at_s} s) not applied: ${why}` }));
+          extra: hopField(b), error: `${b.name}: ${step.kind} step ${step.index} (at ${step.at_s} s) not applied: ${why}` }));
         return;
       }
       await sleep(10);
@@ -328,11 +375,11 @@ export class UserspaceBackend {
   }
 
   processes() {
-    return this.bottlenecks.map((b) => ({ direction: b.o.direction, pid: b.pid, log: b.logFile }));
+    return this.bottlenecks.map((b) => ({ direction: b.o.direction, ...hopField(b), pid: b.pid, log: b.logFile }));
   }
 
   counters() {
-    return Object.fromEntries(this.bottlenecks.map((b) => [b.o.direction, b.lastCounters()]));
+    return Object.fromEntries(this.bottlenecks.map((b) => [b.name, b.lastCounters()]));
   }
 
   /**
@@ -347,11 +394,18 @@ export class UserspaceBackend {
 
   async stop() {
     for (const t of this.timers) clearTimeout(t);
+    // As a single bottleneck's rule goes before its process: no packet is queued to a hop that is stopping.
+    if (this.o.links.hops?.length) await run([...this.o.nsExec, 'nft', 'delete', 'table', 'ip', CHAIN_TABLE]);
     for (const b of this.bottlenecks) {
-      if ((await b.stop()) === 'killed') this.o.log(`warning: the ${b.o.direction} bottleneck ignored SIGTERM and was killed: its ground-truth log may end early`);
+      if ((await b.stop()) === 'killed') this.o.log(`warning: the ${b.name} bottleneck ignored SIGTERM and was killed: its ground-truth log may end early`);
     }
     // A step still waiting for its record reads the log its bottleneck closed, once more, then fails.
     this.stopping = true;
     await this.schedulesSettled();
   }
+}
+
+/** `{hop}` for a hop of a chain, else nothing: events and processes name the hop. @param {UserspaceBottleneck} b */
+function hopField(b) {
+  return b.o.hop === undefined ? {} : { hop: b.o.hop };
 }
