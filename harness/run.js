@@ -25,6 +25,7 @@ import { DSCP_MARKING, markCall } from './call-marking.js';
 import { schedulePauses } from './pauses.js';
 import { applyCallDelays, delayReady, delayNotReady } from './call-delay.js';
 import { askedDumps, callDumps } from './webrtc-internals.js';
+import { routeCall } from './call-route.js';
 import { collectVersions, gitCommit, hostInfo, rtclabVersion } from './versions.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -77,7 +78,9 @@ export async function runCall(o) {
  * @typedef {{ call: any, index: number, room: string, files: { a: string, b: string },
  *   framesDecoded: { a: number, b: number }, pairs: { a: any, b: any }, tracks: { a: any[] | null, b: any[] | null },
  *   peers: { a: Peer | null, b: Peer | null }, marks: { a: any[], b: any[] }, marked: Set<string>,
- *   delay: { flow: any, in_force_t: number | null } | null, clips: Record<string, Record<string, any>> }} CallState
+ *   delay: { flow: any, in_force_t: number | null } | null, clips: Record<string, Record<string, any>>,
+ *   route: import('./call-route.js').RoutedCall['route'], routing: boolean }} CallState
+ *   route: a chain's route of the call (call-route.js), once netem set it
  *   clips: per sending side, the clip its camera played (clipOf), for the receiving side's frames file
  *   files: the key of each side's files (getstats-<key>.jsonl, browser-<key>.log): a, b for the first call (the
  *   names of a single-call run), <id>-a, <id>-b for the others
@@ -111,7 +114,7 @@ class CallRun {
       room: `${id}-${call.id}-${randomBytes(12).toString('hex')}`,
       files: index === 0 ? { a: 'a', b: 'b' } : { a: `${call.id}-a`, b: `${call.id}-b` },
       framesDecoded: { a: 0, b: 0 }, pairs: { a: null, b: null }, tracks: { a: null, b: null },
-      peers: { a: null, b: null }, marks: { a: [], b: [] }, marked: new Set(), delay: null, clips: {},
+      peers: { a: null, b: null }, marks: { a: [], b: [] }, marked: new Set(), delay: null, clips: {}, route: null, routing: false,
     }));
     /** Timers of calls joining and leaving during the run. @type {NodeJS.Timeout[]} */
     this.timers = [];
@@ -219,6 +222,7 @@ class CallRun {
       getstats: { a: `getstats-${c.files.a}.jsonl`, b: `getstats-${c.files.b}.jsonl` },
       browser_logs: { a: `browser-${c.files.a}.log`, b: `browser-${c.files.b}.log` },
       selected_pairs: c.pairs, tracks: c.tracks, dscp_marking: c.marks, delay_ms: c.call.delay_ms, delay: c.delay, webrtc_internals: callDumps(c),
+      ...(this.scenario.network.hops.length ? { path: c.call.path, hop_route: c.route } : {}),
     }));
   }
 
@@ -391,6 +395,7 @@ class CallRun {
       this.markCall(c, 'a');
       this.markCall(c, 'b');
       if (this.net) applyCallDelays(this.calls, { net: this.net, event: (name, fields) => this.recorder.event(name, fields), failWith: (m) => this.failWith(m) });
+      if (this.net) routeCall(c, { net: this.net, event: (name, fields) => this.recorder.event(name, fields), failWith: (m) => this.failWith(m) });
     } else {
       this.recorder.event(`page_${kind}`, this.calls.length > 1 ? { side, call: c.call.id, page: payload } : { side, page: payload });
     }
@@ -538,6 +543,7 @@ class CallRun {
     const eventLogs = this.collectEventLogs();
     const captures = await this.stopCaptures();
     await this.recordMarkCounters();
+    if (this.scenario.network.hops.length) this.recorder.event('hop_route_counters', { rules: await net.routeCounters() });
     await net.schedulesSettled();
     const validity = validityChecks({
       dataPrefix: DATA_PREFIX, selectedPairs: this.recorder.selectedPairs,
@@ -550,6 +556,7 @@ class CallRun {
       backend: net.info.backend.used,
       guestHealth: net.guestHealth({ fromS: /** @type {number} */ (this.timings.call_start), toS: /** @type {number} */ (this.timings.call_end) }),
       probeIntervalMs: net.info.backend.probe?.interval_ms, webrtcInternals: askedDumps(this.calls),
+      hopRoutes: this.scenario.network.hops.length ? { calls: this.calls, t0_s: /** @type {number} */ (this.timings.call_start) } : undefined,
       schedule: { expected: stepsDue(net.links, this.scenario.duration_s), events: this.stepEvents },
       cpuLoad: this.scenario.cpu_load ? { asked: this.scenario.cpu_load.cores, measured: this.recorder.manifest.cpu_load?.measured?.cores ?? null } : undefined,
     });

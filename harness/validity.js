@@ -1,6 +1,7 @@
 // @ts-check
 import fs from 'node:fs';
 import { linkSteps } from '../netem/steps.js';
+import { hopRoutesCheck } from './call-route.js';
 
 // The checks that decide whether a run measured what it claims to. A run failing one is marked invalid with the
 // reason; its data are kept but never reported as good.
@@ -69,6 +70,7 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   guestHealth?: import('../netem/uml/health.js').GuestHealth | null, probeIntervalMs?: number,
  *   cpuLoad?: { asked: number, measured: number | null },
  *   webrtcInternals?: Record<string, import('./webrtc-internals.js').InternalsDump | null> | null,
+ *   hopRoutes?: { calls: import('./call-route.js').RoutedCall[], t0_s: number },
  * }} ValidityInputs
  */
 
@@ -93,6 +95,7 @@ const onDataPath = (address, dataPrefix) => typeof address === 'string' && addre
  *   the check cpu_load_as_asked (absent without a cpu_load)
  *   webrtcInternals: Chrome's webrtc-internals dumps the calls asked for (call.webrtc_internals), by the key of each
  *   browser's files (harness/webrtc-internals.js askedDumps): the check webrtc_internals_saved (absent: none asked)
+ *   hopRoutes: with a chain of bottlenecks (network.hops), each call's route and t = 0 (epoch s): the check hop_routes
  * A check's ok is null when the run's backend cannot measure what it checks ("not measured"): it does not make the
  * run invalid, and it does not vouch for it either.
  */
@@ -122,6 +125,7 @@ export function validityChecks(o) {
   if (o.schedule && o.schedule.expected.length) add(...scheduleApplied(o.schedule.expected, o.schedule.events));
 
   if (o.cpuLoad) add(...cpuLoadAsAsked(o.cpuLoad.asked, o.cpuLoad.measured, period));
+  if (o.hopRoutes) add(...hopRoutesCheck(o.hopRoutes.calls, o.hopRoutes.t0_s));
 
   const cpu = cpuNotSaturated(o, period);
   if (cpu) add(...cpu);
@@ -367,21 +371,24 @@ export function guestLossless(drops) {
 }
 
 /**
- * @typedef {{ direction: 'forward' | 'reverse', event: 'capacity_change' | 'delay_change', at_s: number, value: number }} ScheduledStep
- *   value: kbit (capacity) or delay_ms (delay)
+ * @typedef {{ direction: 'forward' | 'reverse', event: 'capacity_change' | 'delay_change', at_s: number, value: number,
+ *   hop?: number }} ScheduledStep
+ *   value: kbit (capacity) or delay_ms (delay); hop: the hop of a chain of bottlenecks whose (forward) link has the step
  */
 
 /**
  * The links' capacity and delay steps due during a run of `duration_s` (at_s before its end): what the check
- * schedule_applied expects.
- * @param {{ forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link }} links
+ * schedule_applied expects; in a chain of bottlenecks, each hop's (its way back has no steps: netem/chain.js).
+ * @param {{ forward: import('../scenarios/link.js').Link, reverse: import('../scenarios/link.js').Link, hops?: import('../scenarios/link.js').Link[] }} links
  * @param {number} duration_s
  * @returns {ScheduledStep[]}
  */
 export function stepsDue(links, duration_s) {
-  return (/** @type {const} */ (['forward', 'reverse'])).flatMap((direction) => linkSteps(links[direction])
-    .filter((s) => s.at_s < duration_s)
-    .map((s) => ({ direction, event: s.event.event, at_s: s.at_s, value: s.event.event === 'capacity_change' ? s.event.kbit : s.event.delay_ms })));
+  const due = (/** @type {import('../scenarios/link.js').Link} */ link, /** @type {'forward' | 'reverse'} */ direction, /** @type {number | undefined} */ hop) =>
+    linkSteps(link).filter((s) => s.at_s < duration_s).map((s) => ({ direction, ...(hop === undefined ? {} : { hop }), event: s.event.event,
+      at_s: s.at_s, value: s.event.event === 'capacity_change' ? s.event.kbit : s.event.delay_ms }));
+  return [...(/** @type {const} */ (['forward', 'reverse'])).flatMap((direction) => due(links[direction], direction)),
+    ...(links.hops ?? []).flatMap((link, hop) => due(link, 'forward', hop))];
 }
 
 /**
@@ -414,9 +421,10 @@ export function scheduleApplied(expected, events) {
   let latest = -Infinity;
   for (const step of expected) {
     const valueKey = step.event === 'capacity_change' ? 'kbit' : 'delay_ms';
-    const label = `the ${step.direction} ${step.event === 'capacity_change' ? `capacity step to ${step.value} kbit/s`
+    const label = `the ${step.hop === undefined ? '' : `hop ${step.hop} `}${step.direction} ${step.event === 'capacity_change' ? `capacity step to ${step.value} kbit/s`
       : `delay step to ${step.value} ms`} at ${step.at_s} s`;
-    const e = events.find((x) => x.event === step.event && x.direction === step.direction && x.at_s === step.at_s && x[valueKey] === step.value);
+    const e = events.find((x) => x.event === step.event && x.direction === step.direction && x.hop === step.hop && x.at_s === step.at_s
+      && x[valueKey] === step.value);
     if (!e) problems.push(`${label}: no event says it was applied`);
     else if (!e.ok) problems.push(`${label} failed: ${e.error ?? 'no reason given'}`);
     else if (typeof e.late_ms !== 'number') unmeasured.push(label);
