@@ -32,6 +32,7 @@ from . import (
     frame_gate,
     frames,
     getstats,
+    hops,
     l4s_chain,
     metrics,
     metrics_schema,
@@ -225,6 +226,7 @@ def compute_metrics(inputs: RunInputs, *, run_tshark: bool = True,
                            [(p.name, p.start_s, p.end_s) for p in phase_list if p.name != "all"])
     flows, fair = _flows_and_fairness(inputs, table, phase_list, ssrc_kinds, pt_kinds, clocks, progress)
     multi = _calls_and_tracks(inputs, table, flows, ssrc_kinds, progress)
+    hop_doc = hops.analyse(run, table, inputs.t0_ns, inputs.duration_s) if run.has_calls else None
     rfc = _rfc8867(inputs, table)
     validity_doc = _validity(inputs, table)
     checks, gt_summary = _crosschecks(inputs, table, flows, clocks, run_tshark, progress)
@@ -235,9 +237,9 @@ def compute_metrics(inputs: RunInputs, *, run_tshark: bool = True,
     if ecn_by_chrome is not None:  # the L4S calls' four joins need the ground-truth log's join (crosscheck.py)
         ecn_by_chrome["l4s_chain"] = l4s_chain.chain(run, table, gt_summary)
     result = _document(inputs, table, validity=validity_doc, phase_list=phase_list, timing=timing, flows=flows,
-                       fair=fair, rfc=rfc, multi=multi, frame_join=frame_join, ecn_by_chrome=ecn_by_chrome,
-                       iperf3=rundir.iperf3_summaries(run), short_flows=short_tcp.analyse(run, inputs.scenario),
-                       bottleneck=queue.analyse(run, inputs.t0),
+                       fair=fair, rfc=rfc, multi=multi, hop_doc=hop_doc, frame_join=frame_join,
+                       ecn_by_chrome=ecn_by_chrome, iperf3=rundir.iperf3_summaries(run),
+                       short_flows=short_tcp.analyse(run, inputs.scenario), bottleneck=queue.analyse(run, inputs.t0),
                        gt_summary=gt_summary, controller=controller, cpu_use=cpu_use, checks=checks)
     return result, table
 
@@ -432,8 +434,8 @@ def _congestion_controller(inputs: RunInputs, table: packets.PacketTable | None,
 def _document(inputs: RunInputs, table: packets.PacketTable | None, *, validity: dict[str, Any],
               phase_list: list[phases.Phase], timing: list[phases.ItemTiming], flows: list[dict[str, Any]],
               fair: dict[str, Any], rfc: dict[str, Any] | None, multi: dict[str, Any] | None,
-              frame_join: dict[str, Any] | None, ecn_by_chrome: dict[str, Any] | None, iperf3: list[dict[str, Any]],
-              short_flows: list[dict[str, Any]] | None,
+              hop_doc: dict[str, Any] | None, frame_join: dict[str, Any] | None, ecn_by_chrome: dict[str, Any] | None,
+              iperf3: list[dict[str, Any]], short_flows: list[dict[str, Any]] | None,
               bottleneck: dict[str, Any] | None, gt_summary: dict[str, Any] | None, controller: dict[str, Any] | None,
               cpu_use: dict[str, Any] | None, checks: list[dict[str, Any]]) -> dict[str, Any]:
     """metrics.json's document, its sections in their order (metrics.schema.json). `problems`, `gaps` and
@@ -480,6 +482,7 @@ def _document(inputs: RunInputs, table: packets.PacketTable | None, *, validity:
         "fairness": fair,
         **({"rfc8867": rfc} if run.has_calls else {}),  # absent in a run without a call, as the call sections
         "multiflow": multi,
+        **({"hops": hop_doc} if hop_doc is not None else {}),  # absent without a chain
         "getstats": gs,
         "frames": frame_join,
         "chrome_ecn": ecn_by_chrome,

@@ -231,6 +231,7 @@ def render(m: dict[str, Any]) -> str:
     out: list[str] = _header_lines(m)
     out += _flow_table_lines(m)
     out += _multiflow_lines(m.get("multiflow"))
+    out += _hop_lines(m.get("hops"))
     out += _ecn_lines(m)
     out += _l4s_lines(m)
     out += _phase_lines(m)
@@ -373,6 +374,31 @@ def _multiflow_lines(mf: dict[str, Any] | None) -> list[str]:
                         _f(x["achieved_share"], ".2f"), _f(x["achieved_over_asked"], ".2f")] for x in sh["flows"]])
     elif sh.get("note"):
         out.append(f"priority shares: {sh['note']}")
+    return out
+
+
+def _hop_lines(h: dict[str, Any] | None) -> list[str]:
+    """Per call and hop of a chain of bottlenecks (docs/metrics.md, "Hops"): where its queuing delay and loss were."""
+    if not h:
+        return []
+    rows = []
+    for c in h["calls"]:
+        for x in c["hops"]:
+            if x["log"] is None:
+                rows.append([c["id"], str(x["hop"]), *["-"] * 8])
+                continue
+            q = x["queuing_delay_ms"]
+            share = lambda v: _f(None if v is None else 100 * v, ".0f", "%")
+            rows.append([c["id"], str(x["hop"]), str(x["arrived"]), str(x["dropped"]),
+                         _f(None if x["loss_ratio"] is None else 100 * x["loss_ratio"], ".2f", "%"), share(x["loss_share"]),
+                         _f(q["mean"]), _f(q["p95"]), share(x["queuing_delay_share"]), str(x["not_logged"])])
+    out = ["", f"hops (a chain of {h['hops']} bottlenecks, forward; each call's queuing delay and loss by hop):"]
+    out += _table(["call", "hop", "arrived", "dropped", "loss", "of drops", "queue mean", "p95", "of queue",
+                   "not logged"], rows)
+    for c in h["calls"]:
+        if c["lost_not_dropped_by_a_hop"]:
+            out.append(f"  {c['id']}: {c['lost_not_dropped_by_a_hop']} of {c['lost_in_captures']} packets lost in the "
+                       f"captures were dropped by no hop")
     return out
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import multiflow, pause_check, schedule_check
+from . import hops, multiflow, pause_check, schedule_check
 from .cpu import WINDOW_SLACK_S
 from .eventlog import parser as eventlog_parser
 from .eventlog import trials as eventlog_trials
@@ -78,9 +78,12 @@ class RecordedRun:
 
     @cached_property
     def gtlogs(self) -> dict[str, GroundTruthLog | str | None]:
-        """Per direction its ground-truth log, the reason it cannot be read (str), or None when the run has none."""
+        """Per bottleneck (a direction; in a chain of bottlenecks, each hop's: hop<i>-<direction>) its ground-truth
+        log, the reason it cannot be read (str), or None when the run has none."""
         out: dict[str, GroundTruthLog | str | None] = {}
-        for direction in DIRECTIONS:
+        n = hops.hop_count(self.run)
+        names = list(DIRECTIONS) if n == 0 else [f"hop{h}-{d}" for h in range(n) for d in DIRECTIONS]
+        for direction in names:
             path = self.run.file(f"bottleneck-{direction}.gtlog")
             if not path.exists():
                 out[direction] = None
@@ -155,8 +158,8 @@ def _lateness(rec: RecordedRun, name: str, population: str,
             continue
         r = log.records
         keep = np.isin(r["event"], GTLOG_FORWARDED) & (r["due_ns"] >= lo_ns) & (r["due_ns"] < hi_ns)
-        if select is not None:
-            keep &= select(direction, r["key"])
+        if select is not None:  # by the packets' direction (a hop's name ends in it)
+            keep &= select(direction.rsplit("-", 1)[-1], r["key"])
         late_ms = (r["release_ns"][keep].astype(np.int64) - r["due_ns"][keep].astype(np.int64)) / 1e6
         if not late_ms.size:
             parts.append(f"{direction}: no {population} forwarded within the call")
