@@ -13,6 +13,7 @@ import { saveState, loadState, cliRunDir } from './state.js';
 import { alive, run } from './exec.js';
 import { planTopology } from './topology.js';
 import { planKernelNetwork } from './kernel-backend.js';
+import { chainTableRuleset } from './chain.js';
 import { guestRun, channelDir } from './uml/guest.js';
 
 /** @param {string} file */
@@ -138,13 +139,21 @@ async function plan(file) {
   lines.push('\n# topology (run id xxxxxx, management subnet 10.99.0.0/29)');
   for (const argv of planTopology(id, 0)) lines.push(argv[0] === 'nft' ? `nft -f - <<EOF\n${argv[3]}EOF` : argv.join(' '));
   lines.push('\n# kernel backend');
+  const hops = scenario.network.hops;
   try {
+    if (hops.length) throw new Error('a chain of bottlenecks (network.hops) is played by the userspace backend only');
     for (const argv of planKernelNetwork(scenario.network, ['ip', 'netns', 'exec', names(id).namespaces.r])) lines.push(argv.join(' '));
   } catch (e) {
     lines.push(`# not possible: ${/** @type {Error} */ (e).message}`);
   }
-  lines.push('\n# userspace backend: the links as bottleneck-forward.json / bottleneck-reverse.json');
-  lines.push(JSON.stringify(scenario.network, null, 2));
+  if (hops.length) {
+    lines.push(`\n# userspace backend: a chain of ${hops.length} hops, each a -> b as bottleneck-hop<i>-forward.json (its way back: its delay only), fed by this table in r (a call's rules are added once its 5-tuple is known)`);
+    lines.push(`nft -f - <<EOF\n${chainTableRuleset(hops.length)}EOF`);
+    lines.push(JSON.stringify(hops, null, 2));
+  } else {
+    lines.push('\n# userspace backend: the links as bottleneck-forward.json / bottleneck-reverse.json');
+    lines.push(JSON.stringify(scenario.network, null, 2));
+  }
   console.log(lines.join('\n'));
 }
 

@@ -11,7 +11,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadScenario, normalizeScenario } from '../model.js';
+import { loadScenario, normalizeScenario, plainLink } from '../model.js';
+import { reverseHop } from '../chain.js';
 import { readConfig } from '../../client/config.js';
 import { BOTTLENECK_BIN } from '../../netem/userspace.js';
 
@@ -48,6 +49,10 @@ const INLINE = {
   'calls with their own delays beside short TCP flows': { network: { forward: { delay_ms: 50, rate: { kbit: 2000 } } },
     calls: [{ id: 'near', delay_ms: 10 }, { id: 'far', delay_ms: 150 }, { id: 'plain' }],
     cross_traffic: [{ kind: 'tcp_short', flows: 10, initially_on: 2, size_bytes: [30000, 50000], idle_mean_s: 10, seed: 7 }] },
+  'a chain of bottlenecks': { network: { hops: [
+    { delay_ms: 40, jitter_ms: 10, rate: { kbit: 2000 }, qdisc: { kind: 'fifo', limit_ms: 300 } },
+    { delay_ms: 20, rate: { schedule: [{ at_s: 0, kbit: 8000 }, { at_s: 5, kbit: 1000 }] }, qdisc: { kind: 'codel' } }] },
+    calls: [{ id: 's1' }, { id: 's2', path: [1] }] },
 };
 
 /** The scenarios under test, normalised by the model. @returns {[string, any][]} */
@@ -119,6 +124,11 @@ for (const [i, [name, scenario]] of cases().entries()) {
       assert.deepEqual(canonical(bottleneckView(scenario.network[direction])), canonical(scenario.network[direction]),
         `${direction} link as the userspace bottleneck reads it`);
     }
+    scenario.network.hops.forEach((/** @type {any} */ hop, /** @type {number} */ i) => {
+      assert.deepEqual(canonical(bottleneckView(hop)), canonical(hop), `hop ${i} as the userspace bottleneck reads it`);
+      const back = reverseHop(hop, plainLink());
+      assert.deepEqual(canonical(bottleneckView(back)), canonical(back), `hop ${i}'s way back as the userspace bottleneck reads it`);
+    });
     const page = readConfig({ room: 'r1', role: 'caller', call: scenario.call, getstats_interval_ms: scenario.getstats.interval_ms,
       candidate_prefix: '10.0.' }, '');
     for (const used of ['audio', 'codec', 'degradation_preference', 'direction', 'local_preview', 'fps', 'height', 'max_bitrate_kbps', 'red_fec', 'width']) {
