@@ -6,6 +6,7 @@ along the path: a hop is expected to see what the hop before it forwarded. Defin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -69,7 +70,7 @@ def _summary(ms: np.ndarray) -> dict[str, float | None]:
     return {"mean": float(ms.mean()), "p50": percentile(ms, 50), "p95": percentile(ms, 95), "max": float(ms.max())}
 
 
-def _shares(values: list[float | None]) -> list[float | None]:
+def _shares(values: Sequence[float | None]) -> list[float | None]:
     """Each hop's part of the sum over the path (None where the hop has no value, all None when the sum is 0)."""
     total = sum(v for v in values if v is not None)
     return [None if v is None or total <= 0 else v / total for v in values]
