@@ -116,7 +116,9 @@ export class UserspaceBottleneck extends EventEmitter {
       '--config', this.config, '--log', this.gtlog, '--stats', this.stats,
       '--stats-interval-ms', String(this.o.stats_interval_ms ?? 100), '--t0-ns', String(t0_ns), '--t0-file', this.t0File, '--schedule', this.schedule,
       '--flow-delays-file', this.flowDelaysFile,
-      ...(this.actions ? ['--actions', this.actions] : [])];
+      ...(this.actions ? ['--actions', this.actions] : []),
+      // A hop's kernel timestamp is the packet's arrival in r, before the hops ahead of it: it takes its own clock.
+      ...(this.o.hop === undefined ? [] : ['--own-clock-arrivals'])];
     // stdout+stderr to a file: works the same when the process outlives us (CLI), and keeps its messages.
     const fd = openSync(this.logFile, 'w');
     // Own process group: a Ctrl-C meant for the harness does not stop the bottleneck before the teardown does.

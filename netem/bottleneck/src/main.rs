@@ -85,6 +85,11 @@ struct Args {
     /// queue and no root. The conformance test compares it with netem's normaliser.
     #[arg(long, conflicts_with = "check")]
     print_config: bool,
+    /// Take each packet's arrival from this process's clock when it reads the packet, not from the kernel's
+    /// timestamp: for a hop of a chain of bottlenecks, where the kernel's timestamp is the packet's arrival in the
+    /// router, before the hops ahead of this one (docs/netem.md, "A chain of bottlenecks").
+    #[arg(long)]
+    own_clock_arrivals: bool,
     /// Do not ask for SCHED_FIFO and locked memory.
     #[arg(long)]
     no_realtime: bool,
@@ -205,5 +210,6 @@ fn run(
     rt.schedule = schedule.map(|log| (schedule_steps, log));
     rt.t0_file = args.t0_file.clone();
     rt.flow_delays_file = args.flow_delays_file.clone();
+    rt.own_clock_arrivals = args.own_clock_arrivals;
     rt.run()
 }

@@ -41,6 +41,9 @@ pub struct Runtime {
     pub t0_file: Option<std::path::PathBuf>,
     /// --flow-delays-file: the flow table a SIGUSR2 asks for (`reload_flow_delays`).
     pub flow_delays_file: Option<std::path::PathBuf>,
+    /// --own-clock-arrivals: a packet arrives when this loop reads it, not at the kernel's timestamp (a hop of a
+    /// chain: the kernel's is the packet's arrival in the router, before the hops ahead of this one).
+    pub own_clock_arrivals: bool,
     /// Packet ids the kernel holds for us, for batch verdicts.
     held: BTreeSet<u32>,
     kernel_overruns: u64,
@@ -76,6 +79,7 @@ impl Runtime {
             schedule_lost_reported: 0,
             t0_file: None,
             flow_delays_file: None,
+            own_clock_arrivals: false,
             held: BTreeSet::new(),
             kernel_overruns: 0,
             overruns_reported: 0,
@@ -144,8 +148,9 @@ impl Runtime {
         }
         let now = clock::now_ns();
         for r in raw.drain(..) {
-            self.kernel_timestamped += r.kernel_ts_ns.is_some() as u64;
-            match Packet::parse(r.id, r.kernel_ts_ns.unwrap_or(now), r.data) {
+            let kernel_ts_ns = r.kernel_ts_ns.filter(|_| !self.own_clock_arrivals);
+            self.kernel_timestamped += kernel_ts_ns.is_some() as u64;
+            match Packet::parse(r.id, kernel_ts_ns.unwrap_or(now), r.data) {
                 Ok(p) => {
                     self.held.insert(p.id);
                     self.link.arrive(p);
