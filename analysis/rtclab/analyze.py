@@ -258,13 +258,16 @@ def _join(inputs: RunInputs, progress: Progress) -> packets.PacketTable | None:
     if caps["a"] is None and caps["b"] is None:
         return None
     with _step(progress, "joining packets", inputs.timings):
-        prop = (None, None) if scen is None else \
+        # A chain of bottlenecks has a propagation delay per call (its path's): hops.fill_queuing_delay.
+        prop = (None, None) if scen is None or scen.hops else \
             (packets.propagation_of(scen.forward, inputs.t0_ns), packets.propagation_of(scen.reverse, inputs.t0_ns))
         table = packets.build(caps["a"] or rundir.empty_capture(run.file("capture-a.pcap")),
                               caps["b"] or rundir.empty_capture(run.file("capture-b.pcap")),
                               rundir.ip_to_int(run.addr_a), rundir.ip_to_int(run.addr_b), prop)
         # A call with a delay of its own (calls[].delay_ms): its packets' queuing delay from that delay.
         call_delay.rebase_queuing_delay(table, multiflow.calls(run), call_delay.delays_ms(run))
+        if scen is not None and scen.hops:
+            hops.fill_queuing_delay(run, table, scen, inputs.t0_ns)
         return table
 
 

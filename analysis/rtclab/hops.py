@@ -13,8 +13,9 @@ import numpy as np
 
 from . import packets
 from .multiflow import Call, calls
-from .packets import FORWARD, LOST, PacketTable
+from .packets import DELIVERED, FORWARD, LOST, REVERSE, PacketTable, propagation_of
 from .rundir import GTLOG_FORWARDED, RunDir, join_keys, read_gtlog
+from .scenario import Scenario
 from .stats import percentile
 
 # The hop's own drops: tail, AQM, random loss, outage, Gilbert-Elliott. 5 (shutdown) is the network going down after
@@ -146,3 +147,27 @@ def analyse(run: RunDir, table: PacketTable | None, t0_ns: int, duration_s: floa
         out_calls.append({"id": call.id, "five_tuple_found": call.five_tuple is not None,
                           **attribute_call(table, rows, path, logs)})
     return {"hops": n, "logs": [log_name(h) if h in logs else None for h in range(n)], "calls": out_calls}
+
+
+def fill_queuing_delay(run: RunDir, table: PacketTable, scen: Scenario, t0_ns: int) -> None:
+    """A chain gives each call its own propagation delay: the sum of its path's hop delays a -> b (each hop's
+    delay_schedule by send time), and of their delay_ms b -> a (the way back has no schedule). Sets the calls' rows'
+    queuing_delay_ns to one-way delay minus that; every other row stays unknown (-1): it crossed no known path."""
+    c = table.cols
+    delivered = c["status"] == DELIVERED
+    paths = call_paths(run)
+    for i, call in enumerate(calls(run)):
+        if call.five_tuple is None:
+            continue
+        path = paths[i] if i < len(paths) and paths[i] is not None else list(range(len(scen.hops)))
+        src, sport, dst, dport = call.five_tuple
+        for direction, (s_ip, s_port, d_ip, d_port) in ((FORWARD, (src, sport, dst, dport)),
+                                                        (REVERSE, (dst, dport, src, sport))):
+            rows = np.flatnonzero(delivered & (c["direction"] == direction) & (c["ip_src"] == s_ip)
+                                  & (c["sport"] == s_port) & (c["ip_dst"] == d_ip) & (c["dport"] == d_port))
+            if direction == FORWARD:
+                sent = c["t_send_ns"][rows]
+                prop = sum((propagation_of(scen.hops[h], t0_ns).at(sent) for h in path), np.zeros(rows.size, np.int64))
+            else:
+                prop = np.full(rows.size, int(round(sum(scen.hops[h].delay_ms for h in path) * 1e6)), np.int64)
+            c["queuing_delay_ns"][rows] = c["owd_ns"][rows] - prop

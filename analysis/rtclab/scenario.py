@@ -97,6 +97,7 @@ class Scenario:
     # The first call's own one-way delay (calls[0].delay_ms, each direction), None: the links'. The first call is the
     # one whose getStats the analysis reads, so its RTTm is what Tq is measured against.
     first_call_delay_ms: float | None = None
+    hops: tuple[Link, ...] = ()  # a chain of bottlenecks (network.hops), each hop's link a -> b
 
     @property
     def round_trip_propagation_ms(self) -> float:
@@ -187,6 +188,7 @@ def view(doc: Any) -> Scenario:
                     duration_s=doc.get("duration_s", _default("properties", "duration_s")),
                     forward=_link(network.get("forward")), reverse=_link(network.get("reverse")),
                     cross_traffic=[_cross(c) for c in doc.get("cross_traffic") or []],
+                    hops=tuple(_link(h) for h in network.get("hops") or []),
                     first_call_delay_ms=_first_call_delay(doc))
 
 
@@ -209,6 +211,7 @@ def to_json(s: Scenario) -> dict[str, Any]:
         return {"delay_ms": x.delay_ms, "delay_schedule": [list(step) for step in x.delay_schedule],
                 "jitter_ms": x.jitter_ms, "loss_percent": x.loss_percent, "rate": rate, "qdisc_kind": x.qdisc_kind}
     return {"duration_s": s.duration_s, "forward": link(s.forward), "reverse": link(s.reverse),
+            "hops": [link(h) for h in s.hops],
             "cross_traffic": [{"kind": c.kind, "direction": c.direction, "flows": c.flows, "start_s": c.start_s,
                                "stop_s": c.stop_s, "congestion_control": c.congestion_control, "dscp": c.dscp}
                               for c in s.cross_traffic],

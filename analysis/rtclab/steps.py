@@ -20,6 +20,7 @@ class Step:
     index: int  # its place in the link's schedule (rate: 1, 2, ...; delay_schedule: 0, 1, ...)
     at_s: float  # scheduled, from the call's start
     value: float  # kbit/s or delay ms
+    hop: int | None = None  # the hop of a chain of bottlenecks whose (forward) link has the step
 
     @property
     def value_key(self) -> str:
@@ -28,26 +29,31 @@ class Step:
     def label(self) -> str:
         what = (f"capacity step to {self.value:g} kbit/s" if self.event == "capacity_change"
                 else f"delay step to {self.value:g} ms")
-        return f"the {self.direction} {what} at {self.at_s:g} s"
+        where = "" if self.hop is None else f"hop {self.hop} "
+        return f"the {where}{self.direction} {what} at {self.at_s:g} s"
 
 
-def link_steps(direction: str, link: Link) -> list[Step]:
+def link_steps(direction: str, link: Link, hop: int | None = None) -> list[Step]:
     """A link's steps: the rate schedule's after its first, then the delay schedule's (as netem/steps.js lists them)."""
-    out = [Step(direction, "capacity_change", i, at, kbit) for i, (at, kbit) in enumerate(link.schedule or []) if i > 0]
-    out += [Step(direction, "delay_change", i, at, d) for i, (at, d) in enumerate(link.delay_schedule)]
+    out = [Step(direction, "capacity_change", i, at, kbit, hop) for i, (at, kbit) in enumerate(link.schedule or [])
+           if i > 0]
+    out += [Step(direction, "delay_change", i, at, d, hop) for i, (at, d) in enumerate(link.delay_schedule)]
     return out
 
 
 def due_steps(scen: Scenario) -> list[Step]:
-    """Every step of both links due during the run (at_s before its duration)."""
-    return [s for d in ("forward", "reverse") for s in link_steps(d, scen.link(d)) if s.at_s < scen.duration_s]
+    """Every step of both links, and of each hop of a chain (its way back has none), due during the run (at_s before
+    its duration)."""
+    steps = [s for d in ("forward", "reverse") for s in link_steps(d, scen.link(d))]
+    steps += [s for h, link in enumerate(scen.hops) for s in link_steps("forward", link, h)]
+    return [s for s in steps if s.at_s < scen.duration_s]
 
 
 def event_of(step: Step, events: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The event that reports this step (its direction, kind, time and value), None when there is none."""
     for e in events:
-        if (e.get("event") == step.event and e.get("direction") == step.direction and e.get("at_s") == step.at_s
-                and e.get(step.value_key) == step.value):
+        if (e.get("event") == step.event and e.get("direction") == step.direction and e.get("hop") == step.hop
+                and e.get("at_s") == step.at_s and e.get(step.value_key) == step.value):
             return e
     return None
 

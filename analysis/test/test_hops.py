@@ -129,6 +129,13 @@ def test_each_calls_delay_and_loss_are_attributed_to_the_hops_of_its_path(tmp_pa
     check_hop(s2["hops"][0], expected_hop([f1 for _, _, f1 in sent["s2"]]))
     assert s2["hops"][0]["loss_share"] == 1.0 and s2["hops"][0]["queuing_delay_share"] == 1.0
 
+    # The flows' queuing delay: one-way delay minus the call's own path's propagation (s1 60 ms, s2 20 ms).
+    for name, sport, prop_ms in (("s1", S1[0], sum(HOP_DELAY_MS)), ("s2", S2[0], HOP_DELAY_MS[1])):
+        owd = [(p.arrivals[0] - p.t_send) / MS for p, _, _ in sent[name] if p.arrivals]
+        got = [f for f in m["flows"] if f["direction"] == "forward" and f["src"].endswith(f":{sport}")]
+        assert len(got) == 1
+        assert got[0]["queuing_delay_ms"]["mean"] == pytest.approx(statistics.fmean(owd) - prop_ms, abs=1e-6)
+
     report = render(m)
     assert "hops (a chain of 2 bottlenecks" in report
     assert any(line.split()[:4] == ["s1", "1", str(want1["arrived"]), str(want1["dropped"])] for line in report.splitlines())

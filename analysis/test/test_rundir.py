@@ -75,6 +75,7 @@ def test_typed_view_of_a_normalised_scenario():
                     "rate": {"schedule": [[0, 2000], [10, 500]]}, "qdisc_kind": "codel"},
         "reverse": {"delay_ms": 7, "delay_schedule": [], "jitter_ms": 0, "loss_percent": 0,
                     "rate": {"schedule": [[0, 3000]]}, "qdisc_kind": "fifo"},
+        "hops": [],
         "cross_traffic": [{"kind": "tcp", "direction": "reverse", "flows": 3, "start_s": 5, "stop_s": 20,
                            "congestion_control": "cubic", "dscp": 10}],
         "first_call_delay_ms": None}

@@ -105,7 +105,7 @@ function expectedAnalyzerView(s) {
       : { schedule: l.rate.schedule ? l.rate.schedule.map((/** @type {any} */ st) => [st.at_s, st.kbit]) : [[0, l.rate.kbit]] },
   });
   return {
-    duration_s: s.duration_s, forward: link(s.network.forward), reverse: link(s.network.reverse),
+    duration_s: s.duration_s, forward: link(s.network.forward), reverse: link(s.network.reverse), hops: s.network.hops.map(link),
     cross_traffic: s.cross_traffic.map((/** @type {any} */ c) => ({ kind: c.kind, direction: c.direction, flows: c.flows, start_s: c.start_s,
       stop_s: c.stop_s, congestion_control: c.congestion_control, dscp: c.dscp })),
     first_call_delay_ms: s.calls.length ? s.calls[0].delay_ms : s.call.delay_ms,
