@@ -80,7 +80,6 @@ export async function runCall(o) {
  *   peers: { a: Peer | null, b: Peer | null }, marks: { a: any[], b: any[] }, marked: Set<string>,
  *   delay: { flow: any, in_force_t: number | null } | null, clips: Record<string, Record<string, any>>,
  *   route: import('./call-route.js').RoutedCall['route'], routing: boolean }} CallState
- *   route: a chain's route of the call (call-route.js), once netem set it
  *   clips: per sending side, the clip its camera played (clipOf), for the receiving side's frames file
  *   files: the key of each side's files (getstats-<key>.jsonl, browser-<key>.log): a, b for the first call (the
  *   names of a single-call run), <id>-a, <id>-b for the others
