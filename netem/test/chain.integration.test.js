@@ -123,10 +123,17 @@ function check(t, runDir, t0_ns) {
   // Phase 2: hop 0 (4 Mbit/s) forwards at once; hop 1 (2 Mbit/s, 3.3 offered) binds.
   assert.ok(p2h0.drops === 0 && percentile(p2h0.sojourn, 95) < 10, `phase 2 hop 0: ${line(p2h0)}`);
   assert.ok(p2h1.drops > 0 && percentile(p2h1.sojourn, 50) > 0.8 * fill(2000), `phase 2 hop 1: ${line(p2h1)}`);
+  checkRates(t, via0, sec);
+}
 
-  // The rate at b (capture) is the binding hop's: 1 Mbit/s of the two-hop flow, then 2 Mbit/s of both routed flows.
+/**
+ * The rate at b (capture) is the binding hop's: 1 Mbit/s of the two-hop flow, then 2 Mbit/s of both routed flows.
+ * @param {import('node:test').TestContext} t @param {import('../test-support/pcap.js').Row[]} rows
+ * @param {(ns: bigint) => number} sec seconds since t0
+ */
+function checkRates(t, rows, sec) {
   const rateKbit = (/** @type {number[]} */ ports, /** @type {number} */ from, /** @type {number} */ to) => {
-    const bits = via0.filter((r) => r.status === 'delivered' && ports.includes(r.dport) && sec(/** @type {bigint} */ (r.t_recv_ns)) >= from
+    const bits = rows.filter((r) => r.status === 'delivered' && ports.includes(r.dport) && sec(/** @type {bigint} */ (r.t_recv_ns)) >= from
       && sec(/** @type {bigint} */ (r.t_recv_ns)) < to).reduce((s, r) => s + (r.ip_len + 14) * 8, 0); // wire bytes, as the hops count them
     return bits / (to - from) / 1000;
   };
