@@ -3,7 +3,8 @@
 // each call's path is explicit, and what a chain cannot be combined with is refused with the field named.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { normalizeScenario, plainLink, ScenarioError } from '../model.js';
+import { fileURLToPath } from 'node:url';
+import { loadScenario, normalizeScenario, plainLink, ScenarioError } from '../model.js';
 import { reverseHop } from '../chain.js';
 
 /** RFC 8867 6.3's chain: A-B 2 Mbit/s, B-C 8, C-D 1.5; S1 over every hop, S2 over the first, S3 over the last. */
@@ -72,4 +73,10 @@ test('a hop\'s own link errors name the hop', () => {
   assert.match(problems({ network: { hops: [{ rate: { kbit: 1000 } }, { qdisc: { kind: 'codel' } }] } })[0],
     /^network\.hops\[1\]\.qdisc: codel needs a rate/);
   assert.ok(problems({ network: { hops: Array.from({ length: 9 }, () => ({})) } }).some((p) => /hops/.test(p)));
+});
+
+test('scenarios/examples/chain.yaml: two hops, one call over both, one over the second', () => {
+  const s = loadScenario(fileURLToPath(new URL('../examples/chain.yaml', import.meta.url)));
+  assert.deepEqual(s.network.hops.map((/** @type {any} */ h) => [h.delay_ms, h.rate.kbit, h.qdisc.limit_bytes]), [[15, 1500, 37500], [10, 1000, 25000]]);
+  assert.deepEqual(s.calls.map((/** @type {any} */ c) => [c.id, c.path]), [['long', [0, 1]], ['short', [1]]]);
 });
