@@ -1,21 +1,35 @@
 // @ts-check
 // A chain of bottlenecks in r (network.hops, docs/netem.md "A chain of bottlenecks"): one userspace bottleneck per
-// hop and direction, each on its own NFQUEUE, and an nftables table in r with one base chain per hop and direction on
-// the forward hook, in the order the packets cross them (a -> b: hop 0 first; b -> a: the last hop first). A packet
-// a bottleneck releases (NF_ACCEPT) goes on to the next base chain, so a packet whose flow has a rule in several
-// chains crosses those hops in series, each with its own queue, rate, delay and ground-truth log. A flow gets its
-// rules once its 5-tuple is known (routeFlow: the harness, when ICE has selected a call's pair); until then, and for
-// any packet no rule names, r forwards it through no hop.
+// hop and direction, each on its own NFQUEUE, fed by iptables rules at successive stages of a forwarded packet's way
+// through r's netfilter hooks, in the order the packets cross the hops (a -> b: hop 0 first; b -> a: the last hop
+// first). A packet a bottleneck releases (NF_ACCEPT) goes on to the next stage, so a packet whose flow has a rule at
+// several stages crosses those hops in series, each with its own queue, rate, delay and ground-truth log. A flow gets
+// its rules once its 5-tuple is known (routeFlow: the harness, when ICE has selected a call's pair); until then, and
+// for any packet no rule names, r forwards it through no hop.
+// iptables (its nf_tables flavour, as the single bottleneck's rule): nft's own `queue` statement needs the kernel's
+// nft_queue, which the development machine's kernel lacks; iptables' NFQUEUE target is there.
 import { INTERFACES } from './names.js';
 
-/** The table in r (family ip: the data path is IPv4 only). */
-export const CHAIN_TABLE = 'rtclab_hops';
+/**
+ * The stages, in the order a forwarded packet meets them (hook, then priority: raw -300 and mangle -150 before
+ * routing, mangle -150, filter 0 and security 50 on the forward hook, mangle -150 after routing). Before routing the
+ * out interface is not known and after it the in interface is not matched: each side names the direction alone.
+ * @type {readonly { table: string, chain: string, match: 'in' | 'both' | 'out' }[]}
+ */
+export const STAGES = Object.freeze([
+  { table: 'raw', chain: 'PREROUTING', match: 'in' },
+  { table: 'mangle', chain: 'PREROUTING', match: 'in' },
+  { table: 'mangle', chain: 'FORWARD', match: 'both' },
+  { table: 'filter', chain: 'FORWARD', match: 'both' },
+  { table: 'security', chain: 'FORWARD', match: 'both' },
+  { table: 'mangle', chain: 'POSTROUTING', match: 'out' },
+]);
+
+/** The most hops a chain can have: one stage each (scenarios/schema.json network.hops maxItems). */
+export const MAX_HOPS = STAGES.length;
 
 /** The NFQUEUE numbers of hop i: 10 + i (a -> b), 20 + i (b -> a); 0 and 1 are the single bottleneck's. */
 export const HOP_QUEUE_BASE = Object.freeze({ forward: 10, reverse: 20 });
-
-/** Base chain priorities: before the single bottleneck's iptables mangle chain (-150), one step per hop. */
-const FIRST_PRIORITY = -200;
 
 /** @param {number} hop @param {'forward' | 'reverse'} direction */
 export function hopQueueNum(hop, direction) {
@@ -27,23 +41,14 @@ export function hopName(hop, direction) {
   return `hop${hop}-${direction}`;
 }
 
-/** @param {number} hop @param {'forward' | 'reverse'} direction */
-function chainName(hop, direction) {
-  return `hop${hop}_${direction}`;
-}
-
 /**
- * The table and its base chains for n hops (no rules yet: nothing is queued until routeFlow names a flow).
- * @param {number} n
+ * The stage at which hop `hop` of a chain of n takes its packets in a direction: a -> b crosses hop 0 first, b -> a
+ * the last hop first.
+ * @param {number} hop @param {'forward' | 'reverse'} direction @param {number} n
  */
-export function chainTableRuleset(n) {
-  let out = `add table ip ${CHAIN_TABLE}\n`;
-  for (let hop = 0; hop < n; hop++) {
-    // a -> b crosses hop 0 first, b -> a the last hop first: the priority orders them.
-    out += `add chain ip ${CHAIN_TABLE} ${chainName(hop, 'forward')} { type filter hook forward priority ${FIRST_PRIORITY + hop}; policy accept; }\n`;
-    out += `add chain ip ${CHAIN_TABLE} ${chainName(hop, 'reverse')} { type filter hook forward priority ${FIRST_PRIORITY + n - 1 - hop}; policy accept; }\n`;
-  }
-  return out;
+export function hopStage(hop, direction, n) {
+  if (n > MAX_HOPS) throw new Error(`a chain of ${n} hops: at most ${MAX_HOPS} (one netfilter stage each)`);
+  return STAGES[direction === 'forward' ? hop : n - 1 - hop];
 }
 
 /**
@@ -64,11 +69,11 @@ function checkPort(port) {
 }
 
 /**
- * The rules that send a flow (a -> b, and its packets back b -> a) through the hops of its path.
+ * The iptables commands that send a flow (a -> b, and its packets back b -> a) through the hops of its path.
  * @param {FlowMatch} flow @param {number[]} path consecutive hop indexes @param {number} n hops in the chain
- * @returns {string} `nft -f` lines
+ * @returns {string[][]} argv each
  */
-export function routeRuleLines(flow, path, n) {
+export function routeRules(flow, path, n) {
   if (flow.proto !== 'udp' && flow.proto !== 'tcp') throw new Error(`hop route: protocol "${flow.proto}" is not udp or tcp`);
   if (!path.length || path.some((h) => !Number.isInteger(h) || h < 0 || h >= n)) {
     throw new Error(`hop route: path ${JSON.stringify(path)} is not hops of the chain (0 to ${n - 1})`);
@@ -76,30 +81,39 @@ export function routeRuleLines(flow, path, n) {
   const [src, dst] = [checkAddress(flow.src), checkAddress(flow.dst)];
   const [sport, dport] = [checkPort(flow.sport), checkPort(flow.dport)];
   const ports = (/** @type {number | undefined} */ from, /** @type {number | undefined} */ to) =>
-    (from !== undefined ? ` ${flow.proto} sport ${from}` : '') + (to !== undefined ? ` ${flow.proto} dport ${to}` : '');
-  let out = '';
+    [...(from !== undefined ? ['--sport', String(from)] : []), ...(to !== undefined ? ['--dport', String(to)] : [])];
+  /** @type {string[][]} */
+  const out = [];
   for (const hop of path) {
-    out += `add rule ip ${CHAIN_TABLE} ${chainName(hop, 'forward')} iifname "${INTERFACES.r_a}" oifname "${INTERFACES.r_b}" `
-      + `ip saddr ${src} ip daddr ${dst} ip protocol ${flow.proto}${ports(sport, dport)} counter queue num ${hopQueueNum(hop, 'forward')}\n`;
-    out += `add rule ip ${CHAIN_TABLE} ${chainName(hop, 'reverse')} iifname "${INTERFACES.r_b}" oifname "${INTERFACES.r_a}" `
-      + `ip saddr ${dst} ip daddr ${src} ip protocol ${flow.proto}${ports(dport, sport)} counter queue num ${hopQueueNum(hop, 'reverse')}\n`;
+    for (const direction of /** @type {const} */ (['forward', 'reverse'])) {
+      const stage = hopStage(hop, direction, n);
+      const [inDev, outDev] = direction === 'forward' ? [INTERFACES.r_a, INTERFACES.r_b] : [INTERFACES.r_b, INTERFACES.r_a];
+      const [from, to, fromPort, toPort] = direction === 'forward' ? [src, dst, sport, dport] : [dst, src, dport, sport];
+      out.push(['iptables', '-w', '-t', stage.table, '-A', stage.chain,
+        ...(stage.match !== 'out' ? ['-i', inDev] : []), ...(stage.match !== 'in' ? ['-o', outDev] : []),
+        '-p', flow.proto, '-s', from, '-d', to, ...ports(fromPort, toPort),
+        '-j', 'NFQUEUE', '--queue-num', String(hopQueueNum(hop, direction))]);
+    }
   }
   return out;
 }
 
+/** The stages a chain of n hops uses (flushed when it stops). @param {number} n */
+export function usedStages(n) {
+  return STAGES.slice(0, n);
+}
+
 /**
- * The packets each hop rule has queued so far, from `nft -j list table ip rtclab_hops`.
- * @param {string} json
- * @returns {{ chain: string, rule: string, packets: number, bytes: number }[]}
+ * The packets each hop rule has queued so far, from `iptables -t TABLE -L CHAIN -v -x -n` of a stage.
+ * @param {string} listing @param {{ table: string, chain: string }} stage
+ * @returns {{ stage: string, queue_num: number, packets: number, bytes: number }[]}
  */
-export function routeCounters(json) {
-  /** @type {{ chain: string, rule: string, packets: number, bytes: number }[]} */
+export function routeCounters(listing, stage) {
+  /** @type {{ stage: string, queue_num: number, packets: number, bytes: number }[]} */
   const out = [];
-  for (const item of JSON.parse(json).nftables ?? []) {
-    const rule = item.rule;
-    if (!rule) continue;
-    const counter = (rule.expr ?? []).find((/** @type {any} */ e) => e.counter)?.counter;
-    out.push({ chain: rule.chain, rule: `handle ${rule.handle}`, packets: counter?.packets ?? 0, bytes: counter?.bytes ?? 0 });
+  for (const line of listing.split('\n')) {
+    const m = line.match(/^\s*(\d+)\s+(\d+)\s+NFQUEUE\b.*NFQUEUE num (\d+)/);
+    if (m) out.push({ stage: `${stage.table} ${stage.chain}`, queue_num: Number(m[3]), packets: Number(m[1]), bytes: Number(m[2]) });
   }
   return out;
 }

@@ -13,7 +13,7 @@ import { saveState, loadState, cliRunDir } from './state.js';
 import { alive, run } from './exec.js';
 import { planTopology } from './topology.js';
 import { planKernelNetwork } from './kernel-backend.js';
-import { chainTableRuleset } from './chain.js';
+import { routeRules } from './chain.js';
 import { guestRun, channelDir } from './uml/guest.js';
 
 /** @param {string} file */
@@ -147,8 +147,8 @@ async function plan(file) {
     lines.push(`# not possible: ${/** @type {Error} */ (e).message}`);
   }
   if (hops.length) {
-    lines.push(`\n# userspace backend: a chain of ${hops.length} hops, each a -> b as bottleneck-hop<i>-forward.json (its way back: its delay only), fed by this table in r (a call's rules are added once its 5-tuple is known)`);
-    lines.push(`nft -f - <<EOF\n${chainTableRuleset(hops.length)}EOF`);
+    lines.push(`\n# userspace backend: a chain of ${hops.length} hops, each a -> b as bottleneck-hop<i>-forward.json (its way back: its delay only); a call's rules, once its 5-tuple is known, e.g.`);
+    for (const argv of routeRules({ proto: 'udp', src: '10.0.1.2', sport: 40000, dst: '10.0.2.2', dport: 50000 }, hops.map((_, i) => i), hops.length)) lines.push(argv.join(' '));
     lines.push(JSON.stringify(hops, null, 2));
   } else {
     lines.push('\n# userspace backend: the links as bottleneck-forward.json / bottleneck-reverse.json');

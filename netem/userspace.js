@@ -1,7 +1,7 @@
 // @ts-check
 // The userspace backend: one rtclab-bottleneck process per direction in r, fed by an NFQUEUE rule
 // (no --queue-bypass: while the bottleneck is not running, that direction carries nothing, and we say so); or, for a
-// chain of bottlenecks (network.hops), one per hop and direction, fed by the chain's nftables table (chain.js).
+// chain of bottlenecks (network.hops), one per hop and direction, fed by the chain's iptables rules (chain.js).
 // UserspaceBackend is the backend interface (backend.js) over the two processes; UserspaceBottleneck is one process.
 import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { alive, runChecked, run, sleep } from './exec.js';
 import { INTERFACES } from './names.js';
 import { linkSteps, stepEvent } from './steps.js';
-import { CHAIN_TABLE, chainTableRuleset, hopName, hopQueueNum, routeCounters, routeRuleLines } from './chain.js';
+import { hopName, hopQueueNum, routeCounters, routeRules, usedStages } from './chain.js';
 import { reverseHop } from '../scenarios/chain.js';
 import { plainLink } from '../scenarios/model.js';
 
@@ -58,7 +58,7 @@ export class UserspaceBottleneck extends EventEmitter {
    * @param {{ nsExec: string[], direction: 'forward' | 'reverse', link: import('../scenarios/link.js').Link, runDir: string,
    *   t0_ns: bigint, detached?: boolean, stats_interval_ms?: number, hop?: number }} o
    *   detached: the process outlives this Node process (the CLI's `up`); hop: this is hop `hop` of a chain (its
-   *   packets come from the chain's table, not from an iptables rule of its own)
+   *   packets come from the chain's rules of each flow, not from a rule of its own)
    */
   constructor(o) {
     super();
@@ -106,7 +106,7 @@ export class UserspaceBottleneck extends EventEmitter {
     return { ...link, rate: { ...link.rate, trace: copy } };
   }
 
-  /** Spawn, wait for `ready`, then add the NFQUEUE rule (a hop of a chain: the chain's table feeds it). */
+  /** Spawn, wait for `ready`, then add the NFQUEUE rule (a hop of a chain: the rules of each flow feed it). */
   async start(timeout_ms = 5000) {
     checkBottleneckBuilt();
     const { nsExec, direction, t0_ns } = this.o;
@@ -297,26 +297,26 @@ export class UserspaceBackend {
       await b.start();
       this.o.log(`userspace bottleneck ${b.name} ready (pid ${b.pid})`);
     }
-    // The chain's table last: its rules queue nothing until routeFlow names a flow, and every hop is running by then.
-    const hops = this.o.links.hops ?? [];
-    if (hops.length) await runChecked([...this.o.nsExec, 'nft', '-f', '-'], { input: chainTableRuleset(hops.length) });
   }
 
   /**
-   * Sends a flow through the hops of its path (a chain only): the chain table's rules for its 5-tuple, both ways.
+   * Sends a flow through the hops of its path (a chain only): a rule for its 5-tuple at each hop's stage, both ways.
    * @param {import('./chain.js').FlowMatch} flow @param {number[]} path
    */
   async routeFlow(flow, path) {
     const n = this.o.links.hops?.length ?? 0;
     if (!n) throw new Error('routeFlow: the network has no chain of bottlenecks (network.hops)');
-    await runChecked([...this.o.nsExec, 'nft', '-f', '-'], { input: routeRuleLines(flow, path, n) });
+    for (const argv of routeRules(flow, path, n)) await runChecked([...this.o.nsExec, ...argv]);
   }
 
-  /** What each rule of the chain's table has queued so far (empty without a chain). */
+  /** What each hop rule has queued so far (empty without a chain). */
   async routeCounters() {
-    if (!this.o.links.hops?.length) return [];
-    const r = await run([...this.o.nsExec, 'nft', '-j', 'list', 'table', 'ip', CHAIN_TABLE]);
-    return r.code === 0 ? routeCounters(r.stdout) : [];
+    const out = [];
+    for (const stage of usedStages(this.o.links.hops?.length ?? 0)) {
+      const r = await run([...this.o.nsExec, 'iptables', '-w', '-t', stage.table, '-L', stage.chain, '-v', '-x', '-n']);
+      if (r.code === 0) out.push(...routeCounters(r.stdout, stage));
+    }
+    return out;
   }
 
   /**
@@ -397,7 +397,9 @@ export class UserspaceBackend {
   async stop() {
     for (const t of this.timers) clearTimeout(t);
     // As a single bottleneck's rule goes before its process: no packet is queued to a hop that is stopping.
-    if (this.o.links.hops?.length) await run([...this.o.nsExec, 'nft', 'delete', 'table', 'ip', CHAIN_TABLE]);
+    for (const stage of usedStages(this.o.links.hops?.length ?? 0)) {
+      await run([...this.o.nsExec, 'iptables', '-w', '-t', stage.table, '-F', stage.chain]);
+    }
     for (const b of this.bottlenecks) {
       if ((await b.stop()) === 'killed') this.o.log(`warning: the ${b.name} bottleneck ignored SIGTERM and was killed: its ground-truth log may end early`);
     }

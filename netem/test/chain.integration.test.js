@@ -50,6 +50,7 @@ test('userspace: a chain of two hops, each binding in turn; flows cross only the
       await net.stopCaptures();
       await net.down(); // the logs are whole once the bottlenecks exited
       assert.equal(counters.length, 6, 'one rule per hop and direction of each routed flow (2 + 1 hops, both ways)');
+      assert.ok(counters.find((c) => c.queue_num === 10 && c.packets > 1000), `hop 0 queued the two-hop flow: ${JSON.stringify(counters)}`);
       const t0_ns = BigInt(readFileSync(join(runDir, 'bottleneck-hop0-forward.t0'), 'utf8').trim());
       check(t, runDir, t0_ns);
     });
