@@ -389,9 +389,10 @@ def _hop_lines(h: dict[str, Any] | None) -> list[str]:
                 continue
             q = x["queuing_delay_ms"]
             share = lambda v: _f(None if v is None else 100 * v, ".0f", "%")
-            rows.append([c["id"], str(x["hop"]), str(x["arrived"]), str(x["dropped"]),
-                         _f(None if x["loss_ratio"] is None else 100 * x["loss_ratio"], ".2f", "%"), share(x["loss_share"]),
-                         _f(q["mean"]), _f(q["p95"]), share(x["queuing_delay_share"]), str(x["not_logged"])])
+            loss = None if x["loss_ratio"] is None else 100 * x["loss_ratio"]
+            rows.append([c["id"], str(x["hop"]), str(x["arrived"]), str(x["dropped"]), _f(loss, ".2f", "%"),
+                         share(x["loss_share"]), _f(q["mean"]), _f(q["p95"]), share(x["queuing_delay_share"]),
+                         str(x["not_logged"])])
     out = ["", f"hops (a chain of {h['hops']} bottlenecks, forward; each call's queuing delay and loss by hop):"]
     out += _table(["call", "hop", "arrived", "dropped", "loss", "of drops", "queue mean", "p95", "of queue",
                    "not logged"], rows)

@@ -72,11 +72,13 @@ def build(path: Path) -> dict[str, list[tuple[Sent, Any, Any]]]:
         write_gtlog(path / f"bottleneck-hop{hop}-forward.gtlog", sorted(logs[hop], key=lambda r: r["arrival_ns"]))
     scen = scenario(4, {})
     plain = scen["network"]["forward"]
-    scen["network"]["hops"] = [{**plain, "delay_ms": d, "rate": {"kbit": 2000, "burst_bytes": 3028}} for d in HOP_DELAY_MS]
+    scen["network"]["hops"] = [{**plain, "delay_ms": d, "rate": {"kbit": 2000, "burst_bytes": 3028}}
+                               for d in HOP_DELAY_MS]
     track = {"id": "v1", "priority": "low", "network_priority": "low", "max_bitrate_kbps": None, "dscp": 0}
-    scen["calls"] = [{"id": "s1", "start_s": 0, "stop_s": None, "dscp": 0, "audio": False, "tracks": [track], "path": [0, 1]},
-                     {"id": "s2", "start_s": 0, "stop_s": None, "dscp": 0, "audio": False, "tracks": [track], "path": [1]}]
-    calls = [{"id": c, "selected_pairs": pair(*ports), "tracks": {"a": [{"id": "v1", "kind": "video", "ssrcs": [ssrc]}]}}
+    call = {"start_s": 0, "stop_s": None, "dscp": 0, "audio": False, "tracks": [track]}
+    scen["calls"] = [{**call, "id": "s1", "path": [0, 1]}, {**call, "id": "s2", "path": [1]}]
+    calls = [{"id": c, "selected_pairs": pair(*ports),
+              "tracks": {"a": [{"id": "v1", "kind": "video", "ssrcs": [ssrc]}]}}
              for c, ports, ssrc in (("s1", S1, 0x1000), ("s2", S2, 0x2000))]
     run.write(path, scen, manifest_extra={"format_version": 3, "calls": calls})
     return sent
@@ -138,7 +140,8 @@ def test_each_calls_delay_and_loss_are_attributed_to_the_hops_of_its_path(tmp_pa
 
     report = render(m)
     assert "hops (a chain of 2 bottlenecks" in report
-    assert any(line.split()[:4] == ["s1", "1", str(want1["arrived"]), str(want1["dropped"])] for line in report.splitlines())
+    row = ["s1", "1", str(want1["arrived"]), str(want1["dropped"])]
+    assert any(line.split()[:4] == row for line in report.splitlines())
 
 
 def test_a_missing_hop_log_is_named_and_nothing_at_or_after_it_is_attributed(tmp_path):
