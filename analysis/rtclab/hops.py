@@ -32,11 +32,11 @@ def hop_count(run: RunDir) -> int:
     return len(hops) if isinstance(hops, list) else 0
 
 
-def call_paths(run: RunDir) -> list[list[int] | None]:
-    """Each call's path as the normalised scenario holds it (every hop where the scenario left it out)."""
+def call_paths(run: RunDir, n: int) -> list[list[int]]:
+    """Each call's path as the normalised scenario holds it (every one of the n hops where it holds none)."""
     listed = run.scenario_doc.get("calls")
     items: list[Any] = listed if isinstance(listed, list) else [run.scenario_doc.get("call") or {}]
-    return [[int(h) for h in c["path"]] if isinstance(c, dict) and isinstance(c.get("path"), list) else None
+    return [[int(h) for h in c["path"]] if isinstance(c, dict) and isinstance(c.get("path"), list) else list(range(n))
             for c in items]
 
 
@@ -138,10 +138,10 @@ def analyse(run: RunDir, table: PacketTable | None, t0_ns: int, duration_s: floa
         if dep.size and rec.size:
             row_match[dep], _ = packets.match(packets.join_key(c, dep, "key"), join_keys(rec["key"], rec["ip_id"]))
         logs[hop] = (rec, row_match)
-    paths = call_paths(run)
+    paths = call_paths(run, n)
     out_calls = []
     for i, call in enumerate(calls(run)):
-        path = paths[i] if i < len(paths) and paths[i] is not None else list(range(n))
+        path = paths[i] if i < len(paths) else list(range(n))
         hi_s = duration_s if call.stop_s is None else min(float(call.stop_s), duration_s)
         rows = call_rows(table, call, t0_ns + int(call.start_s * 1e9), t0_ns + int(hi_s * 1e9))
         out_calls.append({"id": call.id, "five_tuple_found": call.five_tuple is not None,
@@ -155,11 +155,11 @@ def fill_queuing_delay(run: RunDir, table: PacketTable, scen: Scenario, t0_ns: i
     queuing_delay_ns to one-way delay minus that; every other row stays unknown (-1): it crossed no known path."""
     c = table.cols
     delivered = c["status"] == DELIVERED
-    paths = call_paths(run)
+    paths = call_paths(run, len(scen.hops))
     for i, call in enumerate(calls(run)):
         if call.five_tuple is None:
             continue
-        path = paths[i] if i < len(paths) and paths[i] is not None else list(range(len(scen.hops)))
+        path = paths[i] if i < len(paths) else list(range(len(scen.hops)))
         src, sport, dst, dport = call.five_tuple
         for direction, (s_ip, s_port, d_ip, d_port) in ((FORWARD, (src, sport, dst, dport)),
                                                         (REVERSE, (dst, dport, src, sport))):
