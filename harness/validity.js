@@ -387,7 +387,7 @@ export function stepsDue(links, duration_s) {
   const due = (/** @type {import('../scenarios/link.js').Link} */ link, /** @type {'forward' | 'reverse'} */ direction, /** @type {number | undefined} */ hop) =>
     linkSteps(link).filter((s) => s.at_s < duration_s).map((s) => ({ direction, ...(hop === undefined ? {} : { hop }), event: s.event.event,
       at_s: s.at_s, value: s.event.event === 'capacity_change' ? s.event.kbit : s.event.delay_ms }));
-  return [...(/** @type {const} */ (['forward', 'reverse'])).flatMap((direction) => due(links[direction], direction)),
+  return [...(/** @type {const} */ (['forward', 'reverse'])).flatMap((direction) => due(links[direction], direction, undefined)),
     ...(links.hops ?? []).flatMap((link, hop) => due(link, 'forward', hop))];
 }
 

@@ -96,7 +96,7 @@ export async function chooseBackend(requested, links, id, needs = {}) {
     if (why) throw new Error(`uml backend: ${why}`);
     const shortcomings = kernelShortcomings(links, UML_FEATURES).map((s) => s.replace('this kernel lacks them', 'the guest lacks them'));
     if (shortcomings.length) throw new Error(`uml backend: ${shortcomings.join('; ')}`);
-    const stepped = Object.values(links).some((l) => (l.rate?.schedule?.length ?? 0) > 1 || l.delay_schedule.length > 0);
+    const stepped = [links.forward, links.reverse].some((l) => (l.rate?.schedule?.length ?? 0) > 1 || l.delay_schedule.length > 0);
     // Said up front: the run will most likely fail schedule_applied (bench/bottleneck/RESULTS.md, "Scheduled changes":
     // 38-140 ms late on a quiet machine, up to 500 ms beside other jobs).
     return { requested, used: 'uml', reason: stepped ? 'requested; its capacity or delay steps are usually applied 40-140 ms '

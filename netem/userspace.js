@@ -409,7 +409,10 @@ export class UserspaceBackend {
   }
 }
 
-/** `{hop}` for a hop of a chain, else nothing: events and processes name the hop. @param {UserspaceBottleneck} b */
+/**
+ * `{hop}` for a hop of a chain, else nothing: events and processes name the hop.
+ * @param {UserspaceBottleneck} b @returns {Record<string, number>}
+ */
 function hopField(b) {
   return b.o.hop === undefined ? {} : { hop: b.o.hop };
 }

@@ -125,14 +125,14 @@ def analyse(run: RunDir, table: PacketTable | None, t0_ns: int, duration_s: floa
     dep = np.flatnonzero((c["direction"] == FORWARD) & (c["t_send_ns"] >= 0))
     logs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for hop in range(n):
-        path = run.file(log_name(hop))
-        if not path.exists():
-            run.problems.append(f"{path.name} is missing: losses and delays at hop {hop} are not attributed")
+        log_path = run.file(log_name(hop))
+        if not log_path.exists():
+            run.problems.append(f"{log_path.name} is missing: losses and delays at hop {hop} are not attributed")
             continue
         try:
-            rec = read_gtlog(path).records
+            rec = read_gtlog(log_path).records
         except (ValueError, OSError) as e:
-            run.problems.append(f"{path.name} unreadable ({e}): losses and delays at hop {hop} are not attributed")
+            run.problems.append(f"{log_path.name} unreadable ({e}): losses and delays at hop {hop} are not attributed")
             continue
         row_match = np.full(len(table), -1, dtype=np.int64)
         if dep.size and rec.size:

@@ -63,7 +63,7 @@ function check(t, runDir, t0_ns) {
   const hops = logs.map((f) => readGtlog(f).records.filter((r) => r.ip_proto === 17));
   // Only the routed flows, each in the logs of its path's hops.
   assert.deepEqual([...new Set(hops[0].map((r) => r.ip_len))], [THROUGH_BOTH.ip_len], 'hop 0 saw the two-hop flow only');
-  assert.deepEqual([...new Set(hops[1].map((r) => r.ip_len))].sort(), [HOP1_ONLY.ip_len, THROUGH_BOTH.ip_len], 'hop 1 saw both routed flows and nothing else');
+  assert.deepEqual([...new Set(hops[1].map((r) => r.ip_len))].sort((x, y) => x - y), [HOP1_ONLY.ip_len, THROUGH_BOTH.ip_len], 'hop 1 saw both routed flows and nothing else');
   // The same packets joined to each hop's log (the analyzer's join): gt = the record's index in that log.
   const joined = logs.map((gtlog) => joinCaptures(capA, capB, { gtlog }).filter((r) => r.direction === 'forward' && r.t_send_ns !== null && r.proto === 17));
   const [via0, via1] = joined;

@@ -153,6 +153,12 @@ function edit(doc, at, change) {
 /** A generated scenario with 0-3 mutations applied. */
 const mutatedScenario = fc.tuple(fromSchema(schema), fc.array(fc.tuple(fc.nat(), fc.constantFrom('set', 'delete', 'add'), fc.anything()), { maxLength: 3 }))
   .map(([doc, mutations]) => {
+    // A chain (network.hops, calls[].path) is valid only with plain forward/reverse links and paths inside it, which
+    // the schema cannot say: left out here, as a pair of fields the generator would nearly always get wrong
+    // (scenarios/test/chain.test.js covers them).
+    if (doc?.network && typeof doc.network === 'object') delete doc.network.hops;
+    for (const c of Array.isArray(doc?.calls) ? doc.calls : []) if (c && typeof c === 'object') delete c.path;
+    if (doc?.call && typeof doc.call === 'object') delete doc.call.path;
     for (const [pick, how, value] of mutations) {
       const all = paths(doc).filter((p) => p.length > 0);
       if (all.length === 0) break;
