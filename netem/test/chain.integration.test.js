@@ -70,7 +70,7 @@ function check(t, runDir, t0_ns) {
   assert.equal(via0.length, via1.length);
   const sec = (/** @type {bigint} */ ns) => Number(ns - t0_ns) / 1e9;
   const phase = (/** @type {bigint} */ ns) => (sec(ns) >= 1 && sec(ns) < STEP_S ? 1 : sec(ns) >= STEP_S + 1 && sec(ns) < SECONDS ? 2 : 0);
-  /** Per phase and hop: sojourns (ms) and drops of the two-hop flow's packets, by their arrival at hop 0. */
+  /** Per phase and hop: sojourns (ms) and drops of the two-hop flow's packets, by their arrival at that hop. */
   const seen = [1, 2].map(() => [0, 1].map(() => ({ sojourn: /** @type {number[]} */ ([]), drops: 0, packets: 0 })));
   let delivered = 0;
   for (let i = 0; i < via0.length; i++) {
@@ -89,7 +89,6 @@ function check(t, runDir, t0_ns) {
     assert.ok(r0.gt !== null, `two-hop ip_id ${r0.ip_id} is not in hop 0's log`);
     const g0 = readAt(logs[0], r0.gt);
     const g1 = r1.gt === null ? null : readAt(logs[1], r1.gt);
-    const p = phase(g0.arrival_ns);
     const forwarded0 = g0.event <= 1;
     // A packet hop 0 dropped never reaches hop 1; one it forwarded reaches hop 1 after its release.
     assert.equal(g1 !== null, forwarded0, `ip_id ${r0.ip_id}: hop 0 event ${g0.event}, in hop 1's log: ${g1 !== null}`);
@@ -103,9 +102,11 @@ function check(t, runDir, t0_ns) {
         assert.ok(g1.event >= 2, `lost ip_id ${r0.ip_id} was forwarded by both hops`);
       }
     }
-    if (!p) continue;
+    // Each hop's phase by the packet's arrival at that hop: what hop 0 queued before its step drains into hop 1 after
+    // it, at hop 0's new 4 Mbit/s (in the second phase of hop 1, not its first).
     for (const [hop, g] of /** @type {const} */ ([[0, g0], [1, g1]])) {
-      if (!g) continue;
+      const p = g && phase(g.arrival_ns);
+      if (!g || !p) continue;
       const s = seen[p - 1][hop];
       s.packets++;
       if (g.event >= 2) s.drops++;
