@@ -41,6 +41,8 @@ function fromSchema(node) {
   if (node === schema.properties.cpu_load) return cpuLoad();
   if (node.items?.required?.includes('resume_s')) return pauses(node);
   if (node === schema.properties.cross_traffic.items) return crossTraffic();
+  if (node === schema.properties.network.properties.hops) return mostlyEmpty(fc.array(fromSchema(node.items), { minLength: 1, maxLength: 3 }), []);
+  if (node === schema.properties.call.properties.path) return mostlyEmpty(fromSchema({ ...node, type: 'array' }), null);
   if (node.enum) return fc.constantFrom(...node.enum);
   const type = Array.isArray(node.type) ? node.type.find((/** @type {string} */ t) => t !== 'null') : node.type;
   const nullable = Array.isArray(node.type) && node.type.includes('null');
@@ -62,6 +64,15 @@ function fromSchema(node) {
     }
     default: return fc.constant(null);
   }
+}
+
+/**
+ * A chain's fields (network.hops, calls[].path) mostly left at their defaults: each hop is a link that may be refused
+ * on its own, and a path without hops is refused, so always generating them would leave few scenarios accepted.
+ * @param {fc.Arbitrary<any>} some @param {any} none
+ */
+function mostlyEmpty(some, none) {
+  return fc.oneof({ weight: 3, arbitrary: fc.constant(none) }, { weight: 1, arbitrary: some });
 }
 
 /** A discipline: a kind from the schema's enum, then that kind's own parameters (its `then` branch). @param {boolean} leaf */
@@ -151,47 +162,106 @@ function edit(doc, at, change) {
 }
 
 /** A generated scenario with 0-3 mutations applied. */
-const mutatedScenario = fc.tuple(fromSchema(schema), fc.array(fc.tuple(fc.nat(), fc.constantFrom('set', 'delete', 'add'), fc.anything()), { maxLength: 3 }))
-  .map(([doc, mutations]) => {
-    // A chain (network.hops, calls[].path) is valid only with plain forward/reverse links and paths inside it, which
-    // the schema cannot say: left out here, as a pair of fields the generator would nearly always get wrong
-    // (scenarios/test/chain.test.js covers them).
-    if (doc?.network && typeof doc.network === 'object') delete doc.network.hops;
-    for (const c of Array.isArray(doc?.calls) ? doc.calls : []) if (c && typeof c === 'object') delete c.path;
-    if (doc?.call && typeof doc.call === 'object') delete doc.call.path;
-    for (const [pick, how, value] of mutations) {
-      const all = paths(doc).filter((p) => p.length > 0);
-      if (all.length === 0) break;
-      const at = all[pick % all.length];
-      if (how === 'set') edit(doc, at, (parent, key) => { parent[key] = value; });
-      else if (how === 'delete') edit(doc, at, (parent, key) => { if (Array.isArray(parent)) parent.splice(Number(key), 1); else delete parent[key]; });
-      else edit(doc, at, (parent, key) => { const target = parent[key]; if (target && typeof target === 'object' && !Array.isArray(target)) target.unknown_field = value; });
-    }
-    return doc;
-  });
+const mutations = fc.array(fc.tuple(fc.nat(), fc.constantFrom('set', 'delete', 'add'), fc.anything()), { maxLength: 3 });
+const mutatedScenario = fc.tuple(fromSchema(schema), mutations).map(([doc, changes]) => mutate(doc, changes));
+
+/**
+ * A hop of a chain: a rate, a delay and a discipline (each kind but prio, with its defaults) from the schema's bounds
+ * and enum.
+ * A link's every other field is the general generator's (network.forward and reverse): a chain of links generated
+ * whole is seldom valid at every hop at once, and this test is about the chain.
+ */
+const hop = fc.record({
+  delay_ms: fromSchema(definitions.link.properties.delay_ms),
+  rate: fc.record({ kbit: fromSchema(definitions.rate.properties.kbit) }),
+  qdisc: fc.constantFrom(...definitions.qdisc.properties.kind.enum.filter((/** @type {string} */ k) => k !== 'prio')).map((kind) => ({ kind })),
+}, { requiredKeys: ['rate'] });
+
+/**
+ * A chain (network.hops with each call's path) on an otherwise default scenario, with 0-3 mutations: 1-4 hops, each
+ * call's path left out, a run of hops that may reach past the chain, or any list the schema allows; a backend from
+ * its enum.
+ */
+const mutatedChain = fc.record({
+  backend: fc.constantFrom(...schema.properties.backend.enum),
+  hops: fc.array(hop, { minLength: 1, maxLength: 4 }),
+  paths: fc.array(fc.oneof(
+    fc.constant(undefined),
+    fc.tuple(fc.nat(4), fc.nat(2)).map(([first, more]) => Array.from({ length: more + 1 }, (_, k) => first + k)),
+    fromSchema({ ...schema.properties.call.properties.path, type: 'array' }),
+  ), { minLength: 1, maxLength: 3 }),
+}).chain(({ backend, hops, paths }) => mutations.map((changes) => mutate({
+  backend, duration_s: 30, network: { hops },
+  calls: paths.map((p, i) => ({ id: `c${i}`, ...(p === undefined ? {} : { path: p }) })),
+}, changes)));
+
+/**
+ * `doc` with the mutations applied (each a pick among its paths, and what to do there).
+ * @param {any} doc @param {[number, string, unknown][]} changes
+ */
+function mutate(doc, changes) {
+  for (const [pick, how, value] of changes) {
+    const all = paths(doc).filter((p) => p.length > 0);
+    if (all.length === 0) break;
+    const at = all[pick % all.length];
+    if (how === 'set') edit(doc, at, (parent, key) => { parent[key] = value; });
+    else if (how === 'delete') edit(doc, at, (parent, key) => { if (Array.isArray(parent)) parent.splice(Number(key), 1); else delete parent[key]; });
+    else edit(doc, at, (parent, key) => { const target = parent[key]; if (target && typeof target === 'object' && !Array.isArray(target)) target.unknown_field = value; });
+  }
+  return doc;
+}
 
 /** A problem names its field: `a.b[0].c: ...`, or speaks of the whole file. */
 const NAMES_A_FIELD = /^((\w+(\[\d+\])?)(\.\w+(\[\d+\])?)*: |the scenario: |\(top level\): |the file must hold)/;
 
-test('generated and mutated scenarios are accepted (then stable and schema-valid) or refused naming the field', (t) => {
-  let accepted = 0;
-  let refused = 0;
-  fc.assert(fc.property(mutatedScenario, (doc) => {
+/**
+ * Checks the property over `docs`: each accepted (then schema-valid, stable under normalising again, and `accepted`
+ * holds) or refused with problems that name their fields; both outcomes reached.
+ * @param {fc.Arbitrary<any>} docs @param {number} seed @param {(normalised: any) => void} [accepted] more to hold of an accepted one
+ * @returns {{ accepted: number, refused: number }}
+ */
+function acceptedOrRefused(docs, seed, accepted = () => {}) {
+  const n = { accepted: 0, refused: 0 };
+  fc.assert(fc.property(docs, (doc) => {
     let normalised;
     try {
       normalised = normalizeScenario(doc);
     } catch (err) {
       if (!(err instanceof ScenarioError)) throw err;
       for (const p of err.problems) assert.match(p, NAMES_A_FIELD);
-      refused++;
+      n.refused++;
       return;
     }
-    accepted++;
+    n.accepted++;
     assert.ok(strictValidate(normalised), `normalised but not schema-valid: ${JSON.stringify(strictValidate.errors)}`);
     assert.deepEqual(normalizeScenario(normalised), normalised, 'normalising again changes nothing');
-  }), { numRuns: RUNS, seed: 20261123 });
-  assert.ok(accepted > RUNS / 20 && refused > RUNS / 20, `both outcomes reached: ${accepted} accepted, ${refused} refused`);
-  t.diagnostic(`${accepted} accepted, ${refused} refused`);
+    accepted(normalised);
+  }), { numRuns: RUNS, seed });
+  assert.ok(n.accepted > RUNS / 20 && n.refused > RUNS / 20, `both outcomes reached: ${n.accepted} accepted, ${n.refused} refused`);
+  return n;
+}
+
+test('generated and mutated scenarios are accepted (then stable and schema-valid) or refused naming the field', (t) => {
+  const n = acceptedOrRefused(mutatedScenario, 20261123);
+  t.diagnostic(`${n.accepted} accepted, ${n.refused} refused`);
+});
+
+test('generated and mutated chains of hops are accepted (every path consecutive hops of the chain) or refused naming the field', (t) => {
+  let chains = 0;
+  const n = acceptedOrRefused(mutatedChain, 8867, (s) => {
+    if (!s.network.hops.length) { // a mutation took the hops away: no call may name one
+      for (const call of s.calls) assert.equal(call.path, null);
+      return;
+    }
+    chains++;
+    assert.ok(s.backend !== 'kernel' && s.backend !== 'uml', `a chain under the ${s.backend} backend`);
+    for (const call of s.calls) {
+      assert.ok(call.path.length > 0 && call.path.every((/** @type {number} */ h, /** @type {number} */ k) =>
+        h === call.path[0] + k && h < s.network.hops.length), `calls ${call.id}: path ${JSON.stringify(call.path)} in ${s.network.hops.length} hops`);
+    }
+  });
+  assert.ok(chains > RUNS / 40, `${chains} accepted with hops`);
+  t.diagnostic(`${n.accepted} accepted (${chains} with hops), ${n.refused} refused`);
 });
 
 test('the command line answers refused scenarios with exit status 2 and the field, never a crash', () => {
