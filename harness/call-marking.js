@@ -57,3 +57,14 @@ export function markCall(c, side, { net, event, failWith }) {
     }, (/** @type {Error} */ err) => failWith(`DSCP marking of call ${c.call.id} (${side}) failed: ${err.message}`));
   }
 }
+
+/**
+ * What each host's marking rules marked (an event `dscp_marking_counters` per side), for calls that asked for DSCP.
+ * @param {MarkedCall[]} calls
+ * @param {{ net: import('../netem/index.js').Network, event: (name: string, fields: any) => void }} run
+ */
+export async function recordMarkCounters(calls, { net, event }) {
+  for (const side of /** @type {const} */ (['a', 'b'])) {
+    if (calls.some((c) => c.marks[side].length)) event('dscp_marking_counters', { side, rules: await net.markCounters(side) });
+  }
+}

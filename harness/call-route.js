@@ -61,3 +61,11 @@ export function hopRoutesCheck(calls, t0_s) {
   });
   return ['hop_routes', ok, parts.join('; ')];
 }
+
+/**
+ * What each hop rule queued by the end of the call (an event `hop_route_counters`), for a chain only.
+ * @param {{ net: import('../netem/index.js').Network, event: (name: string, fields: any) => void }} run
+ */
+export async function recordRouteCounters({ net, event }) {
+  if (net.links.hops?.length) event('hop_route_counters', { rules: await net.routeCounters() });
+}

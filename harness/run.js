@@ -21,11 +21,11 @@ import { clipInfo } from '../media/y4m.js';
 import { isNamedClipFile, makeOnFirstUse } from '../media/clips.js';
 import { TeardownStack } from './teardown.js';
 import { validityChecks, runNotCompleted, stepsDue, crossTrafficDue } from './validity.js';
-import { DSCP_MARKING, markCall } from './call-marking.js';
+import { DSCP_MARKING, markCall, recordMarkCounters } from './call-marking.js';
 import { schedulePauses } from './pauses.js';
 import { applyCallDelays, delayReady, delayNotReady } from './call-delay.js';
 import { askedDumps, callDumps } from './webrtc-internals.js';
-import { routeCall } from './call-route.js';
+import { recordRouteCounters, routeCall } from './call-route.js';
 import { collectVersions, gitCommit, hostInfo, rtclabVersion } from './versions.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -541,8 +541,9 @@ class CallRun {
     await this.teardown.undo('browser', (name, err) => this.teardownFailed(name, err));
     const eventLogs = this.collectEventLogs();
     const captures = await this.stopCaptures();
-    await this.recordMarkCounters();
-    if (this.scenario.network.hops.length) this.recorder.event('hop_route_counters', { rules: await net.routeCounters() });
+    const record = { net, event: (/** @type {string} */ name, /** @type {any} */ fields) => this.recorder.event(name, fields) };
+    await recordMarkCounters(this.calls, record);
+    await recordRouteCounters(record);
     await net.schedulesSettled();
     const validity = validityChecks({
       dataPrefix: DATA_PREFIX, selectedPairs: this.recorder.selectedPairs,
@@ -561,14 +562,6 @@ class CallRun {
     });
     this.recorder.writeManifest({ status: 'complete', captures, host_cpu_busy_fraction: hostCpuBusy,
       cpu_set_busy_fraction: this.cpuSetBusy, validity });
-  }
-
-  /** What each host's marking rules marked (events.jsonl), for a run whose calls asked for DSCP. */
-  async recordMarkCounters() {
-    const net = /** @type {import('../netem/index.js').Network} */ (this.net);
-    for (const side of /** @type {const} */ (['a', 'b'])) {
-      if (this.calls.some((c) => c.marks[side].length)) this.recorder.event('dscp_marking_counters', { side, rules: await net.markCounters(side) });
-    }
   }
 
   /** @param {Error} err */
