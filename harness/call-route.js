@@ -43,6 +43,20 @@ export function routeCall(c, { net, event, failWith }) {
 }
 
 /**
+ * Whether a call is ready as far as its route goes: no chain, or its 5-tuple routed through its hops (so that the
+ * hops cross its media from t = 0: a page may report its pair after its first frames were decoded).
+ * @param {RoutedCall} c @param {boolean} chained the scenario has network.hops
+ */
+export function routeReady(c, chained) {
+  return !chained || c.route !== null;
+}
+
+/** The connect timeout's note on a call not yet routed ('' when it is ready). @param {RoutedCall} c @param {boolean} chained */
+export function routeNotReady(c, chained) {
+  return routeReady(c, chained) ? '' : '; not routed through its hops';
+}
+
+/**
  * The check `hop_routes` (a chain only): every call's 5-tuple was sent through its hops before its media started.
  * @param {RoutedCall[]} calls @param {number} t0_s epoch s of t = 0
  * @returns {[string, boolean, string]}

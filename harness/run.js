@@ -25,7 +25,7 @@ import { DSCP_MARKING, markCall, recordMarkCounters } from './call-marking.js';
 import { schedulePauses } from './pauses.js';
 import { applyCallDelays, delayReady, delayNotReady } from './call-delay.js';
 import { askedDumps, callDumps } from './webrtc-internals.js';
-import { recordRouteCounters, routeCall } from './call-route.js';
+import { recordRouteCounters, routeCall, routeNotReady, routeReady } from './call-route.js';
 import { collectVersions, gitCommit, hostInfo, rtclabVersion } from './versions.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -425,13 +425,14 @@ class CallRun {
     const timeout_s = Math.max(...this.calls.map((c) => c.call.connect_timeout_s));
     const deadline = Date.now() + timeout_s * 1000;
     // direction forward: the caller receives no video, so the callee's decoded frames say that media flows.
-    const ready = (/** @type {CallState} */ c) => delayReady(c) && (c.call.start_s === 0
+    const chained = this.scenario.network.hops.length > 0; // a chain: its hops cross its media from t = 0
+    const ready = (/** @type {CallState} */ c) => delayReady(c) && routeReady(c, chained) && (c.call.start_s === 0
       ? (c.call.direction === 'forward' || c.framesDecoded.a > 0) && c.framesDecoded.b > 0 : c.pairs.a !== null && c.pairs.b !== null);
     while (!this.calls.every(ready)) {
       this.checkStillRunning();
       if (Date.now() > deadline) {
         const late = this.calls.filter((c) => !ready(c)).map((c) => `${this.calls.length > 1 ? `call ${c.call.id}` : 'the call'} did not ` +
-          `connect within ${timeout_s} s (video frames decoded: a ${c.framesDecoded.a}, b ${c.framesDecoded.b}${delayNotReady(c)}); ` +
+          `connect within ${timeout_s} s (video frames decoded: a ${c.framesDecoded.a}, b ${c.framesDecoded.b}${delayNotReady(c)}${routeNotReady(c, chained)}); ` +
           `see browser-${c.files.a}.log, browser-${c.files.b}.log, events.jsonl`);
         throw new RunError(late.join('; '));
       }
