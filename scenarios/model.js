@@ -168,6 +168,10 @@ function callDelaysTheNetworkCannotApply(scenario) {
   if (scenario.backend === 'kernel' || scenario.backend === 'uml') {
     problems.push(`calls[${first}].delay_ms: the ${scenario.backend} backend cannot give a call a delay of its own (tc has no delay keyed by a call's 5-tuple); use backend userspace (or auto)`);
   }
+  if (scenario.network.hops?.length) {
+    // Each hop's bottleneck would give the call's flow its delay in place of the hop's: n hops, n times the delay.
+    problems.push(`calls[${first}].delay_ms: a call's own delay is not supported with network.hops (each hop has its delay_ms; a call's path delay is the sum of its hops')`);
+  }
   for (const d of /** @type {const} */ (['forward', 'reverse'])) {
     if (scenario.network[d].delay_schedule?.length) {
       problems.push(`calls[${first}].delay_ms: a call's own delay cannot be combined with network.${d}.delay_schedule (the schedule would change every flow's delay but the call's)`);

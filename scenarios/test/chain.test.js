@@ -69,6 +69,14 @@ test('a chain refuses a forward or reverse link beside it, cross traffic, and th
   assert.equal(normalizeScenario({ ...rfc(), backend: 'userspace' }).backend, 'userspace');
 });
 
+test('a call\'s own delay (calls[].delay_ms) beside a chain is refused naming the first delayed call; without one the chain is accepted', () => {
+  const withDelay = { ...rfc(), calls: [{ id: 's1' }, { id: 's2', path: [0], delay_ms: 25 }, { id: 's3', path: [2], delay_ms: 10 }] };
+  assert.deepEqual(problems(withDelay),
+    ['calls[1].delay_ms: a call\'s own delay is not supported with network.hops (each hop has its delay_ms; a call\'s path delay is the sum of its hops\')']);
+  assert.deepEqual(problems({ ...rfc(), call: { delay_ms: 40 } }).map((p) => p.split(':')[0]), ['calls[0].delay_ms']);
+  assert.deepEqual(normalizeScenario(rfc()).calls.map((/** @type {any} */ c) => c.delay_ms), [null, null, null]);
+});
+
 test('a hop\'s own link errors name the hop', () => {
   assert.match(problems({ network: { hops: [{ rate: { kbit: 1000 } }, { qdisc: { kind: 'codel' } }] } })[0],
     /^network\.hops\[1\]\.qdisc: codel needs a rate/);
