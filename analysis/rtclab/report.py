@@ -7,26 +7,10 @@ from typing import Any
 from .fairness import headline_fairness
 from .phases import OFF_SCHEDULE_S, off_schedule
 from .quality import SSIM_DB_CAP
+from .report_format import _f, _rate, _table
+from .report_paths import hop_lines, propagation_line
 
 MIN_PACKETS_SHOWN = 20  # flows with fewer packets (STUN keepalives, a lone DTLS alert) stay in metrics.json only
-
-
-def _f(v: Any, fmt: str = ".1f", unit: str = "") -> str:
-    if v is None:
-        return "-"
-    return f"{v:{fmt}}{unit}"
-
-
-def _rate(bps: float | None) -> str:
-    if bps is None:
-        return "-"
-    return f"{bps / 1e6:.2f} Mb/s" if bps >= 1e6 else f"{bps / 1e3:.0f} kb/s"
-
-
-def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
-    return [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)]
 
 
 def _shown(flow: dict[str, Any]) -> bool:
@@ -110,7 +94,7 @@ def _header_lines(m: dict[str, Any]) -> list[str]:
                       if trace else ""))
     sc = m.get("scenario") or {}
     if sc:
-        out.append(_propagation_line(sc, (m.get("multiflow") or {}).get("calls") or []))
+        out.append(propagation_line(sc, (m.get("multiflow") or {}).get("calls") or []))
     for side in ("a", "b"):
         left = ((m.get("inputs") or {}).get(f"capture_{side}") or {}).get("not_joined") or {}
         if left:
@@ -231,7 +215,7 @@ def render(m: dict[str, Any]) -> str:
     out: list[str] = _header_lines(m)
     out += _flow_table_lines(m)
     out += _multiflow_lines(m.get("multiflow"))
-    out += _hop_lines(m.get("hops"))
+    out += hop_lines(m.get("hops"))
     out += _ecn_lines(m)
     out += _l4s_lines(m)
     out += _phase_lines(m)
@@ -324,17 +308,6 @@ def _l4s_lines(m: dict[str, Any]) -> list[str]:
     return out
 
 
-def _propagation_line(sc: dict[str, Any], calls: list[dict[str, Any]]) -> str:
-    """The links' configured delays, each call's own (calls[].delay_ms) and RTTm: the first call's (docs/metrics.md,
-    "Delay per call")."""
-    own = [f"{c['id']} {c['delay_ms']:g} ms" for c in calls if c.get("delay_ms") is not None]
-    first = sc.get("first_call_delay_ms")
-    rttm = 2 * first if first is not None else sc["forward"]["delay_ms"] + sc["reverse"]["delay_ms"]
-    return (f"propagation delay (scenario): forward {sc['forward']['delay_ms']:g} ms, reverse "
-            f"{sc['reverse']['delay_ms']:g} ms" + (f"; calls' own, each way: {', '.join(own)}" if own else "") +
-            f"; RTTm {rttm:g} ms" + (" (the first call's)" if first is not None else ""))
-
-
 def _short_tcp_lines(items: list[dict[str, Any]] | None) -> list[str]:
     """Per tcp_short item: its downloads and their completion times (docs/metrics.md, "Short TCP flows")."""
     out = []
@@ -374,32 +347,6 @@ def _multiflow_lines(mf: dict[str, Any] | None) -> list[str]:
                         _f(x["achieved_share"], ".2f"), _f(x["achieved_over_asked"], ".2f")] for x in sh["flows"]])
     elif sh.get("note"):
         out.append(f"priority shares: {sh['note']}")
-    return out
-
-
-def _hop_lines(h: dict[str, Any] | None) -> list[str]:
-    """Per call and hop of a chain of bottlenecks (docs/metrics.md, "Hops"): where its queuing delay and loss were."""
-    if not h:
-        return []
-    rows = []
-    for c in h["calls"]:
-        for x in c["hops"]:
-            if x["log"] is None:
-                rows.append([c["id"], str(x["hop"]), *["-"] * 8])
-                continue
-            q = x["queuing_delay_ms"]
-            share = lambda v: _f(None if v is None else 100 * v, ".0f", "%")
-            loss = None if x["loss_ratio"] is None else 100 * x["loss_ratio"]
-            rows.append([c["id"], str(x["hop"]), str(x["arrived"]), str(x["dropped"]), _f(loss, ".2f", "%"),
-                         share(x["loss_share"]), _f(q["mean"]), _f(q["p95"]), share(x["queuing_delay_share"]),
-                         str(x["not_logged"])])
-    out = ["", f"hops (a chain of {h['hops']} bottlenecks, forward; each call's queuing delay and loss by hop):"]
-    out += _table(["call", "hop", "arrived", "dropped", "loss", "of drops", "queue mean", "p95", "of queue",
-                   "not logged"], rows)
-    for c in h["calls"]:
-        if c["lost_not_dropped_by_a_hop"]:
-            out.append(f"  {c['id']}: {c['lost_not_dropped_by_a_hop']} of {c['lost_in_captures']} packets lost in the "
-                       f"captures were dropped by no hop")
     return out
 
 

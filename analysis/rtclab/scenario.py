@@ -98,18 +98,30 @@ class Scenario:
     # one whose getStats the analysis reads, so its RTTm is what Tq is measured against.
     first_call_delay_ms: float | None = None
     hops: tuple[Link, ...] = ()  # a chain of bottlenecks (network.hops), each hop's link a -> b
+    # With hops: each call's id and path (the hops it crosses, every hop where the scenario names none), in order.
+    call_paths: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+    def path_delay_ms(self, path: tuple[int, ...]) -> float:
+        """A path's one-way propagation delay in a chain: the sum of its hops' delay_ms (each way)."""
+        return float(sum(self.hops[h].delay_ms for h in path))
 
     @property
     def round_trip_propagation_ms(self) -> float:
         """RTTm of Carlucci et al.: the configured round-trip propagation delay (at the call's start) of the first
-        call."""
+        call: in a chain its path's, both ways."""
+        if self.hops and self.call_paths:
+            return 2 * self.path_delay_ms(self.call_paths[0][1])
         if self.first_call_delay_ms is not None:
             return 2 * self.first_call_delay_ms
         return self.forward.delay_ms + self.reverse.delay_ms
 
     def round_trip_propagation_ms_at(self, t_s: float) -> float:
         """RTTm at t_s seconds after call start, under the links' delay schedules (both read at t_s: a step moves
-        the round trip within one one-way delay of it); a call's own delay has no schedule."""
+        the round trip within one one-way delay of it); a call's own delay has no schedule. In a chain: the first
+        call's hops a -> b at t_s, and their plain way back at each hop's delay_ms (scenarios/chain.js reverseHop)."""
+        if self.hops and self.call_paths:
+            path = self.call_paths[0][1]
+            return sum(self.hops[h].delay_ms_at(t_s) for h in path) + self.path_delay_ms(path)
         if self.first_call_delay_ms is not None:
             return 2 * self.first_call_delay_ms
         return self.forward.delay_ms_at(t_s) + self.reverse.delay_ms_at(t_s)
@@ -189,7 +201,18 @@ def view(doc: Any) -> Scenario:
                     forward=_link(network.get("forward")), reverse=_link(network.get("reverse")),
                     cross_traffic=[_cross(c) for c in doc.get("cross_traffic") or []],
                     hops=tuple(_link(h) for h in network.get("hops") or []),
+                    call_paths=_call_paths(doc, len(network.get("hops") or [])),
                     first_call_delay_ms=_first_call_delay(doc))
+
+
+def _call_paths(doc: dict[str, Any], n: int) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """With n > 0 hops: each call's id and path (calls[], else the one call; a null path is every hop)."""
+    if n == 0:
+        return ()
+    listed = doc.get("calls")
+    items: list[Any] = listed if isinstance(listed, list) and listed else [doc.get("call") or {}]
+    return tuple((str(c.get("id", i)), tuple(int(h) for h in c["path"]) if isinstance(c.get("path"), list)
+                  else tuple(range(n))) for i, c in enumerate(items))
 
 
 def _first_call_delay(doc: dict[str, Any]) -> float | None:
@@ -215,7 +238,8 @@ def to_json(s: Scenario) -> dict[str, Any]:
             "cross_traffic": [{"kind": c.kind, "direction": c.direction, "flows": c.flows, "start_s": c.start_s,
                                "stop_s": c.stop_s, "congestion_control": c.congestion_control, "dscp": c.dscp}
                               for c in s.cross_traffic],
-            "first_call_delay_ms": s.first_call_delay_ms}
+            "first_call_delay_ms": s.first_call_delay_ms,
+            "call_paths": [{"id": i, "path": list(p)} for i, p in s.call_paths]}
 
 
 def main(argv: list[str] | None = None) -> int:

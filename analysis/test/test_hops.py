@@ -13,6 +13,7 @@ import pytest
 from pcapbuild import ipv4_frame, rtp, udp
 from rtclab.analyze import analyze
 from rtclab.report import render
+from rtclab.scenario import view
 from runbuild import MS, T0_NS, A, B, Run, Sent, log_key, scenario, write_gtlog
 
 HOP_DELAY_MS = (40, 20)  # propagation after each hop
@@ -140,6 +141,11 @@ def test_each_calls_delay_and_loss_are_attributed_to_the_hops_of_its_path(tmp_pa
 
     report = render(m)
     assert "hops (a chain of 2 bottlenecks" in report
+    # Each call's propagation delay is its path's (s1 40 + 20 ms, s2 20 ms), RTTm the first call's both ways.
+    assert m["scenario"]["call_paths"] == [{"id": "s1", "path": [0, 1]}, {"id": "s2", "path": [1]}]
+    assert ("propagation delay (scenario): a chain of 2 hops (hop 0 40 ms, hop 1 20 ms); each call's path, each "
+            "way: s1 60 ms (hops 0-1), s2 20 ms (hop 1); RTTm 120 ms (the first call's)") in report
+    assert "forward 0 ms" not in report
     row = ["s1", "1", str(want1["arrived"]), str(want1["dropped"])]
     assert any(line.split()[:4] == row for line in report.splitlines())
 
@@ -162,3 +168,19 @@ def test_no_hops_section_without_a_chain(tmp_path):
     run.write(tmp_path, scenario(1, {"delay_ms": 20}))
     m, _ = analyze(tmp_path, run_tshark=False)
     assert "hops" not in m
+
+
+def test_a_chains_rttm_is_the_first_calls_path_both_ways_under_its_hops_delay_steps():
+    step = {"delay_schedule": [{"at_s": 10, "delay_ms": 50}]}
+    doc = {"network": {"hops": [{"delay_ms": 40, "rate": {"kbit": 2000}},
+                                {"delay_ms": 20, **step, "rate": {"kbit": 1000}},
+                                {"delay_ms": 5, "rate": {"kbit": 1000}}]},
+           "calls": [{"id": "s2", "path": [1, 2]}, {"id": "s1"}]}
+    s = view(doc)
+    assert s.call_paths == (("s2", (1, 2)), ("s1", (0, 1, 2)))
+    assert s.round_trip_propagation_ms == 2 * (20 + 5)
+    # After hop 1's step a -> b takes 50 + 5 ms; the way back stays at the hops' delay_ms (20 + 5).
+    assert s.round_trip_propagation_ms_at(5) == 50
+    assert s.round_trip_propagation_ms_at(12) == (50 + 5) + (20 + 5)
+    assert view({"network": {"forward": {"delay_ms": 30}}}).call_paths == ()
+

@@ -78,7 +78,7 @@ def test_typed_view_of_a_normalised_scenario():
         "hops": [],
         "cross_traffic": [{"kind": "tcp", "direction": "reverse", "flows": 3, "start_s": 5, "stop_s": 20,
                            "congestion_control": "cubic", "dscp": 10}],
-        "first_call_delay_ms": None}
+        "first_call_delay_ms": None, "call_paths": []}
     assert s.round_trip_propagation_ms == 19.5
     # Time-weighted mean capacity over [5, 15): half at 2000 kbit/s, half at 500.
     assert s.forward.mean_capacity_bps(5, 15) == pytest.approx(1_250_000.0)

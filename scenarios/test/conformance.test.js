@@ -109,6 +109,7 @@ function expectedAnalyzerView(s) {
     cross_traffic: s.cross_traffic.map((/** @type {any} */ c) => ({ kind: c.kind, direction: c.direction, flows: c.flows, start_s: c.start_s,
       stop_s: c.stop_s, congestion_control: c.congestion_control, dscp: c.dscp })),
     first_call_delay_ms: s.calls.length ? s.calls[0].delay_ms : s.call.delay_ms,
+    call_paths: s.network.hops.length ? s.calls.map((/** @type {any} */ c) => ({ id: c.id, path: c.path })) : [],
   };
 }
 
