@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { run, runChecked, sleep } from './exec.js';
 import { DATA } from './names.js';
+import { mulberry32 } from './seeded-random.js';
 
 const BASE_PORT = 5201;
 
@@ -33,18 +34,6 @@ function endpoint(item, n) {
 }
 
 const SHORT_TCP = join(dirname(fileURLToPath(import.meta.url)), 'short_tcp.py');
-
-/** A 32-bit generator (mulberry32): the same seed, the same numbers on every machine. @param {number} seed */
-function mulberry32(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** At most this many downloads are drawn per item (an idle mean far below the run's length would be a mistake). */
 const MAX_DOWNLOADS = 100000;

@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { census, censusCount } from '../../harness/census.js';
 import { newId, names } from '../../netem/names.js';
 import { stateFile } from '../../netem/state.js';
+import { mulberry32 } from '../../netem/seeded-random.js';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const { values } = parseArgs({ options: {
@@ -34,18 +35,6 @@ const { values } = parseArgs({ options: {
 if (!['phase', 'random'].includes(values.at)) {
   console.error(`--at must be phase or random (got "${values.at}")`);
   process.exit(2);
-}
-
-/** A small deterministic generator (mulberry32), so a campaign can be replayed with its seed. @param {number} seed */
-function random(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /**
@@ -152,7 +141,7 @@ function run(argv) {
 }
 
 const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const rand = random(Number(values.seed));
+const rand = mulberry32(Number(values.seed));
 const targets = values.targets.split(',').filter((t) => TARGETS[t]);
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'rtclab-kill-'));
 /** @type {{ n: number, target: string, signal: string, aim: string, at_s: number, phase: string, hang: boolean, left: number, running: string[], details: string }[]}
