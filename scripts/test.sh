@@ -44,7 +44,8 @@ case "${1:-}" in
 esac
 passed=0 failed=0 failed_suites=()
 log=$(mktemp -d /tmp/rtclab-test.XXXXXX)
-trap 'rm -rf "$log"' EXIT
+# RTCLAB_TEST_KEEP_LOGS=1 keeps each suite's output and JUnit XML (each test's time) in $log, named at the end.
+if [ -n "${RTCLAB_TEST_KEEP_LOGS:-}" ]; then trap 'echo "logs kept in $log"' EXIT; else trap 'rm -rf "$log"' EXIT; fi
 started=$SECONDS
 show_measures=
 if [ -z "${RTCLAB_MEASURES_FILE:-}" ]; then export RTCLAB_MEASURES_FILE="$log/measures.txt"; show_measures=1; fi
@@ -127,8 +128,10 @@ start_load_tolerant() { # the real tier's load-tolerant part, in the background
     tolerant_pids+=($!)
   fi
   if [ -d analysis/test ]; then
+    # Whole files to a worker (--dist loadfile), as in the fast tier: a module's fixture (test_dashboard_layout's
+    # analysed call) is then built once, not in each worker that runs one of its tests.
     run_suite analyzer-tolerant junit "$log/analyzer-tolerant.xml" quiet .venv/bin/python -m pytest analysis/test -q \
-      -n 2 -m "(real_calls or integration) and load_tolerant" --durations=5 \
+      -n 2 --dist loadfile -m "(real_calls or integration) and load_tolerant" --durations=5 \
       --junitxml="$log/analyzer-tolerant.xml" &
     tolerant_pids+=($!)
   fi

@@ -33,10 +33,11 @@ def scenario_model_served() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def default_call_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One real call of scenarios/default.yaml (DEFAULT_CALL_S seconds, not analysed), shared by the real-call tests
-    that only read it (the event logs' join, the frames' record and join): one call of the test command's time
-    instead of one per test. Each test analyses it itself; the analysis rewrites only its own outputs. Under
-    scripts/test.sh it is the 22 s default call harness/test/call.e2e.test.js placed earlier in the same real tier
+    """One real call of scenarios/default.yaml (DEFAULT_CALL_S seconds, not analysed) with Chrome's own
+    webrtc-internals dumps saved (--webrtc-internals), shared by the real-call tests that only read it (the event
+    logs' join, the frames' record and join, the dumps' import): one call of the test command's time instead of one
+    per test. Each test analyses it itself; the analysis rewrites only its own outputs. Under scripts/test.sh it is the
+    22 s call harness/test/call.e2e.test.js placed earlier in the same real tier, with the same options
     (RTCLAB_TEST_SHARED_RUNS), when that call completed: one call fewer again."""
     if os.geteuid() != 0 or shutil.which("node") is None:
         pytest.skip("real calls need root and node")
@@ -44,16 +45,17 @@ def default_call_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shared is not None:
         return shared
     run = tmp_path_factory.mktemp("default-call") / "run"
-    proc = subprocess.run(["node", str(ROOT / "harness" / "cli.js"), "--duration", str(DEFAULT_CALL_S), "--out",
-                           str(run), "--no-analyze"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(["node", str(ROOT / "harness" / "cli.js"), "--duration", str(DEFAULT_CALL_S),
+                           "--webrtc-internals", "--out", str(run), "--no-analyze"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
     manifest = json.loads((run / "manifest.json").read_text()) if (run / "manifest.json").exists() else {}
     assert manifest.get("status") == "complete", proc.stdout[-4000:] + proc.stderr[-4000:]
     return run
 
 
 def _shared_default_call() -> Path | None:
-    """The default call the Node end-to-end test left in RTCLAB_TEST_SHARED_RUNS (scripts/test.sh: the same scenario,
-    no option but its duration), if it completed; None otherwise (the fixture places its own)."""
+    """The default call the Node end-to-end test left in RTCLAB_TEST_SHARED_RUNS (scripts/test.sh: the same scenario
+    and options, its duration apart), if it completed; None otherwise (the fixture places its own)."""
     shared = os.environ.get("RTCLAB_TEST_SHARED_RUNS")
     run = Path(shared) / "default-call" if shared else None
     if run is None or not (run / "manifest.json").exists():

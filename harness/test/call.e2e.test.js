@@ -52,10 +52,11 @@ function measureCrosschecks(t, crosschecks) {
 
 test('a 22 s call through the default scenario: captures, getStats, a valid manifest, the rate under the capacity', { timeout: 240_000 }, async (t) => {
   // Under scripts/test.sh the run stays for the analyzer's real-call tests, which read this call instead of placing
-  // one of their own (analysis/test/conftest.py, default_call_run).
+  // one of their own (analysis/test/conftest.py, default_call_run); it saves Chrome's own webrtc-internals dumps for
+  // the import's test (test_import_webrtc_internals_real.py), one call fewer.
   const shared = process.env.RTCLAB_TEST_SHARED_RUNS;
   const out = shared ? path.join(shared, 'default-call') : path.join(tmp, 'default');
-  const { code, stderr } = await runCli(['--duration', '22', '--out', out]);
+  const { code, stderr } = await runCli(['--duration', '22', '--webrtc-internals', '--out', out]);
   const manifest = manifestOf(out);
   assert.equal(manifest.status, 'complete', stderr);
   assert.equal(manifest.format_version, 3);
