@@ -193,7 +193,9 @@ def check_the_picture_was_worse_at_300_kbit(run: Path, m: dict) -> None:
     measure("outage.low_sampled_frames", len(low), 0)
     measure("outage.psnr_gain_db", mean(full, "psnr_db") - mean(low, "psnr_db"), 3)
     measure("outage.ssim_gain", mean(full, "ssim") - mean(low, "ssim"), 5)
-    assert q["sample_every"] == 5 and len(full) >= 10 and len(low) >= 10, (len(full), len(low))
+    # Enough frames for each mean: 300 kbit/s also lowers the frame rate, the more so on a slower machine (16-21
+    # sampled frames in the low phase on one 2-vCPU machine, 11 on a slower one); the gain is over 1 dB.
+    assert q["sample_every"] == 5 and len(full) >= 10 and len(low) >= 5, (len(full), len(low))
     assert mean(full, "psnr_db") > mean(low, "psnr_db")
     assert mean(full, "ssim") > mean(low, "ssim")
     assert "picture quality of" in report.render(m)

@@ -108,7 +108,10 @@ test('userspace: the ground-truth log agrees with the captures', { skip: SKIP_NO
     const r = rec(d);
     assert.ok(d.owd_ms !== null, `forwarded packet ip_id ${d.ip_id} (sent at ${d.t_send_ns} ns) missing at b`);
     const owd = d.owd_ms;
-    modelErr.push(Math.abs(owd - Number(r.dequeue_ns - r.arrival_ns + (r.tx_end_ns - r.dequeue_ns) + delay_ns) / 1e6));
+    // The model's time, plus the release lateness the log records (the host's scheduling: the run's validity judges
+    // it from the same log), against the wire's.
+    const lateness = r.release_ns > r.due_ns ? r.release_ns - r.due_ns : 0n;
+    modelErr.push(Math.abs(owd - Number(r.dequeue_ns - r.arrival_ns + (r.tx_end_ns - r.dequeue_ns) + delay_ns + lateness) / 1e6));
     releaseErr.push(Math.abs(owd - Number(r.release_ns - r.arrival_ns) / 1e6));
   }
   const [modelP95] = percentiles(modelErr, [95]);
@@ -117,10 +120,11 @@ test('userspace: the ground-truth log agrees with the captures', { skip: SKIP_NO
     const [p50, p95, p99] = percentiles(xs, [50, 95, 99]);
     return `p50 ${p50.toFixed(3)} p95 ${p95.toFixed(3)} p99 ${p99.toFixed(3)} max ${Math.max(...xs).toFixed(3)} ms`;
   };
-  t.diagnostic(`${forwarded.length} forwarded, ${dropped.length} dropped; |OWD - (sojourn + tx + delay)| ${q(modelErr)}; |OWD - (release - arrival)| ${q(releaseErr)}`);
-  // Sojourn + transmission + delay holds within 0.2 ms for 95% of packets even with other work on the 2 cores;
-  // the tail is release lateness and veth/softirq scheduling on this VM (reported above, not asserted).
-  assert.ok(modelP95 < 0.2, `p95 |OWD - (sojourn + tx + delay)| ${modelP95} ms`);
+  t.diagnostic(`${forwarded.length} forwarded, ${dropped.length} dropped; |OWD - (sojourn + tx + delay + lateness)| ${q(modelErr)}; |OWD - (release - arrival)| ${q(releaseErr)}`);
+  // Sojourn + transmission + delay + the logged release lateness holds within 0.2 ms for 95% of packets even with
+  // other work on the 2 cores (0.07-0.12 ms without the lateness term on one machine; 0.18 on a slower one, where
+  // late releases made most of it); the tail is veth/softirq scheduling on the VM (reported above, not asserted).
+  assert.ok(modelP95 < 0.2, `p95 |OWD - (sojourn + tx + delay + lateness)| ${modelP95} ms`);
 });
 
 test('userspace: the stats\' release-lateness counters equal the log\'s release - due, packet for packet', { skip: SKIP_NO_BOTTLENECK, timeout: 30000, claim: 'userspace-overload' }, async (t) => {

@@ -71,7 +71,10 @@ test('uml: netem delay, TBF rate with fifo drops, FQ-CoDel statistics in the gue
     const kbit = Number(recv[1]) * (recv[2] === 'M' ? 1000 : 1);
     t.diagnostic(`iperf3 UDP 8000 kbit/s offered, ${kbit} kbit/s received (TBF 4000 kbit/s)`);
     measure(t, 'tbf.uml.received_kbit', kbit, 3);
-    assert.ok(kbit > 4000 * 0.85 && kbit < 4000 * 1.05, `received ${kbit} kbit/s through a 4000 kbit/s TBF`);
+    // The guest's TBF (HZ 100) delivers less when its timers run late on a loaded host: 3800-3820 kbit/s on one
+    // 2-vCPU machine, 3460 on a slower one in the real tier's three lanes. The lower bound tells a TBF at the wrong
+    // rate (or none: 8000 received) from a late one.
+    assert.ok(kbit > 4000 * 0.75 && kbit < 4000 * 1.05, `received ${kbit} kbit/s through a 4000 kbit/s TBF`);
     const shown = await guestRun(channelDir(id), ['tc', '-s', '-j', 'qdisc', 'show']);
     assert.equal(shown.code, 0, shown.stderr);
     const qdiscs = JSON.parse(shown.stdout);
