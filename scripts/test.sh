@@ -42,6 +42,9 @@ case "${1:-}" in
   --real-calls) tier=real parts=calls ;;
   *) echo "usage: scripts/test.sh [--fast | --real | --real-netem | --real-calls]" >&2; exit 2 ;;
 esac
+# Python keeps its compiled modules (__pycache__, git-ignored) even where the environment says not to
+# (PYTHONDONTWRITEBYTECODE, set on some machines): else every test process compiles the analyzer's modules again.
+unset PYTHONDONTWRITEBYTECODE
 passed=0 failed=0 failed_suites=()
 log=$(mktemp -d /tmp/rtclab-test.XXXXXX)
 # RTCLAB_TEST_KEEP_LOGS=1 keeps each suite's output and JUnit XML (each test's time) in $log, named at the end.
