@@ -31,8 +31,6 @@
 #   fast tier: everything else: unit, plan, property and conformance tests, the type checks (tsc; mypy in
 #     analysis/test/test_types.py), the linters (ruff, clippy, rustfmt; their rules in pyproject.toml, rustfmt.toml
 #     and tsconfig.json's flags) and cargo's tests. A new test is fast unless its file name or marker says otherwise.
-#     With --fast it runs alone; in the whole command it runs beside the real tier's network tests at SCHED_IDLE
-#     (fast_beside_netem below), so a fast test must not depend on the host's network staying as it is.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tier=all parts=all
@@ -151,14 +149,14 @@ run_load_tolerant() {
   echo "=== load-tolerant real tests: $((SECONDS - t0)) s"
 }
 
-# The fast tier's suites, each to its own output (counted afterwards by count_fast_tier).
-# Two lanes at once: pytest on both cores (pytest-xdist), and beside it the linters, the cargo tests, clippy, the
-# TypeScript checker and node's tests (four files at a time: most of their time is spent waiting on the processes
-# they start). Safe: no fast test measures time against a budget or needs the machine to itself (the
-# timing-sensitive ones are in the real tier, run alone below), so sharing the cores only makes them slower, never
-# wrong. pytest hands out whole files (--dist loadfile): a module's shared fixtures (synthetic studies, analysed
-# runs) are then built once, not once in each worker that runs one of its tests.
-run_fast_tier() {
+if [ "$tier" != real ]; then
+  echo "=== fast tier"
+  # Two lanes at once: pytest on both cores (pytest-xdist), and beside it the linters, the cargo tests, clippy, the
+  # TypeScript checker and node's tests (four files at a time: most of their time is spent waiting on the processes
+  # they start). Safe: no fast test measures time against a budget or needs the machine to itself (the
+  # timing-sensitive ones are in the real tier, run alone below), so sharing the cores only makes them slower, never
+  # wrong. pytest hands out whole files (--dist loadfile): a module's shared fixtures (synthetic studies, analysed
+  # runs) are then built once, not once in each worker that runs one of its tests.
   fast_pids=()
   if [ -d analysis/test ]; then
     run_suite analyzer junit "$log/analyzer.xml" quiet .venv/bin/python -m pytest analysis/test -q -n auto \
@@ -180,24 +178,7 @@ run_fast_tier() {
   mapfile -t fast < <(node_tests fast)
   [ ${#fast[@]} -gt 0 ] && run_suite node junit "$log/node.xml" quiet node_test "$log/node.xml" 4 "${fast[@]}"
   [ ${#fast_pids[@]} -gt 0 ] && wait "${fast_pids[@]}"
-}
-count_fast_tier() {
-  local name
   for name in ruff rustfmt bottleneck xstate-shim core clippy types node analyzer; do count_suite "$name"; done
-}
-
-# Where the fast tier runs in the whole command: beside the network's tests (the real tier's netem lanes), at
-# SCHED_IDLE, so that it takes only the CPU time they leave (they wait on links of 1-10 Mbit/s most of the time) and
-# any of their processes that wakes up takes the CPU from it at once. RTCLAB_FAST_BESIDE_NETEM=0 runs it first,
-# alone, as --fast does.
-fast_beside_netem=
-if [ "$tier" = all ] && [ "${RTCLAB_FAST_BESIDE_NETEM:-1}" = 1 ] && chrt --idle 0 true 2>/dev/null; then
-  fast_beside_netem=1
-fi
-if [ "$tier" = fast ] || { [ "$tier" = all ] && [ -z "$fast_beside_netem" ]; }; then
-  echo "=== fast tier"
-  run_fast_tier
-  count_fast_tier
   echo "=== fast tier: $((SECONDS - started)) s"
 fi
 
@@ -221,33 +202,15 @@ if [ "$tier" != fast ]; then
   lanes=${RTCLAB_NETEM_LANES:-3}
   [ "$parts" = calls ] && netem_real=()
   [ "$parts" = netem ] && other_real=()
-  lanes_started=$SECONDS
   if [ ${#netem_real[@]} -gt 0 ]; then
     mkdir "$log/claims"
-    lane_pids=()
     for ((k = 1; k <= lanes; k++)); do
       off=$(( (k - 1) * ${#netem_real[@]} / lanes ))
       RTCLAB_TEST_CLAIMS="$log/claims" run_suite "netem-real-$k" junit "$log/netem-real-$k.xml" quiet \
         node_test "$log/netem-real-$k.xml" 1 "${netem_real[@]:off}" "${netem_real[@]:0:off}" &
-      lane_pids+=($!)
     done
-  fi
-  # The fast tier beside the lanes (see fast_beside_netem above), done before any call starts.
-  if [ -n "$fast_beside_netem" ]; then
-    echo "=== fast tier, beside the network's tests at SCHED_IDLE"
-    fast_started=$SECONDS
-    ( chrt --idle -p 0 "$BASHPID" >/dev/null && run_fast_tier ) &
-    fast_pid=$!
-  fi
-  if [ ${#netem_real[@]} -gt 0 ]; then
-    wait "${lane_pids[@]}"
-    echo "=== the network's tests: $((SECONDS - lanes_started)) s"
+    wait
     for ((k = 1; k <= lanes; k++)); do count_suite "netem-real-$k"; done
-  fi
-  if [ -n "$fast_beside_netem" ]; then
-    wait "$fast_pid"
-    count_fast_tier
-    echo "=== fast tier: $((SECONDS - fast_started)) s (beside the network's tests)"
   fi
   # One real call serves two runners: the Node end-to-end test's default call stays here for the analyzer's real-call
   # tests that only read a default call (analysis/test/conftest.py, default_call_run), one call fewer.

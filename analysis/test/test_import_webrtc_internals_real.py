@@ -158,9 +158,13 @@ def test_an_imported_chrome_dump_gives_the_lab_runs_getstats_rates_within_1_perc
         samples = [ln["t"] for ln in lines(tmp_path / side / f"getstats-{side}.jsonl")]
         inside = [t for t in samples if call_start <= t <= call_end]
         dumped = series(imp[side], prefix, imp[side]["run"]["call_start"])
-        # a rate's first point holds over the interval from the sample before it: the interval starts at a point
-        lo, hi = max(inside[0], dumped[0][0]), inside[-1]
+        ours = series(lab, prefix, call_start)
+        # a rate's first point holds over the interval from the sample before it: the interval starts at a point of
+        # both series (whichever grid's first sample in the call came later); a rate's ends within both (a gauge's
+        # last point holds to the end)
+        lo = max(inside[0], dumped[0][0], ours[0][0])
+        hi = min(inside[-1], ours[-1][0]) if average is held_back else inside[-1]
         assert hi - lo >= call_s(call) - 3, f"the dump of {side} covers {lo - call_start:.1f}..{hi - call_start:.1f} s"
-        got, want = average(dumped, lo, hi), average(series(lab, prefix, call_start), lo, hi)
+        got, want = average(dumped, lo, hi), average(ours, lo, hi)
         measure(f"import.webrtc_internals.{prefix.replace(':', '_')}_difference_pct", 100 * (got - want) / want, 3)
         assert not bounded or abs(got - want) <= BAR * abs(want), f"{prefix}: imported {got:.1f}, lab {want:.1f}"

@@ -125,52 +125,85 @@ function check(t, runDir, t0_ns) {
   // Phase 2: hop 0 (4 Mbit/s) forwards at once; hop 1 (2 Mbit/s, 3.3 offered) binds.
   assert.ok(p2h0.drops === 0 && percentile(p2h0.sojourn, 95) < 10, `phase 2 hop 0: ${line(p2h0)}`);
   assert.ok(p2h1.drops > 0 && percentile(p2h1.sojourn, 50) > 0.8 * fill(2000), `phase 2 hop 1: ${line(p2h1)}`);
-  // Each delivered packet's release lateness on its way (release - due in the hops' logs): hop 1's own, plus hop 0's
-  // when hop 1 forwarded the packet at once (its due then follows its arrival, late with hop 0's release; a packet
-  // that waited in hop 1's queue leaves on hop 1's schedule whatever hop 0 did).
-  /** @type {Map<number, bigint>} */
-  const lateness = new Map();
+  checkRates(t, { via0, via1, logs, hops, t0_ns });
+}
+
+/**
+ * Each delivered packet's release lateness on its way (release - due in the hops' logs), by its index in the joins:
+ * hop 1's own, plus hop 0's when hop 1 forwarded the packet at once (its due then follows its arrival, late with hop
+ * 0's release; a packet that waited in hop 1's queue leaves on hop 1's schedule whatever hop 0 did).
+ * @param {import('../test-support/pcap.js').Row[]} via0 @param {import('../test-support/pcap.js').Row[]} via1
+ * @param {string[]} logs
+ */
+function releaseLateness(via0, via1, logs) {
   const late = (/** @type {string} */ log, /** @type {number | null} */ gt) => {
     if (gt === null) return 0n;
     const g = readAt(log, gt);
     return g.release_ns > g.due_ns ? g.release_ns - g.due_ns : 0n;
   };
-  for (let i = 0; i < via0.length; i++) {
+  return via0.map((r0, i) => {
     const gt1 = via1[i].gt, g1 = gt1 === null ? null : readAt(logs[1], gt1);
     const waited = g1 !== null && g1.dequeue_ns > g1.arrival_ns;
-    lateness.set(i, late(logs[1], via1[i].gt) + (waited ? 0n : late(logs[0], via0[i].gt)));
-  }
-  checkRates(t, via0, lateness, sec);
+    return late(logs[1], gt1) + (waited ? 0n : late(logs[0], r0.gt));
+  });
 }
 
 /**
- * The rate at b (capture) is the binding hop's: 1 Mbit/s of the two-hop flow, then 2 Mbit/s of both routed flows. Each
- * arrival is placed at its time less the release lateness the hops' logs record on its way (the host's scheduling, which a
- * run's validity judges from the same logs; a stall of the host shifts a window's packets into the next one): what is
- * checked is that the packets reach b at the rate the binding hop's schedule gives. The rate without that correction
- * is reported.
- * @param {import('node:test').TestContext} t @param {import('../test-support/pcap.js').Row[]} rows
- * @param {Map<number, bigint>} lateness by the row's index @param {(ns: bigint) => number} sec seconds since t0
+ * The rate at b is the binding hop's (hop 0's 1 Mbit/s in phase 1, hop 1's 2 Mbit/s in phase 2), in three parts, each
+ * what the code controls:
+ * - the hop transmits at its rate: back-to-back departures in its log are (IP length + 14) x 8 / rate apart (the
+ *   schedule's own computation), and its departures over the window carry no more than the rate;
+ * - b's capture agrees with those departures: the bits reaching b in the window (each arrival less the release
+ *   lateness the logs record on its way: the host's scheduling, judged by a run's validity from the same logs) are
+ *   the hop's departures in the window shifted by the path after it;
+ * - how busy the hop was (its departures / its rate) is the sender's doing, not the hop's: the sender is a
+ *   normal-priority process beside the other lanes' SCHED_FIFO guests and bottlenecks, starved at times on a slow
+ *   machine (its queue of 50 packets covers 0.42 s at 1 Mbit/s): reported, not bounded (0.76-1.0 seen).
+ * @param {import('node:test').TestContext} t
+ * @param {{ via0: import('../test-support/pcap.js').Row[], via1: import('../test-support/pcap.js').Row[], logs: string[],
+ *   hops: import('../test-support/pcap.js').GtRecord[][], t0_ns: bigint }} c
  */
-function checkRates(t, rows, lateness, sec) {
-  const rateKbit = (/** @type {number[]} */ ports, /** @type {number} */ from, /** @type {number} */ to, /** @type {boolean} */ corrected) => {
-    let bits = 0;
-    rows.forEach((r, i) => {
-      if (r.status !== 'delivered' || !ports.includes(r.dport)) return;
-      const at = sec(/** @type {bigint} */ (r.t_recv_ns) - (corrected ? lateness.get(i) ?? 0n : 0n));
-      if (at >= from && at < to) bits += (r.ip_len + 14) * 8; // wire bytes, as the hops count them
+function checkRates(t, c) {
+  const lateness = releaseLateness(c.via0, c.via1, c.logs);
+  const sec = (/** @type {bigint} */ ns) => Number(ns - c.t0_ns) / 1e9;
+  const wireBits = (/** @type {number} */ ipLen) => (ipLen + 14) * 8; // as the hops count them
+  const tx1ms = wireBits(THROUGH_BOTH.ip_len) / 2000; // hop 1's transmission of a two-hop packet, at once in phase 1
+  const phases = [
+    { n: 1, hop: 0, kbit: 1000, ports: [THROUGH_BOTH.port], from: 1, to: STEP_S, after_ms: HOP_DELAY_MS + tx1ms + HOP_DELAY_MS, tol: 50 },
+    { n: 2, hop: 1, kbit: 2000, ports: [THROUGH_BOTH.port, HOP1_ONLY.port], from: STEP_S + 1, to: SECONDS, after_ms: HOP_DELAY_MS, tol: 100 },
+  ];
+  for (const p of phases) {
+    const span = p.to - p.from;
+    const forwarded = c.hops[p.hop].filter((g) => g.event <= 1).sort((x, y) => (x.tx_end_ns < y.tx_end_ns ? -1 : 1));
+    // Back to back (a packet's transmission starting as the one before it ends: the link busy, its token bucket
+    // empty), departures are one packet's wire time at the rate apart, to the nanosecond (not across the step at
+    // STEP_S, whose rate changes during a transmission).
+    let backToBack = 0;
+    for (let i = 1; i < forwarded.length; i++) {
+      const [prev, g] = [forwarded[i - 1], forwarded[i]];
+      if (g.dequeue_ns !== prev.tx_end_ns || sec(g.dequeue_ns) < p.from - 1 || sec(g.dequeue_ns) >= p.to - 0.1) continue;
+      backToBack++;
+      const gap_ns = Number(g.tx_end_ns - prev.tx_end_ns), want_ns = (wireBits(g.ip_len) / p.kbit) * 1e6;
+      assert.ok(Math.abs(gap_ns - want_ns) <= 1000, `phase ${p.n} hop ${p.hop}: ${g.ip_len} bytes left ${gap_ns} ns after the packet before, ${want_ns} at ${p.kbit} kbit/s`);
+    }
+    assert.ok(backToBack > 50, `phase ${p.n} hop ${p.hop}: ${backToBack} departures back to back (the hop binds, so most are)`);
+    const shift = p.after_ms / 1000;
+    const departed = forwarded.filter((g) => sec(g.tx_end_ns) + shift >= p.from && sec(g.tx_end_ns) + shift < p.to)
+      .reduce((bits, g) => bits + wireBits(g.ip_len), 0) / span / 1000;
+    let atB = 0, raw = 0;
+    c.via0.forEach((r, i) => {
+      if (r.status !== 'delivered' || !p.ports.includes(r.dport)) return;
+      const at = sec(/** @type {bigint} */ (r.t_recv_ns) - lateness[i]), rawAt = sec(/** @type {bigint} */ (r.t_recv_ns));
+      if (at >= p.from && at < p.to) atB += wireBits(r.ip_len);
+      if (rawAt >= p.from && rawAt < p.to) raw += wireBits(r.ip_len);
     });
-    return bits / (to - from) / 1000;
-  };
-  const phase1 = [[THROUGH_BOTH.port], 1, STEP_S], phase2 = [[THROUGH_BOTH.port, HOP1_ONLY.port], STEP_S + 1, SECONDS];
-  const [r1, r2] = [phase1, phase2].map(([ports, from, to]) => rateKbit(/** @type {number[]} */ (ports), /** @type {number} */ (from), /** @type {number} */ (to), true));
-  const [raw1, raw2] = [phase1, phase2].map(([ports, from, to]) => rateKbit(/** @type {number[]} */ (ports), /** @type {number} */ (from), /** @type {number} */ (to), false));
-  measure(t, 'chain.userspace.phase1_rate_kbit', r1, 0);
-  measure(t, 'chain.userspace.phase2_rate_kbit', r2, 0);
-  measure(t, 'chain.userspace.phase1_rate_uncorrected_kbit', raw1, 0);
-  measure(t, 'chain.userspace.phase2_rate_uncorrected_kbit', raw2, 0);
-  assert.ok(Math.abs(r1 - 1000) < 50, `phase 1: ${r1.toFixed(0)} kbit/s at b (${raw1.toFixed(0)} without the release lateness), hop 0's 1000`);
-  assert.ok(Math.abs(r2 - 2000) < 100, `phase 2: ${r2.toFixed(0)} kbit/s at b (${raw2.toFixed(0)} without the release lateness), hop 1's 2000`);
+    const [rate, rawRate] = [atB / span / 1000, raw / span / 1000];
+    measure(t, `chain.userspace.phase${p.n}_rate_kbit`, rate, 0);
+    measure(t, `chain.userspace.phase${p.n}_rate_uncorrected_kbit`, rawRate, 0);
+    measure(t, `chain.userspace.phase${p.n}_busy_share`, departed / p.kbit, 3);
+    assert.ok(departed <= p.kbit * 1.01, `phase ${p.n}: hop ${p.hop} departed ${departed.toFixed(0)} kbit/s, over its ${p.kbit}`);
+    assert.ok(Math.abs(rate - departed) < p.tol, `phase ${p.n}: ${rate.toFixed(0)} kbit/s at b (${rawRate.toFixed(0)} without the release lateness), hop ${p.hop} departed ${departed.toFixed(0)} kbit/s of its ${p.kbit}`);
+  }
 }
 
 /** @type {Map<string, import('../test-support/pcap.js').GtRecord[]>} */
