@@ -115,6 +115,7 @@ def test_the_harness_saves_chromes_own_dump_from_both_browsers(call: Path) -> No
 def test_an_imported_chrome_dump_gives_the_lab_runs_getstats_rates_within_1_percent(call: Path,
                                                                                     tmp_path: Path) -> None:
     assert run_cli("analyze", str(call)) in (0, 3)  # 3: an INVALID run still has its getStats
+    seconds = call_s(call)
     for side in ("a", "b"):
         assert run_cli("import", "webrtc-internals", str(call / f"webrtc-internals-{side}.json.gz"),
                        "--out", str(tmp_path / side), "--side", side) == 0
@@ -130,14 +131,14 @@ def test_an_imported_chrome_dump_gives_the_lab_runs_getstats_rates_within_1_perc
         theirs = [(o["timestamp"], o[counter]) for _, o in objects(tmp_path / side / f"getstats-{side}.jsonl", typ,
                                                                    "video")]
         inside = [(t, v) for t, v in theirs if ours[0][0] <= t <= ours[-1][0]]
-        assert len(inside) >= call_s(call) - 3
+        assert len(inside) >= seconds - 3
         for t, v in inside:
             k = bisect.bisect_left([x for x, _ in ours], t)
             before, after = ours[k - 1] if ours[k][0] > t else ours[k], ours[k]
             assert before[1] <= v <= after[1], f"{side} {counter} {v} at {t}: lab {before} .. {after}"
     lab_rtt, dump_rtt = rtts(call / "getstats-a.jsonl"), rtts(tmp_path / "a" / "getstats-a.jsonl")
     shared = set(lab_rtt) & set(dump_rtt)
-    assert len(shared) >= call_s(call) // 2 and all(lab_rtt[n] == dump_rtt[n] for n in shared)
+    assert len(shared) >= seconds // 2 and all(lab_rtt[n] == dump_rtt[n] for n in shared)
 
     # The bar, over the call as far as each dump covers it.
     timings = json.loads((call / "manifest.json").read_text())["timings"]
@@ -164,7 +165,7 @@ def test_an_imported_chrome_dump_gives_the_lab_runs_getstats_rates_within_1_perc
         # last point holds to the end)
         lo = max(inside[0], dumped[0][0], ours[0][0])
         hi = min(inside[-1], ours[-1][0]) if average is held_back else inside[-1]
-        assert hi - lo >= call_s(call) - 3, f"the dump of {side} covers {lo - call_start:.1f}..{hi - call_start:.1f} s"
+        assert hi - lo >= seconds - 3, f"the dump of {side} covers {lo - call_start:.1f}..{hi - call_start:.1f} s"
         got, want = average(dumped, lo, hi), average(ours, lo, hi)
         measure(f"import.webrtc_internals.{prefix.replace(':', '_')}_difference_pct", 100 * (got - want) / want, 3)
         assert not bounded or abs(got - want) <= BAR * abs(want), f"{prefix}: imported {got:.1f}, lab {want:.1f}"

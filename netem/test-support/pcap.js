@@ -69,6 +69,11 @@ export function readPcap(file) {
 
 const GT_NS = ['arrival_ns', 'dequeue_ns', 'tx_end_ns', 'due_ns', 'release_ns', 'key'];
 
+/** How late the bottleneck released a packet after its due time (0 when on time), ns. @param {GtRecord} r */
+export function releaseLateness(r) {
+  return r.release_ns > r.due_ns ? r.release_ns - r.due_ns : 0n;
+}
+
 /** The bottleneck's ground-truth log (docs/bottleneck-log.md). @param {string} file @returns {{ header: any, records: GtRecord[] }} */
 export function readGtlog(file) {
   const doc = exportJson(['gtlog', file]);

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { withNetwork, udpPaced, SKIP_NO_BOTTLENECK } from '../test-support/net.js';
-import { readGtlog, joinCaptures, percentile } from '../test-support/pcap.js';
+import { readGtlog, releaseLateness, joinCaptures, percentile } from '../test-support/pcap.js';
 import { measure } from '../test-support/measure.js';
 
 const HOP_DELAY_MS = 5;
@@ -135,12 +135,8 @@ function check(t, runDir, t0_ns) {
  * @param {import('../test-support/pcap.js').Row[]} via0 @param {import('../test-support/pcap.js').Row[]} via1
  * @param {string[]} logs
  */
-function releaseLateness(via0, via1, logs) {
-  const late = (/** @type {string} */ log, /** @type {number | null} */ gt) => {
-    if (gt === null) return 0n;
-    const g = readAt(log, gt);
-    return g.release_ns > g.due_ns ? g.release_ns - g.due_ns : 0n;
-  };
+function pathLateness(via0, via1, logs) {
+  const late = (/** @type {string} */ log, /** @type {number | null} */ gt) => (gt === null ? 0n : releaseLateness(readAt(log, gt)));
   return via0.map((r0, i) => {
     const gt1 = via1[i].gt, g1 = gt1 === null ? null : readAt(logs[1], gt1);
     const waited = g1 !== null && g1.dequeue_ns > g1.arrival_ns;
@@ -164,7 +160,7 @@ function releaseLateness(via0, via1, logs) {
  *   hops: import('../test-support/pcap.js').GtRecord[][], t0_ns: bigint }} c
  */
 function checkRates(t, c) {
-  const lateness = releaseLateness(c.via0, c.via1, c.logs);
+  const lateness = pathLateness(c.via0, c.via1, c.logs);
   const sec = (/** @type {bigint} */ ns) => Number(ns - c.t0_ns) / 1e9;
   const wireBits = (/** @type {number} */ ipLen) => (ipLen + 14) * 8; // as the hops count them
   const tx1ms = wireBits(THROUGH_BOTH.ip_len) / 2000; // hop 1's transmission of a two-hop packet, at once in phase 1

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { withNetwork, udpFlow, SKIP_NO_BOTTLENECK } from '../test-support/net.js';
-import { readPcap, readGtlog, joinCaptures, percentile, percentiles } from '../test-support/pcap.js';
+import { readPcap, readGtlog, releaseLateness, joinCaptures, percentile, percentiles } from '../test-support/pcap.js';
 import { umlUnavailable } from '../uml/guest.js';
 import { measure } from '../test-support/measure.js';
 
@@ -110,7 +110,7 @@ test('userspace: the ground-truth log agrees with the captures', { skip: SKIP_NO
     const owd = d.owd_ms;
     // The model's time, plus the release lateness the log records (the host's scheduling: the run's validity judges
     // it from the same log), against the wire's.
-    const lateness = r.release_ns > r.due_ns ? r.release_ns - r.due_ns : 0n;
+    const lateness = releaseLateness(r);
     modelErr.push(Math.abs(owd - Number(r.dequeue_ns - r.arrival_ns + (r.tx_end_ns - r.dequeue_ns) + delay_ns + lateness) / 1e6));
     releaseErr.push(Math.abs(owd - Number(r.release_ns - r.arrival_ns) / 1e6));
   }
@@ -131,7 +131,7 @@ test('userspace: the stats\' release-lateness counters equal the log\'s release 
   assert.ok(userspace, 'needs the userspace overload run above');
   const { runDir } = userspace;
   const { records } = readGtlog(join(runDir, 'bottleneck-forward.gtlog'));
-  const late = records.filter((r) => r.event <= 1).map((r) => (r.release_ns > r.due_ns ? r.release_ns - r.due_ns : 0n));
+  const late = records.filter((r) => r.event <= 1).map(releaseLateness);
   const over = (/** @type {bigint} */ ns) => late.filter((x) => x > ns).length;
   // The last line is written at exit, after the last verdict: it counts the whole run, as the log does.
   const stats = JSON.parse(readFileSync(join(runDir, 'bottleneck-forward.stats.jsonl'), 'utf8').trimEnd().split('\n').pop() ?? '');

@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { withNetwork, udpPaced, SKIP_NO_BOTTLENECK } from '../test-support/net.js';
-import { readGtlog, joinCaptures, percentile } from '../test-support/pcap.js';
+import { readGtlog, releaseLateness, joinCaptures, percentile } from '../test-support/pcap.js';
 import { measure } from '../test-support/measure.js';
 
 const DELAY_MS = 5;
@@ -136,7 +136,7 @@ function check(t, runDir, t0_ns) {
     // From b's capture, less the release lateness the log itself records (release - due: the host's scheduling, which
     // the run's validity judges from the same log, and no fault of the schedule), the latest opportunity at or before
     // (arrival - delay) is the one the log names.
-    const lateness = r.release_ns > r.due_ns ? r.release_ns - r.due_ns : 0n;
+    const lateness = releaseLateness(r);
     if (lateness > 1_000_000n) releasedLate++;
     const latest = times.filter((ns) => ns <= atB - lateness - delay_ns).pop();
     if (latest === r.tx_end_ns) onOpportunity++;
