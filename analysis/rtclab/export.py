@@ -1,5 +1,6 @@
 """What the analyzer reads, as JSON on stdout, for tools outside Python (the Node integration and end-to-end tests):
-one reader of captures and ground-truth logs, one packet join and one percentile rule for the whole project.
+one reader of captures and ground-truth logs and one packet join for the whole project. (Their percentiles are
+netem/test-support/percentile.js's, checked against stats.percentiles bit for bit.)
 
   python -m rtclab.export packets CAPTURE.pcap           each IPv4 packet of a capture (rundir.read_capture)
   python -m rtclab.export gtlog FILE.gtlog               the ground-truth log's header and records (rundir.read_gtlog)
@@ -8,7 +9,6 @@ one reader of captures and ground-truth logs, one packet join and one percentile
                                                          departure and per unmatched arrival, with its fate and
                                                          one-way delay; --gtlog adds each forward departure's log
                                                          record, joined as crosscheck.gtlog_owd joins them
-  python -m rtclab.export percentiles Q [Q ...] < VALUES  stats.percentiles of a JSON array of numbers (null: none)
 
 Output is columnar: {"columns": {name: [value per row]}}. 64-bit integers (epoch nanoseconds, keys) are decimal
 strings, because JSON readers without big integers (JavaScript's) would round them. Exit status 2 with a message on
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from . import packets, rundir, stats
+from . import packets, rundir
 
 
 def _strings(values: np.ndarray) -> list[str]:
@@ -136,12 +136,6 @@ def export_join(path_a: Path, path_b: Path, gtlog: Path | None, addr_a: str, add
     return doc
 
 
-def export_percentiles(values: Any, qs: list[float]) -> list[float] | None:
-    if not isinstance(values, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        raise ValueError("percentiles: stdin must be a JSON array of numbers")
-    return stats.percentiles(values, qs)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m rtclab.export", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -154,18 +148,14 @@ def main(argv: list[str] | None = None) -> int:
     j.add_argument("--gtlog", type=Path)
     j.add_argument("--addr-a", default=rundir.DEFAULT_A)
     j.add_argument("--addr-b", default=rundir.DEFAULT_B)
-    p = sub.add_parser("percentiles")
-    p.add_argument("q", type=float, nargs="+", help="percentiles, 0..100")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "packets":
             doc: Any = export_packets(args.capture)
         elif args.cmd == "gtlog":
             doc = export_gtlog(args.log)
-        elif args.cmd == "join":
-            doc = export_join(args.capture_a, args.capture_b, args.gtlog, args.addr_a, args.addr_b)
         else:
-            doc = export_percentiles(json.load(sys.stdin), args.q)
+            doc = export_join(args.capture_a, args.capture_b, args.gtlog, args.addr_a, args.addr_b)
     except (rundir.CaptureError, ValueError, OSError) as e:
         print(f"rtclab.export: {e}", file=sys.stderr)
         return 2

@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import inprocess
 from pcapbuild import Pcap, fnv1a64, ipv4_frame, rtp, tcp, udp
 from runbuild import write_gtlog
@@ -142,13 +140,6 @@ def test_join_without_log_has_no_log_column(tmp_path):
     assert "gt" not in c and c["status"][2] == "lost"
 
 
-def test_percentiles_are_the_analyzer_rule():
-    # Linear interpolation between closest ranks: q/100 (n - 1) = i + f.
-    assert doc("percentiles", "0", "50", "99", "100", stdin="[4, 1, 3, 2]") == pytest.approx([1.0, 2.5, 3.97, 4.0])
-    assert doc("percentiles", "99.9", stdin="[10, 20]") == pytest.approx([19.99])
-    assert doc("percentiles", "50", stdin="[]") is None
-
-
 def test_unreadable_input_exits_2_naming_the_file(tmp_path):
     r = export_process("packets", str(tmp_path / "nope.pcap"))
     assert r.returncode == 2 and "nope.pcap" in r.stderr and "Traceback" not in r.stderr
@@ -156,5 +147,3 @@ def test_unreadable_input_exits_2_naming_the_file(tmp_path):
     bad.write_bytes(b"NOTALOG!" + b"\0" * 20)
     r = export("gtlog", str(bad))
     assert r.returncode == 2 and "x.gtlog" in r.stderr
-    r = export("percentiles", "50", stdin='["a"]')
-    assert r.returncode == 2 and "numbers" in r.stderr

@@ -1,9 +1,12 @@
 // @ts-check
-// Captures, ground-truth logs, the packet join and percentiles for the Node tests, through the analyzer's own readers
-// (`python -m rtclab.export`, analysis/rtclab/export.py): one pcap reader, one ground-truth log reader, one packet
-// join key and one percentile rule for the whole project, so a test and the analyzer cannot disagree on them.
+// Captures, ground-truth logs and the packet join for the Node tests, through the analyzer's own readers (`python -m
+// rtclab.export`, analysis/rtclab/export.py): one pcap reader, one ground-truth log reader and one packet join key
+// for the whole project, so a test and the analyzer cannot disagree on them. Percentiles by the analyzer's rule are
+// ./percentile.js's (checked against the analyzer's bit for bit), re-exported here.
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+
+export { percentile, percentiles } from './percentile.js';
 
 const PYTHON = fileURLToPath(new URL('../../.venv/bin/python', import.meta.url));
 
@@ -104,22 +107,6 @@ export function joinCaptures(captureA, captureB, o = {}) {
     if (!('gt' in r)) r.gt = null;
     return r;
   });
-}
-
-/**
- * The percentiles qs (0..100) of xs by rtclab's one rule (rtclab/stats.py: linear interpolation between closest
- * ranks). Throws for no values: a test that has none has nothing to assert on.
- * @param {number[]} xs @param {number[]} qs @returns {number[]}
- */
-export function percentiles(xs, qs) {
-  const out = exportJson(['percentiles', ...qs.map(String)], JSON.stringify(xs));
-  if (out === null) throw new Error('percentiles of no values');
-  return out;
-}
-
-/** @param {number[]} xs @param {number} q 0..100 */
-export function percentile(xs, q) {
-  return percentiles(xs, [q])[0];
 }
 
 /**
