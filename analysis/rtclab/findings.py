@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from . import yamlload
 from .study import provenance
 from .study.aggregate import summarise
 from .study.compare import welch
@@ -99,7 +100,7 @@ def load_claims(path: Path) -> dict[str, Any]:
     """The claims file, checked: every claim has an id, a known kind, studies, points, a measure, its rule's
     parameters and, for a band, why it is that wide."""
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = yamlload.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as e:
         raise FindingsError(f"{path}: {e}") from None
     problems = []

@@ -19,6 +19,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from . import yamlload
+
 # The package's copy of scenarios/schema.json (a link to it in the repository; a wheel carries the file itself), so an
 # installed analyzer reads run directories without the repository.
 SCHEMA_PATH = Path(__file__).with_name("scenario.schema.json")
@@ -250,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in map(Path, args):  # several in one process: the conformance test asks about every scenario at once
         try:
             text = path.read_text()
-            doc = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+            doc = json.loads(text) if path.suffix == ".json" else yamlload.safe_load(text)
             print(json.dumps(to_json(view(doc))), flush=True)
         except (OSError, ValueError, yaml.YAMLError, ScenarioError) as e:
             print(f"{path}: {e}", file=sys.stderr)

@@ -23,6 +23,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from rtclab import yamlload
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STUDY_SCHEMA_PATH = REPO_ROOT / "studies" / "schema.json"
 SCENARIO_SCHEMA_PATH = REPO_ROOT / "scenarios" / "schema.json"
@@ -277,7 +279,7 @@ def _read_doc(path: Path, what: str) -> Any:
     except OSError as e:
         raise StudyError(str(path), [f"{what}: cannot read {path}: {e.strerror}"]) from None
     try:
-        return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        return json.loads(text) if path.suffix == ".json" else yamlload.safe_load(text)
     except (ValueError, yaml.YAMLError) as e:
         raise StudyError(str(path), [f"{what}: {path} is not valid YAML/JSON: {e}"]) from None
 

@@ -26,6 +26,15 @@ def ipv4_frame(src: str, dst: str, proto: int, transport: bytes, ip_id: int, tos
     return b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + ip + transport
 
 
+_RAMP = bytes(range(256))
+
+
+def ramp(start: int, n: int) -> bytes:
+    """n bytes counting up from start mod 256 ((start + i) & 0xFF): a payload each packet can be told apart by."""
+    first = start & 0xFF
+    return (_RAMP * ((first + n) // 256 + 1))[first:first + n]
+
+
 def udp(sport: int, dport: int, payload: bytes) -> bytes:
     return struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
 
@@ -39,7 +48,7 @@ def rtp(pt: int, seq: int, ts: int, ssrc: int, payload_len: int, twcc: int | Non
         ext = struct.pack("!HH", 0xBEDE, len(elems) // 4) + elems
     b0 = 0x80 | (0x10 if ext else 0)
     hdr = struct.pack("!BBHII", b0, (0x80 if marker else 0) | pt, seq & 0xFFFF, ts & 0xFFFFFFFF, ssrc)
-    body = bytes((seq * 7 + i) & 0xFF for i in range(payload_len))
+    body = ramp(seq * 7, payload_len)
     return hdr + ext + body
 
 
@@ -50,7 +59,7 @@ def rtcp_rr(ssrc: int, n: int) -> bytes:
 def tcp(sport: int, dport: int, seq: int, ack: int, payload_len: int) -> bytes:
     flags = 0x18 if payload_len else 0x10
     return struct.pack("!HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF, ack, 0x50, flags, 502, 0, 0) + \
-        bytes((seq + i) & 0xFF for i in range(payload_len))
+        ramp(seq, payload_len)
 
 
 @dataclass

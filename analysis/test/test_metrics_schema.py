@@ -184,3 +184,41 @@ def test_the_command_checks_files_against_the_schema(full_call: Path, tmp_path: 
     (tmp_path / "metrics.json").write_text(json.dumps(bad))
     assert metrics_schema.main([str(tmp_path / "metrics.json")]) == 1
     assert "field cpu.cpus: 'two' is not of type 'integer', 'null'" in capsys.readouterr().err
+
+
+def _leaves(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path to a value that is not a dict or a list, in document order."""
+    if isinstance(node, dict):
+        return [p for k, v in node.items() for p in _leaves(v, path + (k,))]
+    if isinstance(node, list):
+        return [p for i, v in enumerate(node) for p in _leaves(v, path + (i,))]
+    return [path]
+
+
+def test_the_fast_validator_gives_jsonschemas_verdict(full_call: Path) -> None:
+    """metrics_schema checks with jsonschema-rs and asks jsonschema only for the words: the two must agree on what is
+    valid, or a document jsonschema would refuse could pass. Here on the full call and 22 altered copies of it: a
+    value of another type at leaves spread over the whole document (a string, an object, a bool, an array), a
+    required key removed, an unknown key added."""
+    strict = jsonschema.Draft202012Validator(metrics_schema.schema())
+    m = load(full_call)
+    docs = [m]
+    leaves = _leaves(m)
+    for k, path in enumerate(leaves[:: max(1, len(leaves) // 16)]):
+        doc = copy.deepcopy(m)
+        node: Any = doc
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = ["x", {"x": 1}, True, [1, 2]][k % 4]
+        docs.append(doc)
+    for section in ("run", "flows", "frames"):
+        doc = copy.deepcopy(m)
+        del doc[section]
+        docs.append(doc)
+    for section in ("run", "ground_truth", "frames"):
+        doc = copy.deepcopy(m)
+        (doc[section] if isinstance(doc[section], dict) else doc)["not_in_the_schema"] = 1
+        docs.append(doc)
+    verdicts = [(metrics_schema.is_valid(d), strict.is_valid(d)) for d in docs]
+    assert all(fast == slow for fast, slow in verdicts), [i for i, (f, s) in enumerate(verdicts) if f != s]
+    assert verdicts[0] == (True, True) and sum(not fast for fast, _ in verdicts) >= 18

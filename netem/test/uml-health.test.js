@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { timerSummary, linkDrops, probeCoverage, DROP_COUNTERS } from '../uml/health.js';
-import { LATENESS_LINK, latenessCounter, startLatenessProbe } from '../uml/lateness.js';
+import { latenessCounter, startLatenessProbe } from '../uml/lateness.js';
 
 const LINKS_PROBE = fileURLToPath(new URL('../uml/links_probe.py', import.meta.url));
 const sleep = (/** @type {number} */ ms) => new Promise((r) => setTimeout(r, ms));
@@ -45,17 +45,19 @@ test('lateness.js: RTT minus the guest\'s delay per answer; a request unanswered
 test('lateness.js: a real ping, summarised once a second; stopping it for 1.5 s counts as late, not as nothing', { timeout: 30000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rtclab-probe-'));
   const out = join(dir, 'uml-timer.jsonl');
-  // Loopback answers at once (no netem on the way): every answer counts 0 ms late.
-  const probe = startLatenessProbe({ hostNsExec: [], outFile: out, target: '127.0.0.1' });
+  // Loopback answers at once (no netem on the way): every answer counts 0 ms late. Every 20 ms, not the guest's 5:
+  // with nothing in flight and the next request within a clock tick, ping would spin (startLatenessProbe).
+  const intervalMs = 20;
+  const probe = startLatenessProbe({ hostNsExec: [], outFile: out, target: '127.0.0.1', intervalMs });
   try {
     await sleep(2500);
     const from = Date.now() / 1000;
     const calm = lines(out);
     assert.ok(calm.length >= 2, `${calm.length} lines in 2.5 s`);
     assert.deepEqual(Object.keys(calm[0]), ['t', 'samples', 'late_1ms', 'late_10ms', 'late_100ms', 'max_ms', 'gap_ms', 'gap_from_t', 'last_line_t']);
-    // One request every interval_ms: 1000 / interval_ms answers a second (the first second has ping's start; a loaded
+    // One request every intervalMs: 1000 / intervalMs answers a second (the first second has ping's start; a loaded
     // machine delays the summary's timer, so a "second" may be shorter or longer).
-    const perSecond = 1000 / LATENESS_LINK.interval_ms;
+    const perSecond = 1000 / intervalMs;
     assert.ok(calm.slice(1).every((l) => l.samples >= 0.4 * perSecond && l.samples <= 1.6 * perSecond && l.late_10ms === 0), JSON.stringify(calm));
     const stoppedAt = Date.now() / 1000;
     process.kill(/** @type {number} */ (probe.pid), 'SIGSTOP');

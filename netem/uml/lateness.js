@@ -112,9 +112,12 @@ export function latenessCounter(delayMs) {
  * Ping the guest from r and append a summary a second to outFile until stop(). If ping falls silent (it died, or
  * nothing answers at all), each silent second counts one sample as late as the silence is long.
  * @param {{ hostNsExec: string[], outFile: string, detached?: boolean, log?: (msg: string) => void,
- *   onExit?: () => void, target?: string }} o  target: what to ping (the guest; a test pings another); hostNsExec: prefix for r on the host ([] when already there); onExit: ping ended on its
- *   own; detached: ping and this summary outlive the Node process (the CLI's `up`: the summary then runs in its own
- *   process, this module's main)
+ *   onExit?: () => void, target?: string, intervalMs?: number }} o  target: what to ping (the guest; a test pings
+ *   another); intervalMs: ping's interval (LATENESS_LINK.interval_ms; a test pinging a host that answers at once
+ *   gives more than 10: below a clock tick iputils' ping spins on sched_yield while nothing is in flight, a whole
+ *   CPU at the guest's SCHED_FIFO priority; the guest's 5 ms delay keeps a request in flight); hostNsExec: prefix for
+ *   r on the host ([] when already there); onExit: ping ended on its own; detached: ping and this summary outlive the
+ *   Node process (the CLI's `up`: the summary then runs in its own process, this module's main)
  * @returns {{ pid: number | undefined, stop: () => void }}
  */
 export function startLatenessProbe(o) {
@@ -130,7 +133,7 @@ export function startLatenessProbe(o) {
   // At the guest's SCHED_FIFO priority: ping stamps its send time in user space before it sends, and a ping
   // preempted in between on a busy host would read as a late guest.
   // -D: each line stamped with ping's own clock (the probe's coverage).
-  const argv = [...o.hostNsExec, 'chrt', '-f', String(GUEST_FIFO_PRIORITY), 'ping', '-n', '-D', '-O', '-i', String(L.interval_ms / 1000),
+  const argv = [...o.hostNsExec, 'chrt', '-f', String(GUEST_FIFO_PRIORITY), 'ping', '-n', '-D', '-O', '-i', String((o.intervalMs ?? L.interval_ms) / 1000),
     '-s', '16', o.target ?? L.guest];
   // A group of its own, as the guest's: a Ctrl-C to the owner's group must not end the measurement before the teardown.
   const ping = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], detached: true });

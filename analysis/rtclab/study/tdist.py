@@ -2,9 +2,10 @@
 
 The t distribution's CDF is exact in terms of the regularised incomplete beta function: for t >= 0 and nu degrees of
 freedom, F(t) = 1 - I_x(nu/2, 1/2) / 2 with x = nu / (nu + t^2). I_x is evaluated by its continued fraction (Lentz's
-method, as in Numerical Recipes' betacf) to double precision, and the quantile is found by bisection on F, so the
-result is the exact quantile to ~1e-12. The tests check it against the closed forms for nu = 1, 2 and 4 and against
-published table values."""
+method, as in Numerical Recipes' betacf) to double precision, and the quantile is found by Newton's method on F with the
+density, kept inside a bracket (a step that leaves it bisects), so the result is as exact as F (~1e-15) in a few CDF
+evaluations rather than the ~55 of bisection (a planner's `--cap 1000` asks for a thousand quantiles). The tests check
+it against the closed forms for nu = 1, 2 and 4 and against published table values."""
 
 from __future__ import annotations
 
@@ -51,6 +52,12 @@ def betainc(a: float, b: float, x: float) -> float:
     return 1.0 - front * _betacf(b, a, 1.0 - x) / b
 
 
+def t_pdf(t: float, df: float) -> float:
+    """The density of Student's t with df degrees of freedom."""
+    log_norm = math.lgamma((df + 1.0) / 2.0) - math.lgamma(df / 2.0) - 0.5 * math.log(df * math.pi)
+    return math.exp(log_norm - (df + 1.0) / 2.0 * math.log1p(t * t / df))
+
+
 def t_cdf(t: float, df: float) -> float:
     """P(T <= t) for Student's t with df degrees of freedom."""
     if df <= 0:
@@ -68,23 +75,35 @@ def t_quantile(p: float, df: float) -> float:
         return 0.0
     if p < 0.5:
         return -t_quantile(1.0 - p, df)
-    return invert_cdf(lambda x: t_cdf(x, df), p, 1.0)
+    return invert_cdf(lambda x: t_cdf(x, df), lambda x: t_pdf(x, df), p, 1.0)
 
 
-def invert_cdf(cdf: Callable[[float], float], p: float, hi: float) -> float:
-    """The x >= 0 where an increasing CDF reaches p: the bracket [0, hi] doubled until it holds p, then bisected to the
-    last representable midpoint (so the result is as exact as the CDF); inf when no finite x reaches p."""
+def invert_cdf(cdf: Callable[[float], float], pdf: Callable[[float], float], p: float, hi: float) -> float:
+    """The x >= 0 where an increasing CDF reaches p: the bracket [0, hi] doubled until it holds p, then Newton's steps
+    from its middle (x - (F(x) - p) / f(x)), each F(x) narrowing the bracket and a step that would leave it replaced by
+    bisection, until a step moves x by a few ulps or the bracket cannot be split (so the result is as exact as the
+    CDF); inf when no finite x reaches p."""
     lo = 0.0
     while cdf(hi) < p:
         lo, hi = hi, hi * 2.0
         if hi > 1e300:
             return math.inf
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        if cdf(mid) < p:
-            lo = mid
+    x = 0.5 * (lo + hi)
+    for _ in range(400):
+        gap = cdf(x) - p
+        if gap == 0.0:
+            return x
+        if gap < 0.0:
+            lo = x
         else:
-            hi = mid
-    return 0.5 * (lo + hi)
+            hi = x
+        density = pdf(x)
+        step = x - gap / density if density > 0.0 else math.nan
+        if not lo < step < hi:  # Newton left the bracket (or the density vanished): bisect
+            step = 0.5 * (lo + hi)
+            if step in (lo, hi):
+                return step
+        if abs(step - x) <= 4.0 * math.ulp(x):
+            return step
+        x = step
+    return x
