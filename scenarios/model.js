@@ -8,11 +8,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Ajv } from 'ajv';
 import YAML from 'yaml';
 import { LinkError, normalizeLink } from './link.js';
 import { namedClipPath } from '../media/clips.js';
 import { normalizeChain } from './chain.js';
+import { scenarioValidator } from './schema-validator.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const schemaPath = path.join(repoRoot, 'scenarios', 'schema.json');
@@ -27,10 +27,9 @@ export class ScenarioError extends Error {
   }
 }
 
-// strict: false because definitions carry defaults that ajv applies where they are referenced.
-const ajv = new Ajv({ useDefaults: true, allErrors: true, strict: false, verbose: true });
-const schema = JSON.parse(fs.readFileSync(schemaPath, 'utf8'));
-const validateSchema = ajv.compile(schema);
+const schemaText = fs.readFileSync(schemaPath, 'utf8');
+const schema = JSON.parse(schemaText);
+const validateSchema = scenarioValidator(schemaText);
 
 /** Every queue discipline a link's `qdisc` may be: the schema's enum, the one list of them. @type {string[]} */
 export const QDISC_KINDS = schema.definitions.qdisc.properties.kind.enum;

@@ -197,28 +197,28 @@ def _leaves(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 def test_the_fast_validator_gives_jsonschemas_verdict(full_call: Path) -> None:
     """metrics_schema checks with jsonschema-rs and asks jsonschema only for the words: the two must agree on what is
-    valid, or a document jsonschema would refuse could pass. Here on the full call and 22 altered copies of it: a
+    valid, or a document jsonschema would refuse could pass. Here on the full call and 12 altered copies of it: a
     value of another type at leaves spread over the whole document (a string, an object, a bool, an array), a
     required key removed, an unknown key added."""
     strict = jsonschema.Draft202012Validator(metrics_schema.schema())
     m = load(full_call)
     docs = [m]
     leaves = _leaves(m)
-    for k, path in enumerate(leaves[:: max(1, len(leaves) // 16)]):
-        doc = copy.deepcopy(m)
+    for k, path in enumerate(leaves[:: max(1, len(leaves) // 8)][:8]):
+        doc = json.loads(json.dumps(m))  # a copy (deepcopy takes longer)
         node: Any = doc
         for key in path[:-1]:
             node = node[key]
         node[path[-1]] = ["x", {"x": 1}, True, [1, 2]][k % 4]
         docs.append(doc)
-    for section in ("run", "flows", "frames"):
+    for section in ("run", "frames"):
         doc = copy.deepcopy(m)
         del doc[section]
         docs.append(doc)
-    for section in ("run", "ground_truth", "frames"):
+    for section in ("ground_truth", "frames"):
         doc = copy.deepcopy(m)
         (doc[section] if isinstance(doc[section], dict) else doc)["not_in_the_schema"] = 1
         docs.append(doc)
     verdicts = [(metrics_schema.is_valid(d), strict.is_valid(d)) for d in docs]
     assert all(fast == slow for fast, slow in verdicts), [i for i, (f, s) in enumerate(verdicts) if f != s]
-    assert verdicts[0] == (True, True) and sum(not fast for fast, _ in verdicts) >= 18
+    assert verdicts[0] == (True, True) and sum(not fast for fast, _ in verdicts) >= 10
