@@ -66,9 +66,22 @@ def line_count(text: str) -> int:
     return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
 
+def _statements(body: list[ast.stmt]) -> list[ast.AST]:
+    """Every statement in a body and in the bodies nested in it (if, for, with, try, match, def, class), without
+    descending into expressions: a def is a statement, so no function is missed, in a fraction of ast.walk's time."""
+    out: list[ast.AST] = []
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            stack.extend(getattr(node, name, None) or [])
+    return out
+
+
 def python_functions(text: str) -> list[Function]:
     functions = []
-    for node in ast.walk(ast.parse(text)):
+    for node in _statements(ast.parse(text).body):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             functions.append(Function(node.name, first, node.end_lineno or node.lineno))
