@@ -100,8 +100,11 @@ def test_a_real_call_numbers_and_joins_the_frames_it_shows(default_call_run):
             b["with_capture_time"] / b["records"] if b["records"] else None, 5)
     measure("frames.default.number_jumps_ratio", b["number_jumps"] / b["numbered"] if b["numbered"] else None, 5)
     measure("frames.default.g2g_p50_ms", b["glass_to_glass_ms"].get("p50"), 3)
-    # About 30 fps for 30 s: far fewer would mean the page missed frames or the call stalled.
-    assert b["records"] >= 0.7 * 30 * m["run"]["duration_s"], b["records"]
+    # About as many frames presented as the sender sent (in the records' span): far fewer would mean the call stalled.
+    # Not against the clip's 30 fps: at 1 Mbit/s Chrome's encoder is limited by bandwidth
+    # (qualityLimitationReason "bandwidth") and "balanced" may lower the frame rate as well as the resolution (one run
+    # of 2026-11-29 recorded 14.8 frames a second, others 27.6-28.4); the rate is a measure above.
+    assert b["presented_frames"] >= 0.9 * b["sent_frames"], b
     assert b["read"] == b["records"]
     assert b["numbered_ratio"] >= 0.99, b
     assert b["joined_ratio"] >= 0.99, b

@@ -18,12 +18,12 @@ ORCHESTRATOR = "rtclab_study"
 PARQUET_METADATA_KEY = ORCHESTRATOR
 
 
-def _docstrings(tree: ast.Module) -> set[int]:
-    nodes: list[ast.AST] = [tree, *(n for n in ast.walk(tree)
-                                     if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))]
+def _docstrings(nodes: list[ast.AST]) -> set[int]:
     ids = set()
     for n in nodes:
-        body = getattr(n, "body", [])
+        if not isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        body = n.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             ids.add(id(body[0].value))
     return ids
@@ -31,11 +31,11 @@ def _docstrings(tree: ast.Module) -> set[int]:
 
 def mentions(path: Path, root: Path = ANALYSIS) -> list[str]:
     """Where a module's code names the orchestrator: `path:line: what`."""
-    tree = ast.parse(path.read_text(), str(path))
-    docs = _docstrings(tree)
-    dict_keys = {id(k) for n in ast.walk(tree) if isinstance(n, ast.Dict) for k in n.keys if k is not None}
+    nodes = list(ast.walk(ast.parse(path.read_text(), str(path))))  # walked once, read three times
+    docs = _docstrings(nodes)
+    dict_keys = {id(k) for n in nodes if isinstance(n, ast.Dict) for k in n.keys if k is not None}
     found = []
-    for n in ast.walk(tree):
+    for n in nodes:
         what = None
         if isinstance(n, ast.Import) and any(a.name.split(".")[0] == ORCHESTRATOR for a in n.names):
             what = "import"
