@@ -1,9 +1,10 @@
 // @ts-check
 // The scenario schema's ajv validator, compiled once per schema: ajv's standalone code for scenarios/schema.json is
-// kept in node_modules/.cache/rtclab/, named by the schema's SHA-256, and every later process loads it (about 50 ms,
-// against about 280 ms to import ajv and compile the schema in each of the many processes that read a scenario: the
-// command lines, the study's checks, the tests). The code is ajv's own, the same it compiles in memory; a schema
-// edited is a new name, compiled by the first process that reads it.
+// kept in node_modules/.cache/rtclab/, named by the SHA-256 of what makes the code (the schema, ajv's options and
+// version), and every later process loads it (about 50 ms, against about 280 ms to import ajv and compile the schema
+// in each of the many processes that read a scenario: the command lines, the study's checks, the tests). The code is
+// ajv's own, the same it compiles in memory; a schema, option or ajv edited is a new name, compiled by the first
+// process that reads it.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -12,10 +13,10 @@ import { fileURLToPath } from 'node:url';
 
 const require = createRequire(import.meta.url);
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-export const CACHE_DIR = path.join(repoRoot, 'node_modules', '.cache', 'rtclab');
+const CACHE_DIR = path.join(repoRoot, 'node_modules', '.cache', 'rtclab');
 
 // strict: false because definitions carry defaults that ajv applies where they are referenced.
-export const AJV_OPTIONS = Object.freeze({ useDefaults: true, allErrors: true, strict: false, verbose: true });
+const AJV_OPTIONS = Object.freeze({ useDefaults: true, allErrors: true, strict: false, verbose: true });
 
 /**
  * The validator of a schema's text: loaded from the cache when this schema was compiled before, else compiled (and
@@ -25,7 +26,8 @@ export const AJV_OPTIONS = Object.freeze({ useDefaults: true, allErrors: true, s
  * @returns {import('ajv').ValidateFunction}
  */
 export function scenarioValidator(schemaText, cacheDir = CACHE_DIR) {
-  const hash = crypto.createHash('sha256').update(schemaText).digest('hex').slice(0, 16);
+  const made = JSON.stringify([require('ajv/package.json').version, AJV_OPTIONS]);
+  const hash = crypto.createHash('sha256').update(made).update(schemaText).digest('hex').slice(0, 16);
   const file = path.join(cacheDir, `scenario-validator-${hash}.cjs`);
   if (fs.existsSync(file)) {
     try {
