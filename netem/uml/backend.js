@@ -5,13 +5,14 @@
 // channel (guestRunPlan); qdisc statistics are sampled there too. A third device, on a veth pair of its own, carries
 // the host's probe of the guest kernel's timers (lateness.js). docs/netem.md, "uml".
 import { join } from 'node:path';
-import { appendFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { KernelBackend, KERNEL_DEVICES, planKernelNetwork } from '../kernel-backend.js';
 import { planScheduleSteps } from '../kernel.js';
 import { OFFLOADS_OFF } from '../topology.js';
 import { DATA, INTERFACES } from '../names.js';
 import { runPlan, sleep } from '../exec.js';
-import { startGuest, stopGuest, guestExecPrefix, channelDir, guestRun, guestRunPlan, guestScript, readOr, stepOutput } from './guest.js';
+import { startGuest, stopGuest, guestExecPrefix, channelDir, guestRunPlan, guestScript, readOr, shQuote, stepOutput } from './guest.js';
 import { timerSummary, linkDrops, probeCoverage } from './health.js';
 import { LATENESS_LINK, startLatenessProbe } from './lateness.js';
 import { readStepResult, stepArgs, stepEvent } from '../steps.js';
@@ -100,8 +101,9 @@ export function offloadsStillOn(plan, r) {
  * round trip plus tc's start over hostfs. */
 const STAGE_AHEAD_MS = 1500;
 
-/** How often qdisc-stats.jsonl is sampled in the guest (each sample: a tc process there). */
+/** How often qdisc-stats.jsonl is sampled in the guest (qdisc_probe.py: one long-lived tc there). */
 const STATS_INTERVAL_MS = 500;
+const QDISC_PROBE = fileURLToPath(new URL('./qdisc_probe.py', import.meta.url));
 
 /** @implements {Backend} */
 export class UmlBackend extends KernelBackend {
@@ -149,7 +151,7 @@ export class UmlBackend extends KernelBackend {
     const still = offloadsStillOn(setup, await guestRunPlan(chan, setup, o.log));
     if (still.length) throw new Error(`uml guest: offloads could not be turned off: ${still.join('; ')}`);
     this.lateness = startLatenessProbe({ hostNsExec: o.hostNsExec, outFile: this.probe.timer, detached: o.detached, log: o.log });
-    if (!o.detached) this.startStats(STATS_INTERVAL_MS);
+    if (!o.detached) await this.startGuestStats(chan);
     this.upAt = Date.now() / 1000;
   }
 
@@ -175,23 +177,18 @@ export class UmlBackend extends KernelBackend {
     return this.pid ? [{ direction: 'both (uml guest)', pid: this.pid, log: this.consoleLog }] : [];
   }
 
-  /** `tc -s -j qdisc show` in the guest every interval_ms, through the channel in this process (no exec.js per sample). */
-  startStats(interval_ms = STATS_INTERVAL_MS) {
-    let busy = false;
-    const chan = channelDir(this.uml.id);
-    const sample = async () => {
-      if (busy || this.stopped) return;
-      busy = true;
-      const r = await guestRun(chan, ['tc', '-s', '-j', 'qdisc', 'show'], { timeout_ms: 10000 });
-      if (r.code === 0 && !this.stopped) {
-        try {
-          appendFileSync(this.statsFile, JSON.stringify({ t: Date.now() / 1000, ns: 'r', guest: 'uml', qdiscs: JSON.parse(r.stdout) }) + '\n');
-        } catch { /* the run directory went away */ }
-      }
-      busy = false;
-    };
-    void sample();
-    this.timers.push(setInterval(sample, interval_ms));
+  /**
+   * qdisc-stats.jsonl sampled in the guest every STATS_INTERVAL_MS by qdisc_probe.py (one tc in batch mode for the whole
+   * run), started through the channel; it ends with the guest. Sampled from here, each sample started sh and tc in the
+   * guest over hostfs: two process starts a second, half of the guest's CPU in a call (bench/uml/RESULTS.md). Its
+   * errors go to the guest's console log (the host's file, appended to through hostfs).
+   * @param {string} chan
+   */
+  async startGuestStats(chan) {
+    const argv = ['python3', '-S', '-I', QDISC_PROBE, this.statsFile, String(STATS_INTERVAL_MS / 1000)];
+    const script = `${argv.map(shQuote).join(' ')} < /dev/null > /dev/null 2>> ${shQuote(this.consoleLog)} &\n`;
+    const r = await guestScript(chan, script, { timeout_ms: 10000 });
+    if (r.code !== 0) throw new Error(`uml guest: the qdisc statistics probe did not start (exit ${r.code}): ${r.stderr.trim()}`);
   }
 
   /**

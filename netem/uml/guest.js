@@ -66,7 +66,7 @@ export const channelDir = (id) => join(guestDir(id), 'chan');
 export const guestExecPrefix = (id) => [process.execPath, EXEC_SCRIPT, channelDir(id), '--'];
 
 /** @param {string} s */
-const shQuote = (s) => `'${s.replaceAll("'", "'\\''")}'`;
+export const shQuote = (s) => `'${s.replaceAll("'", "'\\''")}'`;
 
 /** A file's text, or fallback when it cannot be read. @param {string} file */
 export function readOr(file, fallback = '') {
