@@ -22,7 +22,7 @@ def start_tc() -> tuple[int, int]:
     """tc in batch mode, on two pipes: (the fd its commands go to, the fd its answers come from)."""
     commands_r, commands_w = os.pipe()
     answers_r, answers_w = os.pipe()
-    os.posix_spawnp("tc", ["tc", "-s", "-j", "-force", "-batch", "-"], dict(os.environ), file_actions=[
+    os.posix_spawnp("tc", ["tc", "-s", "-j", "-batch", "-"], dict(os.environ), file_actions=[
         (os.POSIX_SPAWN_DUP2, commands_r, 0), (os.POSIX_SPAWN_DUP2, answers_w, 1),
         (os.POSIX_SPAWN_CLOSE, commands_w), (os.POSIX_SPAWN_CLOSE, answers_r)])
     os.close(commands_r)
@@ -39,15 +39,10 @@ def main() -> None:
     while True:
         os.write(commands, b"qdisc show\n")
         answer = answers.readline()
-        if not answer:
+        if not answer:  # tc stops at a command that fails; its message went to the console
             sys.exit("qdisc_probe: tc ended")
-        try:
-            qdiscs = json.loads(answer)
-        except ValueError:
-            qdiscs = None  # an error's words, not a sample (tc's message went to the console)
-        if isinstance(qdiscs, list):
-            line = {"t": round(time.time(), 3), "ns": "r", "guest": "uml", "qdiscs": qdiscs}
-            os.write(out, (json.dumps(line) + "\n").encode())
+        line = {"t": round(time.time(), 3), "ns": "r", "guest": "uml", "qdiscs": json.loads(answer)}
+        os.write(out, (json.dumps(line) + "\n").encode())
         due = max(due + interval, time.monotonic() + interval / 2)
         time.sleep(max(0.0, due - time.monotonic()))
 
