@@ -94,6 +94,8 @@ _REGEX_AFTER_WORDS = {"return", "typeof", "case", "do", "else", "in", "of", "new
 
 
 _RAW_STRING = re.compile(r'r(#*)"')
+# The characters where a comment, a literal or a brace of code can start, for JavaScript (False) and Rust (True).
+_LITERAL_OR_BRACE = {False: re.compile(r"[/\"'`{}]"), True: re.compile(r"[/\"'r{}]")}
 _CHAR_LITERAL = re.compile(r"'(\\u\{[0-9a-fA-F]+\}|\\.|[^\\'])'")
 
 
@@ -111,7 +113,14 @@ class _Blanker:
 
     def run(self) -> str:
         text, rust, i = self.text, self.rust, 0
+        starts = _LITERAL_OR_BRACE[rust]
         while i < self.n:
+            # Code between these characters needs nothing done: skip to the next one (a third of the test's time
+            # was this loop stepping over plain code one character at a time).
+            m = starts.search(text, i)
+            if m is None:
+                break
+            i = m.start()
             c, nxt = text[i], text[i + 1 : i + 2]
             if c == "/" and nxt in ("/", "*"):
                 i = self.comment(i)
