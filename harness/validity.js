@@ -338,8 +338,13 @@ export function latenessBounded(backend, counters, guest) {
       return [name, false, 'the uml guest\'s lateness probe wrote no summary since the network was up (uml-timer.jsonl): its timers\' lateness is unknown'];
     }
     const ok = t.max_ms <= bound;
+    // When, so that the report's CPU line (the hypervisor's steal, its worst interval) can be read beside it.
+    const callStart = guest?.coverage?.from_s;
+    const when = typeof t.max_t === 'number' && typeof callStart === 'number'
+      ? ` in the second ending ${Math.abs(t.max_t - callStart).toFixed(0)} s ${t.max_t >= callStart ? 'into' : 'before'} the call`
+      : '';
     return [name, ok, `the uml guest's timers (netem's and TBF's; the host's pings answered through a netem delay ${t.samples} times in ${t.seconds} s): ` +
-      `${ok ? 'the latest' : 'one'} fired ${t.max_ms.toFixed(1)} ms late${ok ? ` (bound ${bound} ms)` : `, over the bound of ${bound} ms`}, ` +
+      `${ok ? 'the latest' : 'one'} fired ${t.max_ms.toFixed(1)} ms late${when}${ok ? ` (bound ${bound} ms)` : `, over the bound of ${bound} ms`}, ` +
       `${t.late_10ms} more than 10 ms and ${t.late_100ms} more than 100 ms late${ok ? '' : `: ${why}`} ` +
       `(bound: ${bound} ms on every path)`];
   }

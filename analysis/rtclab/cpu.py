@@ -75,6 +75,7 @@ def analyse(log: CpuLog | None, t0: float, duration_s: float, cpus: int | None) 
         "host_busy": dict(host_busy, mean_fraction=busy_mean / cpus if busy_mean is not None and cpus else None),
         "host_mean_cores": {k: (float(np.dot(_column(inside, lambda s, k=k: s.host.get(k, 0.0)), dt) / dt.sum())
                                 if inside else None) for k in ("user", "system", "irq", "softirq", "steal")},
+        "steal": _steal(inside, dt, busy_mean, t0),
         "kernel_irq_softirq": _summary(_column(inside, lambda s: s.host.get("irq", 0.0) + s.host.get("softirq", 0.0)),
                                        dt, busy_mean),
         "run": _summary(run, dt, busy_mean),
@@ -84,6 +85,17 @@ def analyse(log: CpuLog | None, t0: float, duration_s: float, cpus: int | None) 
         "groups": by_mean(groups),
         "series": _series(log.samples, t0),
     }
+
+
+def _steal(inside: list[CpuSample], dt: np.ndarray, busy_mean: float | None, t0: float) -> dict[str, Any]:
+    """The time the hypervisor ran something else while the host's CPUs had work (/proc/stat's steal; counted in host
+    busy): the summary, and its worst interval (cores, and its middle in s since call start). On a virtual machine a
+    second of steal is a second the bottleneck's and the guest's timers could not run, whatever their priority."""
+    steal = _column(inside, lambda s: s.host.get("steal", 0.0))
+    worst = int(np.argmax(steal)) if steal.size else None
+    # With no steal at all there is no worst interval to name (argmax would name the first).
+    at = None if worst is None or steal[worst] <= 0 else round(inside[worst].t - inside[worst].dt / 2 - t0, 3)
+    return dict(_summary(steal, dt, busy_mean), max_cores=None if worst is None else float(steal[worst]), max_at_s=at)
 
 
 def _series(samples: list[CpuSample], t0: float) -> dict[str, Any]:

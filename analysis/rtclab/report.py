@@ -523,6 +523,15 @@ def _quality_lines(q: dict[str, Any] | None) -> list[str]:
         f"equal to the source shown as {SSIM_DB_CAP:g} dB)"] if q.get("ssim_db") else [])
 
 
+def _steal_text(steal: dict[str, Any] | None) -> str:
+    """The hypervisor's steal over the call and its worst interval (metrics.json from before it has none: nothing)."""
+    if not steal or steal.get("mean_cores") is None:
+        return ""
+    worst = (f" ({steal['max_cores']:.2f} in its worst interval, at {steal['max_at_s']:.0f} s)"
+             if steal.get("max_cores") else "")
+    return f"; hypervisor steal {steal['mean_cores']:.2f}{worst}"
+
+
 def _cpu_lines(c: dict[str, Any] | None) -> list[str]:
     """Where the machine's CPU went during the call (cpu.jsonl; docs/metrics.md, "CPU"): the host's busy cores, each
     component of the run, what the run does not account for; then the busiest groups. Nothing for a run without
@@ -535,7 +544,8 @@ def _cpu_lines(c: dict[str, Any] | None) -> list[str]:
     parts = [f"{name} {e['mean_cores']:.2f}" for name, e in c["components"].items()]
     parts.append(f"outside the run {c['outside_run']['mean_cores']:.2f}")
     lines = ["", f"CPU (mean over the call, {cpus or '?'} cores): host {busy:.2f} cores busy ({pct(busy)}); "
-             + ", ".join(parts) + f"; kernel (irq+softirq) {c['kernel_irq_softirq']['mean_cores']:.2f}"]
+             + ", ".join(parts) + f"; kernel (irq+softirq) {c['kernel_irq_softirq']['mean_cores']:.2f}"
+             + _steal_text(c.get("steal"))]
     top = list(c["groups"].items())[:CPU_GROUPS_SHOWN]
     if top:
         lines.append("  busiest groups: " + ", ".join(f"{name} {e['mean_cores']:.2f} ({pct(e['mean_cores'])}, p95 "

@@ -150,3 +150,30 @@ def test_pie_timer_finds_the_update_period_and_checks_each_step(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "Linux's period at HZ 100: 40 ms" in r.stdout
+
+
+def test_uml_late_seconds_against_the_hypervisors_steal(tmp_path):
+    """bench/uml/steal_lateness.py on a run written here: 6 seconds, two late (a 24 ms answer; ping silent 80 ms), each
+    matched to the cpu.jsonl sample that overlaps it most (half-second samples shifted by 0.3 s)."""
+    t0 = 1_700_000_000.0
+    (tmp_path / "manifest.json").write_text(json.dumps({"timings": {"call_start": t0}}))
+    probe = [(1, 2.0, 0.0), (2, 24.0, 0.0), (3, 3.0, 0.0), (4, 1.0, 80.0), (5, 9.9, 49.0), (6, 0.5, 0.0)]
+    (tmp_path / "uml-timer.jsonl").write_text("".join(
+        json.dumps({"t": t0 + k, "samples": 200, "max_ms": m, "gap_ms": g}) + "\n" for k, m, g in probe))
+    # Steal per half second, the samples ending at k + 0.3 and k + 0.8: the second (k - 1, k] overlaps most (0.5 s)
+    # with the one ending at k - 0.2, i.e. at (k - 1) + 0.8.
+    steal = {1.8: 0.4, 2.8: 0.06, 3.8: 0.2, 4.8: 0.3, 5.8: 0.0, 0.8: 0.0}
+    lines = [{"kind": "header", "t": t0, "interval_s": 0.5, "cpus": 2}]
+    lines += [{"kind": "sample", "t": t0 + x, "dt": 0.5, "host": {"busy": 1.0, "steal": steal.get(round(x, 1), 0.9)},
+               "groups": {}, "procs": {}} for x in [k / 2 + 0.3 for k in range(0, 14)]]
+    (tmp_path / "cpu.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "uml" / "steal_lateness.py"), str(tmp_path)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    # Late: the seconds ending at 2 (steal of the sample ending 1.8: 0.4) and 4 (ending 3.8: 0.2); the others end at
+    # 1, 3, 5, 6 (samples ending 0.8, 2.8, 4.8, 5.8: 0, 0.06, 0.3, 0).
+    assert r.stdout.splitlines() == [
+        f"{tmp_path}: late seconds 2: steal mean 0.300 cores, 2 (100 %) with >= 0.1; "
+        "others 4: steal mean 0.090 cores, 1 (25 %) with >= 0.1",
+        f"  {tmp_path} second ending 2.0 s into the call: probe max 24.0 ms, steal 0.40 cores",
+        f"  {tmp_path} second ending 4.0 s into the call: probe max 1.0 ms, steal 0.20 cores"]

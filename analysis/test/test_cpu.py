@@ -41,6 +41,8 @@ SAMPLES: list[tuple[float, float, float, float, float, dict[str, float]]] = [
                                   "bottleneck/forward": 0.06, "capture/a": 0.01}),
     (5.0, 1.0, 0.30, 0.0, 0.0, {"harness/other": 0.2}),  # after the call: not counted
 ]
+# The hypervisor's steal (part of host busy) in the interval ending at each time; the largest is outside the call.
+STEAL = {1.5: 0.0, 2.5: 0.31, 3.0: 0.05, 4.0: 0.02, 5.0: 0.5}
 PROCESSES = {101: "harness/node", 102: "chromium-a/browser", 103: "chromium-a/renderer", 104: "chromium-a/gpu",
              105: "chromium-b/renderer", 106: "bottleneck/forward", 107: "capture/a", 108: "harness/other",
              109: "mystery", 110: "iperf3/client"}
@@ -52,8 +54,8 @@ def cpu_lines() -> list[str]:
     lines += [{"kind": "process", "t": T0 - 3, "pid": pid, "ppid": 101, "group": g, "comm": g.split("/")[0],
                "cmd": g} for pid, g in PROCESSES.items()]
     lines += [{"kind": "sample", "t": T0 + t, "dt": dt,
-               "host": {"busy": busy, "user": busy * 0.6, "system": busy * 0.4 - irq - softirq, "irq": irq,
-                        "softirq": softirq, "steal": 0.0},
+               "host": {"busy": busy, "user": busy * 0.6 - STEAL.get(t, 0.0), "system": busy * 0.4 - irq - softirq,
+                        "irq": irq, "softirq": softirq, "steal": STEAL.get(t, 0.0)},
                "groups": groups, "procs": {str(next(p for p, name in PROCESSES.items() if name == g)): v
                                            for g, v in groups.items()}}
               for t, dt, busy, irq, softirq, groups in SAMPLES]
@@ -79,6 +81,9 @@ def expected() -> dict[str, Any]:
     busy = [s[2] for s in inside]
     out: dict[str, Any] = {"busy_mean": mean(busy), "busy_p95": p95(busy), "seconds": seconds}
     out["kernel_mean"] = mean([s[3] + s[4] for s in inside])
+    steal = [STEAL.get(s[0], 0.0) for s in inside]
+    out["steal_mean"], out["steal_p95"] = mean(steal), p95(steal)
+    out["steal_max"], out["steal_at"] = 0.31, 2.0  # the interval (1.5, 2.5], its middle; not 0.5 at 5.0, after the call
     run = [sum(s[5].values()) for s in inside]
     outside = [max(b - r, 0.0) for b, r in zip(busy, run)]
     assert outside[2] == 0.0  # the clamped interval
@@ -120,6 +125,10 @@ def test_cpu_over_the_call_equals_the_hand_computation(analysed: dict[str, Any])
     assert c["host_busy"]["p95_cores"] == pytest.approx(e["busy_p95"])
     assert c["host_busy"]["mean_fraction"] == pytest.approx(e["busy_mean"] / 2)
     assert c["kernel_irq_softirq"]["mean_cores"] == pytest.approx(e["kernel_mean"])
+    assert c["steal"] == {"mean_cores": pytest.approx(e["steal_mean"]), "p95_cores": pytest.approx(e["steal_p95"]),
+                          "share_of_host_busy": pytest.approx(e["steal_mean"] / e["busy_mean"]),
+                          "max_cores": e["steal_max"], "max_at_s": e["steal_at"]}
+    assert c["host_mean_cores"]["steal"] == pytest.approx(e["steal_mean"])
     assert c["run"]["mean_cores"] == pytest.approx(e["run_mean"])
     assert c["outside_run"]["mean_cores"] == pytest.approx(e["outside_mean"])
     assert c["outside_run"]["p95_cores"] == pytest.approx(e["outside_p95"])
@@ -191,7 +200,8 @@ def test_the_report_prints_the_host_the_components_and_the_busiest_groups(analys
     line = (f"CPU (mean over the call, 2 cores): host {e['busy_mean']:.2f} cores busy "
             f"({100 * e['busy_mean'] / 2:.0f} %); "
             + ", ".join(f"{c} {mean:.2f}" for c, (mean, _) in comps)
-            + f", outside the run {e['outside_mean']:.2f}; kernel (irq+softirq) {e['kernel_mean']:.2f}")
+            + f", outside the run {e['outside_mean']:.2f}; kernel (irq+softirq) {e['kernel_mean']:.2f}"
+            + f"; hypervisor steal {e['steal_mean']:.2f} ({e['steal_max']:.2f} in its worst interval, at 2 s)")
     assert line in text.splitlines(), text
     top = sorted(e["groups"].items(), key=lambda kv: (-kv[1][0], kv[0]))[:5]
     groups = "  busiest groups: " + ", ".join(f"{g} {mean:.2f} ({100 * mean / 2:.0f} %, p95 {high:.2f})"
@@ -252,6 +262,8 @@ def test_a_study_aggregates_each_runs_cpu_over_the_call(tmp_path: Path) -> None:
         "cpu_chromium_cores": [m["cpu"]["components"]["chromium-a"]["mean_cores"]
                                + m["cpu"]["components"]["chromium-b"]["mean_cores"] for m in ms],
         "cpu_iperf3_cores": [0.0, 0.0],  # its process never ran during the call
+        "cpu_steal_cores": [m["cpu"]["steal"]["mean_cores"] for m in ms],
+        "cpu_steal_max_cores": [0.31, 0.31],
     }
     assert per_run["cpu_host_busy_cores"][0] != per_run["cpu_host_busy_cores"][1]
     t975_df1 = math.tan(math.pi * 0.475)

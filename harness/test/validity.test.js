@@ -161,6 +161,11 @@ test('bottleneck_lateness_bounded (uml): the guest\'s timer lateness against the
   const stalled = run({ timer: timer(301.2), drops: drops() });
   assert.deepEqual(stalled.checks.filter((x) => x.ok === false).map((x) => x.name), ['bottleneck_lateness_bounded']);
   assert.match(stalled.checks.find((x) => x.name === 'bottleneck_lateness_bounded')?.detail ?? '', /one fired 301\.2 ms late, over the bound of 20 ms, 1 more than 10 ms and 1 more than 100 ms late/);
+  // When it fired, against the call's start (the report's CPU line names the hypervisor's worst interval the same way).
+  const dated = (/** @type {number} */ dt) => run({ timer: { ...timer(35.2), max_t: COVERED.from_s + dt }, drops: drops() })
+    .checks.find((x) => x.name === 'bottleneck_lateness_bounded')?.detail ?? '';
+  assert.match(dated(41), /one fired 35\.2 ms late in the second ending 41 s into the call, over the bound of 20 ms/);
+  assert.match(dated(-2), /fired 35\.2 ms late in the second ending 2 s before the call, over/);
   const lossy = run({ timer: timer(2), drops: drops({ 'r-eth0.rx_dropped': 12, softnet_dropped: 3 }) });
   assert.deepEqual(lossy.checks.filter((x) => x.ok === false).map((x) => x.name), ['uml_lossless_outside_qdisc']);
   assert.match(lossy.checks.find((x) => x.name === 'uml_lossless_outside_qdisc')?.detail ?? '', /r-eth0\.rx_dropped \+12, softnet_dropped \+3/);

@@ -99,7 +99,7 @@ test('health.js: the timer lines after the network was up, summed; drop counters
     { t: 101.5, samples: 100, late_1ms: 1, late_10ms: 0, late_100ms: 0, max_ms: 2.5 },
     { t: 102.5, samples: 71, late_1ms: 2, late_10ms: 1, late_100ms: 1, max_ms: 301 },
   ].map((l) => JSON.stringify(l)).join('\n') + '\n{"t": 103.5, "samp';
-  assert.deepEqual(timerSummary(timer, 101), { seconds: 2, samples: 171, late_1ms: 3, late_10ms: 1, late_100ms: 1, max_ms: 301 });
+  assert.deepEqual(timerSummary(timer, 101), { seconds: 2, samples: 171, late_1ms: 3, late_10ms: 1, late_100ms: 1, max_ms: 301, max_t: 102.5 });
   assert.equal(timerSummary(timer, 200), null);
   const dev = (/** @type {number} */ rx, /** @type {number} */ tx) => ({ rx_packets: 5 * rx, ...Object.fromEntries(DROP_COUNTERS.map((c) => [c, 0])),
     rx_dropped: rx, tx_dropped: tx });

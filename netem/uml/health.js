@@ -5,8 +5,10 @@
 // results (harness/validity.js).
 
 /**
- * @typedef {{ seconds: number, samples: number, late_1ms: number, late_10ms: number, late_100ms: number, max_ms: number }} GuestTimer
- *   the answers to the host's pings in the window: how many, how many more than 1, 10, 100 ms late, the latest
+ * @typedef {{ seconds: number, samples: number, late_1ms: number, late_10ms: number, late_100ms: number, max_ms: number,
+ *   max_t?: number }} GuestTimer
+ *   the answers to the host's pings in the window: how many, how many more than 1, 10, 100 ms late, the latest, and the
+ *   end (epoch s) of the second it came in
  * @typedef {{ seconds: number, drops: Record<string, number>, unreadable: string[] }} GuestDrops
  *   increases over the window of every drop counter that moved: `<device>.<counter>` or `softnet_dropped`;
  *   unreadable: the counters the probe could not read (null in its lines) at the window's start or end: not measured
@@ -46,8 +48,9 @@ export function timerSummary(text, fromS) {
   const lines = wholeLines(text).filter((l) => l.t > fromS);
   if (!lines.length) return null;
   const sum = (/** @type {string} */ k) => lines.reduce((s, l) => s + (l[k] ?? 0), 0);
+  const worst = lines.reduce((w, l) => ((l.max_ms ?? 0) > (w.max_ms ?? 0) ? l : w), lines[0]);
   return { seconds: lines.length, samples: sum('samples'), late_1ms: sum('late_1ms'), late_10ms: sum('late_10ms'),
-    late_100ms: sum('late_100ms'), max_ms: Math.max(...lines.map((l) => l.max_ms ?? 0)) };
+    late_100ms: sum('late_100ms'), max_ms: worst.max_ms ?? 0, max_t: worst.t };
 }
 
 /**

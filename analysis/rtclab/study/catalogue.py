@@ -137,6 +137,8 @@ CPU_CATALOGUE: dict[str, Metric] = {m.name: m for m in [
     Metric("cpu_outside_run_cores", "cpu", "cores", "cpu.outside_run.mean_cores: host busy - the run's processes "
            "(clamped at 0 per interval): other processes and kernel time charged to none"),
     Metric("cpu_kernel_cores", "cpu", "cores", "cpu.kernel_irq_softirq.mean_cores: the host's irq + softirq time"),
+    Metric("cpu_steal_cores", "cpu", "cores", "cpu.steal.mean_cores: the hypervisor's steal time (part of host busy)"),
+    Metric("cpu_steal_max_cores", "cpu", "cores", "cpu.steal.max_cores: the steal of the call's worst interval"),
     Metric("cpu_chromium_cores", "cpu", "cores", "every chromium-* component of cpu.components (all calls' "
            "browsers), summed (null when the run accounted no browser)"),
     *(Metric(f"cpu_{c.replace('-', '_')}_cores", "cpu", "cores", f"cpu.components['{c}'].mean_cores (null when the "

@@ -132,6 +132,7 @@ def cpu_values(c: dict[str, Any]) -> dict[str, float | None]:
            "cpu_host_busy_fraction": _get(c, "host_busy", "mean_fraction"),
            "cpu_run_cores": _get(c, "run", "mean_cores"), "cpu_outside_run_cores": _get(c, "outside_run", "mean_cores"),
            "cpu_kernel_cores": _get(c, "kernel_irq_softirq", "mean_cores"),
+           "cpu_steal_cores": _get(c, "steal", "mean_cores"), "cpu_steal_max_cores": _get(c, "steal", "max_cores"),
            "cpu_chromium_cores": sum(x for x in browsers if x is not None)
            if browsers and all(x is not None for x in browsers) else None,
            **{f"cpu_{n.replace('-', '_')}_cores": _get(comps, n, "mean_cores") for n in CPU_COMPONENTS}}

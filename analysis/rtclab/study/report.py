@@ -40,6 +40,7 @@ HEADERS = {"throughput_bps": "rate kbit/s", "send_rate_bps": "sent kbit/s", "rec
            "overusing_fraction": "overusing share", "replay_update_agreement": "replay agrees",
            "cpu_host_busy_cores": "host busy", "cpu_host_busy_fraction": "host busy share", "cpu_run_cores": "the run",
            "cpu_outside_run_cores": "outside the run", "cpu_kernel_cores": "kernel (irq+softirq)",
+           "cpu_steal_cores": "steal", "cpu_steal_max_cores": "steal, worst interval",
            "cpu_chromium_cores": "all browsers", "cpu_chromium_a_cores": "chromium-a",
            "cpu_chromium_b_cores": "chromium-b", "cpu_bottleneck_cores": "bottleneck", "cpu_capture_cores": "capture",
            "cpu_iperf3_cores": "iperf3", "cpu_harness_cores": "harness", "rate_to_target_ratio": "rate / target",
