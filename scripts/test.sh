@@ -3,7 +3,7 @@
 # one line, "N passed, N failed", totalled from each runner's own report (JUnit XML from node --test and pytest, read
 # by scripts/junit-totals.py; cargo test's "test result:" lines).
 #   bash scripts/test.sh          both tiers (npm test)
-#   bash scripts/test.sh --fast   the fast tier only, for the edit loop (npm run test:fast; 58-62 s warm on 2 vCPUs,
+#   bash scripts/test.sh --fast   the fast tier only, for the edit loop (npm run test:fast; 58-66 s warm on 2 vCPUs,
 #                                 docs/contributing.md "The tests' time")
 #   bash scripts/test.sh --real   the real tier only
 #   bash scripts/test.sh --real-netem | --real-calls   one of the real tier's two parts (below), for a campaign
