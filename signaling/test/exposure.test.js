@@ -3,6 +3,7 @@
 // addresses it is told are the run's browsers. Loopback has a whole /8 of local addresses to play both roles.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import http from 'node:http';
 import { startSignalingServer } from '../server.js';
 
@@ -19,13 +20,40 @@ function get(host, port, localAddress) {
   });
 }
 
+/**
+ * The addresses this process listens on at a TCP port, read from the kernel (/proc/net/tcp, the sockets whose inodes
+ * are this process's descriptors): exact, whatever other processes (a parallel test, say) listen on. A connection to
+ * an address nobody here listens on is no proof: another process may, and a client bound to 127.0.0.1 connecting to
+ * 127.0.0.1 at its own port connects to itself (TCP's simultaneous open), which read its own request back as the reply.
+ * @param {number} port @returns {string[]} "a.b.c.d:port", sorted
+ */
+function ownListeners(port) {
+  const mine = new Set();
+  for (const fd of fs.readdirSync('/proc/self/fd')) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/self/fd/${fd}`));
+      if (m) mine.add(m[1]);
+    } catch { /* closed since the listing */ }
+  }
+  const found = [];
+  for (const line of fs.readFileSync('/proc/net/tcp', 'utf8').trim().split('\n').slice(1)) {
+    const [, local, , state, , , , , , inode] = line.trim().split(/\s+/);
+    const [addrHex, portHex] = local.split(':');
+    if (state !== '0A' || parseInt(portHex, 16) !== port || !mine.has(inode)) continue; // 0A: LISTEN
+    const bytes = (addrHex.match(/../g) ?? []).map((b) => parseInt(b, 16)).reverse(); // little-endian
+    found.push(`${bytes.join('.')}:${port}`);
+  }
+  return found.sort();
+}
+
 test('listens on the given addresses only, one port on each', async () => {
   const server = await startSignalingServer({ hosts: ['127.0.0.2', '127.0.0.3'] });
   try {
     assert.equal(await get('127.0.0.2', server.port, '127.0.0.1'), 200);
     assert.equal(await get('127.0.0.3', server.port, '127.0.0.1'), 200);
-    assert.equal(await get('127.0.0.4', server.port, '127.0.0.1'), 'ECONNREFUSED');
-    assert.equal(await get('127.0.0.1', server.port, '127.0.0.1'), 'ECONNREFUSED');
+    assert.deepEqual(ownListeners(server.port), [`127.0.0.2:${server.port}`, `127.0.0.3:${server.port}`]);
+    // From an address that is not the target's (no connection to itself): nothing of this server answers there.
+    assert.equal(await get('127.0.0.4', server.port, '127.0.0.9'), 'ECONNREFUSED');
   } finally {
     await server.close();
   }
