@@ -75,6 +75,8 @@ macro_rules! for_each_column {
         )
     };
 }
+// The Python bindings (python.rs, feature `python`) name the columns through it; without them nothing outside does.
+#[cfg(feature = "python")]
 pub(crate) use for_each_column;
 
 /// The outcome of reading one file: the columns, plus what went wrong if the file ended badly.
