@@ -8,7 +8,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from . import findings_measured, findings_why
+from . import findings_measured, findings_undecided, findings_why
 from .findings import (
     DEFAULT_CLAIMS,
     Finding,
@@ -129,6 +129,8 @@ def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Stu
     whys = findings_why.evaluate_all(claims_doc, {s.name: s for s in studies}, min_n)
     explained = findings_why.explained_by(whys)
     counts = {v: sum(1 for f in found if f.verdict == v) for v in (AGREES, DEVIATES, INCONCLUSIVE, NOT_RUN)}
+    by_name = {s.name: s for s in studies}
+    open_ = {f.claim["id"]: findings_undecided.undecided(f, by_name, min_n) for f in found}
     lines = [
         "# Findings: the reference studies and RFC 8867 beside what rtclab measured",
         "",
@@ -140,6 +142,7 @@ def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Stu
         "",
         f"{len(found)} claims: {counts[AGREES]} agree, {counts[DEVIATES]} deviate, {counts[INCONCLUSIVE]} "
         f"inconclusive, {counts[NOT_RUN]} not run.",
+        *(["", _undecided_summary(open_, by_name)] if counts[INCONCLUSIVE] else []),
         "",
         "## The verdict rule",
         "",
@@ -162,7 +165,7 @@ def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Stu
         lines.append(f"| [{c['id']}](#{c['id']}) | {c['source']} | {c['says']} | {_measure_text(c)} "
                      f"{_reference(c)} | {study} | **{f.verdict}** |")
     for f in found:
-        lines += _claim_section(f, explained.get(f.claim["id"], []))
+        lines += _claim_section(f, explained.get(f.claim["id"], []), open_[f.claim["id"]])
     lines += findings_why.markdown(whys)
     lines += findings_measured.markdown(findings_measured.evaluate_all(claims_doc, {s.name: s for s in studies}))
     lines += ["", "## The studies", "",
@@ -173,6 +176,9 @@ def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Stu
               "`npm run setup`, which puts `rtclab` on the PATH)."
               if studies
               else "No study was read: every claim is not run."]
+    if studies:
+        lines += ["", "Machine time, every study below: "
+                  + provenance.machine_time_total_text([s.prov.machine_time for s in studies]) + "."]
     for s in studies:
         sm = s.doc.get("summary") or {}
         lines += [""] + provenance.markdown(s.name, repo_relative(s.dir), s.prov, sm.get("runs_used", 0),
@@ -180,7 +186,41 @@ def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Stu
     return "\n".join(lines) + "\n"
 
 
-def _claim_section(f: Finding, why_ids: list[str]) -> list[str]:
+def _undecided_summary(open_: dict[str, list[findings_undecided.Undecided]], studies: dict[str, Study]) -> str:
+    """Why the inconclusive claims are: how many for the number of runs alone, for a value too near a band's edge, for
+    their data (findings_undecided), each claim counted once, by its worst interval; then the runs more that would
+    decide the intervals undecided for runs, and their machine time at each study's own cost per repetition."""
+    reasons = [findings_undecided.claim_reason(items) for items in open_.values() if items]
+    n = {r: reasons.count(r) for r in findings_undecided.ORDER}
+    items = [u for claim_items in open_.values() for u in claim_items]
+    more = findings_undecided.runs_to_decide(items)
+    text = (f"Why the {len(reasons)} inconclusive claims are (each claim's section says it of every undecided "
+            f"interval; docs/studies.md \"Findings\"): {n[findings_undecided.RUNS]} for the number of runs (too few "
+            "for a standard deviation, or decided by about N runs a point at the variance measured), "
+            f"{n[findings_undecided.EDGE]} for a value too near a band's edge for its variance "
+            f"({findings_undecided.CAP} runs a point would still leave an interval across it), "
+            f"{n[findings_undecided.DATA]} for their data (no value, INVALID runs used, a measure or point that "
+            "matches nothing).")
+    if more:
+        cost = {name: mt.wall_s / mt.repetitions for name, s in studies.items()
+                if (mt := s.prov.machine_time) is not None and mt.repetitions}
+        priced = [k for k in more if k[0] in cost]
+        seconds = sum(more[k] * cost[k[0]] for k in priced)
+        text += (f" The intervals undecided for runs that the planner gives a number for would be decided (power "
+                 f"{findings_undecided.POWER:g}) by about "
+                 f"{sum(more.values())} runs more at {len(more)} points of {len({k[0] for k in more})} studies: "
+                 + (f"about {provenance.duration_text(seconds)} of machine time at each study's own cost per "
+                    "repetition" if priced else "machine time not recorded")
+                 + (f" ({len(more) - len(priced)} points of studies without attempts.jsonl not priced)"
+                    if priced and len(priced) < len(more) else "") + ".")
+    few = sum(1 for u in items if u.few_runs)
+    if few:
+        text += (f" {few} interval(s) have too few runs for a standard deviation: no number can be given for them "
+                 "until each of their points has 2.")
+    return text
+
+
+def _claim_section(f: Finding, why_ids: list[str], undecided: list[findings_undecided.Undecided]) -> list[str]:
     c = f.claim
     lines = ["", f"### {c['id']}", "", f"{c['source']}: {c['says']}.", "",
              f"Checked as: {_measure_text(c)}, {_reference(c)} ({c['kind']} rule"
@@ -232,6 +272,12 @@ def _claim_section(f: Finding, why_ids: list[str]) -> list[str]:
                          f"{verdict} |")
         else:
             lines.append(f"| {r.point} | {r.phase} | {mean} | {ci} | {n} | {_invalid_text(r)}{extra} | {verdict} |")
+    if undecided:
+        reason = findings_undecided.IN_WORDS[findings_undecided.claim_reason(undecided) or ""]
+        lines += ["", f"Undecided for {reason}; each undecided interval (the planner's numbers, docs/studies.md "
+                  "\"Planning repetitions from a pilot\", with this study as its own pilot: the SD as measured, power "
+                  f"{findings_undecided.POWER:g}):", ""]
+        lines += [f"- {u.reason}: {u.text}" for u in undecided]
     return lines
 
 

@@ -276,6 +276,20 @@ def test_machine_time_sums_every_ended_attempt_and_prices_the_fixed_count(tmp_pa
     assert provenance.machine_time_text(None) == "not recorded (no attempts.jsonl)"
 
 
+def test_the_total_machine_time_adds_every_study_and_prices_the_planned_ones_at_their_fixed_counts() -> None:
+    planned = provenance.MachineTime(attempts=5, wall_s=560.0, repetitions=4, fixed_repetitions=12)
+    fixed = provenance.MachineTime(attempts=3, wall_s=300.0, repetitions=3, fixed_repetitions=None)
+    # spent: 560 + 300 = 860 s, 14 min; the planned study's file count: 12 x 560 / 4 = 1680 s in place of its 560,
+    # so 860 - 560 + 1680 = 1980 s, 33 min; the unplanned one counts what it took
+    assert provenance.machine_time_total_text([planned, fixed, None]) == (
+        "14 min over 8 attempt(s) for 7 planned repetition(s) in 2 stud(ies) (1 more without attempts.jsonl: not "
+        "recorded, not counted); with every study file's fixed count, about 33 min (the 1 stud(ies) a repetitions "
+        "plan set took 9 min, their files' counts priced at each one's own cost per repetition)")
+    assert provenance.machine_time_total_text([fixed]) == (
+        "5 min over 3 attempt(s) for 3 planned repetition(s) in 1 stud(ies)")
+    assert provenance.machine_time_total_text([None]) == "not recorded (no study has attempts.jsonl)"
+
+
 def test_the_true_time_factor_of_a_quick_file_run_with_quick(tmp_path: Path) -> None:
     (tmp_path / "full.yaml").write_text(STUDY.format(name="full").replace("duration_s: 5", "duration_s: 40"))
     quick = tmp_path / "quick.yaml"

@@ -162,6 +162,7 @@ class Estimate:
     slope: Slope | None = None  # a trend's design
     why: str = ""  # why it cannot be planned; empty when it can
     note: str = ""  # what else the row should say (points left out of a fit, an interval no edge can leave open)
+    few_runs: bool = False  # why is too few runs for an SD (a point's n < 2, a slope's N < 3), not missing data
 
 
 def estimates(claim: dict[str, Any], pilots: dict[str, findings.Study], target: findings.Study) -> list[Estimate]:
@@ -225,6 +226,7 @@ def _of_means(label: str, points: list[str], parts: list[PilotPoint]) -> Estimat
             assert short.stat is not None
             e.why = (f"{short.point}: " if named else "") + \
                 f"pilot n = {short.stat['n']}: no SD (the pilot needs 2 runs at least here)"
+            e.few_runs = True
     means = [float(p.stat["mean"]) for p in parts if p.stat is not None]
     if len(means) == len(parts):
         e.value = means[0] if len(means) == 1 else means[1] - means[0]
@@ -277,6 +279,7 @@ def _trend(claim: dict[str, Any], own: findings.Study | None, target: findings.S
         e.why = f"the pilot has fewer than two x values with a value ({own.name}): no slope"
     elif fit["residual_sd"] is None:
         e.why = f"the pilot's {fit['n_runs']} runs give the slope no interval ({TREND_MIN_RUNS} runs needed)"
+        e.few_runs = True
     else:
         e.sds, e.sd_df = [float(fit["residual_sd"])], [int(fit["df"])]
     return e
@@ -336,7 +339,9 @@ class Plan:
     claims: list[str] = field(default_factory=list)  # the ids of the claims that read the study
 
 
-def _row(claim: dict[str, Any], e: Estimate, power: float, ucl: float, cap: int, min_n: int) -> Row:
+def estimate_row(claim: dict[str, Any], e: Estimate, power: float, ucl: float, cap: int, min_n: int) -> Row:
+    """The estimate judged: its distance to the rule's nearest edge and the runs per point that decide it (n_needed;
+    None with why "cannot decide with <= cap runs"), or why it cannot be planned."""
     row = Row(claim=claim["id"], kind=claim["kind"], estimate=e.label, points=e.points, pilot_n=e.pilot_n,
               mean=e.value, sds=e.sds, sds_upper=None, distance=None, n_needed=None, why=e.why, note=e.note)
     if row.why:
@@ -394,7 +399,7 @@ def make(pilot_dirs: list[Path], target: TargetStudy, claims_file: Path, power: 
     rows = []
     for c in claims:
         found = estimates(c, pilots_by_name, planned)
-        rows += [_row(c, e, power, ucl, cap, min_n) for e in found]
+        rows += [estimate_row(c, e, power, ucl, cap, min_n) for e in found]
         if not found:  # said, not skipped: a claim whose points the study does not have decides nothing here
             what = ("no pair of points " + ", ".join(f"{a} / {b}" for a, b in c["pairs"]) if c.get("pairs") else
                     "no point matching " + ", ".join(c["points"]))

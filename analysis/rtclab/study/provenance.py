@@ -117,7 +117,8 @@ def machine_time(study_dir: Path, plan: dict[str, Any]) -> MachineTime | None:
                        fixed_repetitions=int(fixed) * len(plan.get("points") or []) if isinstance(fixed, int) else None)
 
 
-def _duration(s: float) -> str:
+def duration_text(s: float) -> str:
+    """A machine time in hours and minutes ("1 h 05 min", "9 min")."""
     h, m = divmod(round(s / 60), 60)
     return f"{h} h {m:02d} min" if h else f"{m} min"
 
@@ -127,13 +128,34 @@ def machine_time_text(t: MachineTime | None) -> str:
     have taken at this study's own cost per repetition (its mean attempt times its attempts per repetition)."""
     if t is None:
         return NOT_RECORDED + " (no attempts.jsonl)"
-    text = (f"{_duration(t.wall_s)} over {t.attempts} attempt(s) for {t.repetitions} planned repetition(s) (each "
+    text = (f"{duration_text(t.wall_s)} over {t.attempts} attempt(s) for {t.repetitions} planned repetition(s) (each "
             "attempt's harness wall time: set-up, call, teardown and analysis)")
     if t.fixed_repetitions is not None and t.attempts and t.repetitions:
         per_repetition = t.wall_s / t.repetitions
         text += (f"; the study file's fixed count, {t.fixed_repetitions} repetitions, would have taken about "
-                 f"{_duration(per_repetition * t.fixed_repetitions)} at this study's "
-                 f"{_duration(per_repetition)} per repetition")
+                 f"{duration_text(per_repetition * t.fixed_repetitions)} at this study's "
+                 f"{duration_text(per_repetition)} per repetition")
+    return text
+
+
+def machine_time_total_text(times: list[MachineTime | None]) -> str:
+    """Every study's machine time added up, beside what the studies would have cost had each run its study file's
+    fixed count: a study a repetitions plan set is priced at its own cost per repetition (machine_time_text), the
+    others at what they took. A study without attempts.jsonl is said, never counted as 0."""
+    known = [t for t in times if t is not None]
+    if not known:
+        return NOT_RECORDED + " (no study has attempts.jsonl)"
+    spent = sum(t.wall_s for t in known)
+    text = (f"{duration_text(spent)} over {sum(t.attempts for t in known)} attempt(s) for "
+            f"{sum(t.repetitions for t in known)} planned repetition(s) in {len(known)} stud(ies)")
+    if len(known) < len(times):
+        text += f" ({len(times) - len(known)} more without attempts.jsonl: not recorded, not counted)"
+    planned = [t for t in known if t.fixed_repetitions is not None and t.attempts and t.repetitions]
+    if planned:
+        fixed = spent + sum(t.wall_s / t.repetitions * (t.fixed_repetitions or 0) - t.wall_s for t in planned)
+        text += (f"; with every study file's fixed count, about {duration_text(fixed)} (the {len(planned)} "
+                 f"stud(ies) a repetitions plan set took {duration_text(sum(t.wall_s for t in planned))}, their files' "
+                 f"counts priced at each one's own cost per repetition)")
     return text
 
 
