@@ -126,10 +126,10 @@ def _pairs_text(c: dict[str, Any]) -> str:
 def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Study], claims_file: Path,
              dirs: list[Path]) -> str:
     min_n = int((claims_doc.get("rule") or {}).get("min_n", 2))
-    whys = findings_why.evaluate_all(claims_doc, {s.name: s for s in studies}, min_n)
+    by_name = {s.name: s for s in studies}
+    whys = findings_why.evaluate_all(claims_doc, by_name, min_n)
     explained = findings_why.explained_by(whys)
     counts = {v: sum(1 for f in found if f.verdict == v) for v in (AGREES, DEVIATES, INCONCLUSIVE, NOT_RUN)}
-    by_name = {s.name: s for s in studies}
     open_ = {f.claim["id"]: findings_undecided.undecided(f, by_name, min_n) for f in found}
     lines = [
         "# Findings: the reference studies and RFC 8867 beside what rtclab measured",
@@ -167,7 +167,7 @@ def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Stu
     for f in found:
         lines += _claim_section(f, explained.get(f.claim["id"], []), open_[f.claim["id"]])
     lines += findings_why.markdown(whys)
-    lines += findings_measured.markdown(findings_measured.evaluate_all(claims_doc, {s.name: s for s in studies}))
+    lines += findings_measured.markdown(findings_measured.evaluate_all(claims_doc, by_name))
     lines += ["", "## The studies", "",
               "Each study's provenance, from its plan.json, study.json and used runs' manifest.json "
               "(docs/studies.md, \"Provenance\"): the dates its runs started, the machine, Chromium, the backend, the "
