@@ -202,8 +202,8 @@ def _undecided_summary(open_: dict[str, list[findings_undecided.Undecided]], stu
             f"{n[findings_undecided.DATA]} for their data (no value, INVALID runs used, a measure or point that "
             "matches nothing).")
     if more:
-        cost = {name: mt.wall_s / mt.repetitions for name, s in studies.items()
-                if (mt := s.prov.machine_time) is not None and mt.repetitions}
+        cost = {name: per for name, s in studies.items()
+                if s.prov.machine_time is not None and (per := s.prov.machine_time.per_repetition_s) is not None}
         priced = [k for k in more if k[0] in cost]
         seconds = sum(more[k] * cost[k[0]] for k in priced)
         text += (f" The intervals undecided for runs that the planner gives a number for would be decided (power "

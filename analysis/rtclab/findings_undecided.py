@@ -72,10 +72,10 @@ def _from_row(r: Row, label: str) -> Undecided:
 
 def _judged(f: Finding, e: plan.Estimate, min_n: int) -> Undecided:
     """An interval the rule judged and left across an edge (or a trend's slope), by the planner's numbers."""
-    claim = f.claim
-    row = plan.estimate_row(claim, e, POWER, UCL, CAP, min_n)
     if e.why:
         return Undecided(e.label, RUNS if e.few_runs else DATA, f"{e.label}: {e.why}", few_runs=e.few_runs)
+    claim = f.claim
+    row = plan.estimate_row(claim, e, POWER, UCL, CAP, min_n)
     mean = row.mean
     assert mean is not None
     trend = claim["kind"] == "trend"

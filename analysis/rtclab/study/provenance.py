@@ -27,6 +27,11 @@ class MachineTime:
     repetitions: int  # the repetitions planned (plan.json's order)
     fixed_repetitions: int | None  # the study file's own count over its points, when a repetitions plan replaced it
 
+    @property
+    def per_repetition_s(self) -> float | None:
+        """The study's own cost per repetition (its attempts' wall time over its planned repetitions)."""
+        return self.wall_s / self.repetitions if self.repetitions else None
+
 
 @dataclass
 class Provenance:
@@ -130,8 +135,7 @@ def machine_time_text(t: MachineTime | None) -> str:
         return NOT_RECORDED + " (no attempts.jsonl)"
     text = (f"{duration_text(t.wall_s)} over {t.attempts} attempt(s) for {t.repetitions} planned repetition(s) (each "
             "attempt's harness wall time: set-up, call, teardown and analysis)")
-    if t.fixed_repetitions is not None and t.attempts and t.repetitions:
-        per_repetition = t.wall_s / t.repetitions
+    if t.fixed_repetitions is not None and t.attempts and (per_repetition := t.per_repetition_s) is not None:
         text += (f"; the study file's fixed count, {t.fixed_repetitions} repetitions, would have taken about "
                  f"{duration_text(per_repetition * t.fixed_repetitions)} at this study's "
                  f"{duration_text(per_repetition)} per repetition")
@@ -150,9 +154,9 @@ def machine_time_total_text(times: list[MachineTime | None]) -> str:
             f"{sum(t.repetitions for t in known)} planned repetition(s) in {len(known)} stud(ies)")
     if len(known) < len(times):
         text += f" ({len(times) - len(known)} more without attempts.jsonl: not recorded, not counted)"
-    planned = [t for t in known if t.fixed_repetitions is not None and t.attempts and t.repetitions]
+    planned = [t for t in known if t.fixed_repetitions is not None and t.attempts and t.per_repetition_s is not None]
     if planned:
-        fixed = spent + sum(t.wall_s / t.repetitions * (t.fixed_repetitions or 0) - t.wall_s for t in planned)
+        fixed = spent + sum((t.per_repetition_s or 0) * (t.fixed_repetitions or 0) - t.wall_s for t in planned)
         text += (f"; with every study file's fixed count, about {duration_text(fixed)} (the {len(planned)} "
                  f"stud(ies) a repetitions plan set took {duration_text(sum(t.wall_s for t in planned))}, their files' "
                  f"counts priced at each one's own cost per repetition)")
