@@ -59,6 +59,7 @@ class Study:
     doc: dict[str, Any]
     plan: dict[str, Any]
     prov: provenance.Provenance = field(default_factory=provenance.Provenance)
+    pilot_of: Path | None = None  # set aside: the directory of the same study planned from this one, read instead
 
     @property
     def name(self) -> str:
@@ -547,13 +548,40 @@ def run_commands(claim: dict[str, Any]) -> list[str]:
     return cmds
 
 
+def _is_pilot_of(pilot: Study, planned: Study) -> bool:
+    """Whether `planned` ran with repetitions planned from `pilot` (its plan.json names the pilot's study and
+    fingerprint), so that the two hold the same study at two stages."""
+    fingerprint = pilot.plan.get("fingerprint")
+    return fingerprint is not None and any(
+        x.get("study") == pilot.name and x.get("fingerprint") == fingerprint
+        for x in (planned.plan.get("repetitions_from") or {}).get("pilots") or [])
+
+
+def planned_in_place_of_pilot(a: Study, b: Study) -> Study:
+    """Of two directories holding the same study, the one whose repetitions were planned from the other: a study
+    is its own pilot when it runs again with a plan from its first runs (rtclab study plan), and the page reads the
+    planned runs, whose number was chosen for the claims; the pilot's runs are not pooled with them (they chose that
+    number). Any other two of the same name are an error: which one the page reads must be given."""
+    if _is_pilot_of(a, b):
+        return b
+    if _is_pilot_of(b, a):
+        return a
+    raise FindingsError(f"{b.dir} and {a.dir} hold the same study {a.name}, neither planned from the other: "
+                        "give one of them")
+
+
 def findings(dirs: list[Path], claims_file: Path = DEFAULT_CLAIMS) -> tuple[dict[str, Any], list[Finding], list[Study]]:
+    """The claims file, each claim's finding, and every study read, in the order given: a pilot set aside for the
+    study planned from it (`pilot_of`) among them, for its provenance and machine time, though no claim reads it."""
     doc = load_claims(claims_file)
+    read = [read_study(d) for d in dirs]
     studies: dict[str, Study] = {}
-    for d in dirs:
-        s = read_study(d)
+    for s in read:
         if s.name in studies:
-            raise FindingsError(f"{d} and {studies[s.name].dir} hold the same study {s.name}: give one of them")
+            planned = planned_in_place_of_pilot(studies[s.name], s)
+            pilot = s if planned is studies[s.name] else studies[s.name]
+            pilot.pilot_of = planned.dir
+            s = planned
         studies[s.name] = s
     min_n = int((doc.get("rule") or {}).get("min_n", 2))
-    return doc, [evaluate(c, studies, min_n) for c in doc["claims"]], list(studies.values())
+    return doc, [evaluate(c, studies, min_n) for c in doc["claims"]], read

@@ -126,9 +126,10 @@ def _pairs_text(c: dict[str, Any]) -> str:
 def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Study], claims_file: Path,
              dirs: list[Path]) -> str:
     min_n = int((claims_doc.get("rule") or {}).get("min_n", 2))
-    by_name = {s.name: s for s in studies}
+    by_name = {s.name: s for s in studies if s.pilot_of is None}
     whys = findings_why.evaluate_all(claims_doc, by_name, min_n)
     explained = findings_why.explained_by(whys)
+    measured_whys = {w.entry["id"] for w in whys if w.study is not None}
     counts = {v: sum(1 for f in found if f.verdict == v) for v in (AGREES, DEVIATES, INCONCLUSIVE, NOT_RUN)}
     open_ = {f.claim["id"]: findings_undecided.undecided(f, by_name, min_n) for f in found}
     lines = [
@@ -141,7 +142,7 @@ def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Stu
         "what the archive gives.",
         "",
         f"{len(found)} claims: {counts[AGREES]} agree, {counts[DEVIATES]} deviate, {counts[INCONCLUSIVE]} "
-        f"inconclusive, {counts[NOT_RUN]} not run.",
+        f"inconclusive, {counts[NOT_RUN]} not run." + _why_summary(found, explained, measured_whys),
         *(["", _undecided_summary(open_, by_name)] if counts[INCONCLUSIVE] else []),
         "",
         "## The verdict rule",
@@ -165,7 +166,7 @@ def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Stu
         lines.append(f"| [{c['id']}](#{c['id']}) | {c['source']} | {c['says']} | {_measure_text(c)} "
                      f"{_reference(c)} | {study} | **{f.verdict}** |")
     for f in found:
-        lines += _claim_section(f, explained.get(f.claim["id"], []), open_[f.claim["id"]])
+        lines += _claim_section(f, explained.get(f.claim["id"], []), measured_whys, open_[f.claim["id"]])
     lines += findings_why.markdown(whys)
     lines += findings_measured.markdown(findings_measured.evaluate_all(claims_doc, by_name))
     lines += ["", "## The studies", "",
@@ -182,8 +183,28 @@ def markdown(claims_doc: dict[str, Any], found: list[Finding], studies: list[Stu
     for s in studies:
         sm = s.doc.get("summary") or {}
         lines += [""] + provenance.markdown(s.name, repo_relative(s.dir), s.prov, sm.get("runs_used", 0),
-                                            sm.get("runs_used_invalid", 0), s.accepted_invalid())
+                                            sm.get("runs_used_invalid", 0), s.accepted_invalid(),
+                                            pilot_of=None if s.pilot_of is None else repo_relative(s.pilot_of))
     return "\n".join(lines) + "\n"
+
+
+# What a deviation's section says when no why entry explains it.
+NOT_EXPLAINED = ("not studied yet: no entry of the claims file's `why` switches a component at this claim's points "
+                 "(docs/studies.md \"Findings\", Why)")
+
+
+def _why_summary(found: list[Finding], explained: dict[str, list[str]], measured: set[str]) -> str:
+    """The deviations a measured why entry explains; those whose why study has not run yet, and those no entry
+    explains yet, named."""
+    deviations = [f.claim["id"] for f in found if f.verdict == DEVIATES]
+    if not deviations:
+        return ""
+    with_why = [d for d in deviations if measured & set(explained.get(d, []))]
+    pending = [d for d in deviations if d not in with_why and explained.get(d)]
+    alone = [d for d in deviations if not explained.get(d)]
+    return (f" Of the {len(deviations)} deviations, {len(with_why)} have a why (\"Why\" below: components switched "
+            "one at a time)" + (f"; their why study not run yet: {', '.join(pending)}" if pending else "")
+            + (f"; not studied yet: {', '.join(alone)}" if alone else "") + ".")
 
 
 def _undecided_summary(open_: dict[str, list[findings_undecided.Undecided]], studies: dict[str, Study]) -> str:
@@ -220,14 +241,18 @@ def _undecided_summary(open_: dict[str, list[findings_undecided.Undecided]], stu
     return text
 
 
-def _claim_section(f: Finding, why_ids: list[str], undecided: list[findings_undecided.Undecided]) -> list[str]:
+def _claim_section(f: Finding, why_ids: list[str], measured_whys: set[str],
+                   undecided: list[findings_undecided.Undecided]) -> list[str]:
     c = f.claim
     lines = ["", f"### {c['id']}", "", f"{c['source']}: {c['says']}.", "",
              f"Checked as: {_measure_text(c)}, {_reference(c)} ({c['kind']} rule"
              + (f"; pairs: {_pairs_text(c)}" if c.get("pairs") else "") + f"). Verdict: **{f.verdict}**"
              + (f" ({f.note})" if f.note else "") + "."]
     if why_ids:
-        lines += ["", "Why: " + ", ".join(f"[{w}](#{w})" for w in why_ids) + " (components switched one at a time)."]
+        lines += ["", "Why: " + ", ".join(f"[{w}](#{w})" + ("" if w in measured_whys else " (its study not run yet)")
+                                          for w in why_ids) + " (components switched one at a time)."]
+    elif f.verdict == DEVIATES:
+        lines += ["", f"Why: {NOT_EXPLAINED}."]
     if c.get("statistic"):
         lines += ["", f"The statistic: {c['statistic'].strip()}."]
     if c.get("band_why"):

@@ -85,6 +85,14 @@ def check_out(plan: planmod.Plan, out: Path) -> None:
                    or json.loads((out / "points" / p.name / "scenario.json").read_text()) != p.scenario]
         raise StudyDirError(f"{out} holds this study with other scenarios (points changed or added: "
                             f"{', '.join(changed) or 'points removed'}): resuming would mix them; choose another --out")
+    # A repetitions plan's runs are a sample of their own: resumed into runs made with the study file's count (a
+    # pilot's runs, wherever they are), or the other way round, the two samples would be pooled.
+    old_plan, new_plan = old.get("repetitions_from") or {}, plan.study.repetitions_from or {}
+    if bool(old_plan) != bool(new_plan):
+        held = f"the repetitions plan {old_plan.get('file')}" if old_plan else "the study file's count"
+        asked = f"the repetitions plan {new_plan.get('file')}" if new_plan else "the study file's count"
+        raise StudyDirError(f"{out} holds this study's runs made with {held}, not {asked}: resuming would pool the "
+                            "two samples; choose another --out")
 
 
 def repetitions_text(study: spec.Study) -> str:

@@ -474,6 +474,12 @@ def test_the_markdown_page(page: dict[str, Any], studies: dict[str, Path]) -> No
             f"{counts['inconclusive']} inconclusive, {counts['not run']} not run.") in md
     for rule in verdicts.RULES.values():  # the rule is written on the page
         assert rule in md
+    # no why entry in these claims: each deviation says it is not studied yet, and the top names them all
+    deviations = [i for i, f in page["found"].items() if f.verdict == "deviates"]
+    assert deviations and f"Of the {len(deviations)} deviations, 0 have a why" in md
+    assert f"not studied yet: {', '.join(deviations)}." in md
+    for i in deviations:
+        assert "\nWhy: not studied yet: no entry" in md.split(f"\n### {i}\n", 1)[1].split("\n### ", 1)[0]
     mean, lo, hi = ci([10, 12, 14])
     assert f"| agree | all | {mean:.4g} | [{lo:.4g}, {hi:.4g}] | 3 | 0 INVALID of 3 attempts | agrees |" in md
     assert "| one | all | 5 | - | 1 | 4 INVALID of 5 attempts, 2 rep. without a valid run | inconclusive (n = 1 < 2" \

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from test_findings import T975, make_study, metrics, ok
 
-from rtclab import findings, findings_why
+from rtclab import findings, findings_page, findings_why
 from rtclab.study import aggregate as agg
 from rtclab.study import studydir
 from rtclab_study import plan as planmod
@@ -133,3 +133,24 @@ def test_the_shipped_entries_are_valid_and_on_the_page() -> None:
     for w in doc["why"]:
         assert (findings.REPO / w["study_file"]).exists(), w["study_file"]
         assert f"### {w['id']}" in page
+
+
+def test_each_deviation_says_whether_a_measured_why_explains_it(study: findings.Study) -> None:
+    """A deviation explained by a why entry whose study ran links it; one whose why study has not run says so; one no
+    entry explains says it is not studied yet; and the top of the page counts and names them."""
+    whys = [findings_why.evaluate(ENTRY, {"sw": study}, 2),
+            findings_why.evaluate({**ENTRY, "id": "why-later", "explains": ["r-claim"], "studies": ["gone"]}, {}, 2)]
+    explained, measured = findings_why.explained_by(whys), {w.entry["id"] for w in whys if w.study is not None}
+    found = [findings.Finding({"id": i, "source": "S", "says": "s", "kind": "range",
+                               "measure": MEASURE, "range": [0, 1]}, study, None, [], "deviates")
+             for i in ("q-claim", "r-claim", "s-claim")]
+    assert findings_page._why_summary(found, explained, measured) == (
+        " Of the 3 deviations, 1 have a why (\"Why\" below: components switched one at a time); their why study not "
+        "run yet: r-claim; not studied yet: s-claim.")
+    sections = {f.claim["id"]: "\n".join(findings_page._claim_section(f, explained.get(f.claim["id"], []),
+                                                                      measured, [])) for f in found}
+    assert "Why: [why-q](#why-q) (components switched one at a time)." in sections["q-claim"]
+    assert "Why: [why-later](#why-later) (its study not run yet) (components" in sections["r-claim"]
+    assert "Why: not studied yet: no entry of the claims file's `why`" in sections["s-claim"]
+    agreeing = [findings.Finding(found[0].claim, study, None, [], "agrees")]
+    assert findings_page._why_summary(agreeing, explained, measured) == ""

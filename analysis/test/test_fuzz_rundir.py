@@ -59,7 +59,9 @@ def apply(run: Path, what: tuple) -> None:
         path.unlink()
 
 
-@settings(max_examples=60, deadline=5000, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# No deadline: Hypothesis fails an example that overran it once and not on its re-run (Flaky), a timing this test
+# does not claim; a busy machine could trip it with the code right.
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(damage)
 def test_damaged_run_directories_are_analysed_or_refused_with_a_reason(small_run: Path,
                                                                        tmp_path: Path, damages: list) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -213,6 +214,63 @@ def test_findings_and_report_read_the_archive_as_the_directory(archived: dict[st
     r = subprocess.run([sys.executable, "-m", "rtclab.cli", "study", "report", str(arch), "--no-dashboard"],
                        capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout == report.render(loaded_dir, None, None)
+
+
+def test_a_study_run_again_from_its_own_pilot_is_read_in_the_pilots_place(tmp_path: Path) -> None:
+    q = {"loss": 0.0}
+    for d in ("pilot", "planned", "other"):
+        (tmp_path / d).mkdir()
+    pilot = make_study(tmp_path / "pilot", "t-range", {"agree": [ok(queue_ms=40, **q), ok(queue_ms=60, **q)]})
+    planned = make_study(tmp_path / "planned", "t-range", {
+        "agree": [ok(queue_ms=10, **q), ok(queue_ms=12, **q), ok(queue_ms=14, **q)]})
+    other = make_study(tmp_path / "other", "t-range", {"agree": [ok(queue_ms=10, **q), ok(queue_ms=12, **q)]})
+    plan = json.loads((planned / "plan.json").read_text())
+    pilot_fingerprint = json.loads((pilot / "plan.json").read_text())["fingerprint"]
+    plan["repetitions_from"] = {"pilots": [{"study": "t-range", "dir": str(pilot), "fingerprint": pilot_fingerprint}]}
+    (planned / "plan.json").write_text(json.dumps(plan))
+    claims = tmp_path / "claims.yaml"
+    claims.write_text(json.dumps({"rule": {"min_n": 2}, "claims": [CLAIMS["claims"][0]]}))
+    for dirs in ([pilot, planned], [planned, pilot]):
+        _, found, read = findings.findings(dirs, claims)
+        assert [s.dir for s in read if s.pilot_of is None] == [planned]
+        assert [(s.dir, s.pilot_of) for s in read if s.pilot_of is not None] == [(pilot, planned)]
+        assert found[0].rows[0].value["mean"] == pytest.approx(12.0) and found[0].verdict == "agrees"
+    # two of the same name, neither planned from the other: which one is not guessed
+    with pytest.raises(findings.FindingsError, match="neither planned from the other: give one of them"):
+        findings.findings([pilot, other], claims)
+
+
+def test_a_study_planned_from_its_own_pilot_is_archived_beside_it(archived: dict[str, Any], tmp_path: Path) -> None:
+    """The pilot (t-arch, archived) and the same study run again with repetitions planned from it: two directories,
+    and the page reads the planned one."""
+    out, pilot = archived["dir"], archived["archive"]
+    planned = tmp_path / "planned"
+    shutil.copytree(out, planned)
+    plan = json.loads((planned / "plan.json").read_text())
+    plan["repetitions_from"] = {"file": "studies/plans/t-arch.json", "sha256": "ab" * 32,
+                                "pilots": [{"study": "t-arch", "dir": str(pilot), "fingerprint": plan["fingerprint"]}]}
+    (planned / "plan.json").write_text(json.dumps(plan))
+    assert archive.archive_name(planned) == "t-arch-planned"
+    plan["quick_factor"] = 0.5
+    (planned / "plan.json").write_text(json.dumps(plan))
+    assert archive.archive_name(planned) == "t-arch-planned-quick0.5"
+    into = tmp_path / "results-archive"
+    shutil.copytree(pilot, into / "t-arch")
+    done = archive.archive(planned, into)
+    assert done.dest == into / "t-arch-planned-quick0.5" and (into / "t-arch" / "plan.json").exists()
+    assert archive.study_dirs(into) == [into / "t-arch", done.dest]
+    _, _, read = findings.findings(archive.study_dirs(into), findings.DEFAULT_CLAIMS)
+    assert [(s.dir, s.pilot_of) for s in read if s.name == "t-arch"] == [(into / "t-arch", done.dest),
+                                                                         (done.dest, None)]
+    # the page lists the pilot, for its runs and machine time, and says that no claim reads it
+    text, _ = findings_page.page_text(archive.study_dirs(into), findings.DEFAULT_CLAIMS)
+    pilot_block = text.split("### `t-arch` (pilot)\n", 1)[1].split("\n### ", 1)[0]
+    assert f"- the pilot of `{done.dest}`" in pilot_block and "no claim reads it" in pilot_block
+    assert "### `t-arch`\n" in text and "machine time" in pilot_block
+    # the planned study's command runs it into a directory of its own, the one its archive is named after
+    planned_block = text.split("### `t-arch`\n", 1)[1].split("\n### ", 1)[0]
+    assert ("--repetitions-from studies/plans/t-arch.json --out results/studies/t-arch-planned-quick0.5 && "
+            "rtclab study archive results/studies/t-arch-planned-quick0.5`") in planned_block
 
 
 def test_archive_of_what_is_no_aggregated_study_exits_2(tmp_path: Path) -> None:

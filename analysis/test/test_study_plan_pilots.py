@@ -342,6 +342,15 @@ def test_run_takes_per_point_repetitions_from_a_plan(pilots: dict[str, Path], tm
     with pytest.raises(runner.StudyDirError, match="pilot's directory"):
         runner.check_not_pilot(study, pilots["a"])
     runner.check_not_pilot(study, out)
+    # Resumed with the same plan, the directory is this study's; a copy of the pilot's runs elsewhere (or runs made
+    # with the study file's count), resumed with the plan, would pool the two samples: refused either way round.
+    runner.check_out(p, out)
+    unplanned = tmp_path / "unplanned"
+    planmod.write(planmod.make(spec.load(f)), unplanned)
+    with pytest.raises(runner.StudyDirError, match="made with the study file's count, not the repetitions plan"):
+        runner.check_out(p, unplanned)
+    with pytest.raises(runner.StudyDirError, match="made with the repetitions plan .*, not the study file's count"):
+        runner.check_out(planmod.make(spec.load(f)), out)
 
 
 @pytest.mark.parametrize("change, problem", [

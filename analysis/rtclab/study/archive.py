@@ -89,16 +89,21 @@ def files_of(study_dir: Path) -> list[Path]:
 
 def archive_name(study_dir: Path) -> str:
     """The study's default directory's name, results/studies/<name>[-quick<F>] (rtclab_study.runner.default_out),
-    whatever --out it ran into: a quick run and the full one are archived apart."""
+    whatever --out it ran into: a quick run and the full one are archived apart; and <name>-planned[-quick<F>] for a
+    study whose repetitions were planned from a pilot of its own name (its first runs, archived as <name>), which
+    the archive keeps beside it (the plan's command names it) rather than replace."""
     doc = load(study_dir)
     name = str(doc.get("study") or "")
     if not name or "/" in name or name.startswith("."):
         raise StudyReportError(f"{study_dir / 'study.json'}: study name {name!r} cannot name an archive directory")
     try:
-        quick = float(json.loads((study_dir / "plan.json").read_text()).get("quick_factor") or 1.0)
-    except (OSError, ValueError) as e:
+        plan = json.loads((study_dir / "plan.json").read_text())
+        quick = float(plan.get("quick_factor") or 1.0)
+    except (OSError, ValueError, AttributeError) as e:
         raise StudyReportError(f"{study_dir / 'plan.json'} unreadable: {e}") from None
-    return name + ("" if quick == 1.0 else f"-quick{quick:g}")
+    pilots = (plan.get("repetitions_from") or {}).get("pilots") or []
+    planned = "-planned" if any(p.get("study") == name for p in pilots) else ""
+    return name + planned + ("" if quick == 1.0 else f"-quick{quick:g}")
 
 
 def archive(study_dir: Path, into: Path = DEFAULT_ARCHIVE) -> Archived:

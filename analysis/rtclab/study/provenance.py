@@ -223,24 +223,32 @@ def planned_text(p: Provenance) -> str:
 
 def command(name: str, p: Provenance, accept_invalid: list[str]) -> str:
     """The commands that make this study and its archive again from the repository root: the run into its default
-    directory (results/studies/<name>[-quick<F>]), its aggregation when INVALID runs were accepted (study.json
-    accept_invalid), then the archive."""
-    out = f"results/studies/{name}" + ("" if p.quick_factor == 1.0 else f"-quick{p.quick_factor:g}")
+    directory (results/studies/<name>[-quick<F>]; <name>-planned[-quick<F>], given as --out, for a study planned from
+    a pilot of its own name), its aggregation when INVALID runs were accepted (study.json accept_invalid), then the
+    archive."""
+    # A study planned from a pilot of its own name runs into a directory of its own (the pilot's default one may hold
+    # the pilot's runs, which the runner will not pool), named as its archive is (archive.archive_name).
+    own_pilot = any(x.get("study") == name for x in (p.repetitions_from or {}).get("pilots") or [])
+    out = (f"results/studies/{name}" + ("-planned" if own_pilot else "")
+           + ("" if p.quick_factor == 1.0 else f"-quick{p.quick_factor:g}"))
     cmd = f"rtclab study run {p.study_file}" + ("" if p.quick_factor == 1.0 else f" --quick {p.quick_factor:g}")
     if p.repetitions_from:
-        cmd += f" --repetitions-from {p.repetitions_from.get('file')}"
+        cmd += f" --repetitions-from {p.repetitions_from.get('file')}" + (f" --out {out}" if own_pilot else "")
     if accept_invalid:
         cmd += f" && rtclab study aggregate {out} --accept-invalid {','.join(accept_invalid)}"
     return f"{cmd} && rtclab study archive {out}"
 
 
 def markdown(name: str, where: str, p: Provenance, runs_used: int, invalid_used: int,
-             accept_invalid: list[str]) -> list[str]:
-    """The page's lines for one study."""
+             accept_invalid: list[str], pilot_of: str | None = None) -> list[str]:
+    """The page's lines for one study; for a pilot set aside (`pilot_of`: the directory of the same study whose
+    repetitions were planned from it, which the claims read instead), a heading and a line that say so."""
     cmd = command(name, p, accept_invalid)
     outside = Path(p.study_file).is_absolute()
     return [
-        f"### `{name}`", "",
+        f"### `{name}`" + (" (pilot)" if pilot_of else ""), "",
+        *([f"- the pilot of `{pilot_of}`, the same study with its repetitions planned from these runs: no claim reads "
+           "it; listed for its runs and machine time"] if pilot_of else []),
         f"- read from `{where}`; runs used {runs_used} ({invalid_used} INVALID among them)"
         + (f", {p.runs_without_manifest} without a readable manifest.json ({'; '.join(p.manifests_unread)}): "
            "the lines below leave them out" if p.manifests_unread else ""),
