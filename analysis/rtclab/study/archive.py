@@ -101,9 +101,14 @@ def archive_name(study_dir: Path) -> str:
         quick = float(plan.get("quick_factor") or 1.0)
     except (OSError, ValueError, AttributeError) as e:
         raise StudyReportError(f"{study_dir / 'plan.json'} unreadable: {e}") from None
-    pilots = (plan.get("repetitions_from") or {}).get("pilots") or []
+    return dir_name(name, quick, plan.get("repetitions_from"))
+
+
+def dir_name(name: str, quick_factor: float, repetitions_from: dict[str, Any] | None) -> str:
+    """<name>[-planned][-quick<F>]: -planned when the repetitions plan's pilots include a study of this name."""
+    pilots = (repetitions_from or {}).get("pilots") or []
     planned = "-planned" if any(p.get("study") == name for p in pilots) else ""
-    return name + planned + ("" if quick == 1.0 else f"-quick{quick:g}")
+    return name + planned + ("" if quick_factor == 1.0 else f"-quick{quick_factor:g}")
 
 
 def archive(study_dir: Path, into: Path = DEFAULT_ARCHIVE) -> Archived:

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from . import archive
 from .studydir import read_log
 
 NOT_RECORDED = "not recorded"
@@ -227,13 +228,12 @@ def command(name: str, p: Provenance, accept_invalid: list[str]) -> str:
     a pilot of its own name), its aggregation when INVALID runs were accepted (study.json accept_invalid), then the
     archive."""
     # A study planned from a pilot of its own name runs into a directory of its own (the pilot's default one may hold
-    # the pilot's runs, which the runner will not pool), named as its archive is (archive.archive_name).
-    own_pilot = any(x.get("study") == name for x in (p.repetitions_from or {}).get("pilots") or [])
-    out = (f"results/studies/{name}" + ("-planned" if own_pilot else "")
-           + ("" if p.quick_factor == 1.0 else f"-quick{p.quick_factor:g}"))
+    # the pilot's runs, which the runner will not pool), named as its archive is.
+    default = f"results/studies/{archive.dir_name(name, p.quick_factor, None)}"
+    out = f"results/studies/{archive.dir_name(name, p.quick_factor, p.repetitions_from)}"
     cmd = f"rtclab study run {p.study_file}" + ("" if p.quick_factor == 1.0 else f" --quick {p.quick_factor:g}")
     if p.repetitions_from:
-        cmd += f" --repetitions-from {p.repetitions_from.get('file')}" + (f" --out {out}" if own_pilot else "")
+        cmd += f" --repetitions-from {p.repetitions_from.get('file')}" + (f" --out {out}" if out != default else "")
     if accept_invalid:
         cmd += f" && rtclab study aggregate {out} --accept-invalid {','.join(accept_invalid)}"
     return f"{cmd} && rtclab study archive {out}"
